@@ -1,0 +1,1 @@
+"""The SQL of the catalog, as .sql files loaded by twinlake.catalog."""

@@ -1,0 +1,3 @@
+from twinlake.cli import main
+
+main()

@@ -1,0 +1,35 @@
+"""The root `twinlake` command: composes the sub-commands each folder owns in its cli.py."""
+
+from __future__ import annotations
+
+import importlib
+
+import typer
+
+app = typer.Typer(
+    name="twinlake",
+    help="FR3 recordings into a Parquet lake, SQL over runs, and population-based MuJoCo sysid.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+# Each folder's cli.py exposes `register(app)`, which adds its commands to the root app.
+_FOLDERS = ("catalog", "ingest", "sim", "daemon", "fit")
+
+
+def _compose() -> None:
+    for folder in _FOLDERS:
+        module = importlib.import_module(f"twinlake.{folder}.cli")
+        module.register(app)
+
+
+_compose()
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()
