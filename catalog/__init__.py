@@ -1,1 +1,29 @@
-"""twinlake.catalog"""
+"""twinlake.catalog: the lake on disk and the DuckDB catalog over it.
+
+Public API (stable; other folders use only these): `resolve_lake`, `Lake`,
+`publish_partition`, `PartitionExists`, `quarantine`, `sha256_file`, `connect`, `load_sql`,
+plus the canonical schemas `FRAME_SCHEMA`, `RUN_SCHEMA` and the ordered `SQL_FILES`.
+"""
+
+from twinlake.catalog.lake import Lake, check_id, resolve_lake, sha256_file
+from twinlake.catalog.publish import PartitionExists, new_staging_dir, publish_partition, quarantine
+from twinlake.catalog.schema import FRAME_SCHEMA, JOINTS, RAW_FILE_TYPE, RUN_SCHEMA
+from twinlake.catalog.sql import SQL_FILES, connect, load_sql
+
+__all__ = [
+    "FRAME_SCHEMA",
+    "JOINTS",
+    "Lake",
+    "PartitionExists",
+    "RAW_FILE_TYPE",
+    "RUN_SCHEMA",
+    "SQL_FILES",
+    "check_id",
+    "connect",
+    "load_sql",
+    "new_staging_dir",
+    "publish_partition",
+    "quarantine",
+    "resolve_lake",
+    "sha256_file",
+]

@@ -1,0 +1,181 @@
+"""Atomic publish of a partition directory, and quarantine of rejected input.
+
+A partition is built in `<lake>/_staging/<random>/`, every file and the directory are
+fsynced, then the directory is renamed to its final place in one `rename` system call, so a
+reader (or a crash) sees the whole partition or none of it. On Linux `renameat2` is used with
+`RENAME_NOREPLACE` (two racing writers: exactly one wins) and `RENAME_EXCHANGE` (replace
+swaps old and new atomically); elsewhere a plain `os.rename`, which refuses a non-empty target.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import json
+import os
+import shutil
+import uuid
+from collections.abc import Callable, Iterable
+from datetime import datetime, timezone
+from pathlib import Path
+
+from twinlake.catalog.lake import Lake
+
+_RENAME_NOREPLACE = 1
+_RENAME_EXCHANGE = 2
+_AT_FDCWD = -100
+
+
+class PartitionExists(FileExistsError):
+    """The target partition already exists and `replace` was not asked for."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(errno.EEXIST, f"partition already exists: {path}", str(path))
+        self.path = Path(path)
+
+
+def _as_lake(lake: Lake | str | Path) -> Lake:
+    return lake if isinstance(lake, Lake) else Lake(Path(lake))
+
+
+def _libc_renameat2():
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        fn = libc.renameat2
+    except (OSError, AttributeError):
+        return None
+    fn.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    fn.restype = ctypes.c_int
+    return fn
+
+
+_RENAMEAT2 = _libc_renameat2()
+
+
+def _rename(src: Path, dst: Path, flags: int) -> bool:
+    """renameat2(src, dst, flags); False if the call is unavailable here (caller falls back)."""
+    if _RENAMEAT2 is None:
+        return False
+    rc = _RENAMEAT2(_AT_FDCWD, os.fsencode(src), _AT_FDCWD, os.fsencode(dst), flags)
+    if rc == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.ENOSYS, errno.EINVAL):
+        return False
+    raise OSError(err, os.strerror(err), str(dst))
+
+
+def fsync_tree(path: Path) -> None:
+    """fsync every regular file under `path`, then every directory bottom-up."""
+    for dirpath, _dirnames, filenames in os.walk(path, topdown=False):
+        for name in filenames:
+            fd = os.open(os.path.join(dirpath, name), os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        _fsync_dir(Path(dirpath))
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def new_staging_dir(lake: Lake | str | Path, label: str = "part") -> Path:
+    """A fresh empty directory under `<lake>/_staging/` (same filesystem as the lake)."""
+    staging = _as_lake(lake).staging_dir
+    staging.mkdir(parents=True, exist_ok=True)
+    path = staging / f"{label}-{uuid.uuid4().hex}"
+    path.mkdir()
+    return path
+
+
+def _move_into_place(staged: Path, target: Path, replace: bool) -> None:
+    if replace and target.exists():
+        if _rename(staged, target, _RENAME_EXCHANGE):
+            shutil.rmtree(staged, ignore_errors=True)  # `staged` now holds the old partition
+            return
+        old = staged.with_name(staged.name + "-old")
+        os.rename(target, old)
+        os.rename(staged, target)
+        shutil.rmtree(old, ignore_errors=True)
+        return
+    try:
+        if not _rename(staged, target, _RENAME_NOREPLACE):
+            if target.exists():
+                raise PartitionExists(target)
+            os.rename(staged, target)  # refuses a non-empty existing target
+    except OSError as exc:
+        if isinstance(exc, PartitionExists):
+            raise
+        if exc.errno in (errno.EEXIST, errno.ENOTEMPTY):
+            raise PartitionExists(target) from None
+        raise
+
+
+def publish_partition(
+    lake: Lake | str | Path,
+    relative_dir: str | Path,
+    write_fn: Callable[[Path], None],
+    *,
+    replace: bool = False,
+) -> Path:
+    """Build a partition in `_staging/` with `write_fn(staging_path)`, fsync it, then rename it
+    to `<lake>/<relative_dir>` atomically. Returns the final path.
+
+    Raises `PartitionExists` if the target exists and `replace` is false (checked before
+    `write_fn` runs, and again atomically at the rename). The staging directory is removed
+    on any failure; a crash leaves at worst an orphan under `_staging/`.
+    """
+    lk = _as_lake(lake)
+    rel = Path(relative_dir)
+    if rel.is_absolute() or ".." in rel.parts or str(rel).startswith("_"):
+        raise ValueError(f"relative_dir {str(rel)!r} must be a relative path inside the lake")
+    target = lk.root / rel
+    if target.exists() and not replace:
+        raise PartitionExists(target)
+    staged = new_staging_dir(lk, rel.name.replace("=", "-"))
+    try:
+        write_fn(staged)
+        if not any(staged.iterdir()):
+            raise ValueError(f"write_fn left the partition {rel} empty")
+        fsync_tree(staged)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        _move_into_place(staged, target, replace)
+        _fsync_dir(target.parent)
+    finally:
+        if staged.exists():
+            shutil.rmtree(staged, ignore_errors=True)
+    return target
+
+
+def quarantine(lake: Lake | str | Path, files: Iterable[str | Path], reason: dict) -> Path:
+    """Copy the rejected input `files` to `<lake>/_quarantine/<utc-time>-<name>-<rand>/` with
+    `reason.json` (the `reason` dict plus `quarantined_at_utc` and the original paths).
+    Returns the quarantine directory; it appears atomically, like a partition."""
+    lk = _as_lake(lake)
+    files = [Path(f) for f in files]
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S")
+    first = files[0].name if files else "input"
+    name = f"{stamp}-{first}-{uuid.uuid4().hex[:8]}"
+    staged = new_staging_dir(lk, "quarantine")
+    try:
+        for f in files:
+            if f.is_file():
+                shutil.copy2(f, staged / f.name)
+        body = dict(reason)
+        body.setdefault("files", [str(f.absolute()) for f in files])
+        body["quarantined_at_utc"] = datetime.now(timezone.utc).isoformat()
+        (staged / "reason.json").write_text(json.dumps(body, indent=2, default=str) + "\n")
+        fsync_tree(staged)
+        lk.quarantine_dir.mkdir(parents=True, exist_ok=True)
+        target = lk.quarantine_dir / name
+        os.rename(staged, target)
+    finally:
+        if staged.exists():
+            shutil.rmtree(staged, ignore_errors=True)
+    return target

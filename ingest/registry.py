@@ -1,0 +1,150 @@
+"""The ingest plug-in point: a registry of source readers and the unit they produce.
+
+A source format is one module that defines a `SourceReader` and calls `register(reader)` at
+import time; `twinlake.ingest.readers()` imports the known format modules (`FORMAT_MODULES`)
+so every reader is registered before detection. The pipeline (`twinlake.ingest.pipeline`)
+does detect → read → validate → publish (or quarantine) for all of them.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+import pyarrow as pa
+
+FORMAT_PREFIXES: tuple[str, ...] = ("fr3_csv", "frankatwin", "excitation", "episode")
+"""Modules of `twinlake.ingest` whose names start with one of these (and do not end in
+`_cli`) are format modules: `readers()` imports them, in this prefix order, then by name."""
+
+
+class IngestError(ValueError):
+    """Structurally broken input. `str()` is one line naming the file, line and field."""
+
+    def __init__(self, path: Path | str, message: str, *, line: int | None = None,
+                 field: str | None = None, kind: str = "invalid") -> None:
+        self.path, self.line, self.field, self.kind = Path(path), line, field, kind
+        self.message = message
+        where = f"{Path(path).name}" + (f":{line}" if line is not None else "")
+        what = f" field {field!r}:" if field else ""
+        super().__init__(f"{where}:{what} {message}")
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "file": str(self.path), "line": self.line,
+                "field": self.field, "message": self.message, "error": str(self)}
+
+
+@dataclass(frozen=True)
+class Detection:
+    """Result of `SourceReader.detect`: `matched`, and `reason` (why, or why not)."""
+
+    matched: bool
+    reason: str
+    version: int | None = None
+
+    @classmethod
+    def no(cls, reason: str) -> "Detection":
+        return cls(False, reason)
+
+
+@dataclass(frozen=True)
+class RawFile:
+    """An original input file kept byte for byte under the partition's `raw/`."""
+
+    path: Path
+    role: str  # "recording", "status", "metadata", "targets", ...
+
+
+@dataclass(frozen=True)
+class ReadOptions:
+    """What the user asked for: ids override companion metadata; `allow_partial` keeps the
+    complete rows of a truncated file."""
+
+    robot: str | None = None
+    run: str | None = None
+    allow_partial: bool = False
+
+
+@dataclass
+class IngestUnit:
+    """One run, read from a source, in canonical form, ready to validate and publish.
+
+    - `robot`, `run`: partition ids (`robot` None: the pipeline asks the user to name it).
+    - `frames`: canonical columns (catalog.FRAME_SCHEMA, extra source columns allowed).
+    - `targets`: optional separately recorded targets (`targets.parquet`).
+    - `run_fields`: values for catalog.RUN_SCHEMA columns the reader knows (source_format,
+      source_version, recording_id, complete, robot_id, metadata_json, ...); the pipeline
+      computes the frame statistics, hashes and verdict.
+    - `raw_files`: originals to keep; the first is the primary file (its hash identifies
+      the run's bytes for "already ingested").
+    - `extra_tables`: more tables written as `<name>.parquet` in the partition.
+    - `reasons`, `flags`: validation notes the reader already found (e.g. truncated).
+    """
+
+    robot: str | None
+    run: str
+    frames: pa.Table
+    raw_files: list[RawFile]
+    targets: pa.Table | None = None
+    run_fields: dict[str, Any] = field(default_factory=dict)
+    extra_tables: dict[str, pa.Table] = field(default_factory=dict)
+    reasons: list[str] = field(default_factory=list)
+    flags: list[str] = field(default_factory=list)
+
+
+@runtime_checkable
+class SourceReader(Protocol):
+    """A source format. `detect` decides from content (headers, companion files), never
+    from a file name alone, and must be cheap; `read` raises `IngestError` on broken input."""
+
+    name: str
+
+    def detect(self, path: Path) -> Detection: ...
+
+    def read(self, path: Path, options: ReadOptions) -> IngestUnit: ...
+
+
+_READERS: dict[str, SourceReader] = {}
+
+
+def register(reader: SourceReader) -> SourceReader:
+    """Add a reader to the registry (idempotent by name); returns it."""
+    if not isinstance(reader, SourceReader):
+        raise TypeError(f"{reader!r} does not implement SourceReader (name, detect, read)")
+    _READERS[reader.name] = reader
+    return reader
+
+
+def readers() -> list[SourceReader]:
+    """All registered readers, after importing the known format modules that exist."""
+    for module in format_modules():
+        importlib.import_module(module)
+    return list(_READERS.values())
+
+
+def format_modules() -> list[str]:
+    """Fully qualified names of the format modules present in this package."""
+    import twinlake.ingest as package
+
+    names = sorted(m.name for m in pkgutil.iter_modules(package.__path__))
+    found = []
+    for prefix in FORMAT_PREFIXES:
+        found += [n for n in names if n.startswith(prefix) and not n.endswith("_cli")]
+    return [f"twinlake.ingest.{n}" for n in found]
+
+
+def detect(path: Path) -> tuple[SourceReader | None, list[tuple[str, str]]]:
+    """The first reader whose `detect` matches `path`, and every `(name, reason)` tried."""
+    tried: list[tuple[str, str]] = []
+    for reader in readers():
+        try:
+            found = reader.detect(path)
+        except OSError as exc:
+            found = Detection.no(f"cannot read: {exc.strerror or exc}")
+        tried.append((reader.name, found.reason))
+        if found.matched:
+            return reader, tried
+    return None, tried
