@@ -1,0 +1,110 @@
+"""Synthetic 1 kHz recordings in the lake layout, with split causes injected at known ticks.
+
+Arrays are built with numpy across all ticks (no per-tick Python) and written through the
+real `twinlake.catalog.publish_partition` as `frames.parquet` (canonical `FRAME_SCHEMA`)
+plus `run.parquet` (`RUN_SCHEMA` plus the contract columns `recorded_gaps`, `fit_eligible`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from twinlake.catalog import FRAME_SCHEMA, RUN_SCHEMA, Lake, publish_partition
+
+K_DEFAULT = (600.0, 600.0, 600.0, 600.0, 250.0, 150.0, 50.0)
+D_DEFAULT = (50.0, 50.0, 50.0, 50.0, 30.0, 25.0, 15.0)
+GAP_TYPE = pa.list_(pa.struct([("seq_from", pa.int64()), ("seq_to", pa.int64())]))
+
+
+@dataclass
+class Recording:
+    """Columns of one run as numpy arrays (one entry per tick), plus run-level facts."""
+
+    cols: dict[str, np.ndarray]
+    recorded_gaps: list[tuple[int, int]] = field(default_factory=list)
+    fit_eligible: bool | None = None
+
+    @property
+    def n(self) -> int:
+        return len(self.cols["seq"])
+
+
+def joint_recording(n: int, *, seq0: int = 0, controller: int = 2, reset_count: int = 1) -> Recording:
+    """A clean joint-impedance run of `n` ticks at exactly 1 ms (first period 0)."""
+    seq = np.arange(seq0, seq0 + n, dtype=np.int64)
+    t = (seq - seq0) * 1e-3
+    cols: dict[str, np.ndarray] = {"seq": seq, "t_s": t}
+    for j in range(1, 8):
+        q = 0.2 * np.sin(2 * np.pi * 0.5 * t + j)
+        cols[f"q{j}"] = q
+        cols[f"dq{j}"] = 0.2 * np.pi * np.cos(2 * np.pi * 0.5 * t + j)
+        cols[f"tau_J{j}"] = np.cos(t + j)
+        cols[f"tau_cmd{j}"] = np.sin(t + j)
+        cols[f"q_target{j}"] = q + 0.01
+        cols[f"q_target_filtered{j}"] = q + 0.005
+        cols[f"K_joint{j}"] = np.full(n, K_DEFAULT[j - 1])
+        cols[f"D_joint{j}"] = np.full(n, D_DEFAULT[j - 1])
+    for s in ("px", "py", "pz", "qx", "qy", "qz", "qw"):
+        cols[f"ee_{s}"] = np.full(n, 0.5 if s != "qw" else 1.0)
+        cols[f"tgt_{s}"] = np.zeros(n)
+    cols["controller"] = np.full(n, controller, dtype=np.int32)
+    cols["schema_version"] = np.full(n, 2, dtype=np.int32)
+    cols["joint_target_valid"] = np.full(n, 1 if controller == 2 else 0, dtype=np.int8)
+    cols["filter_alpha"] = np.full(n, 0.05)
+    cols["joint_use_friction"] = np.zeros(n, dtype=np.int8)
+    cols["joint_reset_count"] = np.full(n, reset_count, dtype=np.int64)
+    cols["robot_time_s"] = 100.0 + t
+    period = np.full(n, 1e-3)
+    period[0] = 0.0
+    cols["control_period_s"] = period
+    return Recording(cols)
+
+
+def frames_table(rec: Recording) -> pa.Table:
+    """The canonical frames table of `rec` (columns it lacks are null)."""
+    arrays = []
+    for f in FRAME_SCHEMA:
+        if f.name in rec.cols:
+            arrays.append(pa.array(rec.cols[f.name], type=f.type))
+        else:
+            arrays.append(pa.nulls(rec.n, type=f.type))
+    return pa.Table.from_arrays(arrays, schema=FRAME_SCHEMA)
+
+
+def run_table(rec: Recording) -> pa.Table:
+    """A one-row run.parquet: canonical columns (mostly null here) plus the contract columns."""
+    seq = rec.cols["seq"]
+    row = {f.name: pa.nulls(1, type=f.type) for f in RUN_SCHEMA}
+    row["source_format"] = pa.array(["synthetic"])
+    row["frame_count"] = pa.array([rec.n], pa.int64())
+    row["seq_first"] = pa.array([int(seq.min()) if rec.n else None], pa.int64())
+    row["seq_last"] = pa.array([int(seq.max()) if rec.n else None], pa.int64())
+    table = pa.table(row, schema=RUN_SCHEMA)
+    gaps = [{"seq_from": a, "seq_to": b} for a, b in rec.recorded_gaps]
+    table = table.append_column(pa.field("recorded_gaps", GAP_TYPE), pa.array([gaps], GAP_TYPE))
+    return table.append_column(
+        pa.field("fit_eligible", pa.bool_()), pa.array([rec.fit_eligible], pa.bool_())
+    )
+
+
+def publish_run(lake: Path, robot: str, run: str, rec: Recording) -> Path:
+    """Write `rec` as the run partition `<lake>/runs/robot=<robot>/run=<run>/`."""
+    lk = Lake(lake)
+
+    def write(path: Path) -> None:
+        pq.write_table(frames_table(rec), path / "frames.parquet")
+        pq.write_table(run_table(rec), path / "run.parquet")
+
+    return publish_partition(lk, lk.run_relative(robot, run), write)
+
+
+def drop_ticks(rec: Recording, start: int, count: int) -> None:
+    """Remove `count` rows starting at row `start` (a seq jump; t_s keeps its tick time)."""
+    keep = np.ones(rec.n, dtype=bool)
+    keep[start : start + count] = False
+    rec.cols = {k: v[keep] for k, v in rec.cols.items()}
