@@ -1,0 +1,190 @@
+"""SimFR3: one simulated FR3 stepped tick by tick, as the fr3_stack daemon's RT callback runs.
+
+Used by the daemon's real-time loop and by the offline recorder: they add measurement noise
+to `q`/`dq`, call `tick()` (controller) and then `physics_step()` (plant). The physics and the
+control law are the same code the replay engines use (plant.Plant, controllers.*).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import mujoco
+import numpy as np
+
+from .controllers import (
+    JOINT_SLEW_NM_PER_TICK,
+    JointImpedanceConfig,
+    ema_update,
+    joint_impedance_torque,
+    mat_to_quat_xyzw,
+    slew_limit,
+)
+from .model import HOME_Q, load_model
+from .params import DynamicsParams
+from .plant import Plant
+
+CONTROLLER_IDLE = 0  # fr3_stack ControllerType enum (GravityCompensation)
+CONTROLLER_CARTESIAN = 1
+CONTROLLER_JOINT_IMPEDANCE = 2
+
+
+@dataclass
+class JointImpedanceCommand:
+    """A jointImpedance command: pre-EMA target q [rad] (7,) and the full config it carries."""
+
+    q_target: np.ndarray
+    config: JointImpedanceConfig = field(default_factory=JointImpedanceConfig)
+
+    def __post_init__(self) -> None:
+        arr = np.asarray(self.q_target, dtype=np.float64).reshape(-1)
+        if arr.shape != (7,):
+            raise ValueError(f"qTarget: expected length 7, got {arr.size}")
+        self.q_target = arr
+
+
+@dataclass
+class IdleCommand:
+    """An idle command: gravity compensation only (the sim plant has no gravity, so τ = 0)."""
+
+    use_friction: bool = False
+
+
+@dataclass
+class TickOutput:
+    """Everything one CSV v2 row needs from the controller of one tick (arrays (7,))."""
+
+    tau_cmd: np.ndarray  # after the 1 N·m/tick slew limiter [N·m]
+    q_target: np.ndarray  # pre-EMA joint target [rad] (zeros unless joint impedance)
+    q_target_filtered: np.ndarray  # this tick's EMA output [rad]
+    k_nm_per_rad: np.ndarray
+    d_nms_per_rad: np.ndarray
+    filter_alpha: float
+    use_friction: bool
+    reset_count: int  # lifetime count of switches into joint impedance
+    controller: int  # ControllerType enum: 0 idle, 2 joint impedance
+    joint_target_valid: int  # 1 only under joint impedance
+
+
+class SimFR3:
+    """One simulated arm: plant (true params) plus fr3_stack's joint impedance controller state.
+
+    `params`: the arm's true DynamicsParams; `model`: an MjModel from load_model (ours if
+    None); `q0`: initial joint position [rad] (home if None), at rest, τ_prev = 0.
+    """
+
+    def __init__(self, params: DynamicsParams, model: mujoco.MjModel | None = None, q0=None):
+        self.params = params
+        model = load_model() if model is None else model
+        q0 = HOME_Q if q0 is None else np.asarray(q0, dtype=np.float64)
+        self.plant = Plant(model, params, q0, np.zeros(7), np.zeros(7))
+        self._scratch = mujoco.MjData(self.plant.model)
+        self.mode = CONTROLLER_IDLE
+        self.config = JointImpedanceConfig()
+        self.q_target = np.zeros(7)
+        self.ema = np.zeros(7)
+        self.reset_count = 0
+        self.tau_prev = np.zeros(7)
+        self.tau_cmd = np.zeros(7)
+
+    @property
+    def q(self) -> np.ndarray:
+        """True joint position [rad], (7,)."""
+        return self.plant.q
+
+    @property
+    def dq(self) -> np.ndarray:
+        """True joint velocity [rad/s], (7,)."""
+        return self.plant.dq
+
+    @property
+    def time_s(self) -> float:
+        """Simulated time since start [s]."""
+        return float(self.plant.data.time)
+
+    def _kinematics_at(self, q, dq) -> mujoco.MjData:
+        s, arm = self._scratch, self.plant.arm
+        s.qpos[:] = self.plant.data.qpos
+        s.qvel[:] = self.plant.data.qvel
+        s.qpos[arm.qpos_adr] = q
+        s.qvel[arm.dof_adr] = dq
+        mujoco.mj_fwdPosition(self.plant.model, s)
+        mujoco.mj_fwdVelocity(self.plant.model, s)
+        return s
+
+    def coriolis(self, q, dq) -> np.ndarray:
+        """C(q,dq)·dq [N·m] at a (measured) state, as franka::Model::coriolis, (7,)."""
+        return self._kinematics_at(q, dq).qfrc_bias[self.plant.arm.dof_adr].copy()
+
+    def ee_pose(self) -> tuple[np.ndarray, np.ndarray]:
+        """Flange pose at the true state: position [m] (3,), quaternion xyzw (4,), base frame."""
+        s = self._kinematics_at(self.q, self.dq)
+        site = self.plant.arm.ee_site
+        return s.site_xpos[site].copy(), mat_to_quat_xyzw(s.site_xmat[site].reshape(3, 3))
+
+    def tau_J(self) -> np.ndarray:
+        """Link-side torque of the last step [N·m], (7,): delayed motor torque minus joint friction.
+
+        It is what a link-side sensor of a gravity-free arm reads (the real tau_J also carries
+        gravity, which this plant does not simulate); zeros before the first physics step.
+        """
+        return self.plant.link_torque()
+
+    def _apply(self, command, q_meas: np.ndarray) -> None:
+        if isinstance(command, JointImpedanceCommand):
+            if self.mode != CONTROLLER_JOINT_IMPEDANCE:
+                self.ema[:] = q_meas  # reset on entry: EMA state = measured q
+                self.reset_count += 1
+            self.mode = CONTROLLER_JOINT_IMPEDANCE
+            self.q_target = command.q_target.copy()
+            self.config = command.config
+        elif isinstance(command, IdleCommand):
+            self.mode = CONTROLLER_IDLE
+        elif command is not None:
+            raise TypeError(f"unsupported command {type(command).__name__}")
+
+    def tick(self, q_meas, dq_meas, command=None) -> TickOutput:
+        """One controller tick in fr3_stack's order: command (reset on mode change) → EMA → torque → slew."""
+        q_meas = np.asarray(q_meas, dtype=np.float64)
+        dq_meas = np.asarray(dq_meas, dtype=np.float64)
+        self._apply(command, q_meas)
+        cfg = self.config
+        if self.mode == CONTROLLER_JOINT_IMPEDANCE:
+            ema_update(self.ema, self.q_target, cfg.filter_alpha, out=self.ema)
+            tau = joint_impedance_torque(
+                q_meas[None], dq_meas[None], self.ema[None], cfg.k_nm_per_rad, cfg.d_nms_per_rad,
+                self.coriolis(q_meas, dq_meas)[None], cfg.use_friction,
+            )[0]
+        else:
+            tau = np.zeros(7)
+        self.tau_cmd = slew_limit(tau, self.tau_prev, JOINT_SLEW_NM_PER_TICK)
+        self.tau_prev = self.tau_cmd.copy()
+        joint = self.mode == CONTROLLER_JOINT_IMPEDANCE
+        return TickOutput(
+            tau_cmd=self.tau_cmd.copy(),
+            q_target=self.q_target.copy() if joint else np.zeros(7),
+            q_target_filtered=self.ema.copy() if joint else np.zeros(7),
+            k_nm_per_rad=cfg.k_nm_per_rad.copy() if joint else np.zeros(7),
+            d_nms_per_rad=cfg.d_nms_per_rad.copy() if joint else np.zeros(7),
+            filter_alpha=cfg.filter_alpha if joint else 0.0,
+            use_friction=cfg.use_friction if joint else False,
+            reset_count=self.reset_count,
+            controller=self.mode,
+            joint_target_valid=int(joint),
+        )
+
+    def physics_step(self) -> None:
+        """Advance the plant 1 ms with the delayed commanded torque of the last tick + friction."""
+        self.plant.begin_tick()
+        self.plant.end_tick(self.tau_cmd)
+
+
+__all__ = [
+    "CONTROLLER_CARTESIAN",
+    "CONTROLLER_IDLE",
+    "CONTROLLER_JOINT_IMPEDANCE",
+    "IdleCommand",
+    "JointImpedanceCommand",
+    "SimFR3",
+    "TickOutput",
+]

@@ -1,0 +1,137 @@
+"""The plant shared by every engine: friction, delay line, parameter writes, one-arm physics.
+
+Friction (FrankaTwin's parameterisation, applied as joint torque by MuJoCo):
+  * Coulomb with a Stribeck breakaway: MuJoCo's `dof_frictionloss` constraint (a bounded
+    friction force that sticks below its level) with the level set every tick to
+        mu_d + (mu_s − mu_d)·exp(−(dq/v_s)²),   mu_d = dynamic_ratio·mu_s, v_s = 0.02 rad/s,
+    evaluated at the velocity of the previous tick (the constraint rows of a step are built
+    at the end of the step before, so the level lags by one 1 ms tick in every engine);
+  * viscous: `dof_damping` = mu_viscous, integrated implicitly (`implicitfast`).
+Armature: `dof_armature`; `mj_setConst` follows it so the friction constraint scaling agrees.
+Delay: the commanded torque of tick k is applied at tick k + motor_delay_ms (DelayLine).
+"""
+
+from __future__ import annotations
+
+import copy
+
+import mujoco
+import numpy as np
+
+from .model import ArmIndex, arm_index
+from .params import MAX_DELAY_MS, DynamicsParams
+
+STRIBECK_VELOCITY_RAD_S = 0.02
+
+
+def coulomb_level(mu_static: np.ndarray, mu_dynamic: np.ndarray, dq: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """Stribeck Coulomb level [N·m]: mu_d + (mu_s − mu_d)·exp(−(dq/v_s)²); arrays broadcast (P, 7)."""
+    out = np.empty(np.broadcast_shapes(np.shape(mu_static), np.shape(dq))) if out is None else out
+    np.multiply(dq, 1.0 / STRIBECK_VELOCITY_RAD_S, out=out)
+    np.square(out, out=out)
+    np.negative(out, out=out)
+    np.exp(out, out=out)
+    out *= mu_static - mu_dynamic
+    out += mu_dynamic
+    return out
+
+
+class DelayLine:
+    """Per-candidate ring of commanded torques: push(τ_k) returns τ_{k−delay} per candidate.
+
+    delays: (P,) whole ticks in 0..MAX_DELAY_MS; history: (H, P, 7) or (H, 7) commanded
+    torques of the ticks before tick 0 (oldest first), missing ticks filled with tau_prev0.
+    """
+
+    def __init__(self, delays: np.ndarray, tau_prev0: np.ndarray, history: np.ndarray | None = None):
+        self.delays = np.asarray(delays, dtype=np.int64).reshape(-1)
+        count = self.delays.size
+        self.length = MAX_DELAY_MS + 1
+        self.ring = np.empty((self.length, count, 7))
+        self.ring[:] = np.broadcast_to(np.asarray(tau_prev0, dtype=np.float64), (count, 7))
+        if history is not None and len(history):
+            hist = np.asarray(history, dtype=np.float64)[-MAX_DELAY_MS:]
+            for j in range(1, len(hist) + 1):  # tick −j goes to slot (−j) mod length
+                self.ring[(-j) % self.length] = hist[-j]
+        self.tick = 0
+        self._rows = np.arange(count)
+        self.out = np.empty((count, 7))
+
+    def push(self, tau: np.ndarray) -> np.ndarray:
+        """Store this tick's command (P, 7) and return the torque to apply now (a reused array)."""
+        self.ring[self.tick % self.length] = tau
+        slots = (self.tick - self.delays) % self.length
+        np.copyto(self.out, self.ring[slots, self._rows])
+        self.tick += 1
+        return self.out
+
+
+def apply_params(model: mujoco.MjModel, arm: ArmIndex, params: DynamicsParams) -> None:
+    """Write armature, viscous damping and the static Coulomb level into the arm's dofs."""
+    model.dof_armature[arm.dof_adr] = params.armature
+    model.dof_damping[arm.dof_adr] = params.mu_viscous
+    model.dof_frictionloss[arm.dof_adr] = params.mu_static
+
+
+class Plant:
+    """One simulated arm: its own model copy with `params` applied, one MjData, a delay line.
+
+    Per tick: `begin_tick()` (Coulomb level from the previous tick's velocity, then
+    position/velocity stages: qfrc_bias = C(q,dq)·dq, site pose), the caller computes the
+    commanded torque, `end_tick(tau_cmd)` applies the delayed torque and integrates 1 ms.
+    """
+
+    def __init__(self, model: mujoco.MjModel, params: DynamicsParams, q0, dq0=None,
+                 tau_prev0=None, tau_history=None):
+        self.model = copy.copy(model)
+        self.arm = arm_index(self.model)
+        self.params = params
+        apply_params(self.model, self.arm, params)
+        self.data = mujoco.MjData(self.model)
+        mujoco.mj_setConst(self.model, self.data)
+        mujoco.mj_resetData(self.model, self.data)
+        self.data.qpos[self.arm.qpos_adr] = np.asarray(q0, dtype=np.float64)
+        self.data.qvel[self.arm.dof_adr] = 0.0 if dq0 is None else np.asarray(dq0, dtype=np.float64)
+        tau_prev0 = np.zeros(7) if tau_prev0 is None else np.asarray(tau_prev0, dtype=np.float64)
+        self.delay = DelayLine(np.array([params.motor_delay_ms]), tau_prev0,
+                               None if tau_history is None else np.asarray(tau_history)[:, None, :])
+        self.dq_prev = self.dq.copy()
+        self.tau_applied = np.zeros(7)
+        self._level = np.empty(7)
+
+    @property
+    def q(self) -> np.ndarray:
+        """True joint position [rad], (7,) copy."""
+        return self.data.qpos[self.arm.qpos_adr].copy()
+
+    @property
+    def dq(self) -> np.ndarray:
+        """True joint velocity [rad/s], (7,) copy."""
+        return self.data.qvel[self.arm.dof_adr].copy()
+
+    def begin_tick(self) -> None:
+        """Set this tick's Coulomb level and compute the position/velocity stages at the state."""
+        p = self.params
+        coulomb_level(p.mu_static, p.mu_dynamic, self.dq_prev, out=self._level)
+        self.model.dof_frictionloss[self.arm.dof_adr] = self._level
+        mujoco.mj_step1(self.model, self.data)
+
+    def coriolis(self) -> np.ndarray:
+        """C(q,dq)·dq [N·m] at the state (valid after begin_tick; gravity is off), (7,)."""
+        return self.data.qfrc_bias[self.arm.dof_adr].copy()
+
+    def end_tick(self, tau_cmd: np.ndarray) -> None:
+        """Push the commanded torque into the delay line, apply the delayed one, integrate 1 ms."""
+        applied = self.delay.push(np.asarray(tau_cmd, dtype=np.float64)[None, :])[0]
+        self.tau_applied[:] = applied
+        self.data.qfrc_applied[self.arm.dof_adr] = applied
+        self.dq_prev = self.data.qvel[self.arm.dof_adr].copy()
+        mujoco.mj_step2(self.model, self.data)
+
+    def link_torque(self) -> np.ndarray:
+        """Torque that reached the links in the last step [N·m], (7,): applied + friction + damping."""
+        d, adr = self.data, self.arm.dof_adr
+        return d.qfrc_applied[adr] + d.qfrc_passive[adr] + d.qfrc_constraint[adr]
+
+
+__all__ = ["STRIBECK_VELOCITY_RAD_S", "DelayLine", "Plant", "apply_params", "coulomb_level"]

@@ -1,0 +1,135 @@
+"""Replay: the per-tick controller shared by both engines, and the reference engine.
+
+The reference engine (one model, one MjData, a plain loop per candidate) is the definition
+of correct; population.PopulationEngine must agree with it. Sim state is never overwritten
+with recorded data: the recording provides only the initial state and the targets.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import mujoco
+import numpy as np
+
+from .controllers import (
+    JOINT_SLEW_NM_PER_TICK,
+    cartesian_clamp_and_slew,
+    cartesian_impedance_torque,
+    ema_update,
+    joint_impedance_torque,
+    mat_to_quat_xyzw,
+    site_jacobian,
+    slew_limit,
+)
+from .model import load_model
+from .params import DynamicsParams
+from .plant import Plant
+from .replay_input import CARTESIAN_IMPEDANCE, ReplayInput
+
+
+@dataclass
+class ReplayResult:
+    """One candidate's replay at the input's samples: q, dq, tau_cmd (S, 7); ee_pos (S, 3); ee_quat_xyzw (S, 4)."""
+
+    q: np.ndarray
+    dq: np.ndarray
+    tau_cmd: np.ndarray
+    ee_pos: np.ndarray
+    ee_quat_xyzw: np.ndarray
+
+
+@dataclass
+class Kinematics:
+    """Arm kinematics at the current state for a population: site pos (P,3), site xmat (P,9),
+    joint anchors (P,7,3) and axes (P,7,3)."""
+
+    site_pos: np.ndarray
+    site_xmat: np.ndarray
+    xanchor: np.ndarray
+    xaxis: np.ndarray
+
+
+class TickController:
+    """The controller of one ReplayInput for a population of P candidates (state: EMA, τ_prev)."""
+
+    def __init__(self, inp: ReplayInput, population: int):
+        self.inp = inp
+        self.ema = np.tile(np.asarray(inp.ema0 if inp.ema0 is not None else inp.q0, dtype=np.float64), (population, 1))
+        self.tau_prev = np.tile(np.asarray(inp.tau_prev0, dtype=np.float64), (population, 1))
+        self._pre = np.empty((population, 7))
+        self._gains = inp.cartesian.resolved()
+        self._hold_pos: np.ndarray | None = None
+        self._hold_quat: np.ndarray | None = None
+
+    @property
+    def needs_kinematics(self) -> bool:
+        return self.inp.controller == CARTESIAN_IMPEDANCE
+
+    def torque(self, k: int, q: np.ndarray, dq: np.ndarray, coriolis: np.ndarray,
+               kin: Kinematics | None = None) -> np.ndarray:
+        """Commanded torque of tick k after the slew limiter, (P, 7); updates EMA and τ_prev."""
+        inp = self.inp
+        if inp.controller == CARTESIAN_IMPEDANCE:
+            return self._cartesian(k, dq, coriolis, kin)
+        if inp.use_ema:
+            ema_update(self.ema, inp.q_target[k], inp.filter_alpha[k], out=self.ema)
+            spring = self.ema
+        else:
+            spring = np.broadcast_to(inp.q_target[k], self.ema.shape)
+        joint_impedance_torque(q, dq, spring, inp.k_nm_per_rad[k], inp.d_nms_per_rad[k], coriolis,
+                               bool(inp.use_friction[k]), out=self._pre)
+        slew_limit(self._pre, self.tau_prev, JOINT_SLEW_NM_PER_TICK, out=self.tau_prev)
+        return self.tau_prev
+
+    def _cartesian(self, k: int, dq: np.ndarray, coriolis: np.ndarray, kin: Kinematics) -> np.ndarray:
+        inp = self.inp
+        quat = mat_to_quat_xyzw(kin.site_xmat)
+        if self._hold_pos is None:  # initial pose, held during warm-up
+            self._hold_pos, self._hold_quat = kin.site_pos.copy(), quat.copy()
+        if k < inp.warmup_ticks:
+            tpos, tquat = self._hold_pos, self._hold_quat
+        else:
+            tpos, tquat = inp.target_pos[k], inp.target_quat_xyzw[k]
+        jac = site_jacobian(kin.xanchor, kin.xaxis, kin.site_pos)
+        tau = cartesian_impedance_torque(jac, dq, kin.site_pos, quat, tpos, tquat, self._gains,
+                                         coriolis if inp.cartesian.use_coriolis else None)
+        self.tau_prev = cartesian_clamp_and_slew(tau, self.tau_prev, inp.cartesian.max_torque_rate_nm_s)
+        return self.tau_prev
+
+
+def _plant_kinematics(plant: Plant) -> Kinematics:
+    d, arm = plant.data, plant.arm
+    return Kinematics(
+        site_pos=d.site_xpos[arm.ee_site][None].copy(),
+        site_xmat=d.site_xmat[arm.ee_site][None].copy(),
+        xanchor=d.xanchor[arm.jnt_ids][None].copy(),
+        xaxis=d.xaxis[arm.jnt_ids][None].copy(),
+    )
+
+
+def replay_reference(inp: ReplayInput, params: DynamicsParams, model: mujoco.MjModel | None = None) -> ReplayResult:
+    """Replay one interval with one parameter set in a plain MjModel/MjData loop."""
+    model = load_model() if model is None else model
+    plant = Plant(model, params, inp.q0, inp.dq0, inp.tau_prev0, inp.tau_history)
+    ctrl = TickController(inp, 1)
+    n_s = inp.n_samples
+    out = {name: np.empty((n_s, w)) for name, w in (("q", 7), ("dq", 7), ("tau_cmd", 7), ("ee_pos", 3), ("ee_quat_xyzw", 4))}
+    is_sample = np.zeros(inp.n_ticks, dtype=bool)
+    is_sample[inp.sample_ticks] = True
+    s = 0
+    for k in range(inp.n_ticks):
+        plant.begin_tick()
+        q, dq = plant.q[None], plant.dq[None]
+        kin = _plant_kinematics(plant) if (ctrl.needs_kinematics or is_sample[k]) else None
+        tau = ctrl.torque(k, q, dq, plant.coriolis()[None], kin)
+        if is_sample[k]:
+            out["q"][s], out["dq"][s], out["tau_cmd"][s] = q[0], dq[0], tau[0]
+            out["ee_pos"][s] = kin.site_pos[0]
+            out["ee_quat_xyzw"][s] = mat_to_quat_xyzw(kin.site_xmat)[0]
+            s += 1
+        plant.end_tick(tau[0])
+    return ReplayResult(**out)
+
+
+__all__ = ["Kinematics", "ReplayResult", "TickController", "replay_reference"]
