@@ -1,0 +1,90 @@
+"""fr3_stack CSV v2: the 80-column 1 kHz recording format (specs §3) and its batch formatter.
+
+A frame is one row of 80 float64 values in CSV column order (`FRAME_WIDTH`); integer columns
+(`seq`, `controller`, `schema_version`, `joint_target_valid`, `joint_use_friction`,
+`joint_reset_count`) hold exact integers. `format_rows` turns an (n, 80) array into text with
+one C-level formatting call per batch: doubles as `%.12g` (NaN → `nan`), integers as integers.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+SCHEMA_VERSION = 2
+_J = range(7)
+
+LEGACY_COLUMNS: tuple[str, ...] = (
+    ("seq", "t_s")
+    + tuple(f"q{i}" for i in _J) + tuple(f"dq{i}" for i in _J)
+    + tuple(f"tau_J{i}" for i in _J) + tuple(f"tau_cmd{i}" for i in _J)
+    + ("ee_px", "ee_py", "ee_pz", "ee_qx", "ee_qy", "ee_qz", "ee_qw")
+    + ("tgt_px", "tgt_py", "tgt_pz", "tgt_qx", "tgt_qy", "tgt_qz", "tgt_qw")
+    + ("controller",)
+)
+APPENDED_COLUMNS: tuple[str, ...] = (
+    ("schema_version", "joint_target_valid")
+    + tuple(f"q_target{i}" for i in _J) + tuple(f"q_target_filtered{i}" for i in _J)
+    + tuple(f"K_joint{i}" for i in _J) + tuple(f"D_joint{i}" for i in _J)
+    + ("filter_alpha", "joint_use_friction", "joint_reset_count", "robot_time_s", "control_period_s")
+)
+COLUMNS: tuple[str, ...] = LEGACY_COLUMNS + APPENDED_COLUMNS
+FRAME_WIDTH = len(COLUMNS)
+assert FRAME_WIDTH == 80 and len(LEGACY_COLUMNS) == 45
+
+INT_COLUMNS = frozenset(
+    {"seq", "controller", "schema_version", "joint_target_valid", "joint_use_friction", "joint_reset_count"}
+)
+HEADER = ",".join(COLUMNS) + "\n"
+_ROW_FORMAT = ",".join("%d" if c in INT_COLUMNS else "%.12g" for c in COLUMNS) + "\n"
+
+
+def _slice(first: str, n: int = 1) -> slice:
+    start = COLUMNS.index(first)
+    return slice(start, start + n)
+
+
+# Column groups of a frame row (slices into the 80 values).
+SEQ = _slice("seq")
+T_S = _slice("t_s")
+Q = _slice("q0", 7)
+DQ = _slice("dq0", 7)
+TAU_J = _slice("tau_J0", 7)
+TAU_CMD = _slice("tau_cmd0", 7)
+EE_POSE = _slice("ee_px", 7)
+TGT_POSE = _slice("tgt_px", 7)
+CONTROLLER = _slice("controller")
+SCHEMA = _slice("schema_version")
+JOINT_TARGET_VALID = _slice("joint_target_valid")
+Q_TARGET = _slice("q_target0", 7)
+Q_TARGET_FILTERED = _slice("q_target_filtered0", 7)
+K_JOINT = _slice("K_joint0", 7)
+D_JOINT = _slice("D_joint0", 7)
+FILTER_ALPHA = _slice("filter_alpha")
+JOINT_USE_FRICTION = _slice("joint_use_friction")
+JOINT_RESET_COUNT = _slice("joint_reset_count")
+ROBOT_TIME_S = _slice("robot_time_s")
+CONTROL_PERIOD_S = _slice("control_period_s")
+_INT_INDEX = np.array([COLUMNS.index(c) for c in sorted(INT_COLUMNS)])
+
+
+def format_rows(rows: np.ndarray) -> str:
+    """Format an (n, 80) float64 frame array as CSV v2 lines (no header), `%.12g` doubles.
+
+    The whole batch goes through one `%` operation; raises ValueError on a wrong shape or a
+    non-finite value in an integer column.
+    """
+    rows = np.asarray(rows, dtype=np.float64)
+    if rows.ndim != 2 or rows.shape[1] != FRAME_WIDTH:
+        raise ValueError(f"CSV v2 frames: expected shape (n, {FRAME_WIDTH}), got {rows.shape}")
+    if rows.shape[0] == 0:
+        return ""
+    if not np.isfinite(rows[:, _INT_INDEX]).all():
+        raise ValueError("CSV v2 frames: integer column holds a non-finite value")
+    return (_ROW_FORMAT * rows.shape[0]) % tuple(rows.ravel().tolist())
+
+
+def empty_frames(n: int) -> np.ndarray:
+    """An (n, 80) frame array of zeros with `schema_version` = 2 set."""
+    frames = np.zeros((n, FRAME_WIDTH), dtype=np.float64)
+    frames[:, SCHEMA] = SCHEMA_VERSION
+    return frames
