@@ -1,0 +1,141 @@
+"""Small I/O helpers shared by the FrankaTwin, excitation and episode readers.
+
+Typed CSV reading with Arrow (no per-row Python) and one-line errors naming the file, line
+and field; gzip with a clear "truncated" error; JSON loading; conforming a frame table to the
+catalog's canonical `FRAME_SCHEMA` (unrecorded canonical columns become typed nulls).
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import re
+import zlib
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.csv as pacsv
+
+from twinlake.catalog import FRAME_SCHEMA
+from twinlake.ingest.registry import IngestError
+
+
+def read_bytes(path: Path) -> bytes:
+    """The file's bytes; `.gz` files are decompressed (a truncated or corrupt stream is an
+    `IngestError` saying so)."""
+    data = Path(path).read_bytes()
+    if path.name.endswith(".gz"):
+        try:
+            return gzip.decompress(data)
+        except EOFError:
+            raise IngestError(path, "truncated gzip stream (ended before the end-of-stream "
+                              "marker)", kind="truncated") from None
+        except (OSError, zlib.error) as exc:
+            raise IngestError(path, f"not a valid gzip stream: {exc}", kind="corrupt") from None
+    return data
+
+
+def read_header(path: Path) -> list[str]:
+    """The first line split on commas (for `.gz`, of the decompressed text)."""
+    if path.name.endswith(".gz"):
+        with gzip.open(path, "rb") as fh:
+            try:
+                line = fh.readline(1 << 16)
+            except (EOFError, OSError, zlib.error):
+                return []
+    else:
+        with open(path, "rb") as fh:
+            line = fh.readline(1 << 16)
+    return line.decode("utf-8", "replace").rstrip("\r\n").split(",")
+
+
+def read_typed_csv(path: Path, types: dict[str, pa.DataType], *,
+                   data: bytes | None = None, strict_columns: bool = True) -> pa.Table:
+    """Read a headed CSV with Arrow, columns cast to `types` (others inferred). Empty fields
+    are null; `nan`/`inf` text stays a float NaN/inf. Errors name the line and column."""
+    raw = read_bytes(path) if data is None else data
+    convert = pacsv.ConvertOptions(column_types=types, null_values=[""],
+                                   strings_can_be_null=True, quoted_strings_can_be_null=True)
+    try:
+        return pacsv.read_csv(io.BytesIO(raw), read_options=pacsv.ReadOptions(block_size=1 << 24),
+                              convert_options=convert)
+    except pa.ArrowInvalid as exc:
+        raise _locate(path, raw, types, str(exc)) from None
+
+
+def _locate(path: Path, raw: bytes, types: dict[str, pa.DataType], message: str) -> IngestError:
+    """Find the line an Arrow CSV error is about (error path only, so Python is fine)."""
+    lines = raw.decode("utf-8", "replace").split("\n")
+    header = lines[0].rstrip("\r").split(",")
+    m = re.search(r"column #(\d+)", message)
+    if m and int(m.group(1)) < len(header):
+        col = int(m.group(1))
+        name = header[col]
+        for lineno, line in enumerate(lines[1:], start=2):
+            cells = line.rstrip("\r").split(",")
+            if col < len(cells) and not _parses(cells[col], types.get(name)):
+                want = "an integer" if pa.types.is_integer(types.get(name)) else "a number"
+                return IngestError(path, f"value {cells[col]!r} is not {want}", line=lineno,
+                                   field=name)
+        return IngestError(path, message, field=name)
+    for lineno, line in enumerate(lines[1:], start=2):
+        cells = line.rstrip("\r").split(",")
+        if line.strip() and len(cells) != len(header):
+            return IngestError(path, f"{len(cells)} fields, expected {len(header)} "
+                               "(truncated or malformed row)", line=lineno)
+    return IngestError(path, message)
+
+
+def _parses(cell: str, typ: pa.DataType | None) -> bool:
+    if cell == "" or typ is None:
+        return True
+    try:
+        int(cell) if pa.types.is_integer(typ) else float(cell)
+        return True
+    except ValueError:
+        return False
+
+
+def load_json(path: Path) -> Any:
+    """Parse a JSON file; a syntax error is an `IngestError` naming the line."""
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise IngestError(path, f"invalid JSON: {exc.msg} (column {exc.colno})",
+                          line=exc.lineno) from None
+    except UnicodeDecodeError:
+        raise IngestError(path, "not UTF-8 text") from None
+
+
+def try_json(path: Path) -> Any | None:
+    """`load_json`, or None if the file is missing or not JSON (for cheap detection)."""
+    try:
+        return load_json(path) if Path(path).is_file() else None
+    except (IngestError, OSError):
+        return None
+
+
+def conform_frames(table: pa.Table) -> pa.Table:
+    """Canonical columns first, in FRAME_SCHEMA order and types (typed nulls for the ones
+    the source did not record), then the source's extra columns in their order."""
+    n = table.num_rows
+    cols, names = [], []
+    for fld in FRAME_SCHEMA:
+        if fld.name in table.column_names:
+            cols.append(table[fld.name].cast(fld.type))
+        else:
+            cols.append(pa.nulls(n, fld.type))
+        names.append(fld.name)
+    canonical = set(FRAME_SCHEMA.names)
+    for name in table.column_names:
+        if name not in canonical:
+            cols.append(table[name])
+            names.append(name)
+    return pa.Table.from_arrays(cols, names=names)
+
+
+def dumps(obj: Any) -> str:
+    """Deterministic compact JSON text (sorted keys) for `*_json` run fields."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), allow_nan=True)
