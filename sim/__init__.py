@@ -33,6 +33,7 @@ from .params import (
     save_profile,
     to_frankatwin_decoded,
 )
+from .population import PopulationEngine, PopulationResult
 from .replay import ReplayResult, replay_reference
 from .replay_input import CARTESIAN_IMPEDANCE, JOINT_IMPEDANCE, TIME_BASE_ZOH, ReplayInput
 
@@ -58,6 +59,8 @@ __all__ = [
     "PARAM_COUNT",
     "PARAM_NAMES",
     "PROFILE_SCHEMA",
+    "PopulationEngine",
+    "PopulationResult",
     "Q_MAX",
     "Q_MIN",
     "ReplayInput",

@@ -4,8 +4,7 @@ Friction (FrankaTwin's parameterisation, applied as joint torque by MuJoCo):
   * Coulomb with a Stribeck breakaway: MuJoCo's `dof_frictionloss` constraint (a bounded
     friction force that sticks below its level) with the level set every tick to
         mu_d + (mu_s − mu_d)·exp(−(dq/v_s)²),   mu_d = dynamic_ratio·mu_s, v_s = 0.02 rad/s,
-    evaluated at the velocity of the previous tick (the constraint rows of a step are built
-    at the end of the step before, so the level lags by one 1 ms tick in every engine);
+    evaluated at the velocity of the state the step starts from (no lag);
   * viscous: `dof_damping` = mu_viscous, integrated implicitly (`implicitfast`).
 Armature: `dof_armature`; `mj_setConst` follows it so the friction constraint scaling agrees.
 Delay: the commanded torque of tick k is applied at tick k + motor_delay_ms (DelayLine).
@@ -76,7 +75,7 @@ def apply_params(model: mujoco.MjModel, arm: ArmIndex, params: DynamicsParams) -
 class Plant:
     """One simulated arm: its own model copy with `params` applied, one MjData, a delay line.
 
-    Per tick: `begin_tick()` (Coulomb level from the previous tick's velocity, then
+    Per tick: `begin_tick()` (Coulomb level from the current velocity, then
     position/velocity stages: qfrc_bias = C(q,dq)·dq, site pose), the caller computes the
     commanded torque, `end_tick(tau_cmd)` applies the delayed torque and integrates 1 ms.
     """
@@ -95,7 +94,6 @@ class Plant:
         tau_prev0 = np.zeros(7) if tau_prev0 is None else np.asarray(tau_prev0, dtype=np.float64)
         self.delay = DelayLine(np.array([params.motor_delay_ms]), tau_prev0,
                                None if tau_history is None else np.asarray(tau_history)[:, None, :])
-        self.dq_prev = self.dq.copy()
         self.tau_applied = np.zeros(7)
         self._level = np.empty(7)
 
@@ -112,7 +110,7 @@ class Plant:
     def begin_tick(self) -> None:
         """Set this tick's Coulomb level and compute the position/velocity stages at the state."""
         p = self.params
-        coulomb_level(p.mu_static, p.mu_dynamic, self.dq_prev, out=self._level)
+        coulomb_level(p.mu_static, p.mu_dynamic, self.data.qvel[self.arm.dof_adr], out=self._level)
         self.model.dof_frictionloss[self.arm.dof_adr] = self._level
         mujoco.mj_step1(self.model, self.data)
 
@@ -125,7 +123,6 @@ class Plant:
         applied = self.delay.push(np.asarray(tau_cmd, dtype=np.float64)[None, :])[0]
         self.tau_applied[:] = applied
         self.data.qfrc_applied[self.arm.dof_adr] = applied
-        self.dq_prev = self.data.qvel[self.arm.dof_adr].copy()
         mujoco.mj_step2(self.model, self.data)
 
     def link_torque(self) -> np.ndarray:
