@@ -1,0 +1,223 @@
+"""`twinlake fit report`: a self-contained HTML page (no network) plus the same plots as PNG.
+
+Plots (matplotlib, Agg): convergence per generation; the parameters with their 95 % intervals
+against the nominal values and the bounds; and per held-out run, sim against real per joint and
+the joint error over time. Images are embedded as base64 PNG; a tiny inline script marks
+``<body data-images-ok="N">`` once N images have decoded, which the headless-browser test reads.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+_PNG_META = {"Software": None}
+_GROUPS = (("armature", "kg·m²"), ("mu_static", "N·m"), ("dynamic_ratio", "-"), ("mu_viscous", "N·m·s/rad"))
+
+
+@dataclass(frozen=True)
+class HeldOutTrace:
+    """One held-out replay: times (N,), real and simulated joint positions (N,7) [rad]."""
+
+    label: str
+    t_s: np.ndarray
+    q_real_rad: np.ndarray
+    q_fitted_rad: np.ndarray
+    q_nominal_rad: np.ndarray | None = None
+
+
+@dataclass(frozen=True)
+class ParamRow:
+    """One parameter: value, 95 % interval (None when not computed), nominal, bounds, flags."""
+
+    name: str
+    value: float
+    nominal: float
+    lower_bound: float
+    upper_bound: float
+    ci_low: float | None = None
+    ci_high: float | None = None
+    flags: tuple[str, ...] = ()
+
+
+@dataclass
+class ReportData:
+    """Everything the page shows; built from the lake by the CLI, or directly in tests."""
+
+    fit_id: str
+    summary: dict[str, Any]
+    params: list[ParamRow]
+    history: list[dict[str, Any]] = field(default_factory=list)
+    held_out: list[HeldOutTrace] = field(default_factory=list)
+    validations: list[dict[str, Any]] = field(default_factory=list)
+    flags: list[str] = field(default_factory=list)
+
+
+def _save(fig: plt.Figure, path: Path) -> bytes:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=90, metadata=_PNG_META)
+    plt.close(fig)
+    data = buf.getvalue()
+    path.write_bytes(data)
+    return data
+
+
+def plot_convergence(history: list[dict[str, Any]], path: Path) -> bytes:
+    """Best, mean and min loss per generation (log scale when all positive)."""
+    fig, ax = plt.subplots(figsize=(7, 3.6))
+    it = [h.get("iter") for h in history]
+    for key, style in (("best", "-"), ("min", ":"), ("mean", "--")):
+        ys = [np.nan if h.get(key) is None else h[key] for h in history]
+        ax.plot(it, ys, style, label=key)
+    vals = [h.get(k) for h in history for k in ("best", "min", "mean") if h.get(k) is not None]
+    if vals and min(vals) > 0:
+        ax.set_yscale("log")
+    if not history:
+        ax.text(0.5, 0.5, "no history recorded (imported fit?)", ha="center", transform=ax.transAxes)
+    ax.set_xlabel("generation")
+    ax.set_ylabel("loss")
+    ax.set_title("Convergence")
+    ax.legend(loc="upper right")
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def plot_parameters(params: list[ParamRow], path: Path) -> bytes:
+    """Per group, each joint's value with its 95 % interval, the nominal value and the bounds."""
+    by_name = {p.name: p for p in params}
+    fig, axes = plt.subplots(1, 5, figsize=(15, 3.6), gridspec_kw={"width_ratios": [7, 7, 7, 7, 1.4]})
+    for ax, (group, unit) in zip(axes[:4], _GROUPS):
+        rows = [by_name.get(f"{group}_j{j}") for j in range(1, 8)]
+        _param_axis(ax, rows, [f"J{j}" for j in range(1, 8)], f"{group} [{unit}]")
+    _param_axis(axes[4], [by_name.get("motor_delay_ms")], ["delay"], "delay [ms]")
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def _param_axis(ax: plt.Axes, rows: list[ParamRow | None], labels: list[str], title: str) -> None:
+    x = np.arange(len(rows))
+    for i, p in enumerate(rows):
+        if p is None:
+            continue
+        ax.plot([i - 0.35, i + 0.35], [p.lower_bound] * 2, color="0.6", lw=1)
+        ax.plot([i - 0.35, i + 0.35], [p.upper_bound] * 2, color="0.6", lw=1)
+        ax.plot(i + 0.15, p.nominal, "x", color="tab:orange", label="nominal" if i == 0 else None)
+        color = "tab:red" if p.flags else "tab:blue"
+        if p.ci_low is not None and p.ci_high is not None:
+            ax.errorbar(i, p.value, yerr=[[p.value - p.ci_low], [p.ci_high - p.value]], fmt="o", color=color,
+                        capsize=3, label="fit ± 95 %" if i == 0 else None)
+        else:
+            ax.plot(i, p.value, "o", color=color, label="fit" if i == 0 else None)
+    ax.set_xticks(x, labels)
+    ax.set_title(title, fontsize=9)
+    if len(rows) > 1:
+        ax.legend(fontsize=7, loc="upper right")
+
+
+def plot_joints(trace: HeldOutTrace, path: Path) -> bytes:
+    """Sim against real, per joint, for one held-out run."""
+    fig, axes = plt.subplots(7, 1, figsize=(9, 11), sharex=True)
+    for j, ax in enumerate(axes):
+        ax.plot(trace.t_s, trace.q_real_rad[:, j], color="k", lw=1.2, label="real")
+        ax.plot(trace.t_s, trace.q_fitted_rad[:, j], color="tab:blue", lw=1, label="sim, fitted")
+        if trace.q_nominal_rad is not None:
+            ax.plot(trace.t_s, trace.q_nominal_rad[:, j], color="tab:orange", lw=1, ls="--", label="sim, nominal")
+        ax.set_ylabel(f"q{j + 1} [rad]", fontsize=8)
+    axes[0].legend(fontsize=7, loc="upper right", ncol=3)
+    axes[0].set_title(f"Held-out run {trace.label}: sim against real")
+    axes[-1].set_xlabel("t [s]")
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def plot_errors(trace: HeldOutTrace, path: Path) -> bytes:
+    """Joint error sim − real over time, fitted (solid) and nominal (dashed)."""
+    fig, ax = plt.subplots(figsize=(9, 4))
+    for j in range(7):
+        line, = ax.plot(trace.t_s, 1e3 * (trace.q_fitted_rad[:, j] - trace.q_real_rad[:, j]), lw=1, label=f"J{j + 1}")
+        if trace.q_nominal_rad is not None:
+            ax.plot(trace.t_s, 1e3 * (trace.q_nominal_rad[:, j] - trace.q_real_rad[:, j]), lw=0.8, ls="--",
+                    color=line.get_color())
+    ax.set_xlabel("t [s]")
+    ax.set_ylabel("q_sim − q_real [mrad]")
+    ax.set_title(f"Error over time, {trace.label} (solid: fitted, dashed: nominal)")
+    ax.legend(fontsize=7, ncol=7, loc="upper right")
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def render_report(data: ReportData, out_dir: str | Path) -> Path:
+    """Write the PNGs and `index.html` into ``out_dir`` (created); returns the HTML path."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    images: list[tuple[str, str, bytes]] = [
+        ("convergence", "Convergence", plot_convergence(data.history, out / "convergence.png")),
+        ("parameters", "Parameters, 95 % intervals, nominal values and bounds",
+         plot_parameters(data.params, out / "parameters.png")),
+    ]
+    for i, trace in enumerate(data.held_out):
+        stem = f"heldout_{i + 1:02d}"
+        images.append((f"{stem}_joints", f"Held-out {trace.label}: sim against real per joint",
+                       plot_joints(trace, out / f"{stem}_joints.png")))
+        images.append((f"{stem}_error", f"Held-out {trace.label}: error over time",
+                       plot_errors(trace, out / f"{stem}_error.png")))
+    page = out / "index.html"
+    page.write_text(_html(data, images), encoding="utf-8")
+    return page
+
+
+def _table(headers: list[str], rows: list[list[Any]]) -> str:
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in headers)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(_fmt(c))}</td>" for c in r) + "</tr>" for r in rows)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _fmt(value: Any) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value)
+
+
+_STYLE = ("body{font-family:sans-serif;margin:2em;max-width:1200px}table{border-collapse:collapse;margin:1em 0}"
+          "td,th{border:1px solid #ccc;padding:2px 8px;font-size:13px}img{max-width:100%;display:block}"
+          ".flag{color:#a00}figure{margin:1.5em 0}")
+_SCRIPT = ("window.addEventListener('load',function(){var n=0;for(const i of document.images){"
+           "if(i.complete&&i.naturalWidth>0)n++;}document.body.setAttribute('data-images-ok',String(n));});")
+
+
+def _html(data: ReportData, images: list[tuple[str, str, bytes]]) -> str:
+    esc = html.escape
+    parts = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>twinlake fit {esc(data.fit_id)}</title>",
+             f"<style>{_STYLE}</style></head><body data-images-expected='{len(images)}'>",
+             f"<h1>Fit {esc(data.fit_id)}</h1>",
+             _table(["field", "value"], [[k, v] for k, v in data.summary.items()]),
+             "<h2>Flags</h2><ul>"]
+    parts += [f"<li class='flag'>{esc(f)}</li>" for f in data.flags] or ["<li>none</li>"]
+    parts.append("</ul><h2>Validation on held-out runs</h2>")
+    if data.validations:
+        keys = list(data.validations[0])
+        parts.append(_table(keys, [[v.get(k) for k in keys] for v in data.validations]))
+    else:
+        parts.append("<p>No validation rows for this fit yet (run <code>twinlake fit validate</code>).</p>")
+    parts.append("<h2>Parameters</h2>")
+    parts.append(_table(["parameter", "value", "95 % low", "95 % high", "nominal", "lower bound", "upper bound", "flags"],
+                        [[p.name, p.value, p.ci_low, p.ci_high, p.nominal, p.lower_bound, p.upper_bound,
+                          ", ".join(p.flags)] for p in data.params]))
+    for key, caption, png in images:
+        b64 = base64.b64encode(png).decode("ascii")
+        parts.append(f"<figure id='{key}'><img alt='{esc(caption)}' src='data:image/png;base64,{b64}'>"
+                     f"<figcaption>{esc(caption)} ({key}.png)</figcaption></figure>")
+    parts.append(f"<script>{_SCRIPT}</script></body></html>\n")
+    return "".join(parts)
