@@ -14,3 +14,52 @@ from .record_cli import record_app
 def register(app: typer.Typer) -> None:
     """Add this folder's commands to the root `twinlake` app."""
     app.add_typer(record_app, name="record")
+    app.add_typer(daemon_app, name="daemon")
+
+
+daemon_app = typer.Typer(help="Run the sim-backed FR3 daemon (fr3_stack wire protocol).", no_args_is_help=True)
+
+
+@daemon_app.command("serve")
+def serve(
+    host: str = typer.Option("127.0.0.1", "--host", help="Interface to bind (use * for all)."),
+    cmd_port: int = typer.Option(5555, "--cmd-port", help="Command PULL port (0 = ephemeral)."),
+    state_port: int = typer.Option(5556, "--state-port", help="State PUB port (0 = ephemeral)."),
+    recording_port: int = typer.Option(5557, "--recording-port", help="Recording REP port (0 = ephemeral)."),
+    truth: str | None = typer.Option(None, "--truth", help="True dynamics: profile JSON or sysid_best_params.json (default: bundled demo robot)."),
+    noise: str = typer.Option("q=2e-5,dq=5e-4,tau=0.05", "--noise", help="Measurement noise std: 'none' or q=RAD,dq=RAD_S,tau=NM."),
+    seed: int = typer.Option(0, "--seed", help="Noise seed."),
+    initial_controller: str = typer.Option("idle", "--initial-controller", help="idle or joint_impedance."),
+    log_1khz: str | None = typer.Option(None, "--log-1khz", help="Start a recording at startup (ID startup-<ns>)."),
+    duration: float | None = typer.Option(None, "--duration", help="Stop after this many seconds (default: until terminated)."),
+) -> None:
+    """Serve a simulated FR3 at 1 kHz; exit 2 if any recording failed or was incomplete."""
+    import signal
+
+    from .noise import NoiseConfig
+    from .server import DaemonConfig, Fr3Daemon
+
+    try:
+        config = DaemonConfig(host=host, cmd_port=cmd_port, state_port=state_port,
+                              recording_port=recording_port, truth_path=truth,
+                              noise=NoiseConfig.parse(noise), seed=seed,
+                              initial_controller=initial_controller, log_1khz=log_1khz)
+        daemon = Fr3Daemon(config)
+    except (ValueError, OSError) as exc:
+        typer.echo(f"twinlake daemon serve: {exc}", err=True)
+        raise typer.Exit(1)
+    shown = "*" if host in ("0.0.0.0", "*") else host
+    typer.echo(f"cmd   PULL  on tcp://{shown}:{daemon.ports['cmd']}")
+    typer.echo(f"state PUB   on tcp://{shown}:{daemon.ports['state']}")
+    typer.echo(f"record REP  on tcp://{shown}:{daemon.ports['recording']}", )
+    typer.echo(f"truth {daemon.truth_path}", err=True)
+    sys_stdout_flush()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: daemon.stop())
+    raise typer.Exit(daemon.run(duration))
+
+
+def sys_stdout_flush() -> None:
+    import sys
+
+    sys.stdout.flush()
