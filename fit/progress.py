@@ -1,0 +1,43 @@
+"""Progress display of a fit: one rich bar advancing per generation, with best, mean, sigma,
+evaluations/s and ETA; silent when disabled (tests, `--json` to a pipe keeps it on stderr)."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+
+class FitProgress:
+    """Context manager: `update(generation, best, mean, sigma, evals_per_s, eta_s)`."""
+
+    def __init__(self, total: int, done: int = 0, enabled: bool = True, label: str = "fit") -> None:
+        self.enabled = enabled
+        self._progress = Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[stats]}"),
+            TimeElapsedColumn(),
+            console=Console(stderr=True),
+            disable=not enabled,
+            transient=False,
+        )
+        self._task = self._progress.add_task(label, total=total, completed=done, stats="starting workers")
+
+    def __enter__(self) -> "FitProgress":
+        self._progress.__enter__()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._progress.__exit__(*exc)
+
+    def update(self, generation: int, best: float, mean: float, sigma: float,
+               evals_per_s: float, eta_s: float) -> None:
+        stats = (
+            f"best {best:.4g}  mean {mean:.4g}  σ {sigma:.3f}  "
+            f"{evals_per_s:.1f} evals/s  ETA {eta_s:.0f} s"
+        )
+        self._progress.update(self._task, completed=generation, stats=stats)
+
+    def note(self, text: str) -> None:
+        self._progress.update(self._task, stats=text)

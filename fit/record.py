@@ -1,0 +1,216 @@
+"""The fit partition `<lake>/fits/fit=<fit_id>/`: writer (`publish_fit`) and reader (`load_fit`).
+
+Files (the lake contract, docs/architecture.md and fit/README.md):
+
+- `fit.parquet`: one row: fit_source, created_utc, status, best_loss, one float64 column per
+  parameter named as `twinlake.sim.PARAM_NAMES`, seed (int64, nullable), settings_json,
+  generations, population, wall_s, train_loss, holdout_loss;
+- `history.parquet`: one row per generation, FrankaTwin's history fields (iter, min, mean,
+  best, iter_s, ms_per_tick, eta_s, per_traj_min, best_candidate_weighted) + sigma,
+  evals_per_s, delay_probs;
+- `runs.parquet`: one row per (run, interval) used: robot, run, interval_index, seq_first,
+  seq_last, role ('train' | 'holdout'), weight, loss, run_sha256;
+- `profile.json`: the best parameters as a twinlake.profile/v1 (`twinlake.sim.save_profile`).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from twinlake.catalog import Lake, publish_partition
+from twinlake.sim import PARAM_NAMES, DynamicsParams, save_profile
+
+HISTORY_SCHEMA = pa.schema(
+    [
+        ("iter", pa.int64()),
+        ("min", pa.float64()),
+        ("mean", pa.float64()),
+        ("best", pa.float64()),
+        ("iter_s", pa.float64()),
+        ("ms_per_tick", pa.float64()),
+        ("eta_s", pa.float64()),
+        ("per_traj_min", pa.list_(pa.float64())),
+        ("best_candidate_weighted", pa.list_(pa.float64())),
+        ("sigma", pa.float64()),
+        ("evals_per_s", pa.float64()),
+        ("delay_probs", pa.list_(pa.float64())),
+    ]
+)
+
+RUNS_SCHEMA = pa.schema(
+    [
+        ("robot", pa.string()),
+        ("run", pa.string()),
+        ("interval_index", pa.int64()),
+        ("seq_first", pa.int64()),
+        ("seq_last", pa.int64()),
+        ("role", pa.string()),
+        ("weight", pa.float64()),
+        ("loss", pa.float64()),
+        ("run_sha256", pa.string()),
+    ]
+)
+
+
+@dataclass
+class IntervalUse:
+    """One (run, interval) a fit used, its role, weight, loss at the best parameters and the
+    SHA-256 of the run's raw file (provenance)."""
+
+    robot: str
+    run: str
+    interval_index: int
+    seq_first: int
+    seq_last: int
+    role: str  # 'train' | 'holdout'
+    weight: float
+    loss: float | None = None
+    run_sha256: str | None = None
+
+
+@dataclass
+class FitRecord:
+    """A fit as stored in the lake. `params` are the best parameters; `history` is one dict per
+    generation (HISTORY_SCHEMA fields); `settings` is the parsed settings_json."""
+
+    fit_id: str
+    fit_source: str
+    created_utc: str
+    status: str
+    best_loss: float
+    params: DynamicsParams
+    seed: int | None
+    settings: dict[str, Any]
+    history: list[dict[str, Any]] = field(default_factory=list)
+    runs: list[IntervalUse] = field(default_factory=list)
+    extra: dict[str, Any] = field(default_factory=dict)
+    path: Path | None = None
+
+    @property
+    def train(self) -> list[IntervalUse]:
+        return [r for r in self.runs if r.role == "train"]
+
+    @property
+    def holdout(self) -> list[IntervalUse]:
+        return [r for r in self.runs if r.role == "holdout"]
+
+    @property
+    def vector(self) -> np.ndarray:
+        """The (29,) parameter vector as stored (delay as float)."""
+        return self.params.to_vector()
+
+
+def _fit_row(rec: FitRecord, param_vector: np.ndarray) -> pa.Table:
+    cols: dict[str, pa.Array] = {
+        "fit_source": pa.array([rec.fit_source], pa.string()),
+        "created_utc": pa.array([rec.created_utc], pa.string()),
+        "status": pa.array([rec.status], pa.string()),
+        "best_loss": pa.array([float(rec.best_loss)], pa.float64()),
+    }
+    for name, value in zip(PARAM_NAMES, np.asarray(param_vector, dtype=np.float64)):
+        cols[name] = pa.array([float(value)], pa.float64())
+    cols["seed"] = pa.array([rec.seed], pa.int64())
+    cols["settings_json"] = pa.array([json.dumps(rec.settings, sort_keys=True)], pa.string())
+    for key, value in rec.extra.items():
+        if value is None:
+            cols[key] = pa.array([None], pa.float64())
+        elif isinstance(value, (list, tuple)):
+            cols[key] = pa.array([list(value)], pa.list_(pa.string()))
+        else:
+            cols[key] = pa.array([value])
+    return pa.table(cols)
+
+
+def history_table(history: list[dict[str, Any]]) -> pa.Table:
+    """history.parquet's table from one dict per generation (missing fields are null)."""
+    return pa.Table.from_pylist(
+        [{f.name: h.get(f.name) for f in HISTORY_SCHEMA} for h in history], schema=HISTORY_SCHEMA
+    )
+
+
+def runs_table(runs: list[IntervalUse]) -> pa.Table:
+    return pa.Table.from_pylist([vars(r) for r in runs], schema=RUNS_SCHEMA)
+
+
+def write_fit_files(directory: Path, rec: FitRecord, param_vector: np.ndarray | None = None) -> None:
+    """Write fit.parquet, history.parquet, runs.parquet and profile.json into `directory`.
+
+    `param_vector` (29,) overrides `rec.params.to_vector()` in fit.parquet (e.g. to keep a
+    non-integral imported delay as found); the profile always holds `rec.params`.
+    """
+    vec = rec.params.to_vector() if param_vector is None else np.asarray(param_vector, dtype=np.float64)
+    pq.write_table(_fit_row(rec, vec), directory / "fit.parquet")
+    pq.write_table(history_table(rec.history), directory / "history.parquet")
+    pq.write_table(runs_table(rec.runs), directory / "runs.parquet")
+    save_profile(rec.params, directory / "profile.json", fit=rec.fit_id, fit_source=rec.fit_source,
+                 created_utc=rec.created_utc, best_loss=rec.best_loss)
+
+
+def publish_fit(lake: Lake | str | Path, rec: FitRecord, *, replace: bool = False) -> Path:
+    """Publish `rec` atomically as `<lake>/fits/fit=<rec.fit_id>/`; returns the partition path."""
+    lk = lake if isinstance(lake, Lake) else Lake(Path(lake))
+    rel = lk.fit_dir(rec.fit_id).relative_to(lk.root)
+    return publish_partition(lk, rel, lambda d: write_fit_files(d, rec), replace=replace)
+
+
+def _read_row(path: Path) -> dict[str, Any]:
+    try:
+        rows = pq.read_table(path).to_pylist()
+    except (OSError, pa.ArrowInvalid) as exc:
+        raise ValueError(f"{path}: cannot read fit row ({exc})") from None
+    if len(rows) != 1:
+        raise ValueError(f"{path}: expected exactly one row, found {len(rows)}")
+    return rows[0]
+
+
+def load_fit(lake: Lake | str | Path, fit_id: str) -> FitRecord:
+    """Read `<lake>/fits/fit=<fit_id>/` back into a FitRecord (twinlake fits and FrankaTwin
+    imports alike). ValueError naming the file and field when something is missing."""
+    lk = lake if isinstance(lake, Lake) else Lake(Path(lake))
+    directory = lk.fit_dir(fit_id)
+    if not (directory / "fit.parquet").is_file():
+        raise ValueError(f"fit {fit_id!r}: no {directory / 'fit.parquet'} (see `twinlake fit list`)")
+    row = _read_row(directory / "fit.parquet")
+    missing = [n for n in ("fit_source", "best_loss", *PARAM_NAMES) if n not in row]
+    if missing:
+        raise ValueError(f"{directory / 'fit.parquet'}: missing column(s) {', '.join(missing)}")
+    params = DynamicsParams.from_vector([row[n] for n in PARAM_NAMES])
+    try:
+        settings = json.loads(row.get("settings_json") or "{}")
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{directory / 'fit.parquet'}: settings_json is not JSON ({exc.msg})") from None
+    history = pq.read_table(directory / "history.parquet").to_pylist() if (directory / "history.parquet").is_file() else []
+    runs = []
+    if (directory / "runs.parquet").is_file():
+        for r in pq.read_table(directory / "runs.parquet").to_pylist():
+            runs.append(IntervalUse(**{k: r.get(k) for k in RUNS_SCHEMA.names}))
+    known = {"fit_source", "created_utc", "status", "best_loss", "seed", "settings_json", "fit", *PARAM_NAMES}
+    return FitRecord(
+        fit_id=fit_id,
+        fit_source=row["fit_source"],
+        created_utc=row.get("created_utc") or "",
+        status=row.get("status") or "",
+        best_loss=float(row["best_loss"]) if row["best_loss"] is not None else float("nan"),
+        params=params,
+        seed=row.get("seed"),
+        settings=settings,
+        history=history,
+        runs=runs,
+        extra={k: v for k, v in row.items() if k not in known},
+        path=directory,
+    )
+
+
+def list_fits(lake: Lake | str | Path) -> list[str]:
+    """Fit ids present in the lake, sorted."""
+    lk = lake if isinstance(lake, Lake) else Lake(Path(lake))
+    if not lk.fits_dir.is_dir():
+        return []
+    return sorted(p.name[4:] for p in lk.fits_dir.glob("fit=*") if (p / "fit.parquet").is_file())

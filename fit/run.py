@@ -1,0 +1,238 @@
+"""The fit driver: search loop, per-generation checkpoints, holdout scoring, publication.
+
+`run_fit(lake, settings)` runs `settings.generations` generations of `MixedSearch`, each
+evaluated by a pool (Ray actors by default), writing after each generation a checkpoint
+(search state, RNG states, history) to `<lake>/_staging/fitwork-<fit_id>/checkpoint.pkl`
+(atomically replaced). `resume_fit(lake, fit_id)` continues from it: the result is the same,
+bit for bit, as an uninterrupted fit (timings aside). At the end the best-ever parameters are
+scored on every train and holdout interval and the fit is published as `fits/fit=<fit_id>/`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import pickle
+import shutil
+import time
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from twinlake.catalog import Lake, check_id
+from twinlake.fit.objective import FitProblem, LossScales, ProblemData, build_data
+from twinlake.fit.pool import DEFAULT_CHUNK, LocalPool, RayPool
+from twinlake.fit.progress import FitProgress
+from twinlake.fit.record import FitRecord, IntervalUse, publish_fit
+from twinlake.fit.search import MixedSearch
+from twinlake.fit.space import ParameterSpace
+from twinlake.sim import DynamicsParams
+
+EMA_KEEP = 0.8  # FrankaTwin's ETA smoothing: ema = 0.8·old + 0.2·new
+
+
+@dataclass
+class FitSettings:
+    """What defines a fit's result (stored as settings_json). Changing any of these changes
+    the result; `workers`, `address` and `nthread` do not."""
+
+    train: list[str]
+    holdout: list[str] = field(default_factory=list)
+    space: dict = field(default_factory=lambda: ParameterSpace().to_json())
+    population: int = 32
+    generations: int = 20
+    seed: int = 0
+    sigma0: float = 0.3
+    weights: dict[str, float] = field(default_factory=dict)
+    q_scale_rad: float = LossScales().q_rad
+    dq_scale_rad_s: float = LossScales().dq_rad_s
+    max_duration_s: float | None = None
+    min_duration_s: float = 0.5
+    chunk: int = DEFAULT_CHUNK
+    model_path: str | None = None
+
+    @property
+    def parameter_space(self) -> ParameterSpace:
+        return ParameterSpace.from_json(self.space)
+
+    @property
+    def scales(self) -> LossScales:
+        return LossScales(self.q_scale_rad, self.dq_scale_rad_s)
+
+    def digest(self) -> str:
+        return hashlib.sha256(json.dumps(asdict(self), sort_keys=True).encode()).hexdigest()
+
+
+def new_fit_id(settings: FitSettings) -> str:
+    """`fit-<UTC yyyymmddTHHMMSS>-<8 hex of the settings>`."""
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S")
+    return f"fit-{stamp}-{settings.digest()[:8]}"
+
+
+def work_dir(lake: Lake, fit_id: str) -> Path:
+    """The fit's staging area holding settings.json and checkpoint.pkl while it runs."""
+    return lake.staging_dir / f"fitwork-{check_id('fit', fit_id)}"
+
+
+def _save_checkpoint(path: Path, search: MixedSearch, history: list[dict], wall_s: float, ema: float) -> None:
+    tmp = path.with_suffix(".tmp")
+    with open(tmp, "wb") as fh:
+        pickle.dump({"search": search.state(), "history": history, "wall_s": wall_s, "ema": ema}, fh, protocol=5)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+def read_checkpoint(lake: Lake | str | Path, fit_id: str) -> tuple[FitSettings, dict | None]:
+    """The settings and last checkpoint (None before generation 1) of an unfinished fit."""
+    lk = lake if isinstance(lake, Lake) else Lake(Path(lake))
+    wd = work_dir(lk, fit_id)
+    if not (wd / "settings.json").is_file():
+        raise ValueError(f"--resume {fit_id}: no unfinished fit at {wd} (finished fits are under fits/)")
+    settings = FitSettings(**json.loads((wd / "settings.json").read_text()))
+    ckpt = wd / "checkpoint.pkl"
+    return settings, (pickle.loads(ckpt.read_bytes()) if ckpt.is_file() else None)
+
+
+def _make_pool(data: ProblemData, settings: FitSettings, workers: int, address: str | None, nthread: int):
+    if workers == 0:
+        return LocalPool(data, chunk=settings.chunk, nthread=nthread)
+    return RayPool(data, workers, chunk=settings.chunk, nthread=nthread, address=address)
+
+
+def _history_row(gen: int, losses: np.ndarray, per_interval: np.ndarray, weights: np.ndarray,
+                 search: MixedSearch, iter_s: float, ticks: int, ema: float | None, remaining: int) -> tuple[dict, float]:
+    ema = iter_s if ema is None else EMA_KEEP * ema + (1 - EMA_KEEP) * iter_s
+    best_i = int(np.argmin(np.where(np.isfinite(losses), losses, np.inf)))
+    row = {
+        "iter": gen,
+        "min": float(np.min(losses)),
+        "mean": float(np.mean(losses[np.isfinite(losses)])) if np.isfinite(losses).any() else float("inf"),
+        "best": float(search.best_loss),
+        "iter_s": iter_s,
+        "ms_per_tick": iter_s / max(ticks, 1) * 1e3,
+        "eta_s": ema * remaining,
+        "per_traj_min": np.min(per_interval, axis=0).tolist(),
+        "best_candidate_weighted": (weights / weights.sum() * per_interval[best_i]).tolist(),
+        "sigma": search.sigma,
+        "evals_per_s": len(losses) / iter_s if iter_s > 0 else float("inf"),
+        "delay_probs": search.delay_probs.tolist(),
+    }
+    return row, ema
+
+
+def run_fit(
+    lake: Lake | str | Path,
+    settings: FitSettings | None = None,
+    *,
+    fit_id: str | None = None,
+    resume: bool = False,
+    workers: int = 2,
+    address: str | None = None,
+    nthread: int = 1,
+    progress: bool = True,
+    on_generation: Callable[[int, object], None] | None = None,
+) -> FitRecord:
+    """Run (or with `resume=True` continue) a fit and publish it. `on_generation(gen, pool)` is
+    called after each generation's checkpoint (diagnostics and tests)."""
+    lk = lake if isinstance(lake, Lake) else Lake(Path(lake))
+    t_start = time.perf_counter()
+    if resume:
+        if fit_id is None:
+            raise ValueError("resume: give the fit id (--resume FIT)")
+        settings, ckpt = read_checkpoint(lk, fit_id)
+    else:
+        if settings is None:
+            raise ValueError("run_fit: settings are required for a new fit")
+        fit_id = check_id("fit", fit_id or new_fit_id(settings))
+        if lk.fit_dir(fit_id).exists():
+            raise ValueError(f"fit {fit_id!r} already exists at {lk.fit_dir(fit_id)}")
+        if work_dir(lk, fit_id).exists():
+            raise ValueError(f"fit {fit_id!r} has an unfinished run at {work_dir(lk, fit_id)}: use --resume {fit_id}")
+        ckpt = None
+    wd = work_dir(lk, fit_id)
+    data = build_data(lk, settings.train, run_weights=settings.weights, scales=settings.scales,
+                      max_duration_s=settings.max_duration_s, min_duration_s=settings.min_duration_s,
+                      model_path=settings.model_path)
+    if not resume:
+        wd.mkdir(parents=True)
+        (wd / "settings.json").write_text(json.dumps(asdict(settings), indent=2, sort_keys=True))
+    if ckpt is None:
+        search = MixedSearch(settings.parameter_space, settings.population, settings.seed, settings.sigma0)
+        history, wall_before, ema = [], 0.0, None
+    else:
+        search = MixedSearch.from_state(ckpt["search"])
+        history, wall_before, ema = ckpt["history"], ckpt["wall_s"], ckpt["ema"]
+    pool = _make_pool(data, settings, workers, address, nthread)
+    try:
+        with FitProgress(settings.generations, search.generation, progress, label=fit_id) as bar:
+            while search.generation < settings.generations:
+                t0 = time.perf_counter()
+                proposal = search.ask()
+                per_interval = pool.evaluate(proposal.params)
+                losses = np.asarray(FitProblem(data).combine(per_interval))
+                search.tell(proposal, losses)
+                row, ema = _history_row(search.generation, losses, per_interval, data.weights, search,
+                                        time.perf_counter() - t0, data.ticks_per_rollout, ema,
+                                        settings.generations - search.generation)
+                history.append(row)
+                _save_checkpoint(wd / "checkpoint.pkl", search, history,
+                                 wall_before + time.perf_counter() - t_start, ema)
+                bar.update(search.generation, row["best"], row["mean"], row["sigma"], row["evals_per_s"], row["eta_s"])
+                if on_generation is not None:
+                    on_generation(search.generation, pool)
+            bar.note("scoring train and holdout intervals")
+            record = _finish(lk, fit_id, settings, data, search, history, pool,
+                             wall_before + time.perf_counter() - t_start)
+    finally:
+        pool.close()
+    publish_fit(lk, record)
+    shutil.rmtree(wd, ignore_errors=True)
+    return record
+
+
+def _finish(lk: Lake, fit_id: str, settings: FitSettings, data: ProblemData, search: MixedSearch,
+            history: list[dict], pool, wall_s: float) -> FitRecord:
+    best = search.best_params[None, :]
+    train_losses = pool.evaluate(best)[0]
+    uses = [IntervalUse(r.robot, r.run, r.interval_index, r.seq_first, r.seq_last, "train",
+                        float(w), float(l), r.run_sha256)
+            for r, w, l in zip(data.refs, data.weights, train_losses)]
+    holdout_loss = None
+    if settings.holdout:
+        hdata = build_data(lk, settings.holdout, run_weights=settings.weights, scales=settings.scales,
+                           max_duration_s=settings.max_duration_s, min_duration_s=settings.min_duration_s,
+                           model_path=settings.model_path)
+        hl = LocalPool(hdata, chunk=1).evaluate(best)[0]
+        holdout_loss = float(FitProblem(hdata).combine(hl[None])[0])
+        uses += [IntervalUse(r.robot, r.run, r.interval_index, r.seq_first, r.seq_last, "holdout",
+                             float(w), float(l), r.run_sha256)
+                 for r, w, l in zip(hdata.refs, hdata.weights, hl)]
+    space = settings.parameter_space
+    return FitRecord(
+        fit_id=fit_id,
+        fit_source="twinlake",
+        created_utc=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        status="completed",
+        best_loss=float(search.best_loss),
+        params=DynamicsParams.from_vector(search.best_params),
+        seed=int(settings.seed),
+        settings=asdict(settings),
+        history=history,
+        runs=uses,
+        extra={
+            "generations": int(search.generation),
+            "population": int(settings.population),
+            "evaluations": int(search.generation * settings.population),
+            "wall_s": float(wall_s),
+            "train_loss": float(FitProblem(data).combine(train_losses[None])[0]),
+            "holdout_loss": holdout_loss,
+            "at_bounds": space.at_bounds(search.best_params),
+            "workers": int(pool.workers),
+            "actor_replacements": int(pool.replacements),
+        },
+    )

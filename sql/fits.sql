@@ -1,0 +1,60 @@
+-- fits.sql: fit results published under <lake>/fits/fit=<fit_id>/ (writer: twinlake.fit.record).
+--
+-- Returns:
+--   fits         one row per fit (fit.parquet): fit_source ('twinlake' | 'frankatwin_import'),
+--                created_utc, status, best_loss, the 29 parameters by their PARAM_NAMES
+--                (armature_j1..7, mu_static_j1..7, dynamic_ratio_j1..7, mu_viscous_j1..7,
+--                motor_delay_ms), seed, settings_json, ...; `fit` is the VARCHAR partition id
+--   fit_history  one row per generation (history.parquet): FrankaTwin's history fields iter,
+--                min, mean, best, iter_s, ms_per_tick, eta_s, per_traj_min (list<double>),
+--                best_candidate_weighted (list<double>), plus sigma, evals_per_s, delay_probs
+--   fit_runs     one row per (run, interval) a fit used (runs.parquet): robot, run,
+--                interval_index, seq_first, seq_last, role ('train' | 'holdout'), weight, loss,
+--                run_sha256
+--
+-- On a lake without fits the three views exist and are empty (a few key columns only).
+
+-- requires: fits/*/fit.parquet
+CREATE OR REPLACE VIEW fits AS
+SELECT * FROM read_parquet(
+    getvariable('lake_root') || '/fits/*/fit.parquet',
+    hive_partitioning = true,
+    hive_types = {'fit': 'VARCHAR'},
+    union_by_name = true);
+
+-- unless: fits/*/fit.parquet
+CREATE OR REPLACE VIEW fits AS
+SELECT NULL::VARCHAR AS fit, NULL::VARCHAR AS fit_source, NULL::VARCHAR AS created_utc,
+       NULL::VARCHAR AS status, NULL::DOUBLE AS best_loss, NULL::BIGINT AS seed,
+       NULL::VARCHAR AS settings_json
+WHERE false;
+
+-- requires: fits/*/history.parquet
+CREATE OR REPLACE VIEW fit_history AS
+SELECT * FROM read_parquet(
+    getvariable('lake_root') || '/fits/*/history.parquet',
+    hive_partitioning = true,
+    hive_types = {'fit': 'VARCHAR'},
+    union_by_name = true);
+
+-- unless: fits/*/history.parquet
+CREATE OR REPLACE VIEW fit_history AS
+SELECT NULL::VARCHAR AS fit, NULL::BIGINT AS iter, NULL::DOUBLE AS "min",
+       NULL::DOUBLE AS "mean", NULL::DOUBLE AS best
+WHERE false;
+
+-- requires: fits/*/runs.parquet
+CREATE OR REPLACE VIEW fit_runs AS
+SELECT * FROM read_parquet(
+    getvariable('lake_root') || '/fits/*/runs.parquet',
+    hive_partitioning = true,
+    hive_types = {'fit': 'VARCHAR'},
+    union_by_name = true);
+
+-- unless: fits/*/runs.parquet
+CREATE OR REPLACE VIEW fit_runs AS
+SELECT NULL::VARCHAR AS fit, NULL::VARCHAR AS robot, NULL::VARCHAR AS run,
+       NULL::BIGINT AS interval_index, NULL::BIGINT AS seq_first, NULL::BIGINT AS seq_last,
+       NULL::VARCHAR AS role, NULL::DOUBLE AS weight, NULL::DOUBLE AS loss,
+       NULL::VARCHAR AS run_sha256
+WHERE false;
