@@ -154,7 +154,7 @@ def publish_partition(
 
 
 def quarantine(lake: Lake | str | Path, files: Iterable[str | Path], reason: dict) -> Path:
-    """Copy the rejected input `files` to `<lake>/_quarantine/<utc-time>-<name>-<rand>/` with
+    """Copy the rejected input `files` (files or directories) to `<lake>/_quarantine/<utc-time>-<name>-<rand>/` with
     `reason.json` (the `reason` dict plus `quarantined_at_utc` and the original paths).
     Returns the quarantine directory; it appears atomically, like a partition."""
     lk = _as_lake(lake)
@@ -167,6 +167,8 @@ def quarantine(lake: Lake | str | Path, files: Iterable[str | Path], reason: dic
         for f in files:
             if f.is_file():
                 shutil.copy2(f, staged / f.name)
+            elif f.is_dir():
+                shutil.copytree(f, staged / f.name)
         body = dict(reason)
         body.setdefault("files", [str(f.absolute()) for f in files])
         body["quarantined_at_utc"] = datetime.now(timezone.utc).isoformat()

@@ -82,6 +82,8 @@ class IngestUnit:
       the run's bytes for "already ingested").
     - `extra_tables`: more tables written as `<name>.parquet` in the partition.
     - `reasons`, `flags`: validation notes the reader already found (e.g. truncated).
+    - `first_line`: the file line holding frames row 0 (2 for a CSV with one header line),
+      so validation errors can name the line; None when rows do not map to lines.
     """
 
     robot: str | None
@@ -93,6 +95,7 @@ class IngestUnit:
     extra_tables: dict[str, pa.Table] = field(default_factory=dict)
     reasons: list[str] = field(default_factory=list)
     flags: list[str] = field(default_factory=list)
+    first_line: int | None = None  # file line of frames row 0 (for error messages)
 
 
 @runtime_checkable

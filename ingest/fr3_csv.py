@@ -1,0 +1,264 @@
+"""Reader for the fr3_stack 1 kHz recording CSV: v2 (80 columns) and legacy v1 (first 45).
+
+Facts: specs/fr3_stack.md §3. Parsing is by header name, never by position; joint suffixes
+`0..6` become canonical 1-based names (`q0` → `q1`). Zeros that the format documents as
+"not available" become null: `tgt_*` under controllers without a pose target (0 idle,
+2 joint impedance) and the joint-target block (columns 48-78) where `joint_target_valid`
+is 0. Everything else is kept exactly as parsed (`q1` is `q0` bit for bit).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pacsv
+
+from twinlake.catalog import FRAME_SCHEMA, JOINTS
+from twinlake.ingest.companions import Companions, find_companions
+from twinlake.ingest.registry import (
+    Detection,
+    IngestError,
+    IngestUnit,
+    RawFile,
+    ReadOptions,
+    register,
+)
+
+FORMAT = "fr3_stack_csv"
+_J = range(JOINTS)
+_POSE = ("px", "py", "pz", "qx", "qy", "qz", "qw")
+
+V1_COLUMNS: tuple[str, ...] = (
+    ("seq", "t_s")
+    + tuple(f"{p}{j}" for p in ("q", "dq", "tau_J", "tau_cmd") for j in _J)
+    + tuple(f"ee_{s}" for s in _POSE)
+    + tuple(f"tgt_{s}" for s in _POSE)
+    + ("controller",)
+)
+"""The 45 legacy columns, in file order."""
+
+V2_COLUMNS: tuple[str, ...] = (
+    V1_COLUMNS
+    + ("schema_version", "joint_target_valid")
+    + tuple(f"{p}{j}" for p in ("q_target", "q_target_filtered", "K_joint", "D_joint") for j in _J)
+    + ("filter_alpha", "joint_use_friction", "joint_reset_count", "robot_time_s",
+       "control_period_s")
+)
+"""The 80 columns of CSV v2, in file order."""
+
+_JOINT_NAME = re.compile(r"^(q|dq|tau_J|tau_cmd|q_target|q_target_filtered|K_joint|D_joint)([0-6])$")
+_INT_TYPES = {"seq": pa.int64(), "controller": pa.int32(), "schema_version": pa.int32(),
+              "joint_target_valid": pa.int8(), "joint_use_friction": pa.int8(),
+              "joint_reset_count": pa.int64()}
+_MARKERS = ("q0", "dq0", "tau_J0", "tau_cmd0")
+_JOINT_BLOCK = [f.name for f in FRAME_SCHEMA][FRAME_SCHEMA.get_field_index("q_target1"):
+                                              FRAME_SCHEMA.get_field_index("joint_reset_count") + 1]
+_NO_POSE_TARGET = pa.array([0, 2], pa.int32())  # controllers without a Cartesian target
+
+
+def canonical_name(source: str) -> str:
+    """`q0` → `q1`, `K_joint6` → `K_joint7`; other names unchanged."""
+    m = _JOINT_NAME.match(source)
+    return f"{m.group(1)}{int(m.group(2)) + 1}" if m else source
+
+
+def read_header(path: Path, limit: int = 1 << 16) -> list[str]:
+    """Column names of line 1; IngestError for an empty, binary or undecodable file."""
+    with open(path, "rb") as fh:
+        head = fh.read(limit)
+    if not head:
+        raise IngestError(path, "empty file", line=1, kind="empty")
+    if b"\x00" in head:
+        raise IngestError(path, "binary data (NUL byte), not a CSV text file", line=1,
+                          kind="binary")
+    line = head.split(b"\n", 1)[0].rstrip(b"\r")
+    try:
+        text = line.decode("ascii")
+    except UnicodeDecodeError:
+        raise IngestError(path, "header is not ASCII text", line=1, kind="binary") from None
+    return [name.strip() for name in text.split(",")]
+
+
+class Fr3CsvReader:
+    """fr3_stack recording CSV v1/v2 (+ optional `.status.json` / `.meta.json` companions)."""
+
+    name = FORMAT
+
+    def detect(self, path: Path) -> Detection:
+        if not path.is_file():
+            return Detection.no("not a file")
+        try:
+            header = read_header(path)
+        except IngestError as exc:
+            return Detection.no(exc.message)
+        if "seq" not in header or not any(m in header for m in _MARKERS):
+            return Detection.no("header has no 'seq' and 0-based joint columns (q0, tau_J0, ...)")
+        version = 2 if "schema_version" in header else 1
+        return Detection(True, f"header names fr3_stack CSV v{version} columns", version)
+
+    def read(self, path: Path, options: ReadOptions) -> IngestUnit:
+        header = read_header(path)
+        version = check_header(path, header)
+        companions = find_companions(path)
+        frames, truncated = parse_frames(path, header, version, options.allow_partial)
+        unit = IngestUnit(
+            robot=options.robot or companions.robot_id,
+            run=options.run or companions.run_id or path.stem,
+            frames=frames,
+            raw_files=[RawFile(path, "recording")] + companions.raw_files(),
+            run_fields=_run_fields(path, version, companions),
+            reasons=list(companions.notes),
+            first_line=2,
+        )
+        if truncated:
+            unit.run_fields["complete"] = False
+            unit.flags.append("truncated")
+            unit.reasons.append(f"{path.name}: truncated last line dropped (--allow-partial)")
+        return unit
+
+
+def _run_fields(path: Path, version: int, comp: Companions) -> dict:
+    fields = {"source_format": FORMAT, "source_version": version, "source_file": path.name}
+    fields.update(comp.run_fields())
+    return fields
+
+
+def check_header(path: Path, header: list[str]) -> int:
+    """The CSV version (1 or 2) if the header names exactly the v1 or v2 columns."""
+    seen: set[str] = set()
+    for name in header:
+        if name in seen:
+            raise IngestError(path, "duplicate header column", line=1, field=name, kind="header")
+        seen.add(name)
+    expected = V2_COLUMNS if "schema_version" in seen else V1_COLUMNS
+    version = 2 if expected is V2_COLUMNS else 1
+    missing = [c for c in expected if c not in seen]
+    if missing:
+        raise IngestError(path, f"missing header column(s) for CSV v{version}: "
+                          f"{', '.join(missing[:8])}" + (" ..." if len(missing) > 8 else ""),
+                          line=1, field=missing[0], kind="header")
+    unknown = [c for c in header if c not in expected]
+    if unknown:
+        raise IngestError(path, f"unexpected header column(s) for CSV v{version} "
+                          f"({len(expected)} columns): {', '.join(unknown[:8])}",
+                          line=1, field=unknown[0], kind="header")
+    return version
+
+
+def parse_frames(path: Path, header: list[str], version: int,
+                 allow_partial: bool) -> tuple[pa.Table, bool]:
+    """Parse the rows (multithreaded pyarrow.csv) into canonical frames; returns
+    `(frames, truncated)`. A last line without `\\n` is an error unless `allow_partial`."""
+    buf = pa.memory_map(str(path), "r").read_buffer()
+    truncated = _last_byte(buf) != 10
+    if truncated:
+        lines = memoryview(buf).tobytes().count(b"\n") + 1
+        if not allow_partial:
+            raise IngestError(path, "truncated last line (no final newline); "
+                              "--allow-partial keeps the complete rows", line=lines,
+                              kind="truncated")
+        buf = buf.slice(0, _last_newline(buf) + 1)
+    table = _read_csv(path, buf, header)
+    if table.num_rows == 0:
+        raise IngestError(path, "no data rows after the header", line=2, kind="empty")
+    return canonical_frames(table, version), truncated
+
+
+def _last_byte(buf: pa.Buffer) -> int:
+    return buf.slice(buf.size - 1, 1).to_pybytes()[0]
+
+
+def _last_newline(buf: pa.Buffer) -> int:
+    view = memoryview(buf)
+    start = max(0, buf.size - (1 << 20))
+    pos = bytes(view[start:]).rfind(b"\n")
+    return start + pos if pos >= 0 else bytes(view).rfind(b"\n")
+
+
+def _column_types(header: list[str]) -> dict[str, pa.DataType]:
+    return {name: _INT_TYPES.get(name, pa.float64()) for name in header}
+
+
+def _read_csv(path: Path, buf: pa.Buffer, header: list[str]) -> pa.Table:
+    convert = pacsv.ConvertOptions(column_types=_column_types(header), null_values=[],
+                                   strings_can_be_null=False, quoted_strings_can_be_null=False)
+    parse = pacsv.ParseOptions(quote_char=False, ignore_empty_lines=False)
+    read = pacsv.ReadOptions(use_threads=True, block_size=1 << 23)
+    try:
+        return pacsv.read_csv(pa.BufferReader(buf), read_options=read, parse_options=parse,
+                              convert_options=convert)
+    except pa.ArrowInvalid as exc:
+        raise locate_csv_error(path, buf, header, str(exc)) from None
+
+
+_CONV = re.compile(r"In CSV column #(\d+): CSV conversion error to (\w+): invalid value '(.*)'")
+_PARSE = re.compile(r"Expected (\d+) columns, got (\d+): (.*)", re.S)
+_NUMBER = {"int": r"^[0-9]+$", "float": r"^[+-]?((nan|inf|infinity)|([0-9]+\.?[0-9]*|\.[0-9]+)"
+                                         r"([eE][+-]?[0-9]+)?)$"}
+
+
+def locate_csv_error(path: Path, buf: pa.Buffer, header: list[str], message: str) -> IngestError:
+    """Turn a pyarrow CSV error into an IngestError naming the line and the field."""
+    data = memoryview(buf).tobytes()
+    m = _CONV.search(message)
+    if m:
+        col = header[int(m.group(1))]
+        return IngestError(path, f"not a valid {m.group(2)}: {m.group(3)!r}",
+                           line=_bad_value_line(buf, header, col, m.group(2)), field=col,
+                           kind="non_numeric")
+    m = _PARSE.search(message)
+    if m:
+        text = m.group(3).rstrip("\n").encode()
+        pos = data.find(b"\n" + text + b"\n")
+        line = data.count(b"\n", 0, pos + 1) + 1 if pos >= 0 else None
+        return IngestError(path, f"expected {m.group(1)} fields, got {m.group(2)}",
+                           line=line, kind="field_count")
+    return IngestError(path, f"cannot parse CSV: {message.splitlines()[0]}", kind="parse")
+
+
+def _bad_value_line(buf: pa.Buffer, header: list[str], col: str, type_name: str) -> int | None:
+    """1-based line of the first cell of `col` that does not parse as `type_name`."""
+    convert = pacsv.ConvertOptions(column_types={col: pa.string()}, include_columns=[col],
+                                   null_values=[], strings_can_be_null=False)
+    parse = pacsv.ParseOptions(quote_char=False, ignore_empty_lines=False)
+    try:
+        values = pacsv.read_csv(pa.BufferReader(buf), parse_options=parse,
+                                convert_options=convert).column(col)
+    except pa.ArrowInvalid:
+        return None
+    pattern = _NUMBER["int" if "int" in type_name else "float"]
+    ok = pc.match_substring_regex(values, pattern, ignore_case=True)
+    bad = pc.index(ok, False).as_py()
+    return bad + 2 if bad >= 0 else None
+
+
+def canonical_frames(table: pa.Table, version: int) -> pa.Table:
+    """Rename to canonical 1-based names, add v2-only columns as null for v1, null the
+    documented not-available zeros, and order columns as FRAME_SCHEMA."""
+    table = table.rename_columns([canonical_name(c) for c in table.column_names])
+    n = table.num_rows
+    columns = {}
+    for field in FRAME_SCHEMA:
+        if field.name in table.column_names:
+            columns[field.name] = table.column(field.name)
+        elif field.name == "schema_version":
+            columns[field.name] = pa.repeat(pa.scalar(version, pa.int32()), n)
+        else:
+            columns[field.name] = pa.nulls(n, field.type)
+    controller = columns["controller"]
+    no_pose = pc.is_in(controller, value_set=_NO_POSE_TARGET)
+    if pc.any(no_pose).as_py():
+        for s in _POSE:
+            columns[f"tgt_{s}"] = pc.if_else(no_pose, None, columns[f"tgt_{s}"])
+    if version >= 2:
+        invalid = pc.not_equal(columns["joint_target_valid"], 1)
+        if pc.any(invalid).as_py():
+            for name in _JOINT_BLOCK:
+                columns[name] = pc.if_else(invalid, None, columns[name])
+    return pa.Table.from_arrays([columns[f.name] for f in FRAME_SCHEMA], schema=FRAME_SCHEMA)
+
+
+register(Fr3CsvReader())

@@ -1,0 +1,223 @@
+"""The one ingest pipeline for every source format:
+detect → read → validate → (already ingested? refuse?) → publish, or quarantine.
+
+`ingest_paths` yields one `Outcome` per recognised input. A directory argument ingests
+every recognisable entry in it (a reader may also claim the directory itself).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+import twinlake
+from twinlake.catalog import (
+    RUN_SCHEMA,
+    Lake,
+    PartitionExists,
+    check_id,
+    publish_partition,
+    quarantine,
+)
+from twinlake.ingest.registry import IngestError, IngestUnit, ReadOptions, SourceReader, detect
+from twinlake.ingest.rawstore import RawStore
+from twinlake.ingest.runstats import flags_for, frame_stats
+from twinlake.ingest.validate import validate_frames
+
+EXIT_OK, EXIT_REJECTED, EXIT_USAGE = 0, 1, 2
+PARQUET_COMPRESSION = "zstd"
+_EXIT = {"published": EXIT_OK, "replaced": EXIT_OK, "already_ingested": EXIT_OK,
+         "skipped": EXIT_OK, "rejected": EXIT_REJECTED, "refused": EXIT_USAGE,
+         "error": EXIT_USAGE}
+
+
+@dataclass
+class Outcome:
+    """What happened to one input. `status`: published | replaced | already_ingested |
+    skipped | rejected (quarantined) | refused (exists, different bytes) | error (usage)."""
+
+    path: str
+    status: str
+    message: str
+    format: str | None = None
+    robot: str | None = None
+    run: str | None = None
+    frame_count: int | None = None
+    verdict: str | None = None
+    flags: list[str] = field(default_factory=list)
+    partition: str | None = None
+    quarantine: str | None = None
+    files: list[str] = field(default_factory=list)  # inputs this outcome used
+
+    @property
+    def exit_code(self) -> int:
+        return _EXIT[self.status]
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def ingest_paths(lake: Lake, paths: list[Path], options: ReadOptions = ReadOptions(), *,
+                 replace: bool = False) -> Iterator[Outcome]:
+    """Ingest every path (file or directory); yields one Outcome per input."""
+    for path in paths:
+        path = Path(path)
+        if not path.exists():
+            yield Outcome(str(path), "error", f"{path}: no such file or directory")
+            continue
+        reader, tried = detect(path)
+        if reader is not None:
+            yield ingest_one(lake, path, reader, options, replace=replace)
+        elif path.is_dir():
+            yield from _ingest_dir(lake, path, options, replace)
+        else:
+            why = "; ".join(f"{name}: {reason}" for name, reason in tried) or "no readers"
+            err = IngestError(path, f"not a recognised recording ({why})", kind="unrecognised")
+            yield _reject(lake, path, err, None)
+
+
+def _ingest_dir(lake: Lake, folder: Path, options: ReadOptions, replace: bool) -> Iterator[Outcome]:
+    consumed: set[Path] = set()
+    for entry in sorted(folder.iterdir()):
+        if entry in consumed or entry.name.startswith("."):
+            continue
+        reader, _ = detect(entry)
+        if reader is None:
+            continue
+        outcome = ingest_one(lake, entry, reader, options, replace=replace)
+        consumed.update(Path(p) for p in outcome.files)
+        yield outcome
+
+
+def ingest_one(lake: Lake, path: Path, reader: SourceReader, options: ReadOptions, *,
+               replace: bool = False) -> Outcome:
+    """Read, validate and publish one input; never raises for bad data."""
+    raw = RawStore(lake)
+    try:
+        if path.is_file():
+            raw.start_primary(path)
+        return _ingest(lake, path, reader, options, replace, raw)
+    except IngestError as err:
+        return _reject(lake, path, err, reader.name)
+    finally:
+        raw.discard()
+
+
+def _ingest(lake: Lake, path: Path, reader: SourceReader, options: ReadOptions,
+            replace: bool, raw: RawStore) -> Outcome:
+    unit = reader.read(path, options)
+    if unit.robot is None:
+        return Outcome(str(path), "error", f"{path.name}: no robot named: pass --robot ID, or "
+                       f"put \"robot_id\" in a {path.with_suffix('').name}.meta.json beside it",
+                       format=reader.name, run=unit.run)
+    try:
+        check_id("robot", unit.robot)
+        check_id("run", unit.run)
+    except ValueError as exc:
+        return Outcome(str(path), "error", f"{path.name}: {exc} (name it with --robot/--run)",
+                       format=reader.name)
+    version = unit.run_fields.get("source_version")
+    validate_frames(path, unit.frames, version, unit.first_line)
+    for f in unit.raw_files:
+        if f.path.is_file():
+            raw.add(f.path, f.role)
+    stored = raw.wait()
+    row = run_row(unit, stored)
+    base = Outcome(str(path), "published", "", format=reader.name, robot=unit.robot,
+                   run=unit.run, frame_count=unit.frames.num_rows, verdict=row["verdict"],
+                   flags=row["flags"])
+    base.files = [str(f.path) for f in unit.raw_files]
+    rel = lake.run_relative(unit.robot, unit.run)
+    existing = _existing_sha(lake.root / rel)
+    if existing is not None:
+        if existing == row["raw_sha256"]:
+            return _with(base, "already_ingested", f"{path.name}: already ingested as "
+                         f"{unit.robot}/{unit.run} (same bytes)", lake.root / rel)
+        if not replace:
+            return _refused(base, path, unit, lake.root / rel)
+    try:
+        target = publish_partition(lake, rel, lambda d: _write(d, unit, row, raw),
+                                   replace=replace)
+    except PartitionExists:
+        if _existing_sha(lake.root / rel) == row["raw_sha256"]:
+            return _with(base, "already_ingested", f"{path.name}: already ingested as "
+                         f"{unit.robot}/{unit.run} (same bytes)", lake.root / rel)
+        return _refused(base, path, unit, lake.root / rel)
+    status = "replaced" if existing is not None else "published"
+    return _with(base, status, f"{path.name}: {status} {unit.robot}/{unit.run}: "
+                 f"{unit.frames.num_rows} frames, verdict {row['verdict']}"
+                 + (f" ({', '.join(row['flags'])})" if row["flags"] else ""), target)
+
+
+def _with(base: Outcome, status: str, message: str, partition: Path) -> Outcome:
+    base.status, base.message, base.partition = status, message, str(partition)
+    return base
+
+
+def _refused(base: Outcome, path: Path, unit: IngestUnit, target: Path) -> Outcome:
+    return _with(base, "refused", f"{path.name}: run {unit.robot}/{unit.run} already exists "
+                 "with different bytes; pass --replace to replace it, or --run NEW_ID", target)
+
+
+def _existing_sha(partition: Path) -> str | None:
+    run_file = partition / "run.parquet"
+    if not run_file.exists():
+        return None
+    return pq.read_table(run_file, columns=["raw_sha256"]).column(0)[0].as_py()
+
+
+def _reject(lake: Lake, path: Path, err: IngestError, fmt: str | None) -> Outcome:
+    reason = err.as_dict() | {"format": fmt}
+    files = [path] + sorted(path.parent.glob(f"{path.stem}*.json")) if path.is_file() else [path]
+    qdir = quarantine(lake, files, reason)
+    return Outcome(str(path), "rejected", f"{err} (quarantined)", format=fmt,
+                   quarantine=str(qdir))
+
+
+def run_row(unit: IngestUnit, stored: list) -> dict[str, Any]:
+    """The run.parquet row: reader fields + frame statistics + hashes + verdict."""
+    stats = frame_stats(unit.frames)
+    fields = dict(unit.run_fields)
+    reasons = list(unit.reasons)
+    complete = fields.get("complete")
+    confirmed = _completion_confirmed(fields, stats["frame_count"], reasons)
+    flags = list(dict.fromkeys(unit.flags + flags_for(stats, complete)))
+    verdict = "partial" if complete is False else ("flagged" if flags else "ok")
+    row = {name: None for name in RUN_SCHEMA.names}
+    row.update({k: v for k, v in stats.items() if k in row})
+    row.update({k: v for k, v in fields.items() if k in row})
+    row.update(raw_files=[s.as_row() for s in stored], raw_sha256=stored[0].sha256 if stored
+               else None, completion_confirmed=confirmed, verdict=verdict, reasons=reasons,
+               flags=flags, twinlake_version=twinlake.__version__)
+    return row
+
+
+def _completion_confirmed(fields: dict, frame_count: int, reasons: list[str]) -> bool:
+    if fields.get("status_written") is None and fields.get("complete") is None:
+        return False
+    if not fields.get("complete"):
+        reasons.append(f"recording status: complete=false (dropped={fields.get('status_dropped')}"
+                       f", error={fields.get('status_error')!r})")
+        return False
+    written = fields.get("status_written")
+    if written is not None and written != frame_count:
+        reasons.append(f"recording status says written={written}, file has {frame_count} rows")
+        return False
+    return not fields.get("status_error")
+
+
+def _write(staging: Path, unit: IngestUnit, row: dict, raw: RawStore) -> None:
+    pq.write_table(unit.frames, staging / "frames.parquet", compression=PARQUET_COMPRESSION)
+    if unit.targets is not None:
+        pq.write_table(unit.targets, staging / "targets.parquet",
+                       compression=PARQUET_COMPRESSION)
+    for name, table in unit.extra_tables.items():
+        pq.write_table(table, staging / f"{name}.parquet", compression=PARQUET_COMPRESSION)
+    raw.move_into(staging)
+    table = pa.Table.from_pylist([row], schema=RUN_SCHEMA)
+    pq.write_table(table, staging / "run.parquet", compression=PARQUET_COMPRESSION)

@@ -1,0 +1,108 @@
+"""Keep original files byte for byte: SHA-256 of the original bytes plus a zstd-compressed
+copy under the partition's `raw/` (`raw/<name>.zst`). The primary file is hashed and
+compressed on a background thread (hashlib and Arrow's codec release the GIL), overlapping
+CSV parsing; small companion files are added synchronously.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow as pa
+
+from twinlake.catalog import Lake, new_staging_dir
+
+CHUNK_BYTES = 1 << 23
+CODEC = "zstd"
+
+
+@dataclass(frozen=True)
+class StoredFile:
+    """One kept raw file (fields of catalog.RAW_FILE_TYPE)."""
+
+    name: str
+    role: str
+    sha256: str
+    size_bytes: int
+    stored_as: str
+
+    def as_row(self) -> dict:
+        return {"name": self.name, "role": self.role, "sha256": self.sha256,
+                "size_bytes": self.size_bytes, "stored_as": self.stored_as}
+
+
+def store_file(src: Path, raw_dir: Path, role: str) -> StoredFile:
+    """Hash `src` and write `raw_dir/<name>.zst` in one pass over its bytes."""
+    digest = hashlib.sha256()
+    size = 0
+    dst = raw_dir / f"{src.name}.zst"
+    with open(src, "rb") as fh, pa.CompressedOutputStream(str(dst), CODEC) as out:
+        while chunk := fh.read(CHUNK_BYTES):
+            digest.update(chunk)
+            out.write(chunk)
+            size += len(chunk)
+    return StoredFile(src.name, role, digest.hexdigest(), size, f"raw/{dst.name}")
+
+
+def read_raw(stored: Path) -> bytes:
+    """The original bytes of a kept `raw/<name>.zst` file."""
+    with pa.input_stream(str(stored), compression=CODEC) as fh:
+        return fh.read()
+
+
+class RawStore:
+    """Raw copies built in their own `_staging/raw-*` directory, moved into a partition by
+    `move_into(partition_dir)`; `discard()` removes them if the ingest does not publish."""
+
+    def __init__(self, lake: Lake) -> None:
+        self.dir = new_staging_dir(lake, "raw")
+        self._stored: dict[str, StoredFile] = {}
+        self._thread: threading.Thread | None = None
+        self._error: BaseException | None = None
+        self._primary: str | None = None
+
+    def start_primary(self, src: Path, role: str = "recording") -> None:
+        """Begin hashing + compressing `src` on a background thread."""
+        self._primary = src.name
+
+        def work() -> None:
+            try:
+                self._stored[src.name] = store_file(src, self.dir, role)
+            except BaseException as exc:  # reported by wait()
+                self._error = exc
+
+        self._thread = threading.Thread(target=work, name="twinlake-rawstore", daemon=True)
+        self._thread.start()
+
+    def add(self, src: Path, role: str) -> None:
+        """Hash + compress a (small) companion file now; the primary is never added twice."""
+        if src.name != self._primary and src.name not in self._stored:
+            self._stored[src.name] = store_file(src, self.dir, role)
+
+    def wait(self) -> list[StoredFile]:
+        """Join the background work; the stored files, primary first."""
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+        if self._error is not None:
+            raise self._error
+        first = [self._stored[self._primary]] if self._primary in self._stored else []
+        return first + [f for n, f in self._stored.items() if n != self._primary]
+
+    def sha256_of(self, name: str) -> str:
+        self.wait()
+        return self._stored[name].sha256
+
+    def move_into(self, partition_dir: Path) -> None:
+        self.wait()
+        os.rename(self.dir, partition_dir / "raw")
+
+    def discard(self) -> None:
+        if self._thread is not None:
+            self._thread.join()
+        shutil.rmtree(self.dir, ignore_errors=True)

@@ -1,0 +1,117 @@
+"""Run statistics and flags computed from canonical frames (numpy over whole columns).
+
+Everything here describes honest data; nothing is interpolated or dropped. Flags:
+`seq_gaps`, `controller_switches`, `resets`, `gain_changes`, `nan_torque_sensor`,
+`non_finite_values`, `truncated`, `incomplete`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from twinlake.catalog import FRAME_SCHEMA, JOINTS
+
+JOINT_IMPEDANCE = 2
+_GAIN_COLS = ([f"K_joint{j}" for j in range(1, JOINTS + 1)]
+              + [f"D_joint{j}" for j in range(1, JOINTS + 1)]
+              + ["filter_alpha", "joint_use_friction"])
+_TAU_J = [f"tau_J{j}" for j in range(1, JOINTS + 1)]
+
+
+def _np(frames: pa.Table, name: str, fill: float = np.nan) -> np.ndarray:
+    col = frames.column(name)
+    if col.null_count:
+        col = pc.fill_null(col, fill if pa.types.is_floating(col.type) else -1)
+    return col.to_numpy()
+
+
+def frame_stats(frames: pa.Table) -> dict[str, Any]:
+    """Counts, seq range, gaps, rates, controllers, gains and resets for run.parquet."""
+    seq = _np(frames, "seq")
+    t = _np(frames, "t_s")
+    step = np.diff(seq)
+    dt = np.diff(t)
+    period = frames.column("control_period_s").drop_null().to_numpy()
+    out: dict[str, Any] = {
+        "frame_count": int(len(seq)),
+        "seq_first": int(seq[0]),
+        "seq_last": int(seq[-1]),
+        "gap_count": int(np.count_nonzero(step > 1)),
+        "dropped": int(np.sum(step[step > 1] - 1)),
+        "duration_s": float(t[-1] - t[0]),
+        "rate_hz": float(1.0 / np.median(dt)) if dt.size and np.median(dt) > 0 else None,
+        "control_period_median_s": float(np.median(period)) if period.size else None,
+        "control_period_max_s": float(period.max()) if period.size else None,
+    }
+    out.update(_controller_stats(frames))
+    out.update(_gain_stats(frames))
+    out["nan_tau_J"] = _nonfinite_rows(frames, _TAU_J)
+    others = [f.name for f in FRAME_SCHEMA if pa.types.is_floating(f.type)
+              and f.name not in _TAU_J and f.name in frames.column_names]
+    out["_non_finite_other"] = _nonfinite_rows(frames, others)
+    return out
+
+
+def _controller_stats(frames: pa.Table) -> dict[str, Any]:
+    ctrl = _np(frames, "controller")
+    values, first = np.unique(ctrl, return_index=True)
+    order = [int(v) for v in values[np.argsort(first)] if v >= 0]
+    ji = ctrl == JOINT_IMPEDANCE
+    entries = int(np.count_nonzero(ji[1:] & ~ji[:-1]))
+    resets = entries
+    if frames.column("joint_reset_count").null_count < frames.num_rows:
+        rc = _np(frames, "joint_reset_count")
+        resets += int(np.count_nonzero(ji[1:] & ji[:-1] & (rc[1:] != rc[:-1])))
+    return {"controllers": order, "controller_switches": int(np.count_nonzero(np.diff(ctrl))),
+            "resets": resets}
+
+
+def _gain_stats(frames: pa.Table) -> dict[str, Any]:
+    ji = np.flatnonzero(_np(frames, "controller") == JOINT_IMPEDANCE)
+    if ji.size == 0 or frames.column("K_joint1").null_count == frames.num_rows:
+        return {"K_joint": None, "D_joint": None, "filter_alpha": None,
+                "joint_use_friction": None, "gain_changes": 0}
+    gains = np.column_stack([_np(frames, c) for c in _GAIN_COLS])[ji]
+    changed = np.any(gains[1:] != gains[:-1], axis=1) & (np.diff(ji) == 1)
+    first = gains[0]
+    return {"K_joint": [float(x) for x in first[:JOINTS]],
+            "D_joint": [float(x) for x in first[JOINTS:2 * JOINTS]],
+            "filter_alpha": float(first[-2]),
+            "joint_use_friction": bool(first[-1]) if np.isfinite(first[-1]) else None,
+            "gain_changes": int(np.count_nonzero(changed))}
+
+
+def _nonfinite_rows(frames: pa.Table, names: list[str]) -> int:
+    """Rows where any of `names` holds a non-null, non-finite value."""
+    bad = None
+    for name in names:
+        col = frames.column(name)
+        if col.null_count == len(col):
+            continue
+        flag = pc.fill_null(pc.invert(pc.is_finite(col)), False)
+        bad = flag if bad is None else pc.or_(bad, flag)
+    return 0 if bad is None else int(pc.sum(bad).as_py() or 0)
+
+
+def flags_for(stats: dict[str, Any], complete: bool | None) -> list[str]:
+    """Flag names for imperfect-but-honest data, in a fixed order."""
+    flags = []
+    if stats["gap_count"]:
+        flags.append("seq_gaps")
+    if stats["controller_switches"]:
+        flags.append("controller_switches")
+    if stats["resets"]:
+        flags.append("resets")
+    if stats["gain_changes"]:
+        flags.append("gain_changes")
+    if stats["nan_tau_J"]:
+        flags.append("nan_torque_sensor")
+    if stats["_non_finite_other"]:
+        flags.append("non_finite_values")
+    if complete is False:
+        flags.append("incomplete")
+    return flags

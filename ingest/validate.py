@@ -1,0 +1,135 @@
+"""Validation of canonical frames: a pandera schema (polars backend, zero-copy from Arrow)
+for types, required finiteness, value sets and joint limits, plus Arrow-compute checks
+across rows (seq strictly increasing) and columns (`joint_target_valid` ⇔ joint impedance).
+
+Any violation raises `IngestError` naming the file, line and field. Imperfect but honest
+data (gaps, switches, NaN torque sensor) passes here and is flagged by `runstats`.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+import pandera.polars as pap
+import polars as pl
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from twinlake.catalog import FRAME_SCHEMA, JOINTS
+from twinlake.ingest.registry import IngestError
+
+# Physical joint position limits [rad]: the wider of fr3_stack's Q_MIN/Q_MAX
+# (specs/fr3_stack.md §4) and the FR3 model ranges (specs/fr3_model.md), plus a margin.
+Q_MIN = np.minimum([-2.7437, -1.7837, -2.9007, -3.0421, -2.8065, 0.5445, -3.0159],
+                   [-2.9007, -1.8361, -2.9007, -3.0770, -2.8763, 0.4398, -3.0508])
+Q_MAX = np.maximum([2.7437, 1.7837, 2.9007, -0.1518, 2.8065, 4.5169, 3.0159],
+                   [2.9007, 1.8361, 2.9007, -0.1169, 2.8763, 4.6216, 3.0508])
+Q_MARGIN_RAD = 0.05
+DQ_MAX_RAD_S = 10.0  # FR3 rates are 2.62 (J1-4) / 5.26 (J5-7) rad/s; this catches unit errors
+FINITE = 1e12  # |x| below this means finite (NaN and ±inf fail in_range)
+CONTROLLERS = [0, 1, 2, 3, 4]
+JOINT_IMPEDANCE = 2
+
+_PL_TYPES = {pa.int64(): pl.Int64, pa.int32(): pl.Int32, pa.int8(): pl.Int8,
+             pa.float64(): pl.Float64}
+
+
+def _finite(lo: float = -FINITE, hi: float = FINITE) -> pap.Check:
+    return pap.Check.in_range(lo, hi)
+
+
+def _column_checks(name: str, schema_version: int | None) -> tuple[list, bool]:
+    """(checks, nullable) for one canonical column."""
+    for j in range(1, JOINTS + 1):
+        if name == f"q{j}":
+            return [_finite(Q_MIN[j - 1] - Q_MARGIN_RAD, Q_MAX[j - 1] + Q_MARGIN_RAD)], True
+        if name == f"dq{j}":
+            return [_finite(-DQ_MAX_RAD_S, DQ_MAX_RAD_S)], True
+        if name == f"tau_cmd{j}":
+            return [_finite()], True
+    if name == "seq":
+        return [pap.Check.ge(0)], False
+    if name == "t_s":
+        return [_finite()], False
+    if name == "controller":
+        return [pap.Check.isin(CONTROLLERS)], True
+    if name == "joint_target_valid":
+        return [pap.Check.isin([0, 1])], True
+    if name == "schema_version" and schema_version is not None:
+        return [pap.Check.isin([schema_version])], True
+    return [], True
+
+
+@lru_cache(maxsize=8)
+def frame_schema(schema_version: int | None) -> pap.DataFrameSchema:
+    """The pandera (polars) schema of canonical frames; extra columns are allowed."""
+    columns = {}
+    for field in FRAME_SCHEMA:
+        checks, nullable = _column_checks(field.name, schema_version)
+        columns[field.name] = pap.Column(_PL_TYPES[field.type], checks=checks,
+                                         nullable=nullable, required=True)
+    return pap.DataFrameSchema(columns, strict=False, name="frames")
+
+
+def validate_frames(path: Path, frames: pa.Table, schema_version: int | None,
+                    first_line: int | None = 2) -> None:
+    """Raise IngestError for the first violation; `first_line` is the file line of row 0
+    (None when rows do not map to lines)."""
+    _check_seq(path, frames, first_line)
+    _check_joint_target_valid(path, frames, first_line)
+    canon = frames.select([f.name for f in FRAME_SCHEMA if f.name in frames.column_names])
+    try:
+        frame_schema(schema_version).validate(pl.from_arrow(canon), lazy=True)
+    except pap.errors.SchemaErrors as exc:
+        raise _first_failure(path, exc.failure_cases, frames, first_line) from None
+    except pap.errors.SchemaError as exc:
+        raise IngestError(path, str(exc).splitlines()[0], kind="schema") from None
+
+
+def _where(first_line: int | None, index: int | None) -> int | None:
+    return None if first_line is None or index is None else first_line + int(index)
+
+
+def _first_failure(path: Path, cases: pl.DataFrame, frames: pa.Table,
+                   first_line: int | None) -> IngestError:
+    rows = cases.sort("index", nulls_last=True).to_dicts()
+    row = rows[0]
+    column, check, index = row.get("column"), row.get("check"), row.get("index")
+    value = row.get("failure_case")
+    if check in ("column_in_dataframe", "column_in_schema"):
+        return IngestError(path, "required column missing", field=column, kind="schema")
+    if check and check.startswith("dtype"):
+        return IngestError(path, f"wrong type {value}, expected {check}", field=column,
+                           kind="schema")
+    msg = f"value {value} fails {check}"
+    if column and column.startswith("q") and column[1:].isdigit():
+        msg += " (outside the joint's physical limits, or not finite)"
+    return IngestError(path, msg, line=_where(first_line, index), field=column, kind="value")
+
+
+def _check_seq(path: Path, frames: pa.Table, first_line: int | None) -> None:
+    seq = frames.column("seq").to_numpy()
+    if len(seq) < 2:
+        return
+    step = np.diff(seq)
+    bad = np.flatnonzero(step <= 0)
+    if bad.size:
+        i = int(bad[0]) + 1
+        what = "duplicate seq" if step[i - 1] == 0 else "seq not strictly increasing"
+        raise IngestError(path, f"{what}: {int(seq[i])} after {int(seq[i - 1])}",
+                          line=_where(first_line, i), field="seq", kind="seq")
+
+
+def _check_joint_target_valid(path: Path, frames: pa.Table, first_line: int | None) -> None:
+    jtv, controller = frames.column("joint_target_valid"), frames.column("controller")
+    if jtv.null_count == len(jtv):
+        return
+    mismatch = pc.not_equal(pc.equal(jtv, 1), pc.equal(controller, JOINT_IMPEDANCE))
+    i = pc.index(pc.fill_null(mismatch, False), True).as_py()
+    if i >= 0:
+        raise IngestError(path, f"joint_target_valid={jtv[i].as_py()} with controller="
+                          f"{controller[i].as_py()} (1 only under joint impedance, 2)",
+                          line=_where(first_line, i), field="joint_target_valid",
+                          kind="consistency")
