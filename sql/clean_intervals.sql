@@ -1,30 +1,32 @@
 -- clean_intervals.sql: clean gap-free intervals of every run (gaps-and-islands over `seq`).
 -- Loaded by twinlake.catalog.connect after views.sql; needs only the `frames` and `runs`
--- views, which always exist (empty on an empty lake), so no block marker is required.
+-- views, which always exist (empty on an empty lake), so its block runs unconditionally.
 --
 -- Returns (table macro `clean_intervals(...)` and view `intervals` = the macro's defaults):
 --   one row per clean interval: robot, run, interval_index (0-based per run, counted before
---   the min-duration filter so an index never changes with it), seq_first, seq_last,
+--   the min-duration filter, so an index never depends on it), seq_first, seq_last,
 --   t_first_s, t_last_s, frame_count, duration_s (= t_last_s - t_first_s, seconds),
 --   controller, K_joint (list<double>, 7, N·m/rad), D_joint (list<double>, 7, N·m·s/rad),
---   filter_alpha, use_friction (bool), joint_reset_count (gains are null unless the
+--   filter_alpha, use_friction (bool), joint_reset_count (the gains are null unless the
 --   controller is joint impedance, 2), start_reason, end_reason.
 --
 -- Reasons: run_start, run_end, seq_gap, recorded_gap, mode_change, reset, gain_change,
 --   target_invalid, nonfinite, period_outlier. Rules and precedence: docs/intervals.md.
 --
 -- Parameters (named, all optional; pass values as bound parameters, never paste them):
---   robot_filter, run_filter  VARCHAR  only this robot / run (applied before the window)
---   min_duration_s            DOUBLE   drop intervals shorter than this [s] (default 0)
---   period_s, period_tol_s    DOUBLE   nominal control period and tolerance [s]
---                                      (default 0.001 ± 0.0005; the first tick is exempt)
+--   robot_filter, run_filter  VARCHAR   only this robot / run (applied before the window)
+--   min_duration_s            DOUBLE    drop intervals shorter than this [s] (default 0)
+--   period_s, period_tol_s    DOUBLE    nominal control period and tolerance [s]
+--                                       (default 0.001 ± 0.0005; a run's first tick is exempt)
 --   split_on                  VARCHAR[] optional rules that split: any of reset,
---                                      gain_change, target_invalid, nonfinite,
---                                      period_outlier (default all). seq_gap, recorded_gap
---                                      and mode_change always split.
+--                                       gain_change, target_invalid, nonfinite,
+--                                       period_outlier (default all). seq_gap, recorded_gap
+--                                       and mode_change always split.
 --
--- Plan: one window pass over each run's ticks ordered by seq (lag and lead share one
--- sort) marks the first and last tick of every interval; a second, tiny window pairs them.
+-- Plan: one window pass (lags over seq per run) finds the "event" ticks: a run's first and
+-- last tick, ticks where a split rule fires, excluded ticks and the ticks right after them.
+-- Only those few rows go on; a second, tiny window pairs each interval start with the next
+-- event. Reasons travel as small integer codes and become names at the end.
 
 -- always
 CREATE OR REPLACE MACRO clean_intervals(
@@ -50,42 +52,42 @@ run_info AS (
       AND (run_filter IS NULL OR run = run_filter)
 ),
 tick AS (
-    -- Per-tick facts, no window yet. `excl`: why this tick belongs to no interval (or null).
-    -- `gap_end_before`: end of the latest recorded lost range that ends before this seq.
+    -- Per-tick facts, no window yet.
+    --   excl: why this tick is in no interval (4 recorded_gap, 8 target_invalid, 9 nonfinite)
+    --   cfg: 64-bit hash of the applied joint configuration (joint impedance only)
+    --   gap_end_before: end of the latest recorded lost range ending before this seq
     SELECT
-        f.robot, f.run, f.seq, f.t_s, f.controller, f.joint_reset_count,
-        f.control_period_s,
-        CASE WHEN f.controller = 2 THEN {
-            'K': [f.K_joint1, f.K_joint2, f.K_joint3, f.K_joint4, f.K_joint5, f.K_joint6, f.K_joint7],
-            'D': [f.D_joint1, f.D_joint2, f.D_joint3, f.D_joint4, f.D_joint5, f.D_joint6, f.D_joint7],
-            'alpha': f.filter_alpha,
-            'friction': f.joint_use_friction} END AS cfg,
+        f.robot, f.run, f.seq, f.t_s, f.controller, f.joint_reset_count, f.control_period_s,
+        CASE WHEN f.controller = 2 THEN hash(
+            f.K_joint1, f.K_joint2, f.K_joint3, f.K_joint4, f.K_joint5, f.K_joint6, f.K_joint7,
+            f.D_joint1, f.D_joint2, f.D_joint3, f.D_joint4, f.D_joint5, f.D_joint6, f.D_joint7,
+            f.filter_alpha, f.joint_use_friction) END AS cfg,
         CASE
             WHEN len(coalesce(ri.recorded_gaps, [])) > 0
                  AND len(list_filter(ri.recorded_gaps,
                          lambda g: g.seq_from <= f.seq AND g.seq_to >= f.seq)) > 0
-                THEN 'recorded_gap'
+                THEN 4
             WHEN list_contains(split_on, 'target_invalid') AND f.controller = 2
                  AND coalesce(f.joint_target_valid, 0) = 0
-                THEN 'target_invalid'
+                THEN 8
             WHEN NOT list_contains(split_on, 'nonfinite') THEN NULL
             -- a sum is finite only if every term is; null (not recorded) counts as bad here
             WHEN NOT coalesce(isfinite(
                     f.q1 + f.q2 + f.q3 + f.q4 + f.q5 + f.q6 + f.q7
                   + f.dq1 + f.dq2 + f.dq3 + f.dq4 + f.dq5 + f.dq6 + f.dq7), false)
-                THEN 'nonfinite'
+                THEN 9
             WHEN f.controller = 2 AND NOT coalesce(isfinite(
                     f.q_target1 + f.q_target2 + f.q_target3 + f.q_target4 + f.q_target5
                   + f.q_target6 + f.q_target7 + f.q_target_filtered1 + f.q_target_filtered2
                   + f.q_target_filtered3 + f.q_target_filtered4 + f.q_target_filtered5
                   + f.q_target_filtered6 + f.q_target_filtered7), false)
-                THEN 'nonfinite'
-            -- Cartesian targets: a null (target kept in targets.parquet) is not a defect
-            WHEN f.controller <> 2 AND NOT coalesce(isfinite(
+                THEN 9
+            -- Cartesian target: null (kept in targets.parquet instead) is not a defect
+            WHEN f.controller IS DISTINCT FROM 2 AND NOT coalesce(isfinite(
                     f.tgt_px + f.tgt_py + f.tgt_pz + f.tgt_qx + f.tgt_qy + f.tgt_qz + f.tgt_qw),
                     true)
-                THEN 'nonfinite'
-        END AS excl,
+                THEN 9
+        END::UTINYINT AS excl,
         CASE WHEN len(coalesce(ri.recorded_gaps, [])) > 0 THEN
             list_max(list_transform(
                 list_filter(ri.recorded_gaps, lambda g: g.seq_to < f.seq),
@@ -100,65 +102,46 @@ tick AS (
 win AS (
     SELECT
         *,
-        lag(seq) OVER w AS prev_seq, lead(seq) OVER w AS next_seq,
-        lag(controller) OVER w AS prev_controller, lead(controller) OVER w AS next_controller,
-        lag(joint_reset_count) OVER w AS prev_reset, lead(joint_reset_count) OVER w AS next_reset,
-        lag(cfg) OVER w AS prev_cfg, lead(cfg) OVER w AS next_cfg,
-        lead(control_period_s) OVER w AS next_period_s,
-        lead(gap_end_before) OVER w AS next_gap_end_before,
-        lag(excl) OVER w AS prev_excl, lead(excl) OVER w AS next_excl
+        lag(seq) OVER w AS prev_seq,
+        lag(t_s) OVER w AS prev_t_s,
+        lag(controller) OVER w AS prev_controller,
+        lag(joint_reset_count) OVER w AS prev_reset,
+        lag(cfg) OVER w AS prev_cfg,
+        lag(excl) OVER w AS prev_excl,
+        lead(seq) OVER w IS NULL AS is_last
     FROM tick
     WINDOW w AS (PARTITION BY robot, run ORDER BY seq)
 ),
 edge AS (
-    -- b_in: why the step from the previous tick into this one splits (null: it does not);
-    -- b_out: the same for the step from this tick to the next. Same rules, mirrored.
-    SELECT
-        robot, run, seq, t_s, controller, joint_reset_count, cfg, excl, prev_excl, next_excl,
-        CASE
-            WHEN prev_seq IS NULL THEN 'run_start'
-            WHEN gap_end_before > prev_seq THEN 'recorded_gap'
-            WHEN seq - prev_seq <> 1 THEN 'seq_gap'
-            WHEN controller IS DISTINCT FROM prev_controller THEN 'mode_change'
-            WHEN list_contains(split_on, 'reset')
-                 AND joint_reset_count IS DISTINCT FROM prev_reset THEN 'reset'
-            WHEN list_contains(split_on, 'gain_change') AND cfg IS DISTINCT FROM prev_cfg
-                THEN 'gain_change'
-            WHEN list_contains(split_on, 'period_outlier')
-                 AND abs(control_period_s - period_s) > period_tol_s THEN 'period_outlier'
-        END AS b_in,
-        CASE
-            WHEN next_seq IS NULL THEN 'run_end'
-            WHEN next_gap_end_before > seq THEN 'recorded_gap'
-            WHEN next_seq - seq <> 1 THEN 'seq_gap'
-            WHEN next_controller IS DISTINCT FROM controller THEN 'mode_change'
-            WHEN list_contains(split_on, 'reset')
-                 AND next_reset IS DISTINCT FROM joint_reset_count THEN 'reset'
-            WHEN list_contains(split_on, 'gain_change') AND next_cfg IS DISTINCT FROM cfg
-                THEN 'gain_change'
-            WHEN list_contains(split_on, 'period_outlier')
-                 AND abs(next_period_s - period_s) > period_tol_s THEN 'period_outlier'
-        END AS b_out
-    FROM win
-),
-bound AS (
-    -- Only the first and last tick of each interval survive (a one-tick interval is both).
-    SELECT
-        robot, run, seq, t_s, controller, joint_reset_count, cfg,
-        coalesce(b_in, prev_excl) AS start_reason,
-        coalesce(b_out, next_excl) AS end_reason
-    FROM edge
-    WHERE excl IS NULL
-      AND (b_in IS NOT NULL OR prev_excl IS NOT NULL
-           OR b_out IS NOT NULL OR next_excl IS NOT NULL)
-),
-paired AS (
+    -- b_in: why the step from the previous tick into this one splits (null: it does not).
     SELECT
         *,
-        lead(seq) OVER v AS next_bound_seq,
-        lead(t_s) OVER v AS next_bound_t_s,
-        lead(end_reason) OVER v AS next_bound_end_reason
-    FROM bound
+        CASE
+            WHEN prev_seq IS NULL THEN 1
+            WHEN gap_end_before > prev_seq THEN 4
+            WHEN seq - prev_seq <> 1 THEN 3
+            WHEN controller IS DISTINCT FROM prev_controller THEN 5
+            WHEN list_contains(split_on, 'reset')
+                 AND joint_reset_count IS DISTINCT FROM prev_reset THEN 6
+            WHEN list_contains(split_on, 'gain_change') AND cfg IS DISTINCT FROM prev_cfg THEN 7
+            WHEN list_contains(split_on, 'period_outlier')
+                 AND abs(control_period_s - period_s) > period_tol_s THEN 10
+        END::UTINYINT AS b_in
+    FROM win
+),
+event AS (
+    -- The few ticks where something happens; an interval runs from a start event to the
+    -- tick before the next event (or to the run's last tick).
+    SELECT
+        *,
+        CASE WHEN excl IS NULL THEN coalesce(b_in, prev_excl) END AS start_code,
+        lead(seq) OVER v AS n_seq,
+        lead(prev_seq) OVER v AS n_prev_seq,
+        lead(prev_t_s) OVER v AS n_prev_t_s,
+        lead(t_s) OVER v AS n_t_s,
+        coalesce(lead(b_in) OVER v, lead(excl) OVER v) AS n_code
+    FROM edge
+    WHERE b_in IS NOT NULL OR excl IS NOT NULL OR prev_excl IS NOT NULL OR is_last
     WINDOW v AS (PARTITION BY robot, run ORDER BY seq)
 ),
 interval_rows AS (
@@ -166,26 +149,49 @@ interval_rows AS (
         robot, run,
         (row_number() OVER (PARTITION BY robot, run ORDER BY seq) - 1)::BIGINT AS interval_index,
         seq AS seq_first,
-        CASE WHEN end_reason IS NOT NULL THEN seq ELSE next_bound_seq END AS seq_last,
         t_s AS t_first_s,
-        CASE WHEN end_reason IS NOT NULL THEN t_s ELSE next_bound_t_s END AS t_last_s,
+        -- no next event: this start is the run's last tick; next event with a code: the
+        -- interval stops before it; otherwise the next event is the run's last tick.
+        CASE WHEN n_seq IS NULL THEN seq WHEN n_code IS NOT NULL THEN n_prev_seq ELSE n_seq END
+            AS seq_last,
+        CASE WHEN n_seq IS NULL THEN t_s WHEN n_code IS NOT NULL THEN n_prev_t_s
+             ELSE n_t_s END AS t_last_s,
+        CASE WHEN n_seq IS NULL OR n_code IS NULL THEN 2 ELSE n_code END AS end_code,
+        start_code,
         controller,
-        cfg.K AS K_joint, cfg.D AS D_joint, cfg.alpha AS filter_alpha,
-        cfg.friction <> 0 AS use_friction,
-        joint_reset_count,
-        start_reason,
-        coalesce(end_reason, next_bound_end_reason) AS end_reason
-    FROM paired
-    WHERE start_reason IS NOT NULL
+        joint_reset_count
+    FROM event
+    WHERE start_code IS NOT NULL
+),
+gains AS (
+    -- The applied gains at each interval's first tick, read back from the frames (keeping
+    -- 16 gain columns out of the window keeps its sort narrow).
+    SELECT
+        f.robot, f.run, f.seq,
+        [f.K_joint1, f.K_joint2, f.K_joint3, f.K_joint4, f.K_joint5, f.K_joint6, f.K_joint7]
+            AS K_joint,
+        [f.D_joint1, f.D_joint2, f.D_joint3, f.D_joint4, f.D_joint5, f.D_joint6, f.D_joint7]
+            AS D_joint,
+        f.filter_alpha, f.joint_use_friction <> 0 AS use_friction
+    FROM frames f
+    SEMI JOIN interval_rows i
+        ON i.robot = f.robot AND i.run = f.run AND i.seq_first = f.seq AND i.controller = 2
+    WHERE (robot_filter IS NULL OR f.robot = robot_filter)
+      AND (run_filter IS NULL OR f.run = run_filter)
+      AND f.controller = 2
 )
 SELECT
-    robot, run, interval_index, seq_first, seq_last, t_first_s, t_last_s,
+    i.robot, i.run, interval_index, seq_first, seq_last, t_first_s, t_last_s,
     seq_last - seq_first + 1 AS frame_count,
     t_last_s - t_first_s AS duration_s,
-    controller, K_joint, D_joint, filter_alpha, use_friction, joint_reset_count,
-    start_reason, end_reason
-FROM interval_rows
+    controller, g.K_joint, g.D_joint, g.filter_alpha, g.use_friction, joint_reset_count,
+    ['run_start', 'run_end', 'seq_gap', 'recorded_gap', 'mode_change', 'reset', 'gain_change',
+     'target_invalid', 'nonfinite', 'period_outlier'][start_code] AS start_reason,
+    ['run_start', 'run_end', 'seq_gap', 'recorded_gap', 'mode_change', 'reset', 'gain_change',
+     'target_invalid', 'nonfinite', 'period_outlier'][end_code] AS end_reason
+FROM interval_rows i
+LEFT JOIN gains g ON g.robot = i.robot AND g.run = i.run AND g.seq = i.seq_first
 WHERE t_last_s - t_first_s >= min_duration_s
-ORDER BY robot, run, seq_first;
+ORDER BY i.robot, i.run, seq_first;
 
 CREATE OR REPLACE VIEW intervals AS SELECT * FROM clean_intervals();

@@ -1,0 +1,139 @@
+"""Clean gap-free intervals: the Python face of `sql/clean_intervals.sql`.
+
+An interval is a maximal stretch of consecutive ticks (`seq` step 1) of one run recorded under
+one controller configuration, with finite state and targets, valid joint targets and control
+periods within tolerance. The rules live in SQL (table macro `clean_intervals`, view
+`intervals`); this module only binds the parameters (never pasted into SQL text) and returns
+an Arrow table. Rules and a worked example: docs/intervals.md.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import duckdb
+import pyarrow as pa
+
+from twinlake.catalog.sql import load_sql
+
+OPTIONAL_SPLITS: tuple[str, ...] = (
+    "reset",
+    "gain_change",
+    "target_invalid",
+    "nonfinite",
+    "period_outlier",
+)
+"""Rules a caller may switch off (`split_on`); all are on by default."""
+
+ALWAYS_SPLITS: tuple[str, ...] = ("seq_gap", "recorded_gap", "mode_change")
+"""Rules that always split: nothing is ever bridged across lost ticks or a controller switch."""
+
+REASONS: tuple[str, ...] = ("run_start", "run_end", *ALWAYS_SPLITS, *OPTIONAL_SPLITS)
+"""Every value `start_reason` / `end_reason` can take."""
+
+INTERVAL_COLUMNS: tuple[str, ...] = (
+    "robot", "run", "interval_index", "seq_first", "seq_last", "t_first_s", "t_last_s",
+    "frame_count", "duration_s", "controller", "K_joint", "D_joint", "filter_alpha",
+    "use_friction", "joint_reset_count", "start_reason", "end_reason",
+)
+"""Columns of the result, in order (see sql/clean_intervals.sql for types and units)."""
+
+_QUERY = """
+SELECT * FROM clean_intervals(
+    robot_filter := $robot, run_filter := $run, min_duration_s := $min_duration_s,
+    period_s := $period_s, period_tol_s := $period_tol_s, split_on := $split_on)
+"""
+
+
+@dataclass(frozen=True)
+class IntervalRules:
+    """Parameters of the interval selection.
+
+    min_duration_s: drop intervals with `t_last_s - t_first_s` below this [s] (>= 0).
+    period_s, period_tol_s: nominal control period and its tolerance [s]; a tick whose
+        `control_period_s` differs from `period_s` by more than `period_tol_s` starts a new
+        interval (the first tick of a run is exempt, a null period is not checked).
+    split_on: the optional rules that split (subset of `OPTIONAL_SPLITS`).
+    """
+
+    min_duration_s: float = 0.0
+    period_s: float = 0.001
+    period_tol_s: float = 0.0005
+    split_on: tuple[str, ...] = OPTIONAL_SPLITS
+
+    def __post_init__(self) -> None:
+        _check_number("min_duration_s", self.min_duration_s, minimum=0.0)
+        _check_number("period_s", self.period_s, minimum=0.0, strict=True)
+        _check_number("period_tol_s", self.period_tol_s, minimum=0.0)
+        object.__setattr__(self, "split_on", _check_splits(self.split_on))
+
+
+def _check_number(name: str, value: float, *, minimum: float, strict: bool = False) -> None:
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    if not ok or value < minimum or (strict and value == minimum):
+        relation = ">" if strict else ">="
+        raise ValueError(f"{name}: expected a finite number {relation} {minimum}, got {value!r}")
+
+
+def _check_splits(split_on: Iterable[str]) -> tuple[str, ...]:
+    if isinstance(split_on, str):
+        split_on = [split_on]
+    out: list[str] = []
+    for reason in split_on:
+        if reason in ALWAYS_SPLITS:
+            continue  # always applied; accepted so callers may list every rule they rely on
+        if reason not in OPTIONAL_SPLITS:
+            raise ValueError(
+                f"split_on: unknown rule {reason!r}; expected any of {', '.join(OPTIONAL_SPLITS)}"
+            )
+        if reason not in out:
+            out.append(reason)
+    return tuple(r for r in OPTIONAL_SPLITS if r in out)
+
+
+def ensure_interval_sql(con: duckdb.DuckDBPyConnection) -> None:
+    """Define the `clean_intervals` macro and `intervals` view on `con` if it lacks them
+    (a connection from `twinlake.catalog.connect` already has them)."""
+    found = con.execute(
+        "SELECT count(*) FROM duckdb_functions() WHERE function_name = 'clean_intervals'"
+    ).fetchall()[0][0]
+    if not found:
+        con.execute(load_sql("clean_intervals"))
+
+
+def clean_intervals(
+    con: duckdb.DuckDBPyConnection,
+    robot: str | None = None,
+    run: str | None = None,
+    min_duration_s: float = 0.0,
+    period_s: float = 0.001,
+    period_tol_s: float = 0.0005,
+    split_on: Iterable[str] | None = None,
+) -> pa.Table:
+    """The clean intervals of the lake behind `con` (a `twinlake.catalog.connect` connection),
+    one row per interval with `INTERVAL_COLUMNS`, ordered by robot, run, seq_first.
+
+    `robot` / `run` restrict the query before the window, so one run reads only its own
+    files. Other arguments: see `IntervalRules`. Raises ValueError on a bad argument.
+    """
+    rules = IntervalRules(
+        min_duration_s=min_duration_s,
+        period_s=period_s,
+        period_tol_s=period_tol_s,
+        split_on=OPTIONAL_SPLITS if split_on is None else tuple(split_on),
+    )
+    for name, value in (("robot", robot), ("run", run)):
+        if value is not None and not isinstance(value, str):
+            raise ValueError(f"{name}: expected a string id or None, got {value!r}")
+    ensure_interval_sql(con)
+    params = {
+        "robot": robot,
+        "run": run,
+        "min_duration_s": float(rules.min_duration_s),
+        "period_s": float(rules.period_s),
+        "period_tol_s": float(rules.period_tol_s),
+        "split_on": list(rules.split_on),
+    }
+    return con.sql(_QUERY, params=params).to_arrow_table()
