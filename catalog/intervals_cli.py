@@ -1,9 +1,154 @@
-"""`twinlake intervals`: clean gap-free intervals (owned by the intervals work, issue 4)."""
+"""`twinlake intervals`: print the clean gap-free intervals of the lake (docs/intervals.md)."""
 
 from __future__ import annotations
 
+import json
+import math
+import sys
+from pathlib import Path
+from typing import Optional
+
+import pyarrow as pa
 import typer
+
+from twinlake.catalog.intervals import OPTIONAL_SPLITS
+
+TABLE_COLUMNS = ("robot", "run", "interval_index", "seq_first", "seq_last", "frame_count",
+                 "duration_s", "controller", "start_reason", "end_reason")
+CONTROLLER_NAMES = {0: "idle", 1: "cartesian", 2: "joint", 3: "admittance", 4: "hybrid"}
 
 
 def register(app: typer.Typer) -> None:
     """Add `twinlake intervals` to the root app."""
+    app.command("intervals")(intervals_command)
+
+
+def intervals_command(
+    run: Optional[str] = typer.Option(None, "--run", help="Only this run (reads only its files)."),
+    robot: Optional[str] = typer.Option(None, "--robot", help="Only this robot."),
+    min_duration_s: float = typer.Option(0.0, "--min-duration-s", help="Hide intervals shorter than this [s]."),
+    period_s: float = typer.Option(0.001, "--period-s", help="Nominal control period [s]."),
+    period_tol_s: float = typer.Option(0.0005, "--period-tol-s", help="Allowed |period - nominal| [s]."),
+    no_split: list[str] = typer.Option(
+        [], "--no-split", help=f"Switch an optional rule off (repeatable): {', '.join(OPTIONAL_SPLITS)}."
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print a JSON array of interval rows."),
+    lake: Optional[Path] = typer.Option(None, "--lake", help="Lake root (default $TWINLAKE_LAKE, else ./lake)."),
+) -> None:
+    """List clean gap-free intervals: consecutive ticks under one controller configuration,
+    with why each starts and ends (the `intervals` view; join it to `frames` in SQL)."""
+    from twinlake.catalog import connect, resolve_lake
+    from twinlake.catalog.intervals import clean_intervals
+
+    for name in no_split:
+        if name not in OPTIONAL_SPLITS:
+            _fail(f"--no-split {name!r}: expected one of {', '.join(OPTIONAL_SPLITS)}")
+    root = resolve_lake(lake)
+    if not root.is_dir():
+        _fail(f"lake {root}: no such directory (give --lake DIR or set $TWINLAKE_LAKE)")
+    splits = [r for r in OPTIONAL_SPLITS if r not in no_split]
+    try:
+        with _status("selecting clean intervals", enabled=not as_json):
+            con = connect(root)
+            _check_known(con, robot, run, root)
+            table = clean_intervals(con, robot=robot, run=run, min_duration_s=min_duration_s,
+                                    period_s=period_s, period_tol_s=period_tol_s, split_on=splits)
+            skipped = _ineligible_runs(con, robot, run)
+    except typer.Exit:
+        raise
+    except ValueError as exc:
+        _fail(str(exc).splitlines()[0])
+    except Exception as exc:  # duckdb / file errors: one line
+        _fail(f"lake {root}: {str(exc).splitlines()[0]}", code=1)
+    if as_json:
+        print(json.dumps(_json_rows(table), allow_nan=False))
+    else:
+        _print_table(table, min_duration_s, skipped)
+
+
+def _check_known(con, robot: Optional[str], run: Optional[str], root: Path) -> None:
+    """Fail with a clear line when --robot / --run names nothing in the lake."""
+    if robot is None and run is None:
+        return
+    n = con.execute(
+        "SELECT count(*) FROM runs WHERE ($robot IS NULL OR robot = $robot) AND ($run IS NULL OR run = $run)",
+        {"robot": robot, "run": run},
+    ).fetchall()[0][0]
+    if n == 0:
+        what = " and ".join(f"{k} {v!r}" for k, v in (("robot", robot), ("run", run)) if v is not None)
+        _fail(f"lake {root}: no run with {what} (see `twinlake catalog runs`)", code=1)
+
+
+def _ineligible_runs(con, robot: Optional[str], run: Optional[str]) -> int:
+    """Runs matching the filters whose run.parquet says `fit_eligible = false`."""
+    return con.execute(
+        "SELECT count(*) FROM (FROM runs UNION ALL BY NAME SELECT NULL::VARCHAR AS robot, "
+        "NULL::VARCHAR AS run, NULL::BOOLEAN AS fit_eligible WHERE false) "
+        "WHERE fit_eligible = false AND ($robot IS NULL OR robot = $robot) "
+        "AND ($run IS NULL OR run = $run)",
+        {"robot": robot, "run": run},
+    ).fetchall()[0][0]
+
+
+def _json_rows(table: pa.Table) -> list[dict]:
+    rows = table.to_pylist()
+    for row in rows:
+        for key, value in row.items():
+            if isinstance(value, float) and not math.isfinite(value):
+                row[key] = None
+    return rows
+
+
+def _print_table(table: pa.Table, min_duration_s: float, skipped: int) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    out = Table(show_lines=False)
+    for c in TABLE_COLUMNS:
+        out.add_column(c, justify="right" if c not in ("robot", "run", "start_reason", "end_reason") else "left")
+    for row in table.select(list(TABLE_COLUMNS)).to_pylist():
+        cells = [_cell(c, row[c]) for c in TABLE_COLUMNS]
+        out.add_row(*cells)
+    console = Console(width=140)
+    console.print(out)
+    total = sum(table.column("duration_s").to_pylist()) if table.num_rows else 0.0
+    runs = len(set(zip(table.column("robot").to_pylist(), table.column("run").to_pylist())))
+    hidden = f", shorter than {min_duration_s:g} s hidden" if min_duration_s > 0 else ""
+    if skipped:
+        hidden += f"; {skipped} run{'s' if skipped != 1 else ''} with fit_eligible = false skipped"
+    print(f"({table.num_rows} interval{'s' if table.num_rows != 1 else ''} in {runs} run"
+          f"{'s' if runs != 1 else ''}, {total:.3f} s in total{hidden})")
+
+
+def _cell(column: str, value) -> str:
+    if value is None:
+        return "NULL"
+    if column == "duration_s":
+        return f"{value:.3f}"
+    if column == "controller":
+        return f"{value} {CONTROLLER_NAMES.get(value, '')}".strip()
+    return str(value)
+
+
+class _status:
+    """A rich spinner on stderr while the query runs (off for --json or a non-terminal)."""
+
+    def __init__(self, message: str, enabled: bool) -> None:
+        self._message, self._enabled, self._ctx = message, enabled and sys.stderr.isatty(), None
+
+    def __enter__(self):
+        if self._enabled:
+            from rich.console import Console
+
+            self._ctx = Console(stderr=True).status(self._message)
+            self._ctx.__enter__()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._ctx is not None:
+            self._ctx.__exit__(*exc)
+
+
+def _fail(message: str, code: int = 2) -> None:
+    print(f"error: {message}", file=sys.stderr)
+    raise typer.Exit(code)
