@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import typer
 
+from .excite_cli import excite
 from .record_cli import record_app
 
 
@@ -15,6 +16,10 @@ def register(app: typer.Typer) -> None:
     """Add this folder's commands to the root `twinlake` app."""
     app.add_typer(record_app, name="record")
     app.add_typer(daemon_app, name="daemon")
+    app.command("excite")(excite)
+    from twinlake.sim.cli import sim_app
+
+    sim_app.command("record")(sim_record)
 
 
 daemon_app = typer.Typer(help="Run the sim-backed FR3 daemon (fr3_stack wire protocol).", no_args_is_help=True)
@@ -63,3 +68,38 @@ def sys_stdout_flush() -> None:
     import sys
 
     sys.stdout.flush()
+
+
+def sim_record(
+    reference: str = typer.Option(..., "--reference", help="reference.csv (t_s, q_ref1..7) from `twinlake excite`."),
+    out: str = typer.Option(..., "--out", help="Output CSV v2 path (must not exist)."),
+    truth: str | None = typer.Option(None, "--truth", help="True dynamics: profile JSON or sysid_best_params.json (default: bundled demo robot)."),
+    seed: int = typer.Option(0, "--seed", help="Noise seed."),
+    noise: str = typer.Option("q=2e-5,dq=5e-4,tau=0.05", "--noise", help="'none' or q=RAD,dq=RAD_S,tau=NM."),
+    tail: float = typer.Option(1.0, "--tail", help="Seconds simulated after the last reference row."),
+    robot_id: str | None = typer.Option(None, "--robot-id", help="Robot identity for the meta file (default: the reference's metadata.json)."),
+    json_out: bool = typer.Option(False, "--json", help="Print the result as JSON."),
+) -> None:
+    """Offline recorder: the daemon's plant, controller and CSV writer in simulated time."""
+    import json
+
+    from rich.progress import Progress
+
+    from .noise import NoiseConfig
+    from .offline import record_offline
+
+    try:
+        with Progress(transient=True, disable=json_out) as progress:
+            task = progress.add_task("simulating", total=1.0)
+            result = record_offline(reference, out, truth_path=truth, seed=seed, noise=NoiseConfig.parse(noise),
+                                    tail_s=tail, robot_id=robot_id,
+                                    progress=lambda f: progress.update(task, completed=f))
+    except (ValueError, OSError) as exc:
+        typer.echo(f"twinlake sim record: {exc}", err=True)
+        raise typer.Exit(1)
+    summary = {"csv": str(result.csv_path), "rows": result.rows, "sim_seconds": result.sim_seconds,
+               "wall_seconds": round(result.wall_seconds, 3), "speedup": round(result.speedup, 2),
+               "status": result.status.to_dict()}
+    typer.echo(json.dumps(summary) if json_out else
+               f"{result.rows} rows, {result.sim_seconds:g} s simulated in {result.wall_seconds:.2f} s "
+               f"({result.speedup:.1f}x real time) -> {result.csv_path}")

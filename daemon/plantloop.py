@@ -20,6 +20,11 @@ from .wire import IdleCommand as WireIdle
 from .wire import JointImpedanceCommand as WireJoint
 
 TICK_S = 0.001
+_EE_POS = slice(C.EE_POSE.start, C.EE_POSE.start + 3)
+_EE_QUAT = slice(C.EE_POSE.start + 3, C.EE_POSE.stop)
+_CONTROLLER, _VALID, _ALPHA = C.CONTROLLER.start, C.JOINT_TARGET_VALID.start, C.FILTER_ALPHA.start
+_FRICTION, _RESETS = C.JOINT_USE_FRICTION.start, C.JOINT_RESET_COUNT.start
+_ROBOT_TIME, _PERIOD = C.ROBOT_TIME_S.start, C.CONTROL_PERIOD_S.start
 
 
 def quat_xyzw_from_mat(mat: np.ndarray) -> np.ndarray:
@@ -29,6 +34,29 @@ def quat_xyzw_from_mat(mat: np.ndarray) -> np.ndarray:
     if wxyz[0] < 0:
         wxyz = -wxyz
     return wxyz[[1, 2, 3, 0]]
+
+
+def quat_xyzw_from_mats(mats: np.ndarray) -> np.ndarray:
+    """Rotation matrices (n, 9) → quaternions (n, 4) xyzw, w ≥ 0, vectorised (Shepperd)."""
+    m = np.asarray(mats, dtype=np.float64).reshape(-1, 3, 3)
+    diag = np.stack([m[:, 0, 0], m[:, 1, 1], m[:, 2, 2]], axis=1)
+    tr = diag.sum(axis=1)
+    cand = np.stack([1 + tr, 1 + 2 * diag[:, 0] - tr, 1 + 2 * diag[:, 1] - tr, 1 + 2 * diag[:, 2] - tr], axis=1)
+    pick = np.argmax(cand, axis=1)  # the largest component is computed from the diagonal
+    s = 2 * np.sqrt(np.maximum(cand[np.arange(len(m)), pick], 1e-300))
+    w = np.empty(len(m)); x = np.empty(len(m)); y = np.empty(len(m)); z = np.empty(len(m))  # noqa: E702
+    r = lambda i, j: m[:, i, j]  # noqa: E731
+    for k, (ww, xx, yy, zz) in enumerate((
+        (s / 4, (r(2, 1) - r(1, 2)) / s, (r(0, 2) - r(2, 0)) / s, (r(1, 0) - r(0, 1)) / s),
+        ((r(2, 1) - r(1, 2)) / s, s / 4, (r(0, 1) + r(1, 0)) / s, (r(0, 2) + r(2, 0)) / s),
+        ((r(0, 2) - r(2, 0)) / s, (r(0, 1) + r(1, 0)) / s, s / 4, (r(1, 2) + r(2, 1)) / s),
+        ((r(1, 0) - r(0, 1)) / s, (r(0, 2) + r(2, 0)) / s, (r(1, 2) + r(2, 1)) / s, s / 4),
+    )):
+        sel = pick == k
+        w[sel], x[sel], y[sel], z[sel] = ww[sel], xx[sel], yy[sel], zz[sel]
+    q = np.stack([x, y, z, w], axis=1)
+    q *= np.where(q[:, 3:4] < 0, -1.0, 1.0)
+    return q / np.linalg.norm(q, axis=1, keepdims=True)
 
 
 def to_sim_command(cmd: DecodedCommand):
@@ -63,35 +91,43 @@ class RobotTicker:
         self.dq_meas = self.sim.dq + ndq
         self.tau_j_meas = self.sim.tau_J() + ntau
 
-    def step(self, command=None, control_period_s: float = TICK_S) -> np.ndarray:
-        """Run one 1 ms tick with an optional sim command; returns the frame (seq/t_s unset)."""
+    def step(self, command=None, control_period_s: float = TICK_S, out: np.ndarray | None = None,
+             ee_xmat_out: np.ndarray | None = None) -> np.ndarray:
+        """Run one 1 ms tick with an optional sim command and fill a frame (seq/t_s unset).
+
+        `out`: the 80-value row to fill (default `self.frame`). With `ee_xmat_out` (9,) the EE
+        rotation matrix is stored there and the quaternion columns are left for the caller to
+        fill in batch (`quat_xyzw_from_mats`), which the offline recorder does.
+        """
         self.measure()
-        out = self.sim.tick(self.q_meas, self.dq_meas, command)
+        res = self.sim.tick(self.q_meas, self.dq_meas, command)
         self.sim.physics_step()
-        self.out = out
-        f = self.frame
+        self.out = res
+        f = self.frame if out is None else out
         f[C.Q] = self.q_meas
         f[C.DQ] = self.dq_meas
         f[C.TAU_J] = self.tau_j_meas
-        f[C.TAU_CMD] = out.tau_cmd
-        f[C.EE_POSE.start:C.EE_POSE.start + 3] = self._data.site_xpos[self._site]
-        f[C.EE_POSE.start + 3:C.EE_POSE.stop] = quat_xyzw_from_mat(self._data.site_xmat[self._site])
-        f[C.CONTROLLER] = out.controller
-        f[C.JOINT_TARGET_VALID] = out.joint_target_valid
-        f[C.Q_TARGET] = out.q_target
-        f[C.Q_TARGET_FILTERED] = out.q_target_filtered
-        f[C.K_JOINT] = out.k_nm_per_rad
-        f[C.D_JOINT] = out.d_nms_per_rad
-        f[C.FILTER_ALPHA] = out.filter_alpha
-        f[C.JOINT_USE_FRICTION] = int(out.use_friction)
-        f[C.JOINT_RESET_COUNT] = out.reset_count
-        f[C.ROBOT_TIME_S] = self.tick_index * TICK_S
-        f[C.CONTROL_PERIOD_S] = control_period_s
+        f[C.TAU_CMD] = res.tau_cmd
+        f[_EE_POS] = self._data.site_xpos[self._site]
+        if ee_xmat_out is None:
+            f[_EE_QUAT] = quat_xyzw_from_mat(self._data.site_xmat[self._site])
+        else:
+            ee_xmat_out[:] = self._data.site_xmat[self._site]
+        f[_CONTROLLER] = res.controller
+        f[_VALID] = res.joint_target_valid
+        f[C.Q_TARGET] = res.q_target
+        f[C.Q_TARGET_FILTERED] = res.q_target_filtered
+        f[C.K_JOINT] = res.k_nm_per_rad
+        f[C.D_JOINT] = res.d_nms_per_rad
+        f[_ALPHA] = res.filter_alpha
+        f[_FRICTION] = res.use_friction
+        f[_RESETS] = res.reset_count
+        f[_ROBOT_TIME] = self.tick_index * TICK_S
+        f[_PERIOD] = control_period_s
         self.tick_index += 1
         return f
 
     @property
     def ee_pose(self) -> tuple[np.ndarray, np.ndarray]:
         """EE position [m] (3,) and quaternion xyzw (4,) of the last frame."""
-        f = self.frame
-        return f[C.EE_POSE.start:C.EE_POSE.start + 3].copy(), f[C.EE_POSE.start + 3:C.EE_POSE.stop].copy()
+        return self.frame[_EE_POS].copy(), self.frame[_EE_QUAT].copy()

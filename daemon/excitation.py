@@ -1,0 +1,207 @@
+"""Joint excitation plans with fr3_stack's `joint_sysid.py` semantics (specs §4.4).
+
+Modes: `hold`, `sine` and `chirp` (one joint at a time, with gaps) and `multisine` (all
+selected joints together, inverse-frequency tone weights summing to `amplitude_deg`). Each
+segment is shaped by the seventh-order (C3) smoothstep envelope, so the offset and its first
+three derivatives vanish at segment ends. `reference(plan, q0, t)` returns absolute targets
+[rad] and analytic derivatives [rad/s, rad/s², rad/s³], arrays (n, 7); `preflight` checks
+the joint range (outside the 10 % repulsion zone) and the derivative peaks at 1 kHz.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from twinlake.sim import Q_MAX, Q_MIN
+
+MODES = ("hold", "sine", "chirp", "multisine")
+Q_LOWER = Q_MIN + 0.1 * (Q_MAX - Q_MIN)
+Q_UPPER = Q_MAX - 0.1 * (Q_MAX - Q_MIN)
+PREVIEW_ANCHOR_Q = np.array([0.0, -0.6, 0.0, -1.8, 0.0, 1.8, 0.7])
+PREFLIGHT_RATE_HZ = 1000.0
+
+
+@dataclass(frozen=True)
+class Plan:
+    """An excitation plan; defaults are fr3_stack's (J1 sine, 1°, 0.1 Hz, 24 s total)."""
+
+    mode: str = "sine"
+    joints: tuple[int, ...] = (1,)
+    amplitude_deg: float = 1.0
+    seconds: float = 20.0
+    ramp: float = 5.0
+    hold: float = 2.0
+    gap: float = 2.0
+    f0: float = 0.1
+    f1: float = 0.5
+    tones: tuple[float, ...] = (0.1, 0.23, 0.41)
+    seed: int = 0
+    rate: float = 60.0
+    max_velocity: float = 0.1
+    max_acceleration: float = 0.3
+    max_jerk: float = 2.0
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["joints"], d["tones"] = list(self.joints), list(self.tones)
+        return d
+
+    @property
+    def segments(self) -> int:
+        return len(self.joints) if self.mode in ("sine", "chirp") else 1
+
+    @property
+    def total_s(self) -> float:
+        """2·hold + segments·seconds + (segments − 1)·gap [s]."""
+        return 2 * self.hold + self.segments * self.seconds + (self.segments - 1) * self.gap
+
+
+def validate_plan(plan: Plan) -> Plan:
+    """Raise ValueError naming the first bad field; returns the plan."""
+    numbers = {k: v for k, v in plan.to_dict().items() if k not in ("mode", "joints", "tones")}
+    for key, value in numbers.items():
+        if not math.isfinite(float(value)):
+            raise ValueError(f"plan {key}: expected a finite number, got {value}")
+    if not all(math.isfinite(f) for f in plan.tones):
+        raise ValueError(f"plan tones: expected finite numbers, got {list(plan.tones)}")
+    if plan.mode not in MODES:
+        raise ValueError(f"plan mode: expected one of {', '.join(MODES)}, got {plan.mode!r}")
+    if not plan.joints or len(set(plan.joints)) != len(plan.joints) or not all(1 <= j <= 7 for j in plan.joints):
+        raise ValueError(f"plan joints: expected unique joints in 1..7, got {list(plan.joints)}")
+    for key in ("amplitude_deg", "seconds", "ramp"):
+        if getattr(plan, key) <= 0:
+            raise ValueError(f"plan {key}: expected > 0, got {getattr(plan, key)}")
+    if 2 * plan.ramp > plan.seconds:
+        raise ValueError(f"plan ramp: 2·ramp must be <= seconds, got ramp {plan.ramp}, seconds {plan.seconds}")
+    if plan.hold < 0 or plan.gap < 0:
+        raise ValueError(f"plan hold/gap: expected >= 0, got hold {plan.hold}, gap {plan.gap}")
+    if plan.total_s > 600:
+        raise ValueError(f"plan total duration: expected <= 600 s, got {plan.total_s:g} s")
+    if plan.f0 <= 0 or plan.f1 < plan.f0:
+        raise ValueError(f"plan f0/f1: expected 0 < f0 <= f1, got f0 {plan.f0}, f1 {plan.f1}")
+    if not plan.tones or any(f <= 0 for f in plan.tones):
+        raise ValueError(f"plan tones: expected non-empty and all > 0, got {list(plan.tones)}")
+    if plan.seed < 0:
+        raise ValueError(f"plan seed: expected >= 0, got {plan.seed}")
+    if not 10 <= plan.rate <= 200:
+        raise ValueError(f"plan rate: expected 10..200 Hz, got {plan.rate}")
+    if plan.ramp * plan.rate < 5:
+        raise ValueError(f"plan ramp·rate: expected >= 5 samples in a ramp, got {plan.ramp * plan.rate:g}")
+    highest = {"sine": plan.f0, "chirp": plan.f1, "multisine": max(plan.tones)}.get(plan.mode)
+    if highest is not None and highest > plan.rate / 20:
+        raise ValueError(f"plan frequency: highest {highest:g} Hz exceeds rate/20 = {plan.rate / 20:g} Hz")
+    for key in ("max_velocity", "max_acceleration", "max_jerk"):
+        if getattr(plan, key) <= 0:
+            raise ValueError(f"plan {key}: expected > 0, got {getattr(plan, key)}")
+    return plan
+
+
+def envelope(s: np.ndarray, seconds: float, ramp: float) -> tuple[np.ndarray, ...]:
+    """Seventh-order smoothstep w(s) and its first three time derivatives, arrays like s."""
+    s = np.asarray(s, dtype=np.float64)
+    u = np.clip(np.minimum(s, seconds - s) / ramp, 0.0, 1.0)
+    inner = (u > 0) & (u < 1)
+    direction = np.where(s <= seconds / 2, 1.0, -1.0) / ramp
+    w = 35 * u**4 - 84 * u**5 + 70 * u**6 - 20 * u**7
+    w1 = (140 * u**3 - 420 * u**4 + 420 * u**5 - 140 * u**6) * direction
+    w2 = (420 * u**2 - 1680 * u**3 + 2100 * u**4 - 840 * u**5) * direction**2
+    w3 = (840 * u - 5040 * u**2 + 8400 * u**3 - 4200 * u**4) * direction**3
+    return w, np.where(inner, w1, 0.0), np.where(inner, w2, 0.0), np.where(inner, w3, 0.0)
+
+
+def _tones(plan: Plan, joint: int) -> list[tuple[float, float, float, float]]:
+    """(amplitude [rad], f [Hz], sweep [Hz/s], phase [rad]) per tone for one joint."""
+    amp = math.radians(plan.amplitude_deg)
+    if plan.mode == "sine":
+        return [(amp, plan.f0, 0.0, 0.0)]
+    if plan.mode == "chirp":
+        return [(amp, plan.f0, (plan.f1 - plan.f0) / plan.seconds, 0.0)]
+    inv = np.array([1.0 / f for f in plan.tones])
+    weights = inv / inv.sum()
+    phases = np.random.default_rng(plan.seed).uniform(0, 2 * np.pi, (7, len(plan.tones)))[joint - 1]
+    return [(amp * w, f, 0.0, float(p)) for w, f, p in zip(weights, plan.tones, phases)]
+
+
+def _signal(tones, s: np.ndarray) -> tuple[np.ndarray, ...]:
+    y = [np.zeros_like(s) for _ in range(4)]
+    for a, f, sweep, phi in tones:
+        phase = 2 * np.pi * (f * s + 0.5 * sweep * s**2) + phi
+        omega = 2 * np.pi * (f + sweep * s)
+        beta = 2 * np.pi * sweep
+        sin, cos = np.sin(phase), np.cos(phase)
+        y[0] += a * sin
+        y[1] += a * omega * cos
+        y[2] += a * (beta * cos - omega**2 * sin)
+        y[3] += a * (-3 * omega * beta * sin - omega**3 * cos)
+    return tuple(y)
+
+
+def offsets(plan: Plan, t: np.ndarray) -> np.ndarray:
+    """Offset from the anchor and its derivatives: array (4, n, 7) [rad, rad/s, rad/s², rad/s³]."""
+    t = np.asarray(t, dtype=np.float64)
+    out = np.zeros((4, t.size, 7))
+    if plan.mode == "hold":
+        return out
+    groups = [[j] for j in plan.joints] if plan.segments > 1 else [list(plan.joints)]
+    for k, joints in enumerate(groups):
+        start = plan.hold + k * (plan.seconds + plan.gap)
+        s = t - start
+        active = (s >= 0) & (s <= plan.seconds)
+        if not active.any():
+            continue
+        sa = s[active]
+        w = envelope(sa, plan.seconds, plan.ramp)
+        for j in joints:
+            y = _signal(_tones(plan, j), sa)
+            out[0, active, j - 1] = w[0] * y[0]
+            out[1, active, j - 1] = w[1] * y[0] + w[0] * y[1]
+            out[2, active, j - 1] = w[2] * y[0] + 2 * w[1] * y[1] + w[0] * y[2]
+            out[3, active, j - 1] = w[3] * y[0] + 3 * w[2] * y[1] + 3 * w[1] * y[2] + w[0] * y[3]
+    return out
+
+
+def reference(plan: Plan, q0, t) -> np.ndarray:
+    """Absolute reference: (4, n, 7) with q = q0 + offset and the offset's derivatives."""
+    out = offsets(plan, t)
+    out[0] += np.asarray(q0, dtype=np.float64)
+    return out
+
+
+def sample_times(plan: Plan, rate_hz: float | None = None) -> np.ndarray:
+    """linspace(0, total, ceil(total·rate) + 1) at the plan's rate (or `rate_hz`)."""
+    rate = plan.rate if rate_hz is None else rate_hz
+    return np.linspace(0.0, plan.total_s, int(math.ceil(plan.total_s * rate)) + 1)
+
+
+def peaks(plan: Plan) -> dict[str, list[float]]:
+    """Per-joint peaks of |offset| and its derivatives sampled at 1 kHz."""
+    off = np.abs(offsets(plan, sample_times(plan, PREFLIGHT_RATE_HZ))).max(axis=1)
+    keys = ("offset_rad", "velocity_rad_s", "acceleration_rad_s2", "jerk_rad_s3")
+    return {k: [float(x) for x in off[i]] for i, k in enumerate(keys)}
+
+
+def preflight(plan: Plan, q0) -> dict[str, list[float]]:
+    """Check the plan from anchor q0 [rad] (7,); raise ValueError, else return `peaks`."""
+    q0 = np.asarray(q0, dtype=np.float64)
+    if q0.shape != (7,) or not np.isfinite(q0).all():
+        raise ValueError(f"anchor q0: expected 7 finite joint angles, got {q0.tolist()}")
+    exc = np.zeros(7)
+    if plan.mode != "hold":
+        exc[np.array(plan.joints) - 1] = math.radians(plan.amplitude_deg)
+    low, high = q0 - exc <= Q_LOWER, q0 + exc >= Q_UPPER
+    if (low | high).any():
+        j = int(np.flatnonzero(low | high)[0])
+        raise ValueError(f"joint {j + 1}: anchor {q0[j]:.4f} rad ± {exc[j]:.4f} rad reaches the joint-limit "
+                         f"repulsion zone (allowed ({Q_LOWER[j]:.4f}, {Q_UPPER[j]:.4f}) rad)")
+    found = peaks(plan)
+    for key, name, limit in (("velocity_rad_s", "velocity", plan.max_velocity),
+                             ("acceleration_rad_s2", "acceleration", plan.max_acceleration),
+                             ("jerk_rad_s3", "jerk", plan.max_jerk)):
+        worst = int(np.argmax(found[key]))
+        if found[key][worst] > limit:
+            raise ValueError(f"reference {name} peak {found[key][worst]:.4g} exceeds {limit:g} on joint "
+                             f"{worst + 1}; lower --amplitude-deg or the frequencies, or raise the bound")
+    return found

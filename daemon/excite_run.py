@@ -1,0 +1,272 @@
+"""Run an excitation plan: offline preview, or stream it to a daemon with live guards.
+
+`run_preview` writes `reference.csv`, `preview.svg` and `metadata.json` for an anchor given by
+the user (or the illustrative one). `run_execute` reads the live anchor from the daemon, runs
+the preflight, optionally starts a daemon recording (`record_path`), streams targets at the
+plan rate evaluated at actual wall time (expired slots skipped), and guards every send: state
+fresh, running, error-free, in joint impedance, finite, inside the joint range, speed bound,
+and tracking error against the LAST SENT target (fr3_stack documents this check but compares
+with the anchor; we implement what it documents). A fault requests termination.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .client import DEFAULT_D_JOINT, DEFAULT_FILTER_ALPHA, DEFAULT_K_JOINT, ClientState, Fr3Client
+from .companions import recording_meta, write_companions
+from .excitation import PREVIEW_ANCHOR_Q, Q_LOWER, Q_UPPER, Plan, offsets, preflight, validate_plan
+from .excite_files import initial_metadata, reference_table, write_json_atomic, write_preview_svg, write_reference_csv
+
+PREFLIGHT_DQ_BOUND = 0.02  # rad/s: the arm must be still before we start
+ANCHOR_DRIFT_RAD = 0.002
+SETTLE_TIMEOUT_S = 5.0
+COMMAND_COLUMNS = (
+    ["seq", "trajectory_t_s", "send_start_monotonic_s", "send_return_monotonic_s", "state_daemon_timestamp",
+     "state_received_monotonic_s", "lateness_s"]
+    + [f"q_target{j}" for j in range(1, 8)] + [f"q_measured{j}" for j in range(1, 8)]
+    + [f"dq_measured{j}" for j in range(1, 8)]
+)
+
+
+@dataclass(frozen=True)
+class Guards:
+    """Live guard bounds: state age [s], tracking error [rad], loop lateness [s]."""
+
+    stale_after: float = 0.2
+    tracking_error: float = 0.05
+    max_lateness: float = 0.05
+
+    def to_dict(self) -> dict:
+        return {"stale_after": self.stale_after, "tracking_error": self.tracking_error,
+                "max_lateness": self.max_lateness}
+
+
+@dataclass(frozen=True)
+class Gains:
+    k_joint: tuple = DEFAULT_K_JOINT
+    d_joint: tuple = DEFAULT_D_JOINT
+    filter_alpha: float = DEFAULT_FILTER_ALPHA
+
+    def validate(self) -> "Gains":
+        if len(self.k_joint) != 7 or len(self.d_joint) != 7:
+            raise ValueError("--kp/--kd: expected 7 values each")
+        if min(self.k_joint) <= 0 or min(self.d_joint) <= 0 or not 0 < self.filter_alpha <= 1:
+            raise ValueError("gains: require K > 0, D > 0 and 0 < filter_alpha <= 1")
+        return self
+
+    def to_dict(self) -> dict:
+        return {"K_joint": list(self.k_joint), "D_joint": list(self.d_joint),
+                "filter_alpha": self.filter_alpha, "use_friction": False}
+
+
+class ExcitationAbort(RuntimeError):
+    """A live guard fired or the daemon misbehaved; the run is aborted."""
+
+
+def unhealthy_reason(state: ClientState | None, now: float, stale_after: float, dq_bound: float) -> str | None:
+    """Why `state` is not healthy (None when it is)."""
+    if state is None:
+        return "no state received"
+    age = now - state.received_at
+    if not math.isfinite(state.received_at) or not 0 <= age <= stale_after:
+        return f"stale state (age {age:.3f} s > {stale_after} s)"
+    if not state.running or state.last_error:
+        return f"daemon not healthy: running={state.running} last_error={state.last_error!r}"
+    if state.controller != "joint_impedance":
+        return f"controller is {state.controller!r}, expected 'joint_impedance'"
+    if not (np.isfinite(state.q).all() and np.isfinite(state.dq).all() and math.isfinite(state.timestamp)):
+        return "non-finite state"
+    if state.q.shape != (7,) or np.any(state.q <= Q_LOWER) or np.any(state.q >= Q_UPPER):
+        return "joint position outside the allowed range (repulsion zone)"
+    if np.abs(state.dq).max() > dq_bound:
+        return f"joint speed {np.abs(state.dq).max():.4f} rad/s exceeds {dq_bound} rad/s"
+    return None
+
+
+def new_output_dir(output: str | None) -> Path:
+    """The run directory: must be new (default recordings/joint-<UTC timestamp>)."""
+    if output is None:
+        stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime()) + f"-{time.time_ns() % 10**6:06d}Z"
+        output = f"recordings/joint-{stamp}"
+    path = Path(output)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.mkdir(exist_ok=False)
+    return path
+
+
+def run_preview(plan: Plan, out_dir: Path, q0=None, *, robot_id=None, guards: Guards = Guards()) -> dict:
+    """Offline preview: no network. Writes the three files; returns the metadata."""
+    validate_plan(plan)
+    anchor = PREVIEW_ANCHOR_Q if q0 is None else np.asarray(q0, dtype=np.float64)
+    peaks = preflight(plan, anchor)
+    meta = initial_metadata(plan, robot_id=robot_id, host=None, cmd_port=5555, state_port=5556,
+                            guards=guards.to_dict())
+    write_reference_csv(out_dir / "reference.csv", reference_table(plan, anchor))
+    write_preview_svg(out_dir / "preview.svg", plan)
+    meta.update(status="preview", anchor_q_rad=[float(x) for x in anchor],
+                anchor_source="illustrative_only" if q0 is None else "user", reference_peaks=peaks)
+    write_json_atomic(out_dir / "metadata.json", meta)
+    return meta
+
+
+class ExcitationRun:
+    """One executed run against a daemon; `run()` returns the final metadata."""
+
+    def __init__(self, plan: Plan, out_dir: Path, client: Fr3Client, *, robot_id: str,
+                 gains: Gains = Gains(), guards: Guards = Guards(), finish: str = "hold",
+                 record_path: str | None = None, experiment: dict | None = None, nuc_log: str | None = None,
+                 progress=None) -> None:
+        self.plan, self.out, self.client = validate_plan(plan), out_dir, client
+        self.gains, self.guards, self.finish = gains.validate(), guards, finish
+        self.record_path = record_path
+        self.progress = progress or (lambda fraction: None)
+        self.meta = initial_metadata(plan, robot_id=robot_id, host=client.host, cmd_port=client.cmd_port,
+                                     state_port=client.state_port, guards=guards.to_dict(), experiment=experiment)
+        self.meta["nuc_log_reference"] = nuc_log
+        self.meta_path = out_dir / "metadata.json"
+        self.recording_id = ""
+        self.recording_status = None
+
+    def _save(self, **updates) -> None:
+        self.meta.update(updates)
+        write_json_atomic(self.meta_path, self.meta)
+
+    def _wait_healthy(self, dq_bound: float, timeout: float = 3.0) -> ClientState:
+        deadline = time.monotonic() + timeout
+        reason = "no state received"
+        while time.monotonic() < deadline:
+            st = self.client.state(timeout=0.2)
+            reason = unhealthy_reason(st, time.monotonic(), self.guards.stale_after, dq_bound)
+            if reason is None:
+                return st
+            time.sleep(0.01)
+        raise ExcitationAbort(f"preflight: {reason}")
+
+    def run(self) -> dict:
+        self._save()
+        anchor = self._wait_healthy(PREFLIGHT_DQ_BOUND).q.copy()
+        peaks = preflight(self.plan, anchor)
+        write_reference_csv(self.out / "reference.csv", reference_table(self.plan, anchor))
+        write_preview_svg(self.out / "preview.svg", self.plan)
+        self._save(status="prepared", anchor_q_rad=[float(x) for x in anchor], reference_peaks=peaks,
+                   commanded_controller_settings=self.gains.to_dict(), controller_settings_acknowledged=False)
+        now_q = self._wait_healthy(PREFLIGHT_DQ_BOUND).q
+        if np.abs(now_q - anchor).max() > ANCHOR_DRIFT_RAD:
+            raise ExcitationAbort(f"anchor moved {np.abs(now_q - anchor).max():.4f} rad while preparing")
+        if self.record_path:
+            self._start_recording()
+        try:
+            self._save(status="running")
+            self._stream(anchor)
+            self._settle(anchor)
+            if self.finish == "terminate":
+                self.client.terminate()
+                self.meta["termination"] = "requested_unconfirmed"
+            self._save(status="completed", end_behavior=self.finish)
+        except BaseException as exc:
+            self._abort(exc)
+            raise
+        finally:
+            self._stop_recording(anchor)
+            self._save(finished_at_utc=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+        return self.meta
+
+    def _start_recording(self) -> None:
+        self.recording_id = f"excite-{uuid.uuid4().hex[:16]}"
+        status = self.client.start_recording(self.record_path, recording_id=self.recording_id)
+        self._save(recording={"path": self.record_path, "recording_id": self.recording_id,
+                              "started": status.to_dict()})
+
+    def _stop_recording(self, anchor) -> None:
+        if not self.recording_id:
+            return
+        status = self.client.stop_recording(self.recording_id)
+        self.recording_status = status
+        self.meta["recording"]["stopped"] = status.to_dict()
+        meta = recording_meta(robot_id=self.meta["robot_id"], source="twinlake daemon",
+                              recording_id=self.recording_id, gains=self.gains.to_dict(),
+                              plan=self.plan.to_dict(), anchor_q_rad=anchor, reference="reference.csv",
+                              excitation_status=self.meta["status"])
+        csv = Path(self.record_path)
+        target = csv if csv.parent.is_dir() else self.out / csv.name  # remote daemon: keep them here
+        write_companions(target, status, meta)
+
+    def _abort(self, exc: BaseException) -> None:
+        if self.meta["motion_command_attempted"]:
+            try:
+                self.client.terminate()
+                time.sleep(0.1)
+                self.meta["termination"] = "attempted"
+            except Exception as term_exc:  # noqa: BLE001
+                self.meta["termination"] = f"request_failed: {term_exc}"
+        self._save(status="aborted", error=f"{type(exc).__name__}: {exc}")
+
+    def _stream(self, anchor: np.ndarray) -> None:
+        plan, guards, client = self.plan, self.guards, self.client
+        period = 1.0 / plan.rate
+        fmt = ",".join(["%d"] + ["%.12g"] * (len(COMMAND_COLUMNS) - 1)) + "\n"
+        with open(self.out / "commands_and_state.csv", "x", encoding="ascii") as log:
+            log.write(",".join(COMMAND_COLUMNS) + "\n")
+            origin = time.monotonic()
+            slot, last_target, seq = 0, None, 0
+            while True:
+                scheduled = origin + slot * period
+                delay = scheduled - time.monotonic()
+                if delay > 0:
+                    time.sleep(delay)
+                now = time.monotonic()
+                lateness = now - scheduled
+                if lateness > guards.max_lateness:
+                    raise ExcitationAbort(f"missed deadline by {lateness:.3f} s (> {guards.max_lateness} s)")
+                traj_t = min(now - origin, plan.total_s)
+                st = client.state(timeout=guards.stale_after)
+                reason = unhealthy_reason(st, time.monotonic(), guards.stale_after, plan.max_velocity)
+                if reason:
+                    raise ExcitationAbort(reason)
+                if last_target is not None and np.abs(st.q - last_target).max() > guards.tracking_error:
+                    raise ExcitationAbort(f"tracking error {np.abs(st.q - last_target).max():.4f} rad vs the "
+                                          f"last sent target exceeds {guards.tracking_error} rad")
+                target = anchor + offsets(plan, np.array([traj_t]))[0, 0]
+                self.meta["motion_command_attempted"] = True
+                sent_at = time.monotonic()
+                client.send_joint_impedance(target, K_joint=self.gains.k_joint, D_joint=self.gains.d_joint,
+                                            filter_alpha=self.gains.filter_alpha, use_friction=False)
+                returned = time.monotonic()
+                last_target = target
+                row = [seq, traj_t, sent_at, returned, st.timestamp, st.received_at, lateness,
+                       *target, *st.q, *st.dq]
+                log.write(fmt % tuple(row))
+                seq += 1
+                self.meta["commands_sent"] = seq
+                self.progress(traj_t / plan.total_s)
+                if traj_t >= plan.total_s:
+                    break
+                slot = max(slot + 1, int((time.monotonic() - origin) / period) + 1)  # skip expired slots
+
+    def _settle(self, anchor: np.ndarray) -> None:
+        deadline = time.monotonic() + SETTLE_TIMEOUT_S
+        while time.monotonic() < deadline:
+            st = self.client.state(timeout=0.2)
+            if st is not None and np.abs(st.q - anchor).max() <= self.guards.tracking_error \
+                    and np.abs(st.dq).max() <= PREFLIGHT_DQ_BOUND:
+                return
+            time.sleep(0.01)
+        raise ExcitationAbort("terminal settle: the arm did not return to the anchor and stop")
+
+
+def load_experiment(path: str | None) -> dict | None:
+    """The user's experiment JSON object (or None); raises ValueError if it is not an object."""
+    if path is None:
+        return None
+    data = json.loads(Path(path).read_text())
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: expected a JSON object")
+    return data
