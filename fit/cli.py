@@ -1,19 +1,211 @@
 """Command-line commands owned by twinlake.fit (registered on the root app).
 
-`fit_app` is the `twinlake fit` group; the trust tools (validate, quick, report) add
-their commands to it from fit/trust_cli.py.
+`fit_app` is the `twinlake fit` group (`run`, `list`, `show`, `export`); the trust tools
+(validate, quick, report) add their commands to it from fit/trust_cli.py. `twinlake demo`
+is registered on the root app (fit/demo.py).
 """
 
 from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Optional
 
 import typer
 
 fit_app = typer.Typer(help="Fit dynamics parameters, inspect and export fits.", no_args_is_help=True)
 
+LakeOpt = typer.Option(None, "--lake", help="Lake directory (default: $TWINLAKE_LAKE or ./lake).")
+
+
+def fail(message: str) -> None:
+    """Print a one-line error to stderr and exit with status 2."""
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(2)
+
+
+def _weights(items: list[str]) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for spec in items:
+        for item in filter(None, (s.strip() for s in spec.split(","))):
+            run, eq, value = item.rpartition("=")
+            try:
+                if not eq or not run:
+                    raise ValueError
+                out[run] = float(value)
+            except ValueError:
+                raise ValueError(f"--weights {item!r}: expected RUN=WEIGHT (a number)") from None
+    return out
+
+
+@fit_app.command("run")
+def run_cmd(
+    train: list[str] = typer.Option([], "--train", help="Training data [ROBOT/]RUN[:INTERVAL] (repeat)."),
+    holdout: list[str] = typer.Option([], "--holdout", help="Held-out runs, never seen by the search (repeat)."),
+    params: list[str] = typer.Option([], "--params", help="Freeze/re-bound: 'armature=0:0.6,dynamic_ratio=1' or a JSON file (repeat)."),
+    population: int = typer.Option(32, "--population", min=2, help="CMA-ES population per generation."),
+    generations: int = typer.Option(20, "--generations", min=1, help="Generations to run."),
+    seed: int = typer.Option(0, "--seed", help="Seed: the same seed and data give the same fit, bit for bit."),
+    weights: list[str] = typer.Option([], "--weights", help="Per-run loss weights RUN=W[,RUN=W] (default 1)."),
+    sigma0: float = typer.Option(0.3, "--sigma", help="Initial CMA-ES step in the normalised box."),
+    q_scale: float = typer.Option(0.01, "--q-scale", help="Declared joint position error scale [rad]."),
+    dq_scale: float = typer.Option(0.01 / 0.1**0.5, "--dq-scale", help="Declared joint velocity error scale [rad/s]."),
+    max_seconds: Optional[float] = typer.Option(None, "--max-seconds", help="Use at most this many seconds of each interval."),
+    min_seconds: float = typer.Option(0.5, "--min-seconds", help="Ignore clean intervals shorter than this [s]."),
+    workers: int = typer.Option(2, "--workers", min=0, help="Ray actors (0: evaluate in-process, no Ray)."),
+    address: Optional[str] = typer.Option(None, "--address", help="Join this Ray cluster (default: start a local one)."),
+    resume: Optional[str] = typer.Option(None, "--resume", help="Continue the unfinished fit FIT from its last checkpoint."),
+    fit_id: Optional[str] = typer.Option(None, "--id", help="Fit id (default fit-<utc time>-<settings hash>)."),
+    model: Optional[Path] = typer.Option(None, "--model", help="MJCF of the arm (default: the bundled FR3)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the result as JSON on stdout."),
+    lake: Optional[Path] = LakeOpt,
+) -> None:
+    """Fit the 29 FrankaTwin parameters on clean intervals with CMA-ES on Ray; publish fits/fit=<id>/."""
+    from twinlake.catalog import resolve_lake
+    from twinlake.fit.objective import LossScales
+    from twinlake.fit.run import FitSettings, run_fit
+    from twinlake.fit.space import parse_space
+
+    root = resolve_lake(lake)
+    try:
+        if resume:
+            rec = run_fit(root, fit_id=resume, resume=True, workers=workers, address=address,
+                          progress=sys.stderr.isatty() or not as_json)
+        else:
+            if not train:
+                fail("give at least one --train [ROBOT/]RUN[:INTERVAL]")
+            LossScales(q_scale, dq_scale)
+            settings = FitSettings(
+                train=list(train), holdout=list(holdout), space=parse_space(params).to_json(),
+                population=population, generations=generations, seed=seed, sigma0=sigma0,
+                weights=_weights(weights), q_scale_rad=q_scale, dq_scale_rad_s=dq_scale,
+                max_duration_s=max_seconds, min_duration_s=min_seconds,
+                model_path=str(model.absolute()) if model else None,
+            )
+            rec = run_fit(root, settings, fit_id=fit_id, workers=workers, address=address,
+                          progress=sys.stderr.isatty() or not as_json)
+    except ValueError as exc:
+        fail(str(exc))
+    if as_json:
+        typer.echo(json.dumps(summary(rec), indent=2))
+    else:
+        show_record(rec)
+
+
+def summary(rec) -> dict:
+    """JSON-able summary of a FitRecord."""
+    from twinlake.sim import PARAM_NAMES
+
+    return {
+        "fit": rec.fit_id,
+        "fit_source": rec.fit_source,
+        "status": rec.status,
+        "created_utc": rec.created_utc,
+        "best_loss": rec.best_loss,
+        "seed": rec.seed,
+        "params": dict(zip(PARAM_NAMES, rec.vector.tolist())),
+        "generations": len(rec.history),
+        "runs": [vars(u) for u in rec.runs],
+        **{k: v for k, v in rec.extra.items() if not isinstance(v, bytes)},
+    }
+
+
+def show_record(rec) -> None:
+    """Print a fit as rich tables: parameters per joint, runs used, last generation."""
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    p = rec.params
+    table = Table(title=f"fit {rec.fit_id} ({rec.fit_source}, {rec.status}), best loss {rec.best_loss:.6g}")
+    for col in ("joint", "armature [kg·m²]", "mu_static [N·m]", "dynamic_ratio", "mu_viscous [N·m·s/rad]"):
+        table.add_column(col, justify="right")
+    for j in range(7):
+        table.add_row(f"J{j + 1}", f"{p.armature[j]:.4f}", f"{p.mu_static[j]:.4f}",
+                      f"{p.dynamic_ratio[j]:.4f}", f"{p.mu_viscous[j]:.4f}")
+    console.print(table)
+    console.print(f"motor delay: {p.motor_delay_ms} ms; generations: {len(rec.history)}; seed: {rec.seed}")
+    if rec.runs:
+        runs = Table(title="intervals")
+        for col in ("role", "robot/run", "interval", "seq", "weight", "loss"):
+            runs.add_column(col)
+        for u in rec.runs:
+            seq = f"{u.seq_first}..{u.seq_last}" if u.seq_first is not None else "-"
+            loss = f"{u.loss:.6g}" if u.loss is not None else "-"
+            runs.add_row(u.role, f"{u.robot}/{u.run}", str(u.interval_index), seq, f"{u.weight}", loss)
+        console.print(runs)
+    at_bounds = rec.extra.get("at_bounds")
+    if at_bounds:
+        console.print(f"[yellow]at a bound (within 1 % of the range): {', '.join(at_bounds)}[/yellow]")
+
+
+@fit_app.command("list")
+def list_cmd(as_json: bool = typer.Option(False, "--json", help="JSON on stdout."), lake: Optional[Path] = LakeOpt) -> None:
+    """List the fits in the lake (view `fits`)."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from twinlake.catalog import connect, resolve_lake
+
+    con = connect(resolve_lake(lake))
+    cols = [r[0] for r in con.execute("DESCRIBE fits").fetchall()]
+    want = [c for c in ("fit", "fit_source", "created_utc", "status", "best_loss", "generations",
+                        "holdout_loss", "motor_delay_ms") if c in cols]
+    rows = con.execute(f"SELECT {', '.join(want)} FROM fits ORDER BY created_utc, fit").fetchall()
+    if as_json:
+        typer.echo(json.dumps([dict(zip(want, r)) for r in rows], indent=2, default=str))
+        return
+    table = Table(title=f"{len(rows)} fit(s)")
+    for c in want:
+        table.add_column(c)
+    for r in rows:
+        table.add_row(*("" if v is None else f"{v:.6g}" if isinstance(v, float) else str(v) for v in r))
+    Console().print(table)
+
+
+@fit_app.command("show")
+def show_cmd(fit: str = typer.Argument(..., help="Fit id (see `twinlake fit list`)."),
+             as_json: bool = typer.Option(False, "--json", help="JSON on stdout."),
+             lake: Optional[Path] = LakeOpt) -> None:
+    """Show a fit: parameters, intervals and losses, settings."""
+    from twinlake.catalog import resolve_lake
+    from twinlake.fit.record import load_fit
+
+    try:
+        rec = load_fit(resolve_lake(lake), fit)
+    except ValueError as exc:
+        fail(str(exc))
+    if as_json:
+        typer.echo(json.dumps(summary(rec) | {"settings": rec.settings}, indent=2, default=str))
+    else:
+        show_record(rec)
+
+
+@fit_app.command("export")
+def export_cmd(fit: str = typer.Argument(..., help="Fit id."),
+               fmt: str = typer.Option("profile", "--format", help="profile | frankatwin | mjcf"),
+               out: Optional[Path] = typer.Option(None, "--out", help="Output file (default: a name in the current directory)."),
+               lake: Optional[Path] = LakeOpt) -> None:
+    """Export a fit as a profile JSON, FrankaTwin sysid_best_params.json or MJCF joint attributes."""
+    from twinlake.catalog import resolve_lake
+    from twinlake.fit.export import FORMATS, default_name, export_fit
+    from twinlake.fit.record import load_fit
+
+    if fmt not in FORMATS:
+        fail(f"--format {fmt!r}: expected one of {', '.join(FORMATS)}")
+    try:
+        rec = load_fit(resolve_lake(lake), fit)
+        path = export_fit(rec, fmt, out or Path(default_name(rec, fmt)))
+    except ValueError as exc:
+        fail(str(exc))
+    typer.echo(str(path))
+
 
 def register(app: typer.Typer) -> None:
     """Add `twinlake fit ...` and `twinlake demo` to the root app."""
-    from twinlake.fit import trust_cli
+    from twinlake.fit import demo, trust_cli
 
     trust_cli.register(fit_app)
     app.add_typer(fit_app, name="fit")
+    app.command("demo")(demo.demo_cmd)

@@ -1,0 +1,99 @@
+"""Export a fit from the lake: a versioned profile, FrankaTwin's `sysid_best_params.json`, or
+the MJCF joint attributes to paste into a user's model.
+
+- `profile`: twinlake.profile/v1 JSON (`twinlake.sim.save_profile`), provenance = the fit.
+- `frankatwin`: `sysid_best_params.json` with FrankaTwin's keys (specs/frankatwin.md §3.5):
+  best_score, best_params_raw (29), best_params_decoded, history, bounds, args, source. A fit
+  imported from FrankaTwin exports its original file byte for byte (kept under `raw/`).
+- `mjcf`: one `<joint>` element per arm joint with `armature`, `damping` (= mu_viscous) and
+  `frictionloss` (= mu_dynamic, MuJoCo's Coulomb level); static friction and the motor delay
+  have no MJCF attribute and are given as a comment.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from twinlake.fit.record import FitRecord
+from twinlake.sim import PARAM_NAMES, save_profile, to_frankatwin_decoded
+
+FORMATS = ("profile", "frankatwin", "mjcf")
+HISTORY_KEYS = ("iter", "min", "mean", "best", "iter_s", "ms_per_tick", "eta_s", "per_traj_min",
+                "best_candidate_weighted")
+
+
+def default_name(rec: FitRecord, fmt: str) -> str:
+    return {"profile": f"{rec.fit_id}.profile.json", "frankatwin": "sysid_best_params.json",
+            "mjcf": f"{rec.fit_id}.joints.xml"}[fmt]
+
+
+def frankatwin_doc(rec: FitRecord) -> dict:
+    """FrankaTwin's sysid_best_params.json object for a twinlake fit."""
+    space = rec.settings.get("space", {})
+    bounds = [space.get("bounds", {}).get(n) for n in PARAM_NAMES]
+    train = rec.train
+    return {
+        "best_score": rec.best_loss,
+        "best_params_raw": rec.vector.tolist(),
+        "best_params_decoded": to_frankatwin_decoded(rec.params),
+        "history": [{k: h.get(k) for k in HISTORY_KEYS} for h in rec.history],
+        "bounds": bounds,
+        "args": {**rec.settings, "fit_id": rec.fit_id, "fit_source": rec.fit_source},
+        "source": {
+            "trajectories": [
+                {
+                    "real_csv": f"{u.robot}/{u.run}",
+                    "real_sidecar": None,
+                    "num_samples": (u.seq_last - u.seq_first + 1) if u.seq_last is not None else None,
+                    "weight": u.weight,
+                    "gains": None,
+                    "interval_index": u.interval_index,
+                    "seq_first": u.seq_first,
+                    "seq_last": u.seq_last,
+                    "run_sha256": u.run_sha256,
+                }
+                for u in train
+            ],
+            "num_trajectories": len(train),
+            "time_base": "ticks_1khz",
+            "warmup_steps": 0,
+        },
+    }
+
+
+def mjcf_snippet(rec: FitRecord) -> str:
+    """The `<joint>` attributes of J1..J7 as MJCF text (names fr3_joint1..7)."""
+    p = rec.params
+    lines = [
+        f"<!-- twinlake fit {rec.fit_id} ({rec.fit_source}), best loss {rec.best_loss:.6g}.",
+        "     armature [kg m^2]; damping = viscous [N m s/rad]; frictionloss = dynamic Coulomb [N m].",
+        f"     Not expressible in MJCF: mu_static [N m] = {[round(float(v), 6) for v in p.mu_static]},",
+        f"     motor delay = {p.motor_delay_ms} ms (apply in your controller). -->",
+    ]
+    for j in range(7):
+        lines.append(
+            f'<joint name="fr3_joint{j + 1}" armature="{p.armature[j]:.6g}" '
+            f'damping="{p.mu_viscous[j]:.6g}" frictionloss="{p.mu_dynamic[j]:.6g}"/>'
+        )
+    return "\n".join(lines) + "\n"
+
+
+def export_fit(rec: FitRecord, fmt: str, out: Path) -> Path:
+    """Write `rec` in format `fmt` (one of FORMATS) to `out`; returns the path written."""
+    if fmt not in FORMATS:
+        raise ValueError(f"--format {fmt!r}: expected one of {', '.join(FORMATS)}")
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    if fmt == "profile":
+        return save_profile(rec.params, out, fit=rec.fit_id, fit_source=rec.fit_source,
+                            created_utc=rec.created_utc, best_loss=rec.best_loss)
+    if fmt == "mjcf":
+        out.write_text(mjcf_snippet(rec))
+        return out
+    raw = sorted((rec.path / "raw").glob("*.json")) if rec.path is not None and (rec.path / "raw").is_dir() else []
+    if rec.fit_source == "frankatwin_import" and raw:
+        out.write_bytes(raw[0].read_bytes())
+        return out
+    out.write_text(json.dumps(frankatwin_doc(rec), indent=2, default=float) + "\n")
+    return out

@@ -1,0 +1,86 @@
+"""Parameter space: freezing and re-bounding from specs, the normalised encoding, errors."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from twinlake.fit.space import DELAY_INDEX, ParameterSpace, parse_space, select
+from twinlake.sim import DEFAULT_BOUNDS, PARAM_NAMES
+
+
+def test_default_space_is_frankatwins_29_with_five_delays():
+    space = parse_space([])
+    assert np.array_equal(space.bounds, DEFAULT_BOUNDS)
+    assert len(space.free_indices) == 28
+    assert space.delay_choices.tolist() == [0, 1, 2, 3, 4]
+    assert space.free_names[-1] == "motor_delay_ms"
+
+
+def test_freeze_group_rebound_joint_and_delay_range():
+    space = parse_space(["dynamic_ratio=1,armature=0:0.6", "mu_viscous_j3=0.5:2", "delay=1:3"])
+    names = [PARAM_NAMES[i] for i in space.free_indices]
+    assert not any(n.startswith("dynamic_ratio") for n in names)
+    assert space.bounds[PARAM_NAMES.index("armature_j5")].tolist() == [0.0, 0.6]
+    assert space.bounds[PARAM_NAMES.index("mu_viscous_j3")].tolist() == [0.5, 2.0]
+    assert space.bounds[PARAM_NAMES.index("mu_viscous_j2")].tolist() == [0.0, 5.0]
+    assert space.delay_choices.tolist() == [1, 2, 3]
+    full = space.decode(np.full((2, len(names)), 0.5), np.array([1, 3]))
+    assert np.all(full[:, 14:21] == 1.0)
+    assert full[:, DELAY_INDEX].tolist() == [1.0, 3.0]
+
+
+def test_joint_selector_and_frozen_delay(tmp_path):
+    spec = tmp_path / "space.json"
+    spec.write_text(json.dumps({"mu_static": [0.1, 2.0], "j7": 0.2, "motor_delay_ms": 3}))
+    space = parse_space([str(spec)])
+    assert all(not PARAM_NAMES[i].endswith("_j7") for i in space.free_indices)
+    assert space.delay_choices.tolist() == [3]
+    assert space.bounds[PARAM_NAMES.index("mu_static_j1")].tolist() == [0.1, 2.0]
+    assert "motor_delay_ms" not in space.free_names
+    # items apply in order: a later re-bound frees a parameter frozen before
+    later = parse_space([str(spec), "mu_static_j7=0:1"])
+    assert PARAM_NAMES.index("mu_static_j7") in later.free_indices
+
+
+@pytest.mark.parametrize(
+    "spec, words",
+    [
+        ("armatur=0:1", "unknown parameter selector 'armatur'"),
+        ("armature=1:0", "lo <= hi"),
+        ("armature", "NAME=VALUE"),
+        ("armature=a:b", "expected numbers"),
+        ("delay=2.5", "whole number of ms"),
+    ],
+)
+def test_bad_specs_name_the_item(spec, words):
+    with pytest.raises(ValueError, match=words.replace("(", r"\(")):
+        parse_space([spec])
+
+
+def test_bad_json_spec_names_the_file(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text("{\n  'x': 1}")
+    with pytest.raises(ValueError, match=r"bad.json: line 2"):
+        parse_space([str(bad)])
+
+
+def test_select_groups_and_joints():
+    assert len(select("mu_static")) == 7
+    assert [PARAM_NAMES[i] for i in select("j2")] == [f"{g}_j2" for g in ("armature", "mu_static", "dynamic_ratio", "mu_viscous")]
+    assert select("delay") == [DELAY_INDEX]
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.floats(0, 1, allow_nan=False), min_size=28, max_size=28), st.integers(0, 4))
+def test_encode_inverts_decode(z, delay):
+    space = ParameterSpace()
+    full = space.decode(np.array([z]), np.array([delay]))
+    assert np.allclose(space.encode(full), np.array([z]), atol=1e-12)
+    assert space.at_bounds(full[0]) == [PARAM_NAMES[i] for i in space.free_indices
+                                         if z[list(space.free_indices).index(i)] <= 0.01
+                                         or z[list(space.free_indices).index(i)] >= 0.99]
