@@ -6,7 +6,13 @@ plus the canonical schemas `FRAME_SCHEMA`, `RUN_SCHEMA` and the ordered `SQL_FIL
 """
 
 from twinlake.catalog.lake import Lake, check_id, resolve_lake, sha256_file
-from twinlake.catalog.publish import PartitionExists, new_staging_dir, publish_partition, quarantine
+from twinlake.catalog.publish import (
+    PartitionExists,
+    clean_staging,
+    new_staging_dir,
+    publish_partition,
+    quarantine,
+)
 from twinlake.catalog.schema import FRAME_SCHEMA, JOINTS, RAW_FILE_TYPE, RUN_SCHEMA
 from twinlake.catalog.sql import SQL_FILES, connect, load_sql
 
@@ -19,6 +25,7 @@ __all__ = [
     "RUN_SCHEMA",
     "SQL_FILES",
     "check_id",
+    "clean_staging",
     "connect",
     "load_sql",
     "new_staging_dir",

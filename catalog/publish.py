@@ -89,9 +89,35 @@ def new_staging_dir(lake: Lake | str | Path, label: str = "part") -> Path:
     """A fresh empty directory under `<lake>/_staging/` (same filesystem as the lake)."""
     staging = _as_lake(lake).staging_dir
     staging.mkdir(parents=True, exist_ok=True)
-    path = staging / f"{label}-{uuid.uuid4().hex}"
+    path = staging / f"{label}-{os.getpid()}-{uuid.uuid4().hex}"
     path.mkdir()
     return path
+
+
+def clean_staging(lake: Lake | str | Path) -> list[Path]:
+    """Remove orphans under `_staging/` left by processes that no longer run (a crash or
+    SIGKILL mid-publish); the owner's pid is part of each staging directory's name.
+    Returns the removed paths."""
+    staging = _as_lake(lake).staging_dir
+    removed = []
+    if not staging.is_dir():
+        return removed
+    for entry in staging.iterdir():
+        parts = entry.name.rsplit("-", 2)
+        if len(parts) == 3 and parts[1].isdigit() and not _alive(int(parts[1])):
+            shutil.rmtree(entry, ignore_errors=True)
+            removed.append(entry)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _move_into_place(staged: Path, target: Path, replace: bool) -> None:

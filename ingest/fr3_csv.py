@@ -136,16 +136,21 @@ def check_header(path: Path, header: list[str]) -> int:
     expected = V2_COLUMNS if "schema_version" in seen else V1_COLUMNS
     version = 2 if expected is V2_COLUMNS else 1
     missing = [c for c in expected if c not in seen]
-    if missing:
-        raise IngestError(path, f"missing header column(s) for CSV v{version}: "
-                          f"{', '.join(missing[:8])}" + (" ..." if len(missing) > 8 else ""),
-                          line=1, field=missing[0], kind="header")
     unknown = [c for c in header if c not in expected]
-    if unknown:
-        raise IngestError(path, f"unexpected header column(s) for CSV v{version} "
-                          f"({len(expected)} columns): {', '.join(unknown[:8])}",
-                          line=1, field=unknown[0], kind="header")
+    if missing or unknown:
+        parts = []
+        if missing:
+            parts.append(f"missing {_names(missing)}")
+        if unknown:
+            parts.append(f"unexpected {_names(unknown)}")
+        raise IngestError(path, f"header does not match CSV v{version} ({len(expected)} "
+                          f"columns): {'; '.join(parts)}", line=1,
+                          field=(unknown or missing)[0], kind="header")
     return version
+
+
+def _names(names: list[str]) -> str:
+    return ", ".join(names[:8]) + (f" ... ({len(names)} in all)" if len(names) > 8 else "")
 
 
 def parse_frames(path: Path, header: list[str], version: int,
@@ -211,8 +216,10 @@ def locate_csv_error(path: Path, buf: pa.Buffer, header: list[str], message: str
                            kind="non_numeric")
     m = _PARSE.search(message)
     if m:
-        text = m.group(3).rstrip("\n").encode()
-        pos = data.find(b"\n" + text + b"\n")
+        text = m.group(3).rstrip("\n")
+        cut = text.endswith(" ...")  # pyarrow abbreviates long rows
+        needle = b"\n" + (text[:-4] if cut else text).encode() + (b"" if cut else b"\n")
+        pos = data.find(needle)
         line = data.count(b"\n", 0, pos + 1) + 1 if pos >= 0 else None
         return IngestError(path, f"expected {m.group(1)} fields, got {m.group(2)}",
                            line=line, kind="field_count")

@@ -20,7 +20,9 @@ from twinlake.catalog import (
     RUN_SCHEMA,
     Lake,
     PartitionExists,
+    FRAME_SCHEMA,
     check_id,
+    clean_staging,
     publish_partition,
     quarantine,
 )
@@ -65,6 +67,7 @@ class Outcome:
 def ingest_paths(lake: Lake, paths: list[Path], options: ReadOptions = ReadOptions(), *,
                  replace: bool = False) -> Iterator[Outcome]:
     """Ingest every path (file or directory); yields one Outcome per input."""
+    clean_staging(lake)
     for path in paths:
         path = Path(path)
         if not path.exists():
@@ -121,6 +124,7 @@ def _ingest(lake: Lake, path: Path, reader: SourceReader, options: ReadOptions,
     except ValueError as exc:
         return Outcome(str(path), "error", f"{path.name}: {exc} (name it with --robot/--run)",
                        format=reader.name)
+    unit.frames = conform_frames(unit.frames)
     version = unit.run_fields.get("source_version")
     validate_frames(path, unit.frames, version, unit.first_line)
     for f in unit.raw_files:
@@ -152,6 +156,22 @@ def _ingest(lake: Lake, path: Path, reader: SourceReader, options: ReadOptions,
     return _with(base, status, f"{path.name}: {status} {unit.robot}/{unit.run}: "
                  f"{unit.frames.num_rows} frames, verdict {row['verdict']}"
                  + (f" ({', '.join(row['flags'])})" if row["flags"] else ""), target)
+
+
+def conform_frames(frames: pa.Table) -> pa.Table:
+    """Canonical columns first (missing ones added as null, never zero), extras after."""
+    names = frames.column_names
+    if names[: len(FRAME_SCHEMA)] == FRAME_SCHEMA.names:
+        return frames
+    arrays, fields = [], []
+    for f in FRAME_SCHEMA:
+        arrays.append(frames.column(f.name) if f.name in names else pa.nulls(frames.num_rows, f.type))
+        fields.append(f.with_nullable(True) if f.name not in names else frames.schema.field(f.name))
+    for name in names:
+        if name not in FRAME_SCHEMA.names:
+            arrays.append(frames.column(name))
+            fields.append(frames.schema.field(name))
+    return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
 
 
 def _with(base: Outcome, status: str, message: str, partition: Path) -> Outcome:

@@ -117,8 +117,9 @@ def _check_seq(path: Path, frames: pa.Table, first_line: int | None) -> None:
     bad = np.flatnonzero(step <= 0)
     if bad.size:
         i = int(bad[0]) + 1
-        what = "duplicate seq" if step[i - 1] == 0 else "seq not strictly increasing"
-        raise IngestError(path, f"{what}: {int(seq[i])} after {int(seq[i - 1])}",
+        what = (f"duplicate seq {int(seq[i])}" if step[i - 1] == 0 else
+                f"seq not strictly increasing: {int(seq[i])} after {int(seq[i - 1])}")
+        raise IngestError(path, what,
                           line=_where(first_line, i), field="seq", kind="seq")
 
 

@@ -1,0 +1,34 @@
+"""Helpers shared by the ingest tests (the real CLI as a subprocess, lake read-back)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from twinlake.catalog import Lake, connect
+
+
+def run_cli(*args: str | Path, timeout: float = 120) -> subprocess.CompletedProcess:
+    """`twinlake ingest ...` as a real subprocess (`python -m twinlake.ingest`)."""
+    return subprocess.run([sys.executable, "-m", "twinlake.ingest", *map(str, args)],
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def frames_of(lake: Lake, where: str = "true"):
+    return connect(lake).sql(f"SELECT * FROM frames WHERE {where} ORDER BY seq").to_arrow_table()
+
+
+def runs_of(lake: Lake) -> list[dict]:
+    con = connect(lake)
+    rel = con.execute("SELECT * FROM runs ORDER BY robot, run")
+    cols = [d[0] for d in rel.description]
+    return [dict(zip(cols, row)) for row in rel.fetchall()]
+
+
+def quarantined(lake: Lake) -> list[dict]:
+    qdir = lake.quarantine_dir
+    if not qdir.exists():
+        return []
+    return [json.loads((d / "reason.json").read_text()) for d in sorted(qdir.iterdir())]
