@@ -35,6 +35,7 @@ _RANGE = Q_MAX - Q_MIN
 _MARGIN = JOINT_LIMIT_MARGIN * _RANGE
 _UPPER = Q_MAX - _MARGIN
 _LOWER = Q_MIN + _MARGIN
+_REPULSION_GAIN = JOINT_LIMIT_MAX_TAU_NM / _MARGIN  # [N·m per rad of penetration]
 
 
 @dataclass
@@ -85,11 +86,12 @@ def ema_update(ema: np.ndarray, target: np.ndarray, alpha, out: np.ndarray | Non
 def joint_limit_repulsion(q: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     """fr3_stack joint-limit repulsion [N·m] for q (P, 7): linear in the 10 % zone, capped ±10."""
     out = np.empty_like(q) if out is None else out
-    upper = np.maximum(q - _UPPER, 0.0)
-    lower = np.maximum(_LOWER - q, 0.0)
-    np.subtract(lower, upper, out=out)
-    out *= JOINT_LIMIT_MAX_TAU_NM / _MARGIN
-    np.clip(out, -JOINT_LIMIT_MAX_TAU_NM, JOINT_LIMIT_MAX_TAU_NM, out=out)
+    np.maximum(q, _LOWER, out=out)  # clip(q, lower, upper) − q: +(lower − q) below, −(q − upper) above
+    np.minimum(out, _UPPER, out=out)
+    out -= q
+    out *= _REPULSION_GAIN
+    np.minimum(out, JOINT_LIMIT_MAX_TAU_NM, out=out)
+    np.maximum(out, -JOINT_LIMIT_MAX_TAU_NM, out=out)
     return out
 
 
@@ -106,7 +108,8 @@ def slew_limit(tau: np.ndarray, tau_prev: np.ndarray, max_delta, out: np.ndarray
     """τ_prev + clip(τ − τ_prev, ±max_delta) [N·m]; max_delta scalar (per tick)."""
     out = np.empty_like(tau) if out is None else out
     np.subtract(tau, tau_prev, out=out)
-    np.clip(out, -max_delta, max_delta, out=out)
+    np.minimum(out, max_delta, out=out)
+    np.maximum(out, -max_delta, out=out)
     out += tau_prev
     return out
 
@@ -120,16 +123,22 @@ def joint_impedance_torque(
     coriolis: np.ndarray,
     use_friction: bool,
     out: np.ndarray | None = None,
+    scratch: np.ndarray | None = None,
 ) -> np.ndarray:
-    """Pre-slew joint impedance torque [N·m], (P, 7); `q_spring` is the post-EMA target."""
+    """Pre-slew joint impedance torque [N·m], (P, 7); `q_spring` is the post-EMA target.
+
+    `scratch` (P, 7) is an optional work array, so that a loop allocates nothing.
+    """
     out = np.empty_like(q) if out is None else out
+    scratch = np.empty_like(q) if scratch is None else scratch
     np.subtract(q_spring, q, out=out)
     out *= k
-    out -= d * dq
+    np.multiply(d, dq, out=scratch)
+    out -= scratch
     out += coriolis
-    out += joint_limit_repulsion(q)
+    out += joint_limit_repulsion(q, out=scratch)
     if use_friction:
-        out += friction_compensation(dq)
+        out += friction_compensation(dq, out=scratch)
     return out
 
 

@@ -88,7 +88,10 @@ def load_model(path: str | Path | None = None, joint_map: Mapping[int, str] | No
     if "ee" not in {s.name for s in spec.sites}:
         flange_body = joints[-1].parent
         flange_body.add_site(name="ee", pos=list(FLANGE_OFFSET_M))
-    return spec.compile()
+    try:
+        return spec.compile()
+    except ValueError as exc:
+        raise ValueError(f"{path}: cannot compile MJCF ({' '.join(str(exc).split())})") from None
 
 
 def arm_index(model: mujoco.MjModel) -> ArmIndex:

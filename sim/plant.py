@@ -23,16 +23,29 @@ from .params import MAX_DELAY_MS, DynamicsParams
 STRIBECK_VELOCITY_RAD_S = 0.02
 
 
-def coulomb_level(mu_static: np.ndarray, mu_dynamic: np.ndarray, dq: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
-    """Stribeck Coulomb level [N·m]: mu_d + (mu_s − mu_d)·exp(−(dq/v_s)²); arrays broadcast (P, 7)."""
-    out = np.empty(np.broadcast_shapes(np.shape(mu_static), np.shape(dq))) if out is None else out
-    np.multiply(dq, 1.0 / STRIBECK_VELOCITY_RAD_S, out=out)
-    np.square(out, out=out)
-    np.negative(out, out=out)
-    np.exp(out, out=out)
-    out *= mu_static - mu_dynamic
-    out += mu_dynamic
-    return out
+class StribeckFriction:
+    """Coulomb levels of a population, (P, 7) mu_static and mu_dynamic, with the constants precomputed."""
+
+    def __init__(self, mu_static: np.ndarray, mu_dynamic: np.ndarray):
+        self.mu_dynamic = np.ascontiguousarray(mu_dynamic, dtype=np.float64)
+        self.breakaway = np.ascontiguousarray(mu_static, dtype=np.float64) - self.mu_dynamic
+
+    def level(self, dq: np.ndarray, out: np.ndarray) -> np.ndarray:
+        """Write mu_d + (mu_s − mu_d)·exp(−(dq/v_s)²) into out (P, 7); same arithmetic as coulomb_level."""
+        np.multiply(dq, 1.0 / STRIBECK_VELOCITY_RAD_S, out=out)
+        np.square(out, out=out)
+        np.negative(out, out=out)
+        np.exp(out, out=out)
+        out *= self.breakaway
+        out += self.mu_dynamic
+        return out
+
+
+def coulomb_level(mu_static, mu_dynamic, dq: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """Stribeck Coulomb level [N·m]: mu_d + (mu_s − mu_d)·exp(−(dq/v_s)²), arrays (P, 7)."""
+    dq = np.atleast_2d(np.asarray(dq, dtype=np.float64))
+    out = np.empty(np.broadcast_shapes(np.shape(mu_static), dq.shape)) if out is None else out
+    return StribeckFriction(np.broadcast_to(mu_static, out.shape), np.broadcast_to(mu_dynamic, out.shape)).level(dq, out)
 
 
 class DelayLine:
@@ -53,14 +66,21 @@ class DelayLine:
             for j in range(1, len(hist) + 1):  # tick −j goes to slot (−j) mod length
                 self.ring[(-j) % self.length] = hist[-j]
         self.tick = 0
-        self._rows = np.arange(count)
+        self._flat = self.ring.reshape(self.length * count, 7)
+        # flat row of candidate p's delayed command at tick k: ((k − d_p) mod L)·P + p, per k mod L
+        rows = np.arange(count)
+        self._index = [((k - self.delays) % self.length) * count + rows for k in range(self.length)]
+        self._uniform = bool(np.all(self.delays == self.delays[0])) if count else True
         self.out = np.empty((count, 7))
 
     def push(self, tau: np.ndarray) -> np.ndarray:
         """Store this tick's command (P, 7) and return the torque to apply now (a reused array)."""
-        self.ring[self.tick % self.length] = tau
-        slots = (self.tick - self.delays) % self.length
-        np.copyto(self.out, self.ring[slots, self._rows])
+        slot = self.tick % self.length
+        self.ring[slot] = tau
+        if self._uniform:
+            np.copyto(self.out, self.ring[(self.tick - self.delays[0]) % self.length])
+        else:
+            np.take(self._flat, self._index[slot], axis=0, out=self.out)
         self.tick += 1
         return self.out
 
@@ -95,7 +115,8 @@ class Plant:
         self.delay = DelayLine(np.array([params.motor_delay_ms]), tau_prev0,
                                None if tau_history is None else np.asarray(tau_history)[:, None, :])
         self.tau_applied = np.zeros(7)
-        self._level = np.empty(7)
+        self.friction = StribeckFriction(params.mu_static[None], params.mu_dynamic[None])
+        self._level = np.empty((1, 7))
 
     @property
     def q(self) -> np.ndarray:
@@ -109,9 +130,8 @@ class Plant:
 
     def begin_tick(self) -> None:
         """Set this tick's Coulomb level and compute the position/velocity stages at the state."""
-        p = self.params
-        coulomb_level(p.mu_static, p.mu_dynamic, self.data.qvel[self.arm.dof_adr], out=self._level)
-        self.model.dof_frictionloss[self.arm.dof_adr] = self._level
+        self.friction.level(self.data.qvel[self.arm.dof_adr][None], self._level)
+        self.model.dof_frictionloss[self.arm.dof_adr] = self._level[0]
         mujoco.mj_step1(self.model, self.data)
 
     def coriolis(self) -> np.ndarray:
@@ -131,4 +151,4 @@ class Plant:
         return d.qfrc_applied[adr] + d.qfrc_passive[adr] + d.qfrc_constraint[adr]
 
 
-__all__ = ["STRIBECK_VELOCITY_RAD_S", "DelayLine", "Plant", "apply_params", "coulomb_level"]
+__all__ = ["STRIBECK_VELOCITY_RAD_S", "DelayLine", "StribeckFriction", "Plant", "apply_params", "coulomb_level"]

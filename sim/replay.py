@@ -58,6 +58,7 @@ class TickController:
         self.ema = np.tile(np.asarray(inp.ema0 if inp.ema0 is not None else inp.q0, dtype=np.float64), (population, 1))
         self.tau_prev = np.tile(np.asarray(inp.tau_prev0, dtype=np.float64), (population, 1))
         self._pre = np.empty((population, 7))
+        self._scratch = np.empty((population, 7))
         self._gains = inp.cartesian.resolved()
         self._hold_pos: np.ndarray | None = None
         self._hold_quat: np.ndarray | None = None
@@ -78,7 +79,7 @@ class TickController:
         else:
             spring = np.broadcast_to(inp.q_target[k], self.ema.shape)
         joint_impedance_torque(q, dq, spring, inp.k_nm_per_rad[k], inp.d_nms_per_rad[k], coriolis,
-                               bool(inp.use_friction[k]), out=self._pre)
+                               bool(inp.use_friction[k]), out=self._pre, scratch=self._scratch)
         slew_limit(self._pre, self.tau_prev, JOINT_SLEW_NM_PER_TICK, out=self.tau_prev)
         return self.tau_prev
 

@@ -1,0 +1,115 @@
+"""Benchmark: population replay engine vs open-loop mujoco.rollout vs the per-candidate reference.
+
+P = 64 candidates, a 10 s joint-impedance interval at 1 kHz, our FR3 model, same thread count.
+The rollout peer runs the same candidates' models (armature, damping, Coulomb level) driven
+open loop by the torques the population engine commanded: the physics without any control.
+Prints sim-steps/s of each and the ratios (targets: ≥ 0.8× rollout, ≥ 5× per-candidate loop).
+
+    /work/venv/bin/python bench/replay.py [--population 64] [--seconds 10] [--nthread 2] [--ref-candidates 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import time
+
+import mujoco
+import numpy as np
+from mujoco import rollout
+
+from twinlake.sim import DEFAULT_BOUNDS, HOME_Q, DynamicsParams, JointImpedanceConfig, PopulationEngine, ReplayInput, load_model, replay_reference
+
+
+def make_input(seconds: float) -> ReplayInput:
+    """A multisine joint-impedance interval around home (1 kHz ticks)."""
+    n = int(round(seconds * 1000))
+    t = np.arange(n) * 1e-3
+    amp = np.array([0.3, 0.2, 0.3, 0.2, 0.4, 0.3, 0.5])
+    phase = np.linspace(0, np.pi, 7)
+    target = HOME_Q + amp * (np.sin(2 * np.pi * 0.4 * t[:, None] + phase) + 0.3 * np.sin(2 * np.pi * 1.3 * t[:, None]))
+    cfg = JointImpedanceConfig()
+    return ReplayInput(
+        controller="joint_impedance", q0=HOME_Q.copy(), dq0=np.zeros(7), tau_prev0=np.zeros(7),
+        tau_history=np.zeros((0, 7)), sample_ticks=np.arange(n), n_ticks=n, q_target=target,
+        k_nm_per_rad=np.tile(cfg.k_nm_per_rad, (n, 1)), d_nms_per_rad=np.tile(cfg.d_nms_per_rad, (n, 1)),
+        filter_alpha=np.full(n, cfg.filter_alpha),
+    )
+
+
+def sample_params(population: int, seed: int = 0) -> np.ndarray:
+    lo, hi = DEFAULT_BOUNDS[:, 0], DEFAULT_BOUNDS[:, 1]
+    params = lo + np.random.default_rng(seed).uniform(size=(population, 29)) * (hi - lo)
+    params[:, 28] = np.arange(population) % 5
+    return params
+
+
+def candidate_models(model: mujoco.MjModel, params: np.ndarray) -> list[mujoco.MjModel]:
+    """One model per candidate with its armature, damping and static Coulomb level written in."""
+    models = []
+    for row in params:
+        m = copy.copy(model)
+        p = DynamicsParams.from_vector(row)
+        m.dof_armature[:7], m.dof_damping[:7], m.dof_frictionloss[:7] = p.armature, p.mu_viscous, p.mu_static
+        mujoco.mj_setConst(m, mujoco.MjData(m))
+        models.append(m)
+    return models
+
+
+def bench_rollout(models: list[mujoco.MjModel], n_ticks: int, nthread: int, tau: np.ndarray) -> float:
+    """Open-loop rollout of the candidates' models driven by their own commanded torques
+    (qfrc_applied, no controller, no delay line); returns seconds."""
+    population = len(models)
+    model = models[0]
+    datas = [mujoco.MjData(model) for _ in range(max(1, nthread))]
+    d = datas[0]
+    d.qpos[:] = HOME_Q
+    spec = mujoco.mjtState.mjSTATE_FULLPHYSICS.value
+    state0 = np.empty(mujoco.mj_stateSize(model, spec))
+    mujoco.mj_getState(model, d, state0, spec)
+    control = np.ascontiguousarray(tau)  # (P, T, 7)
+    ctrl_spec = mujoco.mjtState.mjSTATE_QFRC_APPLIED.value
+    state0 = np.tile(state0, (population, 1))
+    rollout.rollout(models, datas, state0, control[:, :10], control_spec=ctrl_spec)  # warm-up
+    start = time.perf_counter()
+    rollout.rollout(models, datas, state0, control, control_spec=ctrl_spec)
+    return time.perf_counter() - start
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--population", type=int, default=64)
+    ap.add_argument("--seconds", type=float, default=10.0)
+    ap.add_argument("--nthread", type=int, default=2)
+    ap.add_argument("--ref-candidates", type=int, default=2, help="reference runs timed (steps/s extrapolated)")
+    args = ap.parse_args()
+    model = load_model()
+    inp = make_input(args.seconds)
+    params = sample_params(args.population)
+    n = inp.n_ticks
+
+    engine = PopulationEngine([inp], model=model, nthread=args.nthread)
+    engine.run(params[:, :])  # builds the batch (excluded from timing: reused across generations)
+    start = time.perf_counter()
+    result = engine.run(params)[0]
+    t_pop = time.perf_counter() - start
+
+    start = time.perf_counter()
+    for i in range(args.ref_candidates):
+        replay_reference(inp, DynamicsParams.from_vector(params[i]), model)
+    t_ref = (time.perf_counter() - start) / args.ref_candidates * args.population
+
+    t_roll = bench_rollout(candidate_models(model, params), n, args.nthread, result.tau_cmd)
+
+    steps = args.population * n
+    rate = {name: steps / t for name, t in (("population", t_pop), ("rollout", t_roll), ("reference", t_ref))}
+    print(f"P={args.population}, {n} ticks, nthread={args.nthread}")
+    print(f"population engine : {rate['population']:12,.0f} sim-steps/s  ({t_pop:.2f} s)")
+    print(f"mujoco.rollout    : {rate['rollout']:12,.0f} sim-steps/s  ({t_roll:.2f} s, open loop)")
+    print(f"reference loop    : {rate['reference']:12,.0f} sim-steps/s  ({t_ref:.2f} s extrapolated from {args.ref_candidates})")
+    print(f"ratio vs rollout  : {rate['population'] / rate['rollout']:.2f}x   (target >= 0.8x)")
+    print(f"ratio vs reference: {rate['population'] / rate['reference']:.2f}x   (target >= 5x)")
+
+
+if __name__ == "__main__":
+    main()
