@@ -135,9 +135,11 @@ class EpisodeReader:
         config = load_json(path / "episode_config.json")
         summary = load_json(path / "summary.json")
         basis, flags = verify_hashes(path, summary)
+        notes: list[str] = []
         cfg_ok = config_hash_matches(path / "episode_config.json", summary.get("config_hash"))
         if cfg_ok is False:
-            flags.append("config_hash does not match any canonical JSON form of episode_config.json")
+            flags.append("config_hash_unverified")
+            notes.append("config_hash matches no canonical JSON form of episode_config.json")
         ticks = _table(path / "ticks.csv.gz")
         frames = ticks.rename_columns([{"tick": "seq", "t": "t_s"}.get(c, c)
                                        for c in ticks.column_names])
@@ -154,9 +156,10 @@ class EpisodeReader:
                   **summary_fields(summary), "hashes_verified": True,
                   "hash_basis_json": dumps(basis), "config_hash_verified": cfg_ok,
                   "summary_json": dumps(summary), "metadata_json": dumps(config)}
-        robot = options.robot or _robot(config)
+        robot = _robot(config)  # a vehicle, never the --robot arm id
         return IngestUnit(robot=robot, run=options.run or path.name, frames=conform_frames(frames),
-                          raw_files=raw, run_fields=fields, extra_tables=extra, flags=flags)
+                          raw_files=raw, run_fields=fields, extra_tables=extra, flags=flags,
+                          reasons=notes)
 
 
 register(EpisodeReader())

@@ -118,7 +118,9 @@ class ExcitationReader:
             raise IngestError(ref_path, "reference.csv is missing (written in every mode)",
                               kind="missing")
         fields = metadata_fields(meta_path, meta)
-        flags = ["diagnostics_only: client send attempts + latest PUB state, not 1 kHz fit data"]
+        flags = ["diagnostics_only"]
+        notes = ["client send attempts + latest PUB state (fr3_joint_excitation/v1): not 1 kHz "
+                 "fit data; sysid_ready and nuc_log_verified are false"]
         raw = [RawFile(meta_path, "metadata"), RawFile(ref_path, "reference")]
         if cmd_path.is_file():
             frames = commands_to_frames(_read_csv(cmd_path, COMMANDS_COLUMNS))
@@ -129,19 +131,21 @@ class ExcitationReader:
         else:
             frames = commands_to_frames(pa.table({c: pa.array([], pa.int64() if c == "seq"
                                                   else pa.float64()) for c in COMMANDS_COLUMNS}))
-            flags.append("preview only: no commands were sent, no frames")
+            flags.append("preview_only")
+            notes.append("preview only: no commands were sent, no frames")
         nuc = _find_nuc_log(path, fields["nuc_log_reference"])
         fields["linked_run"] = nuc.stem if nuc else None
         fields["linked_run_sha256"] = sha256_file(nuc) if nuc else None
         if fields["nuc_log_reference"] and nuc is None:
-            flags.append(f"nuc_log_reference {fields['nuc_log_reference']!r} not found beside it")
+            flags.append("nuc_log_not_found")
+            notes.append(f"nuc_log_reference {fields['nuc_log_reference']!r} not found beside it")
         if (path / "preview.svg").is_file():
             raw.append(RawFile(path / "preview.svg", "preview"))
         reference = _read_csv(ref_path, REFERENCE_COLUMNS)
         robot = options.robot or fields["robot_id"]
         return IngestUnit(robot=robot, run=options.run or path.name, frames=conform_frames(frames),
                           raw_files=raw, run_fields=fields, extra_tables={"reference": reference},
-                          flags=flags)
+                          flags=flags, reasons=notes)
 
 
 register(ExcitationReader())

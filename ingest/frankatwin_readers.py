@@ -57,15 +57,17 @@ def _unit(path: Path, options: ReadOptions, frames: pa.Table, raw: list[RawFile]
                       frames=conform_frames(frames), raw_files=raw, run_fields=fields, **kw)
 
 
-def _completeness(fields: dict[str, Any], rows: int, flags: list[str]) -> None:
+def _completeness(fields: dict[str, Any], rows: int, flags: list[str], notes: list[str]) -> None:
     planned = fields.get("num_samples_planned")
     fields["complete"] = None
     if isinstance(planned, int):
         fields["complete"] = rows >= planned and not fields.get("aborted")
         if rows != planned:
-            flags.append(f"{rows} rows but the sidecar planned num_samples = {planned}")
+            flags.append("row_count_mismatch")
+            notes.append(f"{rows} rows but the sidecar planned num_samples = {planned}")
     if fields.get("aborted"):
-        flags.append(f"aborted: {fields.get('abort_name')} at {fields.get('abort_time_s')} s")
+        flags.append("aborted")
+        notes.append(f"aborted: {fields.get('abort_name')} at {fields.get('abort_time_s')} s")
 
 
 class Log50Reader:
@@ -81,12 +83,13 @@ class Log50Reader:
         fields = side.real_run_fields(side_path, body)
         frames = ftcsv.read_log50(path)
         flags: list[str] = ["state_staleness_0_10ms"]
-        _completeness(fields, frames.num_rows, flags)
+        notes = ["each 50 Hz row's state is 0-10 ms older than its nominal t_s"]
+        _completeness(fields, frames.num_rows, flags, notes)
         fields.update(source_format=self.name, fit_eligible=False, controller=1,
                       state_staleness_ms_max=side.STALENESS_50HZ_MS, source_kind="real",
                       metadata_json=fields["sidecar_json"])
         raw = [RawFile(path, "recording"), RawFile(side_path, "sidecar")]
-        return _unit(path, options, frames, raw, fields, flags=flags)
+        return _unit(path, options, frames, raw, fields, flags=flags, reasons=notes)
 
 
 class RingReader:
@@ -109,17 +112,19 @@ class RingReader:
         check = check_ring(frames, targets, body.get("ring_log"))
         if check.reasons:
             raise IngestError(path, "rejected: " + "; ".join(check.reasons), kind="rejected")
-        flags = list(check.flags)
+        flags, notes = list(check.flags), list(check.notes)
         # the sidecar's num_samples counts 50 Hz setpoints, not ticks: completion = no abort
         fields["complete"] = None if fields.get("aborted") is None else not fields["aborted"]
         if fields.get("aborted"):
-            flags.append(f"aborted: {fields.get('abort_name')} at {fields.get('abort_time_s')} s")
+            flags.append("aborted")
+            notes.append(f"aborted: {fields.get('abort_name')} at {fields.get('abort_time_s')} s")
         fields.update(check.fields, source_format=self.name, fit_eligible=True, controller=1,
                       state_staleness_ms_max=None, source_kind="real",
                       metadata_json=fields["sidecar_json"])
         raw = [RawFile(path, "recording"), RawFile(targets_path, "targets"),
                RawFile(side_path, "sidecar")]
-        return _unit(path, options, frames, raw, fields, targets=targets, flags=flags)
+        return _unit(path, options, frames, raw, fields, targets=targets, flags=flags,
+                     reasons=notes)
 
 
 class TargetCsvReader:
@@ -133,7 +138,7 @@ class TargetCsvReader:
     def read(self, path: Path, options: ReadOptions) -> IngestUnit:
         side_path, body = _sidecar(path, required=False)
         frames = ftcsv.read_target_csv(path, body.get("schema_version") if body else None)
-        flags = [] if body else ["no sidecar: anchors and gains unknown"]
+        flags = [] if body else ["no_sidecar"]
         fields = side.target_run_fields(side_path, body) if body else {}
         fields.update(source_format=self.name, fit_eligible=False, source_kind="target",
                       controller=1, metadata_json=fields.get("sidecar_json"))
@@ -153,7 +158,7 @@ class SimCsvReader:
         side_path, body = _sidecar(path, required=False)
         version = body.get("schema_version") if body else None
         frames = ftcsv.read_sim(path, version if isinstance(version, int) else None)
-        flags = [] if body else ["no sidecar: the sim parameters it ran with are unknown"]
+        flags = [] if body else ["no_sidecar"]
         fields = side.sim_run_fields(side_path, body) if body else {}
         fields.update(source_format=self.name, fit_eligible=False, source_kind="sim",
                       controller=1, metadata_json=fields.get("sidecar_json"))

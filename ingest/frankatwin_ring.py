@@ -22,8 +22,15 @@ class RingCheck:
     """Outcome of `check_ring`: run fields, flags (kept, flagged) and reject reasons."""
 
     fields: dict[str, Any] = field(default_factory=dict)
-    flags: list[str] = field(default_factory=list)
-    reasons: list[str] = field(default_factory=list)
+    flags: list[str] = field(default_factory=list)  # short codes, e.g. ring_gap_not_in_frames
+    notes: list[str] = field(default_factory=list)  # one sentence per finding
+    reasons: list[str] = field(default_factory=list)  # reject reasons
+
+    def flag(self, code: str, note: str) -> None:
+        """Record a finding: its code once in `flags`, its sentence in `notes`."""
+        if code not in self.flags:
+            self.flags.append(code)
+        self.notes.append(note)
 
 
 def observed_gaps(seq: np.ndarray) -> list[tuple[int, int]]:
@@ -58,29 +65,30 @@ def check_gaps(seq: np.ndarray, ring: dict, out: RingCheck) -> None:
     """Recorded gaps vs seq jumps, and the summary counters vs the frames."""
     seen = observed_gaps(seq)
     recorded, bad = _recorded_gaps(ring)
-    out.flags += bad
+    for note in bad:
+        out.flag("ring_gaps_malformed", note)
     first = int(seq[0]) if seq.size else 0
     last = int(seq[-1]) if seq.size else 0
     seq_start = ring.get("seq_start") if isinstance(ring.get("seq_start"), int) else None
     for a, b in recorded:
         if not _gap_matches((a, b), seen, first, seq_start):
-            out.flags.append(f"ring_log gap [{a}, {b}] is recorded in the sidecar but the "
+            out.flag("ring_gap_not_in_frames", f"ring_log gap [{a}, {b}] is recorded in the sidecar but the "
                              "frames show no seq jump there")
     for a, b in seen:
         if not any(ra <= a and b <= rb for ra, rb in recorded):
-            out.flags.append(f"frames jump over seq {a}..{b} but ring_log.gaps does not list it")
+            out.flag("seq_jump_not_in_ring_log", f"frames jump over seq {a}..{b} but ring_log.gaps does not list it")
     expect = {"num_frames": int(seq.size), "seq_first": first, "seq_last": last}
     for key, value in expect.items():
         if isinstance(ring.get(key), int) and ring[key] != value:
-            out.flags.append(f"ring_log.{key} is {ring[key]} but the frames give {value}")
+            out.flag("ring_log_count_mismatch", f"ring_log.{key} is {ring[key]} but the frames give {value}")
     lost = sum(b - a + 1 for a, b in recorded)
     if isinstance(ring.get("dropped_frames"), int) and ring["dropped_frames"] != lost:
-        out.flags.append(f"ring_log.dropped_frames is {ring['dropped_frames']} but the gaps "
+        out.flag("ring_log_count_mismatch", f"ring_log.dropped_frames is {ring['dropped_frames']} but the gaps "
                          f"cover {lost} frames")
     if seq.size > 1 and np.any(np.diff(seq) <= 0):
-        out.flags.append("frames are not strictly increasing in seq (producer restart?)")
+        out.flag("seq_not_increasing", "frames are not strictly increasing in seq (producer restart?)")
     if isinstance(ring.get("resets"), int) and ring["resets"] > 0:
-        out.flags.append(f"ring_log.resets = {ring['resets']}: the producer restarted")
+        out.flag("ring_resets", f"ring_log.resets = {ring['resets']}: the producer restarted")
     out.fields["recorded_gaps"] = [{"seq_from": a, "seq_to": b} for a, b in recorded]
 
 
@@ -101,14 +109,14 @@ def check_targets(frames: pa.Table, targets: pa.Table, out: RingCheck) -> None:
     unused = np.setdiff1d(t_idx, np.unique(used))
     out.fields["targets_unused"] = int(unused.size)
     if unused.size:
-        out.flags.append(f"targets file has {unused.size} target_idx no frame uses "
+        out.flag("targets_unused", f"targets file has {unused.size} target_idx no frame uses "
                          f"(first: {unused[:5].tolist()}; a later write at the same head wins)")
     if np.unique(t_idx).size != t_idx.size:
-        out.flags.append("targets file repeats a target_idx")
+        out.flag("targets_repeated_idx", "targets file repeats a target_idx")
     head = targets["head"].to_numpy(zero_copy_only=False)
     eff = targets["seq_effective"].to_numpy(zero_copy_only=False)
     if np.any(eff != head + 1):
-        out.flags.append(f"{int(np.sum(eff != head + 1))} targets have seq_effective != head + 1")
+        out.flag("targets_seq_effective_mismatch", f"{int(np.sum(eff != head + 1))} targets have seq_effective != head + 1")
     if used.size and np.all(known):
         rows = order[pos_c]
         mask = idx >= 0
@@ -118,7 +126,7 @@ def check_targets(frames: pa.Table, targets: pa.Table, out: RingCheck) -> None:
             t_val = targets[col].to_numpy(zero_copy_only=False)[rows]
             bad += int(np.sum(~np.isclose(f_val, t_val, rtol=0, atol=5e-9, equal_nan=True)))
         if bad:
-            out.flags.append(f"{bad} frame setpoint values differ from their targets row")
+            out.flag("targets_value_mismatch", f"{bad} frame setpoint values differ from their targets row")
 
 
 def check_ring(frames: pa.Table, targets: pa.Table, ring: dict | None) -> RingCheck:
@@ -126,7 +134,7 @@ def check_ring(frames: pa.Table, targets: pa.Table, ring: dict | None) -> RingCh
     out = RingCheck()
     seq = frames["seq"].to_numpy(zero_copy_only=False)
     if not isinstance(ring, dict):
-        out.flags.append("sidecar has no ring_log block: gaps/drops/resets not recorded")
+        out.flag("no_ring_log", "sidecar has no ring_log block: gaps/drops/resets not recorded")
         ring = {}
     if ring.get("error"):
         out.reasons.append(f"ring_log.error: {ring['error']}")

@@ -363,3 +363,59 @@ def write_episode(directory: Path, episode_id: str = "ep-0001", n_ticks: int = 3
                "reference_sha256": "cd" * 32}
     (ep / "summary.json").write_text(json.dumps(summary, indent=2))
     return ep
+
+
+# ------------------------------------------------------------- fr3_stack CSV v2 (for bundles)
+
+_J0 = range(7)
+CSV_V2_COLUMNS = (
+    ["seq", "t_s"] + [f"q{i}" for i in _J0] + [f"dq{i}" for i in _J0]
+    + [f"tau_J{i}" for i in _J0] + [f"tau_cmd{i}" for i in _J0]
+    + ["ee_px", "ee_py", "ee_pz", "ee_qx", "ee_qy", "ee_qz", "ee_qw"]
+    + ["tgt_px", "tgt_py", "tgt_pz", "tgt_qx", "tgt_qy", "tgt_qz", "tgt_qw", "controller"]
+    + ["schema_version", "joint_target_valid"] + [f"q_target{i}" for i in _J0]
+    + [f"q_target_filtered{i}" for i in _J0] + [f"K_joint{i}" for i in _J0]
+    + [f"D_joint{i}" for i in _J0]
+    + ["filter_alpha", "joint_use_friction", "joint_reset_count", "robot_time_s",
+       "control_period_s"])
+"""The 80 CSV v2 columns (specs/fr3_stack.md §3), suffixes 0..6 = J1..J7."""
+
+
+def write_csv_v2(directory: Path, stem: str = "ji_run", n: int = 600, *, gap_after: int | None = None,
+                 gap_len: int = 5, idle_ticks: int = 0, status: bool = True, seed: int = 4) -> Path:
+    """A joint-impedance CSV v2 recording (`%.12g` doubles, integer columns as integers),
+    optionally with `idle_ticks` of controller 0 first and a seq gap after row `gap_after`;
+    plus a `<stem>.status.json` recording status when `status`."""
+    rng = np.random.default_rng(seed)
+    seq = np.arange(n + (gap_len if gap_after is not None else 0), dtype=np.int64)
+    if gap_after is not None:
+        seq = np.delete(seq, np.arange(gap_after + 1, gap_after + 1 + gap_len))
+    t = seq * 1e-3 + rng.uniform(0, 2e-5, n)
+    t -= t[0]
+    w = 2 * math.pi * 0.5
+    q_t = Q_HOME + 0.02 * np.sin(w * t[:, None] + np.arange(7))
+    q_f = Q_HOME + 0.019 * np.sin(w * t[:, None] + np.arange(7) - 0.05)
+    q = q_f - 0.001
+    dq = 0.019 * w * np.cos(w * t[:, None] + np.arange(7))
+    ctrl = np.full(n, 2)
+    ctrl[:idle_ticks] = 0
+    valid = (ctrl == 2).astype(int)
+    K = np.tile([600.0, 600, 600, 600, 250, 150, 50], (n, 1)) * valid[:, None]
+    D = np.tile([50.0, 50, 50, 50, 30, 25, 15], (n, 1)) * valid[:, None]
+    cols = [seq, t, q, dq, rng.normal(0, 3, (n, 7)), rng.normal(0, 1, (n, 7)),
+            np.tile([0.45, 0.0, 0.4, 1.0, 0.0, 0.0, 0.0], (n, 1)), np.zeros((n, 7)), ctrl,
+            np.full(n, 2), valid, q_t * valid[:, None], q_f * valid[:, None], K, D,
+            0.05 * valid, np.zeros(n), np.where(valid == 1, 3, 2), 100.0 + seq * 1e-3,
+            np.where(np.arange(n) == 0, 0.0, 1e-3)]
+    data = np.column_stack(cols)
+    ints = {"seq", "controller", "schema_version", "joint_target_valid", "joint_use_friction",
+            "joint_reset_count"}
+    fmt = ["%d" if c in ints else "%.12g" for c in CSV_V2_COLUMNS]
+    path = directory / f"{stem}.csv"
+    np.savetxt(path, data, delimiter=",", header=",".join(CSV_V2_COLUMNS), comments="", fmt=fmt)
+    if status:
+        write_json(directory / f"{stem}.status.json", {
+            "recording_id": stem, "path": str(path), "active": False, "ok": True,
+            "finished": True, "complete": True, "written": n, "discarded": 0, "dropped": 0,
+            "error": "", "error_code": 0})
+    return path

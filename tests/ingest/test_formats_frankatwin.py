@@ -78,7 +78,8 @@ def test_ring_round_trip_targets_and_gap_check(tmp_path):
 def test_ring_gap_in_sidecar_not_in_frames_is_flagged(tmp_path):
     path = ff.write_ring(tmp_path, n=300, gaps=[], sidecar_gaps=[(1150, 1152)])
     unit = RingReader().read(path, OPTS)
-    assert any("1150" in f and "no seq jump" in f for f in unit.flags)
+    assert "ring_gap_not_in_frames" in unit.flags
+    assert any("1150" in r and "no seq jump" in r for r in unit.reasons)
     assert unit.run_fields["ring_consistent"] is False
 
 
@@ -86,8 +87,9 @@ def test_ring_unrecorded_jump_and_unused_target_are_flagged(tmp_path):
     path = ff.write_ring(tmp_path, n=300, gaps=[(1200, 1201)], sidecar_gaps=[],
                          extra_targets=2)
     unit = RingReader().read(path, OPTS)
-    assert any("1200..1201" in f and "does not list" in f for f in unit.flags)
-    assert any("2 target_idx no frame uses" in f for f in unit.flags)
+    assert any("1200..1201" in r and "does not list" in r for r in unit.reasons)
+    assert "targets_unused" in unit.flags
+    assert any("2 target_idx no frame uses" in r for r in unit.reasons)
     assert unit.run_fields["targets_unused"] == 2
 
 
