@@ -76,8 +76,9 @@ def frames_table(rec: Recording) -> pa.Table:
     return pa.Table.from_arrays(arrays, schema=FRAME_SCHEMA)
 
 
-def run_table(rec: Recording) -> pa.Table:
-    """A one-row run.parquet: canonical columns (mostly null here) plus the contract columns."""
+def run_table(rec: Recording, contract_columns: bool = True) -> pa.Table:
+    """A one-row run.parquet: canonical columns (mostly null here) plus, unless
+    `contract_columns` is false, the contract columns `recorded_gaps` and `fit_eligible`."""
     seq = rec.cols["seq"]
     row = {f.name: pa.nulls(1, type=f.type) for f in RUN_SCHEMA}
     row["source_format"] = pa.array(["synthetic"])
@@ -85,6 +86,8 @@ def run_table(rec: Recording) -> pa.Table:
     row["seq_first"] = pa.array([int(seq.min()) if rec.n else None], pa.int64())
     row["seq_last"] = pa.array([int(seq.max()) if rec.n else None], pa.int64())
     table = pa.table(row, schema=RUN_SCHEMA)
+    if not contract_columns:
+        return table
     gaps = [{"seq_from": a, "seq_to": b} for a, b in rec.recorded_gaps]
     table = table.append_column(pa.field("recorded_gaps", GAP_TYPE), pa.array([gaps], GAP_TYPE))
     return table.append_column(
@@ -92,15 +95,46 @@ def run_table(rec: Recording) -> pa.Table:
     )
 
 
-def publish_run(lake: Path, robot: str, run: str, rec: Recording) -> Path:
+def publish_run(lake: Path, robot: str, run: str, rec: Recording, *,
+                contract_columns: bool = True) -> Path:
     """Write `rec` as the run partition `<lake>/runs/robot=<robot>/run=<run>/`."""
     lk = Lake(lake)
 
     def write(path: Path) -> None:
         pq.write_table(frames_table(rec), path / "frames.parquet")
-        pq.write_table(run_table(rec), path / "run.parquet")
+        pq.write_table(run_table(rec, contract_columns), path / "run.parquet")
 
     return publish_partition(lk, lk.run_relative(robot, run), write)
+
+
+def set_idle(rec: Recording, start: int, stop: int) -> None:
+    """Rows [start, stop) under idle (controller 0), as CSV v2 writes them: joint_target_valid
+    0 and the joint columns 48-78 (targets, gains, alpha, friction, reset count) zero."""
+    c = rec.cols
+    c["controller"][start:stop] = 0
+    c["joint_target_valid"][start:stop] = 0
+    for j in range(1, 8):
+        for prefix in ("q_target", "q_target_filtered", "K_joint", "D_joint"):
+            c[f"{prefix}{j}"][start:stop] = 0.0
+    c["filter_alpha"][start:stop] = 0.0
+    c["joint_use_friction"][start:stop] = 0
+    c["joint_reset_count"][start:stop] = 0
+
+
+def cartesian_recording(n: int, *, seq0: int = 0) -> Recording:
+    """A FrankaTwin-style 1 kHz ring log: controller 1, no joint columns (null), Cartesian
+    targets finite, periods around 1 ms."""
+    rec = joint_recording(n, seq0=seq0, controller=1)
+    for j in range(1, 8):
+        for prefix in ("q_target", "q_target_filtered", "K_joint", "D_joint"):
+            del rec.cols[f"{prefix}{j}"]
+    for name in ("filter_alpha", "joint_use_friction", "joint_reset_count", "joint_target_valid",
+                 "schema_version", "robot_time_s"):
+        del rec.cols[name]
+    for k, s in enumerate(("px", "py", "pz", "qx", "qy", "qz", "qw")):
+        rec.cols[f"tgt_{s}"] = np.full(n, 0.1 * k)
+    rec.cols["control_period_s"][1:] = 1e-3 + 2e-5 * np.sin(np.arange(1, n))
+    return rec
 
 
 def drop_ticks(rec: Recording, start: int, count: int) -> None:

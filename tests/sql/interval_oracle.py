@@ -1,0 +1,116 @@
+"""An independent, deliberately plain Python statement of the interval rules (docs/intervals.md),
+tick by tick, used as the oracle the SQL is compared against on small synthetic runs."""
+
+from __future__ import annotations
+
+import math
+
+from interval_synth import Recording
+
+ALL_SPLITS = ("reset", "gain_change", "target_invalid", "nonfinite", "period_outlier")
+JOINT_TARGETS = [f"q_target{j}" for j in range(1, 8)] + [f"q_target_filtered{j}" for j in range(1, 8)]
+GAINS = [f"K_joint{j}" for j in range(1, 8)] + [f"D_joint{j}" for j in range(1, 8)]
+CART_TARGETS = [f"tgt_{s}" for s in ("px", "py", "pz", "qx", "qy", "qz", "qw")]
+
+
+def _value(rec: Recording, name: str, i: int):
+    """Column `name` at row i as a Python value; None when the source did not record it."""
+    col = rec.cols.get(name)
+    return None if col is None else col[i].item() if hasattr(col[i], "item") else col[i]
+
+
+def _finite(v) -> bool:
+    return v is not None and math.isfinite(float(v))
+
+
+def _excluded(rec: Recording, i: int, splits) -> str | None:
+    c = rec.cols
+    seq = int(c["seq"][i])
+    if any(a <= seq <= b for a, b in rec.recorded_gaps):
+        return "recorded_gap"
+    ctrl = int(c["controller"][i])
+    if "target_invalid" in splits and ctrl == 2 and int(c["joint_target_valid"][i]) == 0:
+        return "target_invalid"
+    if "nonfinite" not in splits:
+        return None
+    state = [c[f"{p}{j}"][i] for p in ("q", "dq") for j in range(1, 8)]
+    if not all(_finite(v) for v in state):
+        return "nonfinite"
+    if ctrl == 2 and not all(_finite(c[k][i]) for k in JOINT_TARGETS):
+        return "nonfinite"
+    if ctrl != 2 and not all(_finite(c[k][i]) for k in CART_TARGETS if k in c):
+        return "nonfinite"
+    return None
+
+
+def _config(rec: Recording, i: int):
+    c = rec.cols
+    if int(c["controller"][i]) != 2:
+        return None
+    keys = GAINS + ["filter_alpha", "joint_use_friction"]
+    return tuple(float(c[k][i]) for k in keys)
+
+
+def _boundary(rec: Recording, p: int, i: int, splits, period_s: float, tol_s: float) -> str | None:
+    c = rec.cols
+    sp, si = int(c["seq"][p]), int(c["seq"][i])
+    if any(sp < b < si for _a, b in rec.recorded_gaps):
+        return "recorded_gap"
+    if si - sp != 1:
+        return "seq_gap"
+    if int(c["controller"][p]) != int(c["controller"][i]):
+        return "mode_change"
+    if "reset" in splits and _value(rec, "joint_reset_count", p) != _value(rec, "joint_reset_count", i):
+        return "reset"
+    if "gain_change" in splits and _config(rec, p) != _config(rec, i):
+        return "gain_change"
+    if "period_outlier" in splits and abs(float(c["control_period_s"][i]) - period_s) > tol_s:
+        return "period_outlier"
+    return None
+
+
+def expected_intervals(rec: Recording, *, splits=ALL_SPLITS, period_s: float = 1e-3,
+                       tol_s: float = 5e-4, min_duration_s: float = 0.0) -> list[dict]:
+    """The intervals of one run as dicts (seq_first, seq_last, start/end reasons, ...)."""
+    if rec.fit_eligible is False:
+        return []
+    n = rec.n
+    excl = [_excluded(rec, i, splits) for i in range(n)]
+    b_in = [None if i == 0 else _boundary(rec, i - 1, i, splits, period_s, tol_s) for i in range(n)]
+    out, start, start_reason = [], None, None
+    for i in range(n):
+        if excl[i] is not None:
+            continue
+        if start is None:
+            start = i
+            start_reason = "run_start" if i == 0 else (b_in[i] or excl[i - 1])
+        nxt = i + 1
+        end_reason = None
+        if nxt == n:
+            end_reason = "run_end"
+        elif b_in[nxt] is not None:
+            end_reason = b_in[nxt]
+        elif excl[nxt] is not None:
+            end_reason = excl[nxt]
+        if end_reason is not None:
+            out.append(_row(rec, len(out), start, i, start_reason, end_reason))
+            start = None
+    return [r for r in out if r["duration_s"] >= min_duration_s]
+
+
+def _row(rec: Recording, index: int, a: int, b: int, start_reason: str, end_reason: str) -> dict:
+    c = rec.cols
+    ctrl = int(c["controller"][a])
+    joint = ctrl == 2
+    return {
+        "interval_index": index,
+        "seq_first": int(c["seq"][a]),
+        "seq_last": int(c["seq"][b]),
+        "frame_count": b - a + 1,
+        "duration_s": float(c["t_s"][b]) - float(c["t_s"][a]),
+        "controller": ctrl,
+        "K_joint": [float(c[f"K_joint{j}"][a]) for j in range(1, 8)] if joint else None,
+        "filter_alpha": float(c["filter_alpha"][a]) if joint else None,
+        "start_reason": start_reason,
+        "end_reason": end_reason,
+    }
