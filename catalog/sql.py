@@ -16,6 +16,7 @@ set with a bound parameter, never by string concatenation. Empty tables `empty_f
 from __future__ import annotations
 
 import re
+import warnings
 from importlib import resources
 from pathlib import Path
 
@@ -75,12 +76,15 @@ def _empty_table(schema: pa.Schema) -> pa.Table:
     return full.empty_table()
 
 
-def connect(lake: Lake | str | Path, *, read_only: bool = True) -> duckdb.DuckDBPyConnection:
+def connect(lake: Lake | str | Path, *, read_only: bool = True,
+            strict: bool = False) -> duckdb.DuckDBPyConnection:
     """An in-process (in-memory) DuckDB connection with the lake's views.
 
     Views are bound to the files present when they are created: connect again to see
     tables that appeared later. `read_only` is accepted for the contract; the in-memory
-    catalog never writes to the lake either way.
+    catalog never writes to the lake either way. A failing block of `views.sql` raises;
+    a failing block of a later file is skipped with a warning (its views are missing)
+    unless `strict`, so one broken view never takes the whole catalog down.
     """
     root = (lake.root if isinstance(lake, Lake) else Path(lake)).absolute()
     con = duckdb.connect(":memory:")
@@ -99,5 +103,8 @@ def connect(lake: Lake | str | Path, *, read_only: bool = True) -> duckdb.DuckDB
                 try:
                     con.execute(sql)
                 except duckdb.Error as exc:
-                    raise RuntimeError(f"sql/{name}.sql: {exc}".splitlines()[0]) from exc
+                    message = f"sql/{name}.sql: {exc}".splitlines()[0]
+                    if strict or name == SQL_FILES[0]:
+                        raise RuntimeError(message) from exc
+                    warnings.warn(f"{message} (skipped)", stacklevel=2)
     return con
