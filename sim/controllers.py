@@ -105,7 +105,12 @@ def friction_compensation(dq: np.ndarray, out: np.ndarray | None = None) -> np.n
 
 
 def slew_limit(tau: np.ndarray, tau_prev: np.ndarray, max_delta, out: np.ndarray | None = None) -> np.ndarray:
-    """τ_prev + clip(τ − τ_prev, ±max_delta) [N·m]; max_delta scalar (per tick)."""
+    """τ_prev + clip(τ − τ_prev, ±max_delta) [N·m]; max_delta scalar (per tick).
+
+    `out` may be `tau` itself but not `tau_prev`.
+    """
+    if out is tau_prev:
+        raise ValueError("slew_limit: out must not alias tau_prev")
     out = np.empty_like(tau) if out is None else out
     np.subtract(tau, tau_prev, out=out)
     np.minimum(out, max_delta, out=out)

@@ -80,7 +80,8 @@ class TickController:
             spring = np.broadcast_to(inp.q_target[k], self.ema.shape)
         joint_impedance_torque(q, dq, spring, inp.k_nm_per_rad[k], inp.d_nms_per_rad[k], coriolis,
                                bool(inp.use_friction[k]), out=self._pre, scratch=self._scratch)
-        slew_limit(self._pre, self.tau_prev, JOINT_SLEW_NM_PER_TICK, out=self.tau_prev)
+        slew_limit(self._pre, self.tau_prev, JOINT_SLEW_NM_PER_TICK, out=self._pre)
+        np.copyto(self.tau_prev, self._pre)
         return self.tau_prev
 
     def _cartesian(self, k: int, dq: np.ndarray, coriolis: np.ndarray, kin: Kinematics) -> np.ndarray:

@@ -2,7 +2,16 @@ import mujoco
 import numpy as np
 import pytest
 
-from twinlake.sim import HOME_Q, Q_MAX, Q_MIN, DynamicsParams, JointImpedanceCommand, JointImpedanceConfig, SimFR3
+from twinlake.sim import (
+    HOME_Q,
+    Q_MAX,
+    Q_MIN,
+    DynamicsParams,
+    JointImpedanceCommand,
+    JointImpedanceConfig,
+    ReplayInput,
+    SimFR3,
+)
 from twinlake.sim.controllers import (
     cartesian_clamp_and_slew,
     ema_update,
@@ -51,6 +60,23 @@ def test_slew_limits_a_torque_step_to_one_newton_metre_per_tick():
     np.testing.assert_allclose(seen[0], [1, -1, 0.5, 0, 1, -0.2, 1])
     np.testing.assert_allclose(seen[2], [3, -3, 0.5, 0, 2.5, -0.2, 3])
     np.testing.assert_allclose(seen[5], step[0])
+    with pytest.raises(ValueError, match="alias"):
+        slew_limit(step, tau_prev, 1.0, out=tau_prev)
+
+
+def test_replay_controller_slews_a_target_step_one_newton_metre_per_tick():
+    from twinlake.sim.replay import TickController
+
+    n = 5
+    k = np.full(7, 100.0)
+    inp = ReplayInput(controller="joint_impedance", q0=HOME_Q, dq0=np.zeros(7), tau_prev0=np.full(7, 0.5),
+                      tau_history=np.zeros((0, 7)), sample_ticks=np.arange(n), n_ticks=n,
+                      q_target=np.tile(HOME_Q + 0.03, (n, 1)), use_ema=False, k_nm_per_rad=np.tile(k, (n, 1)),
+                      d_nms_per_rad=np.zeros((n, 7)))
+    ctrl = TickController(inp, 2)
+    got = [ctrl.torque(t, np.tile(HOME_Q, (2, 1)), np.zeros((2, 7)), np.zeros((2, 7)))[:, 0].copy() for t in range(5)]
+    # spring 100·0.03 = 3 N·m from τ_prev = 0.5: 1.5, 2.5, 3, 3, 3 (both candidates)
+    np.testing.assert_allclose(got, np.repeat([[1.5], [2.5], [3.0], [3.0], [3.0]], 2, axis=1))
 
 
 def test_repulsion_inside_the_margin_is_linear_and_capped():

@@ -1,0 +1,179 @@
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from conftest import record_synthetic, target_trajectory
+from twinlake.sim import (
+    DEFAULT_BOUNDS,
+    DEMO_PROFILE_PATH,
+    HOME_Q,
+    CartesianGains,
+    DynamicsParams,
+    JointImpedanceConfig,
+    PopulationEngine,
+    ReplayInput,
+    load_params,
+    replay_reference,
+)
+from twinlake.sim.plant import DelayLine
+
+
+def joint_input(n_ticks: int, q0=HOME_Q, use_ema=True) -> ReplayInput:
+    cfg = JointImpedanceConfig()
+    return ReplayInput(
+        controller="joint_impedance", q0=np.array(q0), dq0=np.zeros(7), tau_prev0=np.zeros(7),
+        tau_history=np.zeros((0, 7)), sample_ticks=np.arange(n_ticks), n_ticks=n_ticks,
+        q_target=target_trajectory(n_ticks, amplitude_rad=0.3, freq_hz=0.6), use_ema=use_ema,
+        k_nm_per_rad=np.tile(cfg.k_nm_per_rad, (n_ticks, 1)), d_nms_per_rad=np.tile(cfg.d_nms_per_rad, (n_ticks, 1)),
+        filter_alpha=np.full(n_ticks, cfg.filter_alpha),
+    )
+
+
+def distinct_params(count: int, seed: int = 7) -> np.ndarray:
+    lo, hi = DEFAULT_BOUNDS[:, 0], DEFAULT_BOUNDS[:, 1]
+    params = lo + np.random.default_rng(seed).uniform(0.05, 0.95, size=(count, 29)) * (hi - lo)
+    params[:, 28] = np.arange(count) * 2 % 5  # delays 0, 2, 4, 1, ...
+    return params
+
+
+def test_delay_line_returns_history_then_commands_delay_ticks_later():
+    history = np.arange(1.0, 5.0)[:, None] * np.ones(7)  # ticks −4..−1 hold 1, 2, 3, 4
+    line = DelayLine(np.array([0, 2, 4]), tau_prev0=np.full(7, -1.0), history=history)
+    got = [line.push(np.full((3, 7), 10.0 + k))[:, 0].copy() for k in range(6)]
+    np.testing.assert_array_equal([g[0] for g in got], [10, 11, 12, 13, 14, 15])
+    np.testing.assert_array_equal([g[1] for g in got], [3, 4, 10, 11, 12, 13])
+    np.testing.assert_array_equal([g[2] for g in got], [1, 2, 3, 4, 10, 11])
+    short = DelayLine(np.array([3]), tau_prev0=np.full(7, -1.0), history=None)
+    assert [short.push(np.full((1, 7), 5.0))[0, 0] for _ in range(4)] == [-1, -1, -1, 5]
+
+
+def test_population_engine_agrees_with_reference_over_10_s_with_distinct_delays(model):
+    inp = joint_input(10_000)
+    params = distinct_params(3)
+    engine = PopulationEngine([inp], model=model, nthread=2)
+    pop = engine.run(params)[0]
+    assert pop.q.shape == (3, 10_000, 7) and pop.dq.shape == (3, 10_000, 7)
+    finals = []
+    for i in range(3):
+        ref = replay_reference(inp, DynamicsParams.from_vector(params[i]), model)
+        assert np.abs(pop.q[i] - ref.q).max() <= 1e-9
+        assert np.abs(pop.dq[i] - ref.dq).max() <= 1e-7
+        finals.append(ref.q[-1])
+    # distinct parameters really give distinct motion (the check above is not vacuous)
+    assert np.abs(finals[0] - finals[1]).max() > 1e-4
+
+
+def test_engines_agree_with_ema_bypassed_and_record_ee(model):
+    inp = joint_input(600, use_ema=False)
+    params = distinct_params(2, seed=3)
+    pop = PopulationEngine([inp], model=model, nthread=1, record_ee=True).run(params)[0]
+    for i in range(2):
+        ref = replay_reference(inp, DynamicsParams.from_vector(params[i]), model)
+        assert np.abs(pop.q[i] - ref.q).max() <= 1e-9
+        np.testing.assert_allclose(pop.ee_pos[i], ref.ee_pos, atol=1e-9)
+        np.testing.assert_allclose(pop.ee_quat_xyzw[i], ref.ee_quat_xyzw, atol=1e-9)
+        np.testing.assert_allclose(pop.tau_cmd[i], ref.tau_cmd, atol=1e-9)
+
+
+def test_delay_changes_the_replay(model):
+    inp = joint_input(400)
+    params = np.tile(DynamicsParams.nominal().to_vector(), (2, 1))
+    params[1, 28] = 4
+    q = PopulationEngine([inp], model=model, nthread=1).run(params)[0].q
+    assert np.abs(q[0] - q[1]).max() > 1e-5
+
+
+def cartesian_frames_50hz(model, n_rows: int) -> dict:
+    """A FrankaTwin-like 50 Hz log: the target circles around the home flange pose."""
+    ref = replay_reference(joint_input(1), DynamicsParams.nominal(), model)
+    pos0, quat0 = ref.ee_pos[0], ref.ee_quat_xyzw[0]
+    t = np.arange(n_rows) / 50.0
+    cols = {"t_s": t}
+    for j in range(7):
+        cols[f"q{j + 1}"] = np.full(n_rows, HOME_Q[j])
+        cols[f"dq{j + 1}"] = np.zeros(n_rows)
+    for a, name in enumerate(("tgt_px", "tgt_py", "tgt_pz")):
+        cols[name] = pos0[a] + 0.03 * np.sin(2 * np.pi * 0.8 * t + a)
+    for a, name in enumerate(("tgt_qx", "tgt_qy", "tgt_qz", "tgt_qw")):
+        cols[name] = np.full(n_rows, quat0[a])
+    return cols
+
+
+def test_cartesian_zoh_replay_engines_agree_and_track(model):
+    frames = cartesian_frames_50hz(model, 40)
+    inp = ReplayInput.from_frames(frames, controller="cartesian_impedance", time_base="zoh_1khz_ticks_per_csv_row",
+                                  warmup_ticks=50, cartesian=CartesianGains(kp_pos=500.0, kp_ori=30.0))
+    assert inp.n_ticks == 50 + 39 * 20 + 1
+    np.testing.assert_array_equal(inp.sample_ticks[:3], [50, 70, 90])
+    params = distinct_params(2, seed=5)
+    pop = PopulationEngine([inp], model=model, nthread=1, record_ee=True).run(params)[0]
+    for i in range(2):
+        ref = replay_reference(inp, DynamicsParams.from_vector(params[i]), model)
+        assert np.abs(pop.q[i] - ref.q).max() <= 1e-9
+    # the arm follows the target: the flange moves several mm towards it
+    target = np.column_stack([frames["tgt_px"], frames["tgt_py"], frames["tgt_pz"]])
+    moved = np.abs(ref.ee_pos[-1] - ref.ee_pos[0]).max()
+    assert moved > 0.005
+    assert np.linalg.norm(ref.ee_pos[-1] - target[-2]) < np.linalg.norm(ref.ee_pos[0] - target[-2])
+
+
+def test_replay_with_true_params_reproduces_a_noisy_recording(model):
+    truth = load_params(DEMO_PROFILE_PATH)
+    noise_q, noise_dq = 2e-4, 2e-3
+    frames = record_synthetic(truth, 1500, noise_q=noise_q, noise_dq=noise_dq, seed=11)
+    inp = ReplayInput.from_frames(frames)
+    assert inp.controller == "joint_impedance" and inp.n_ticks == 1500 - 4
+    true_fit = replay_reference(inp, truth, model)
+    rms_true = np.sqrt(np.mean((true_fit.q - inp.q_ref) ** 2, axis=0))
+    assert np.all(rms_true < 1.5 * noise_q), rms_true  # within the measurement noise
+    wrong = replay_reference(inp, DynamicsParams.nominal(), model)
+    rms_wrong = np.sqrt(np.mean((wrong.q - inp.q_ref) ** 2))
+    assert rms_wrong > 3 * np.sqrt(np.mean(rms_true ** 2))
+
+
+def test_noise_free_recording_replays_to_round_off(model):
+    truth = load_params(DEMO_PROFILE_PATH)
+    frames = record_synthetic(truth, 400)
+    table = pa.table(frames)
+    inp = ReplayInput.from_frames(table)
+    pop = PopulationEngine([inp], model=model, nthread=1).run(truth.to_vector()[None])[0]
+    assert np.abs(pop.q[0] - inp.q_ref).max() < 1e-7
+    assert np.abs(pop.tau_cmd[0] - np.column_stack([frames[f"tau_cmd{j}"][4:] for j in range(1, 8)])).max() < 1e-4
+
+
+def test_from_frames_reports_bad_rows_and_gaps():
+    frames = record_synthetic(DynamicsParams.nominal(), 20)
+    bad = dict(frames)
+    bad["q3"] = bad["q3"].copy()
+    bad["q3"][9] = np.nan
+    with pytest.raises(ValueError, match=r"column 'q3' row 9: expected a finite number"):
+        ReplayInput.from_frames(bad)
+    gap = dict(frames)
+    gap["seq"] = np.concatenate([np.arange(10), np.arange(12, 22)])
+    with pytest.raises(ValueError, match=r"column 'seq' row 10: expected 10, got 12"):
+        ReplayInput.from_frames(gap)
+    nulls = pa.table(frames).set_column(
+        list(frames).index("K_joint2"), "K_joint2", pa.array([None] * 20, type=pa.float64()))
+    with pytest.raises(ValueError, match=r"column 'K_joint2' row 4"):
+        ReplayInput.from_frames(nulls)
+    missing = {k: v for k, v in frames.items() if k != "q_target5"}
+    with pytest.raises(ValueError, match=r"missing column 'q_target5'"):
+        ReplayInput.from_frames(missing)
+    mixed = dict(frames)
+    mixed["controller"] = np.where(np.arange(20) < 10, 2, 1)
+    with pytest.raises(ValueError, match=r"column 'controller': expected one value"):
+        ReplayInput.from_frames(mixed)
+
+
+def test_replays_are_deterministic_and_the_engine_is_reusable(model):
+    inputs = [joint_input(300), joint_input(200, q0=HOME_Q + 0.05)]
+    params = distinct_params(2)
+    engine = PopulationEngine(inputs, model=model, nthread=2)
+    a = engine.run(params)
+    b = PopulationEngine(inputs, model=model, nthread=2).run(params)
+    assert [r.q.shape for r in a] == [(2, 300, 7), (2, 200, 7)]
+    assert all(x.q.tobytes() == y.q.tobytes() and x.dq.tobytes() == y.dq.tobytes() for x, y in zip(a, b))
+    # across generations: other params (and another population size), then the first again
+    other = distinct_params(3, seed=8)
+    np.testing.assert_array_equal(engine.run(other)[1].q, PopulationEngine(inputs, model=model, nthread=1).run(other)[1].q)
+    assert engine.run(params)[0].q.tobytes() == a[0].q.tobytes()
