@@ -1,0 +1,100 @@
+"""`fit validate`: held-out replay with fitted and nominal parameters, metrics.json, validation
+rows in the catalog, verdicts against declared thresholds, refusals; then `fit report`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import synth
+
+from twinlake.catalog import connect
+from twinlake.fit.metrics import Trajectory, compute_metrics
+from twinlake.fit.record import FitRecord, IntervalUse, publish_fit
+from twinlake.fit.validate import Thresholds, load_trajectory, validate_fit
+from twinlake.sim import ReplayInput
+from twinlake.sim.population import PopulationEngine
+
+TICKS = 900
+HISTORY_ROWS = 4  # ReplayInput.from_frames' default: rows before the first replayed tick
+
+
+def _engine_recording(seed: int) -> dict[str, np.ndarray]:
+    """synth's frames with q/dq replaced by the population engine's replay of synth.TRUTH
+    (plus noise after the first replayed row), so the truth reproduces its recording whatever
+    the recorder's parity with the replay engine."""
+    frame = synth.record(synth.TRUTH, TICKS, seed=seed)
+    inp = ReplayInput.from_frames(frame, history_rows=HISTORY_ROWS)
+    res = PopulationEngine([inp], nthread=1).run(synth.TRUTH.to_vector()[None])[0]
+    rng = np.random.default_rng(seed)
+    for j in range(7):
+        q = res.q[0][:, j] + np.r_[0.0, 1e-4 * rng.standard_normal(TICKS - HISTORY_ROWS - 1)]
+        dq = res.dq[0][:, j] + np.r_[0.0, 1e-3 * rng.standard_normal(TICKS - HISTORY_ROWS - 1)]
+        frame[f"q{j + 1}"] = np.r_[frame[f"q{j + 1}"][:HISTORY_ROWS], q]
+        frame[f"dq{j + 1}"] = np.r_[frame[f"dq{j + 1}"][:HISTORY_ROWS], dq]
+    return frame
+
+
+@pytest.fixture(scope="module")
+def lake(tmp_path_factory) -> Path:
+    """Runs demo/t1 (train) and demo/h1 (held out) of synth.TRUTH, and fit 'exact' = the truth."""
+    root = tmp_path_factory.mktemp("trustlake")
+    synth.publish_run(root, "demo", "t1", synth.record(synth.TRUTH, TICKS, seed=11))
+    synth.publish_run(root, "demo", "h1", _engine_recording(12))
+    rec = FitRecord(fit_id="exact", fit_source="twinlake", created_utc="2026-01-01T00:00:00+00:00", status="done",
+                    best_loss=0.0, params=synth.TRUTH, seed=0, settings={"min_duration_s": 0.5},
+                    runs=[IntervalUse("demo", "t1", 0, 0, TICKS - 1, "train", 1.0)])
+    publish_fit(root, rec)
+    return root
+
+
+def test_validate_scores_fitted_against_nominal_and_stores_rows(lake):
+    thresholds = Thresholds(max_q_rmse_rad=0.0003)
+    outs = validate_fit(lake, "exact", ["h1"], thresholds, created_utc="2026-01-02T00:00:00+00:00")
+    by_label = {o.sim_label: o for o in outs}
+    assert set(by_label) == {"fitted", "nominal"}
+    fitted, nominal = by_label["fitted"], by_label["nominal"]
+    fq = fitted.metrics_doc["joints"]["pos_rmse_all_rad"]
+    nq = nominal.metrics_doc["joints"]["pos_rmse_all_rad"]
+    assert fq < 0.0003 < nq, (fq, nq)  # the truth replays its own recording; nominal does not
+    assert fitted.verdict == "pass" and nominal.verdict == "fail"
+    assert any("q RMSE (all joints)" in r for r in nominal.reasons)
+    # metrics.json on disk equals a recomputation from the stored samples
+    part = lake / "validations" / f"validation={fitted.validation_id}"
+    doc = json.loads((part / "metrics.json").read_text())
+    assert list(doc)[:6] == ["schema_version", "created_utc", "real_csv", "sim_csv", "real_sidecar", "sim_sidecar"]
+    assert doc["metrics_path"] == f"validations/validation={fitted.validation_id}/metrics.json"
+    traj = load_trajectory(lake, fitted.validation_id)
+    again = compute_metrics(Trajectory(traj["t_s"], q_rad=traj["q_real"], dq_rad_s=traj["dq_real"]),
+                            Trajectory(traj["t_s"], q_rad=traj["q_sim"], dq_rad_s=traj["dq_sim"]))
+    assert again["joints"]["pos_rmse_rad"] == pytest.approx(doc["joints"]["pos_rmse_rad"], rel=1e-12)
+    assert doc["num_samples"] == len(traj["t_s"]) > 0
+    con = connect(lake)
+    rows = con.execute("SELECT sim_label, verdict, q_rmse_all_rad, len(q_rmse_rad) FROM validations "
+                       "WHERE fit = 'exact' ORDER BY sim_label").fetchall()
+    assert rows == [("fitted", "pass", pytest.approx(fq), 7), ("nominal", "fail", pytest.approx(nq), 7)]
+    passed = con.execute("SELECT run, passed, fitted_verdict, nominal_verdict FROM fit_validations "
+                         "WHERE fit = 'exact'").fetchall()
+    assert passed == [("h1", True, "pass", "fail")]
+
+
+def test_validating_twice_is_a_no_op_that_says_so(lake):
+    outs = validate_fit(lake, "exact", ["h1"], Thresholds(max_q_rmse_rad=0.0003))
+    assert [o.published for o in outs] == [False, False]
+    assert len(list((lake / "validations").glob("validation=*"))) == 2
+
+
+def test_refuses_a_training_run_and_bad_thresholds(lake):
+    with pytest.raises(ValueError, match="used to train fit exact"):
+        validate_fit(lake, "exact", ["t1"], Thresholds())
+    with pytest.raises(ValueError, match="max-q-rmse-rad"):
+        Thresholds(max_q_rmse_rad=-1.0)
+
+
+def test_no_thresholds_means_no_verdict(lake):
+    outs = validate_fit(lake, "exact", ["demo/h1"], Thresholds(), created_utc="2026-01-03T00:00:00+00:00")
+    assert {o.verdict for o in outs} == {None}
+    assert all(o.published for o in outs)
+    assert np.isfinite(outs[0].metrics_doc["joints"]["vel_rmse_all_rad_s"])
