@@ -1,0 +1,63 @@
+"""A new user's directory holding every format: `twinlake ingest DIR` then
+`twinlake import frankatwin DIR`, through the real CLI, DuckDB views and partitions."""
+
+from __future__ import annotations
+
+import json
+
+import formats_fixtures as ff
+from typer.testing import CliRunner
+
+from twinlake.catalog import connect
+from twinlake.cli import app
+
+
+def _mixed(root):
+    data = root / "data"
+    data.mkdir()
+    ff.write_log50(data, "chirp_low", n=50)
+    ff.write_ring(data, "ring_run", n=300, gaps=[(1100, 1102)])
+    ff.write_target_csv(data, "chirp_target", n=100)
+    ff.write_sim_csv(data, "chirp_low_sim", n=50)
+    ff.write_csv_v2(data, "ji_run", n=200)
+    ff.write_excitation(data / "joint-run", nuc_log="/recordings/ji_run.csv")
+    ff.write_episode(data, "ep-0001", n_ticks=20)
+    ff.write_json(data / "sysid_best_params.json", ff.best_params_body())
+    ff.write_json(data / "metrics.json", ff.metrics_body(
+        "chirp_low.csv", "chirp_low_sim.csv", "sysid_best_params.json"))
+    return data
+
+
+def test_mixed_directory_ingests_each_format(tmp_path):
+    data = _mixed(tmp_path)
+    lake = tmp_path / "lake"
+    runner = CliRunner()
+    res = runner.invoke(app, ["ingest", str(data), "--lake", str(lake), "--robot", "fr3",
+                              "--json"])
+    assert res.exit_code == 0, res.output
+    outcomes = {json.loads(line)["run"]: json.loads(line) for line in res.stdout.splitlines()}
+    formats = {run: o["format"] for run, o in outcomes.items()}
+    assert formats == {"chirp_low": "frankatwin_log50", "ring_run": "frankatwin_ring_1khz",
+                       "chirp_target": "frankatwin_target_csv",
+                       "chirp_low_sim": "frankatwin_sim_csv", "ji_run": "fr3_stack_csv",
+                       "joint-run": "fr3_joint_excitation", "ep-0001": "tr_episode"}
+    assert all(o["status"] == "published" for o in outcomes.values())
+    res = runner.invoke(app, ["import", "frankatwin", str(data), "--lake", str(lake),
+                              "--robot", "fr3", "--json"])
+    assert res.exit_code == 0, res.output
+    items = [json.loads(line) for line in res.stdout.splitlines()]
+    assert [i["kind"] for i in items] == ["fit", "validation"]
+    assert items[1]["links"]["run"] == "chirp_low" and items[1]["links"]["fit"] == items[0]["id"]
+    con = connect(lake)
+    rows = dict(con.execute("SELECT run, count(*) FROM frames GROUP BY run").fetchall())
+    assert rows == {"chirp_low": 50, "ring_run": 297, "chirp_target": 100, "chirp_low_sim": 50,
+                    "ji_run": 200, "joint-run": 121, "ep-0001": 20}
+    robots = dict(con.execute("SELECT run, robot FROM runs").fetchall())
+    assert robots["ep-0001"] == "vehicle" and robots["joint-run"] == "fr3"
+    tgt = con.execute("SELECT count(*), min(seq_effective - head) FROM targets").fetchone()
+    assert tgt == (15, 1)
+    # re-running is a no-op that says so
+    res = runner.invoke(app, ["ingest", str(data), "--lake", str(lake), "--robot", "fr3",
+                              "--json"])
+    assert res.exit_code == 0
+    assert {json.loads(line)["status"] for line in res.stdout.splitlines()} == {"already_ingested"}
