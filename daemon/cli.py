@@ -19,7 +19,8 @@ def register(app: typer.Typer) -> None:
     app.command("excite")(excite)
     from twinlake.sim.cli import sim_app
 
-    sim_app.command("record")(sim_record)
+    if not any(c.name == "record" for c in sim_app.registered_commands):
+        sim_app.command("record")(sim_record)
 
 
 daemon_app = typer.Typer(help="Run the sim-backed FR3 daemon (fr3_stack wire protocol).", no_args_is_help=True)

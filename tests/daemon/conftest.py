@@ -9,6 +9,8 @@ import numpy as np
 import pytest
 
 from twinlake.daemon import csv_v2
+from twinlake.daemon.client import Fr3Client
+from twinlake.daemon.server import DaemonConfig, Fr3Daemon
 from twinlake.daemon.recording import RecordingManager
 from twinlake.daemon.service import RecordingService
 
@@ -71,3 +73,51 @@ def _read_csv(path) -> tuple[list[str], np.ndarray]:
 def read_csv():
     """A function: path -> (header names, (n, 80) float rows) of a CSV v2 file."""
     return _read_csv
+
+
+class RunningDaemon:
+    def __init__(self, **kwargs) -> None:
+        cfg = DaemonConfig(cmd_port=0, state_port=0, recording_port=0, **kwargs)
+        self.daemon = Fr3Daemon(cfg)
+        self.exit_code = None
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+        p = self.daemon.ports
+        self.client = Fr3Client("127.0.0.1", p["cmd"], p["state"], recording_port=p["recording"])
+
+    def _run(self) -> None:
+        self.exit_code = self.daemon.run()
+
+    def wait_state(self, predicate, timeout: float = 5.0):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            st = self.client.state(timeout=0.5)
+            if st is not None and predicate(st):
+                return st
+            time.sleep(0.01)
+        raise AssertionError(f"state never satisfied the condition; last {st}")
+
+    def finish(self) -> int:
+        self.client.terminate()
+        self.thread.join(timeout=10)
+        self.client.close()
+        assert not self.thread.is_alive(), "daemon did not stop on termination"
+        return self.exit_code
+
+
+@pytest.fixture
+def start_daemon():
+    """A function starting a real daemon on ephemeral 127.0.0.1 ports (stopped at teardown)."""
+    started = []
+
+    def start(**kwargs) -> RunningDaemon:
+        d = RunningDaemon(**kwargs)
+        started.append(d)
+        return d
+
+    yield start
+    for d in started:
+        if d.thread.is_alive():
+            d.daemon.stop()
+            d.thread.join(timeout=10)
+        d.client.close()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 import time
 
 import numpy as np
@@ -10,49 +9,14 @@ import pytest
 import zmq
 
 from twinlake.daemon import csv_v2 as C
-from twinlake.daemon.client import Fr3Client
 from twinlake.daemon.noise import NoiseConfig
-from twinlake.daemon.server import DaemonConfig, Fr3Daemon
+from twinlake.daemon.server import DaemonConfig
 from twinlake.daemon.wire import schema
 
 
-class RunningDaemon:
-    def __init__(self, **kwargs) -> None:
-        cfg = DaemonConfig(cmd_port=0, state_port=0, recording_port=0, **kwargs)
-        self.daemon = Fr3Daemon(cfg)
-        self.exit_code = None
-        self.thread = threading.Thread(target=self._run, daemon=True)
-        self.thread.start()
-        p = self.daemon.ports
-        self.client = Fr3Client("127.0.0.1", p["cmd"], p["state"], recording_port=p["recording"])
-
-    def _run(self) -> None:
-        self.exit_code = self.daemon.run()
-
-    def wait_state(self, predicate, timeout: float = 5.0):
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            st = self.client.state(timeout=0.5)
-            if st is not None and predicate(st):
-                return st
-            time.sleep(0.01)
-        raise AssertionError(f"state never satisfied the condition; last {st}")
-
-    def finish(self) -> int:
-        self.client.terminate()
-        self.thread.join(timeout=10)
-        self.client.close()
-        assert not self.thread.is_alive(), "daemon did not stop on termination"
-        return self.exit_code
-
-
 @pytest.fixture
-def live():
-    d = RunningDaemon(noise=NoiseConfig(1e-5, 1e-4, 0.01), initial_controller="idle")
-    yield d
-    if d.thread.is_alive():
-        d.daemon.stop()
-        d.thread.join(timeout=10)
+def live(start_daemon):
+    return start_daemon(noise=NoiseConfig(1e-5, 1e-4, 0.01), initial_controller="idle")
 
 
 def test_state_commands_and_recording(live, tmp_path, read_csv):
@@ -92,7 +56,8 @@ def test_state_commands_and_recording(live, tmp_path, read_csv):
     entry_rows = rows[joint][first]
     assert np.abs(entry_rows[:, C.Q_TARGET_FILTERED] - entry_rows[:, C.Q]).max() < 0.1 * 0.06
     periods = rows[1:, C.CONTROL_PERIOD_S.start]
-    assert 0.0005 < np.median(periods) < 0.003, np.percentile(periods, [1, 50, 99])  # loose: CI load
+    # on average the loop keeps 1 kHz (it catches up after a late tick); loose for a loaded CI host
+    assert 0.0007 < periods.mean() < 0.003, np.percentile(periods, [1, 50, 99])
     assert live.finish() == 0
 
 
@@ -120,8 +85,8 @@ def test_bad_commands_set_last_error_and_keep_running(live):
     assert live.finish() == 0
 
 
-def test_exit_status_2_after_a_failed_recording(tmp_path):
-    d = RunningDaemon(initial_controller="joint_impedance")
+def test_exit_status_2_after_a_failed_recording(tmp_path, start_daemon):
+    d = start_daemon(initial_controller="joint_impedance")
     existing = tmp_path / "taken.csv"
     existing.write_text("x\n")
     d.wait_state(lambda s: s.controller == "joint_impedance")
