@@ -56,6 +56,8 @@ def test_mixed_directory_ingests_each_format(tmp_path):
     assert robots["ep-0001"] == "vehicle" and robots["joint-run"] == "fr3"
     tgt = con.execute("SELECT count(*), min(seq_effective - head) FROM targets").fetchone()
     assert tgt == (15, 1)
+    val = con.execute("SELECT validation_source, robot, run, fit FROM validations").fetchall()
+    assert val == [("frankatwin_import", "fr3", "chirp_low", items[0]["id"])]
     # re-running is a no-op that says so
     res = runner.invoke(app, ["ingest", str(data), "--lake", str(lake), "--robot", "fr3",
                               "--json"])
