@@ -5,9 +5,54 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+from typing import Optional
+
 import typer
 
 sim_app = typer.Typer(help="Simulate the FR3: replay recorded runs.", no_args_is_help=True)
+
+
+@sim_app.command("replay")
+def replay_command(
+    run: str = typer.Argument(..., help="Run id, or ROBOT/RUN when several robots have it."),
+    out: Path = typer.Option(..., "--out", help="Output directory for the sim CSV and its sidecar."),
+    interval: Optional[int] = typer.Option(None, "--interval", help="Clean-interval index (default: the longest)."),
+    params: Optional[Path] = typer.Option(None, "--params", help="Profile JSON or FrankaTwin sysid_best_params.json (default: nominal)."),
+    lake: Optional[Path] = typer.Option(None, "--lake", help="Lake directory (default $TWINLAKE_LAKE or ./lake)."),
+    model: Optional[Path] = typer.Option(None, "--model", help="Own FR3 MJCF (joints matched by name *joint1..7)."),
+    no_ema: bool = typer.Option(False, "--no-ema", help="Drive with post-EMA targets, EMA bypassed."),
+    as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
+) -> None:
+    """Replay one clean interval of RUN and write FrankaTwin's sim-CSV layout + sidecar."""
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+
+    from twinlake.catalog import resolve_lake
+
+    from .replay_cli import run_replay
+
+    err = Console(stderr=True)
+    try:
+        with Progress(TextColumn("replay"), BarColumn(), TextColumn("{task.completed}/{task.total} ticks"),
+                      TimeRemainingColumn(), console=err, transient=True, disable=as_json) as bar:
+            task = bar.add_task("replay", total=None)
+            summary = run_replay(resolve_lake(lake), run, out, interval=interval, params_path=params,
+                                 model_path=model, use_ema=not no_ema,
+                                 progress=lambda done, total: bar.update(task, completed=done, total=total))
+    except ValueError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    if as_json:
+        typer.echo(json.dumps(summary, indent=2))
+        return
+    rmse = summary["q_rmse_vs_recording_rad"]
+    typer.echo(f"{summary['robot']}/{summary['run']} interval {summary['interval_index']}: "
+               f"{summary['samples']} samples, {summary['ticks']} ticks")
+    if rmse:
+        typer.echo("q RMSE vs recording [mrad]: " + " ".join(f"{1e3 * v:.2f}" for v in rmse))
+    typer.echo(f"wrote {summary['csv']}\nwrote {summary['sidecar']}")
 
 
 def register(app: typer.Typer) -> None:

@@ -8,6 +8,7 @@ with recorded data: the recording provides only the initial state and the target
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 import mujoco
 import numpy as np
@@ -30,13 +31,19 @@ from .replay_input import CARTESIAN_IMPEDANCE, ReplayInput
 
 @dataclass
 class ReplayResult:
-    """One candidate's replay at the input's samples: q, dq, tau_cmd (S, 7); ee_pos (S, 3); ee_quat_xyzw (S, 4)."""
+    """One candidate's replay at the input's samples (S rows).
+
+    q [rad], dq [rad/s], tau_cmd [N·m] (S, 7); flange pose ee_pos [m] (S, 3), ee_quat_xyzw (S, 4);
+    flange twist ee_linvel [m/s], ee_angvel [rad/s] (S, 3), base frame.
+    """
 
     q: np.ndarray
     dq: np.ndarray
     tau_cmd: np.ndarray
     ee_pos: np.ndarray
     ee_quat_xyzw: np.ndarray
+    ee_linvel: np.ndarray
+    ee_angvel: np.ndarray
 
 
 @dataclass
@@ -110,13 +117,18 @@ def _plant_kinematics(plant: Plant) -> Kinematics:
     )
 
 
-def replay_reference(inp: ReplayInput, params: DynamicsParams, model: mujoco.MjModel | None = None) -> ReplayResult:
-    """Replay one interval with one parameter set in a plain MjModel/MjData loop."""
+def replay_reference(inp: ReplayInput, params: DynamicsParams, model: mujoco.MjModel | None = None,
+                     progress: Callable[[int], None] | None = None) -> ReplayResult:
+    """Replay one interval with one parameter set in a plain MjModel/MjData loop.
+
+    progress: called with the number of ticks done, every 1000 ticks and at the end.
+    """
     model = load_model() if model is None else model
     plant = Plant(model, params, inp.q0, inp.dq0, inp.tau_prev0, inp.tau_history)
     ctrl = TickController(inp, 1)
     n_s = inp.n_samples
-    out = {name: np.empty((n_s, w)) for name, w in (("q", 7), ("dq", 7), ("tau_cmd", 7), ("ee_pos", 3), ("ee_quat_xyzw", 4))}
+    widths = (("q", 7), ("dq", 7), ("tau_cmd", 7), ("ee_pos", 3), ("ee_quat_xyzw", 4), ("ee_linvel", 3), ("ee_angvel", 3))
+    out = {name: np.empty((n_s, w)) for name, w in widths}
     is_sample = np.zeros(inp.n_ticks, dtype=bool)
     is_sample[inp.sample_ticks] = True
     s = 0
@@ -129,8 +141,14 @@ def replay_reference(inp: ReplayInput, params: DynamicsParams, model: mujoco.MjM
             out["q"][s], out["dq"][s], out["tau_cmd"][s] = q[0], dq[0], tau[0]
             out["ee_pos"][s] = kin.site_pos[0]
             out["ee_quat_xyzw"][s] = mat_to_quat_xyzw(kin.site_xmat)[0]
+            twist = site_jacobian(kin.xanchor, kin.xaxis, kin.site_pos)[0] @ dq[0]
+            out["ee_linvel"][s], out["ee_angvel"][s] = twist[:3], twist[3:]
             s += 1
         plant.end_tick(tau[0])
+        if progress is not None and (k + 1) % 1000 == 0:
+            progress(k + 1)
+    if progress is not None:
+        progress(inp.n_ticks)
     return ReplayResult(**out)
 
 

@@ -1,0 +1,136 @@
+"""`twinlake sim replay`: one clean interval of a run from the catalog, replayed with one
+parameter set by the reference engine, written in FrankaTwin's sim-CSV layout + sidecar.
+
+This is the only part of twinlake.sim that reads the catalog.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+from .controllers import CartesianGains
+from .model import FR3_MODEL_PATH, load_model
+from .params import DynamicsParams, load_params
+from .replay import ReplayResult, replay_reference
+from .replay_input import CARTESIAN_IMPEDANCE, TIME_BASE_TICKS, TIME_BASE_ZOH, ReplayInput
+from .sim_csv import sim_sidecar, write_sidecar, write_sim_csv
+
+ZOH_RATE_BELOW_HZ = 500.0  # runs logged slower than this are replayed on FrankaTwin's ZOH time base
+
+
+@dataclass
+class IntervalFrames:
+    """The frames of one clean interval and what the catalog knows about its run."""
+
+    robot: str
+    run: str
+    interval: dict
+    frames: pa.Table
+    run_row: dict
+
+
+
+def load_interval(lake, run: str, interval: int | None) -> IntervalFrames:
+    """Resolve `[ROBOT/]RUN` and an interval index (default: the longest clean interval)."""
+    from twinlake.catalog import connect
+    from twinlake.catalog.intervals import clean_intervals
+
+    robot, _, name = run.rpartition("/")
+    con = connect(lake)
+    try:
+        rows = con.execute("SELECT robot FROM runs WHERE run = ?", [name]).fetchall()
+        robots = sorted({r[0] for r in rows if not robot or r[0] == robot})
+        if not robots:
+            raise ValueError(f"run {run!r}: not in the lake (see `twinlake catalog runs`)")
+        if len(robots) > 1:
+            raise ValueError(f"run {run!r}: several robots have it ({robots}); write ROBOT/RUN")
+        robot = robots[0]
+        table = clean_intervals(con, robot=robot, run=name).to_pylist()
+        if not table:
+            raise ValueError(f"run {robot}/{name}: no clean interval to replay")
+        if interval is None:
+            chosen = max(table, key=lambda r: (r["frame_count"], -r["interval_index"]))
+        else:
+            hits = [r for r in table if int(r["interval_index"]) == interval]
+            if not hits:
+                raise ValueError(f"--interval {interval}: run {robot}/{name} has intervals "
+                                 f"{[int(r['interval_index']) for r in table]}")
+            chosen = hits[0]
+        frames = con.sql(
+            "SELECT * EXCLUDE (robot, run) FROM frames WHERE robot = $robot AND run = $run "
+            "AND seq BETWEEN $first AND $last ORDER BY seq",
+            params={"robot": robot, "run": name, "first": chosen["seq_first"], "last": chosen["seq_last"]},
+        ).to_arrow_table()
+        run_row = con.sql("SELECT * FROM runs WHERE robot = $robot AND run = $run",
+                          params={"robot": robot, "run": name}).to_arrow_table().to_pylist()[0]
+    finally:
+        con.close()
+    return IntervalFrames(robot, name, chosen, frames, run_row)
+
+
+def _metadata(run_row: dict) -> dict:
+    try:
+        meta = json.loads(run_row.get("metadata_json") or "{}")
+    except json.JSONDecodeError:
+        return {}
+    return meta if isinstance(meta, dict) else {}
+
+
+def build_input(data: IntervalFrames, use_ema: bool = True) -> ReplayInput:
+    """The ReplayInput of an interval: joint impedance per tick; Cartesian per tick (1 kHz) or
+    on FrankaTwin's ZOH time base (slower logs), gains from the run's metadata `args`."""
+    controller = int(data.interval["controller"])
+    if controller == 2:
+        return ReplayInput.from_frames(data.frames, controller="joint_impedance", use_ema=use_ema)
+    if controller != 1:
+        raise ValueError(f"interval {data.interval['interval_index']}: controller {controller} "
+                         "cannot be replayed (joint impedance 2 or Cartesian 1 only)")
+    meta = _metadata(data.run_row)
+    args = meta.get("args", {}) if isinstance(meta.get("args"), dict) else {}
+    gains = CartesianGains(**{k: float(args[k]) for k in ("kp_pos", "kp_ori", "kd_pos", "kd_ori")
+                              if isinstance(args.get(k), (int, float))})
+    rate = data.run_row.get("rate_hz") or 1000.0
+    if rate < ZOH_RATE_BELOW_HZ:
+        q_init = meta.get("q_init")
+        return ReplayInput.from_frames(data.frames, controller=CARTESIAN_IMPEDANCE, time_base=TIME_BASE_ZOH,
+                                       cartesian=gains, q_init=np.asarray(q_init) if q_init else None)
+    return ReplayInput.from_frames(data.frames, controller=CARTESIAN_IMPEDANCE, time_base=TIME_BASE_TICKS,
+                                   cartesian=gains)
+
+
+def run_replay(lake, run: str, out_dir: Path, *, interval: int | None = None, params_path: Path | None = None,
+               model_path: Path | None = None, use_ema: bool = True, progress=None) -> dict:
+    """Replay and write `<run>_i<interval>_sim.csv` and `.json` into out_dir; returns a summary."""
+    params = load_params(params_path) if params_path else DynamicsParams.nominal()
+    model = load_model(model_path)
+    data = load_interval(lake, run, interval)
+    inp = build_input(data, use_ema=use_ema)
+    if progress is not None:
+        progress(0, inp.n_ticks)
+    result: ReplayResult = replay_reference(inp, params, model,
+                                            progress=None if progress is None else lambda k: progress(k, inp.n_ticks))
+    out_dir.mkdir(parents=True, exist_ok=True)
+    stem = f"{data.run}_i{int(data.interval['interval_index'])}_sim"
+    csv_path = write_sim_csv(out_dir / f"{stem}.csv", inp, result)
+    source = {
+        "lake": str(lake), "robot": data.robot, "run": data.run,
+        "interval_index": int(data.interval["interval_index"]),
+        "seq_first": int(data.interval["seq_first"]), "seq_last": int(data.interval["seq_last"]),
+        "source_format": data.run_row.get("source_format"), "raw_sha256": data.run_row.get("raw_sha256"),
+        "replayed_from_row": int(inp.source_rows[0]) if inp.source_rows is not None and len(inp.source_rows) else 0,
+    }
+    sidecar = sim_sidecar(inp, result, source=source, model_path=str(model_path or FR3_MODEL_PATH),
+                          params_path=str(params_path) if params_path else None,
+                          motor_delay_ms=params.motor_delay_ms)
+    side_path = write_sidecar(out_dir / f"{stem}.json", sidecar)
+    return {"csv": str(csv_path), "sidecar": str(side_path), "robot": data.robot, "run": data.run,
+            "interval_index": source["interval_index"], "samples": int(result.q.shape[0]),
+            "ticks": int(inp.n_ticks), "q_rmse_vs_recording_rad": sidecar["summary"]["q_rmse_vs_recording_rad"]}
+
+
+__all__ = ["build_input", "load_interval", "run_replay"]
