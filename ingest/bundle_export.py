@@ -23,9 +23,9 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
-import twinlake
 from twinlake.catalog import Lake, connect
-from twinlake.ingest.bundle_validate import CONSTANT_COLUMNS, COLUMNS, SCHEMA, validate_bundle
+from twinlake.ingest.bundle_validate import (CONSTANT_COLUMNS, COLUMNS, NULLABLE,
+                                             validate_bundle)
 
 JOINT_IMPEDANCE = 2
 FRICTION_MODEL = {"form": "fp1*tanh(fp2*dq) + fp3*dq", "fp1_nm": [0.5, 0.5, 0.5, 0.5, 0.3, 0.3, 0.2],
@@ -85,8 +85,7 @@ def frame_problems(frames: pa.Table) -> list[str]:
     changing = [c for c in CONSTANT_COLUMNS[:-2] if pc.count_distinct(frames[c]).as_py() > 1]
     if changing:
         out.append(f"controller configuration changes ({', '.join(changing[:4])}...)")
-    required = [n for n, _, _, _ in COLUMNS if n not in ("tau_J1",) and not n.startswith("ee_")
-                and n != "robot_time_s" and not n.startswith("tau_J")]
+    required = [n for n, _, _, _ in COLUMNS if n not in NULLABLE]
     bad = [n for n in required if frames[n].null_count or (
         pa.types.is_floating(frames[n].type) and not pc.all(pc.is_finite(frames[n])).as_py())]
     if bad:
