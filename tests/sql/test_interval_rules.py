@@ -111,8 +111,10 @@ def test_invalid_joint_target_ticks_are_in_no_interval(lake):
     assert spans(rows) == [(0, 19, "run_start", "target_invalid"), (23, 99, "target_invalid", "run_end")]
 
 
-@pytest.mark.parametrize("column", ["q3", "dq7", "q_target2", "q_target_filtered5"])
-@pytest.mark.parametrize("value", [np.nan, np.inf, -np.inf])
+@pytest.mark.parametrize(
+    "column, value",
+    [("q3", np.nan), ("dq7", np.inf), ("q_target2", -np.inf), ("q_target_filtered5", np.nan)],
+)
 def test_nonfinite_state_or_target_excludes_the_tick(lake, column, value):
     rec = joint_recording(100)
     rec.cols[column][70] = value
