@@ -249,3 +249,27 @@ def summary_rows(result_dict: dict[str, Any]) -> list[list[str]]:
         rows.append([p["name"], fmt(p["value"]), ci, f"[{fmt(p['lower_bound'])}, {fmt(p['upper_bound'])}]", seeds,
                      ", ".join(p["flags"])])
     return rows
+
+
+def identifiability_for_fit(lake: Any, rec: Any, seed_records: Sequence[Any] = (), *,
+                            rel_step: float = 1e-3, nthread: int = 1) -> IdentifiabilityResult:
+    """Error bars of a stored fit (a ``FitRecord``) on its own training intervals, with the
+    free parameters and bounds of its settings; ``seed_records``: fits of the same problem
+    with other seeds (their best vectors give the spread). For ``fit show`` / ``fit report``."""
+    from twinlake.fit.intervals import IntervalRef
+    from twinlake.fit.objective import FitProblem, LossScales
+    from twinlake.fit.space import ParameterSpace
+
+    if not rec.train:
+        raise ValueError(f"fit {rec.fit_id}: no training intervals recorded (imported fit?); no Jacobian to take")
+    s = rec.settings or {}
+    space = ParameterSpace.from_json(s["space"]) if "space" in s else ParameterSpace()
+    refs = [IntervalRef(u.robot, u.run, int(u.interval_index), int(u.seq_first), int(u.seq_last), u.run_sha256)
+            for u in rec.train]
+    scales = LossScales(s.get("q_scale_rad", LossScales().q_rad), s.get("dq_scale_rad_s", LossScales().dq_rad_s))
+    problem = FitProblem.from_lake(lake, refs, scales=scales, weights=s.get("weights") or None,
+                                   max_duration_s=s.get("max_duration_s"), nthread=nthread,
+                                   model_path=s.get("model_path"))
+    seeds = np.stack([rec.vector] + [r.vector for r in seed_records]) if seed_records else None
+    return identifiability_summary(problem, rec.vector, free=space.free_names, bounds=space.bounds,
+                                   seed_optima=seeds, rel_step=rel_step)

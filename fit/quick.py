@@ -371,3 +371,68 @@ class GapReport:
         ]
         lines += [f"- {n}" for n in self.notes]
         return "\n".join(lines) + "\n"
+
+
+def sim_joint_model(params, joint: int, q_samples: np.ndarray, model_path: str | None = None) -> FirstOrderModel:
+    """The profile's first-order numbers for ``joint`` (1-based): I = MuJoCo mass-matrix diagonal
+    (links + the profile's armature) averaged over ``q_samples`` (K, 7) [rad]; b = mu_viscous;
+    f_c = mu_static · dynamic_ratio."""
+    import mujoco
+
+    from twinlake.sim import load_model
+    from twinlake.sim.model import arm_index
+
+    model = load_model(model_path)
+    arm = arm_index(model)
+    model.dof_armature[arm.dof_adr] = params.armature
+    data = mujoco.MjData(model)
+    full = np.zeros((model.nv, model.nv))
+    diag = []
+    for q in np.atleast_2d(q_samples):
+        data.qpos[arm.qpos_adr] = q
+        mujoco.mj_fwdPosition(model, data)
+        if hasattr(data, "qM"):  # MuJoCo 3: mj_fullM(m, dst, qM)
+            mujoco.mj_fullM(model, full, data.qM)
+        else:  # MuJoCo 4: mj_fullM(m, d, dst)
+            mujoco.mj_fullM(model, data, full)
+        diag.append(full[arm.dof_adr[joint - 1], arm.dof_adr[joint - 1]])
+    j = joint - 1
+    return FirstOrderModel(float(np.mean(diag)), float(params.mu_viscous[j]),
+                           float(params.mu_static[j] * params.dynamic_ratio[j]))
+
+
+def quick_fit_run(lake, run: str, joint: int, *, profile=None, profile_label: str = "nominal (Menagerie)",
+                  with_friction: bool = True, delay_ms: int = 0, strict: bool = True,
+                  min_duration_s: float = 0.5) -> GapReport:
+    """Quick-fit one joint of a run's clean intervals (selector ``[ROBOT/]RUN``) and compare it
+    with ``profile`` (a DynamicsParams; default nominal). Raises QuickFitRefused or ValueError."""
+    from twinlake.fit.intervals import read_frames, resolve
+    from twinlake.sim import DynamicsParams
+
+    if not 1 <= joint <= 7:
+        raise ValueError(f"--joint {joint}: expected a joint number 1..7")
+    refs = resolve(lake, [run], min_duration_s=min_duration_s)
+    tables = read_frames(lake, refs)
+    need = ["t_s", f"dq{joint}", f"tau_cmd{joint}"] + [f"q{k}" for k in range(1, 8)]
+    cols: dict[str, list[np.ndarray]] = {n: [] for n in need}
+    segment = []
+    for i, (ref, table) in enumerate(zip(refs, tables)):
+        for n in need:
+            if n not in table.column_names:
+                raise ValueError(f"run {ref.robot}/{ref.run}: frames have no column {n!r}")
+            arr = table.column(n).to_numpy(zero_copy_only=False).astype(np.float64)
+            if n != "t_s" and np.all(np.isnan(arr)):
+                raise ValueError(f"run {ref.robot}/{ref.run}: column {n!r} was not recorded (all null)")
+            cols[n].append(arr)
+        segment.append(np.full(table.num_rows, i))
+    c = {n: np.concatenate(v) for n, v in cols.items()}
+    samples = JointSamples(c["t_s"], c[f"tau_cmd{joint}"], c[f"dq{joint}"], np.concatenate(segment), int(delay_ms))
+    result = fit_first_order(samples, with_friction=with_friction, strict=strict)
+    params = profile if profile is not None else DynamicsParams.nominal()
+    picks = result.windows.start[np.linspace(0, result.num_windows - 1, min(50, result.num_windows)).astype(int)]
+    q = np.column_stack([c[f"q{k}"] for k in range(1, 8)])[picks]
+    sim = sim_joint_model(params, joint, q)
+    label = f"{refs[0].robot}/{refs[0].run} ({len(refs)} clean interval(s))"
+    notes = (f"torque delay assumed: {int(delay_ms)} ms",) if delay_ms else ()
+    return GapReport(label, joint, result, sim, profile_label, output_error_rms(result.model, samples, result.windows),
+                     output_error_rms(sim, samples, result.windows), notes)

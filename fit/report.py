@@ -221,3 +221,64 @@ def _html(data: ReportData, images: list[tuple[str, str, bytes]]) -> str:
                      f"<figcaption>{esc(caption)} ({key}.png)</figcaption></figure>")
     parts.append(f"<script>{_SCRIPT}</script></body></html>\n")
     return "".join(parts)
+
+
+def report_data_from_lake(lake: Any, fit_id: str, *, nominal: Any = None, error_bars: bool = False) -> ReportData:
+    """Gather a fit's record, its validations (with their stored samples) and its error bars
+    (stored ``identifiability_json``, or computed now when ``error_bars``)."""
+    import json
+
+    from twinlake.catalog import Lake, connect
+    from twinlake.fit.record import load_fit
+    from twinlake.fit.validate import load_trajectory
+    from twinlake.sim import DEFAULT_BOUNDS, PARAM_NAMES, DynamicsParams
+
+    rec = load_fit(lake, fit_id)
+    nominal = nominal if nominal is not None else DynamicsParams.nominal()
+    ident = json.loads(rec.extra["identifiability_json"]) if rec.extra.get("identifiability_json") else None
+    if ident is None and error_bars:
+        from twinlake.fit.identifiability import identifiability_for_fit
+
+        ident = identifiability_for_fit(lake, rec).to_dict()
+    space = (rec.settings or {}).get("space")
+    bounds = np.array([space["bounds"][n] for n in PARAM_NAMES]) if space else np.asarray(DEFAULT_BOUNDS)
+    by_name = {p["name"]: p for p in (ident or {}).get("parameters", [])}
+    params, flags = [], []
+    for i, (name, value, nom) in enumerate(zip(PARAM_NAMES, rec.vector, nominal.to_vector())):
+        p = by_name.get(name, {})
+        row = ParamRow(name, float(value), float(nom), float(bounds[i, 0]), float(bounds[i, 1]), p.get("ci95_low"),
+                       p.get("ci95_high"), tuple(f for f in p.get("flags", []) if f != "discrete"))
+        params.append(row)
+        flags += [f"{name}: {f}" for f in row.flags]
+    flags += [f"{name}: at a bound (fit record)" for name in rec.extra.get("at_bounds") or []]
+    if ident is None:
+        flags.append("no error bars: run `twinlake fit report --error-bars` (or store identifiability_json)")
+    con = connect(lake)
+    cols = [r[0] for r in con.execute("DESCRIBE validations").fetchall()]
+    rows = con.execute("SELECT validation, robot, run, sim_label, q_rmse_all_rad, dq_rmse_all_rad_s, "
+                       "ee_pos_rmse_3d_m, verdict FROM validations WHERE fit = ? "
+                       "ORDER BY robot, run, sim_label, created_utc", [fit_id]).fetchall() if "fit" in cols else []
+    validations = [dict(zip(("validation", "robot", "run", "sim_label", "q_rmse_all_rad", "dq_rmse_all_rad_s",
+                             "ee_pos_rmse_3d_m", "verdict"), r)) for r in rows]
+    if not validations:
+        flags.append("not validated on any held-out run (G3 open): run `twinlake fit validate`")
+    flags += [f"held-out {v['robot']}/{v['run']}: fitted parameters FAILED the declared thresholds"
+              for v in validations if v["sim_label"] == "fitted" and v["verdict"] == "fail"]
+    held_out = []
+    latest: dict[tuple[str, str], dict[str, str]] = {}
+    for v in validations:
+        latest.setdefault((v["robot"], v["run"]), {})[v["sim_label"]] = v["validation"]
+    root = Lake(Path(lake)).root if not isinstance(lake, Lake) else lake.root
+    for (robot, run), ids in sorted(latest.items()):
+        if "fitted" not in ids or not (Path(root) / "validations" / f"validation={ids['fitted']}" /
+                                        "trajectory.parquet").is_file():
+            continue
+        fitted = load_trajectory(lake, ids["fitted"])
+        nominal_q = load_trajectory(lake, ids["nominal"])["q_sim"] if "nominal" in ids else None
+        held_out.append(HeldOutTrace(f"{robot}/{run}", fitted["t_s"], fitted["q_real"], fitted["q_sim"], nominal_q))
+    summary = {"fit": rec.fit_id, "fit_source": rec.fit_source, "status": rec.status, "created_utc": rec.created_utc,
+               "best_loss": rec.best_loss, "seed": rec.seed, "generations": len(rec.history),
+               "train intervals": len(rec.train), "holdout intervals (fit)": len(rec.holdout),
+               "condition number": (ident or {}).get("condition_number")}
+    return ReportData(rec.fit_id, summary, params, list(rec.history), held_out,
+                      [{k: v for k, v in d.items() if k != "validation"} for d in validations], flags)

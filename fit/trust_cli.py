@@ -1,9 +1,160 @@
-"""`twinlake fit validate | quick | report` (owned by the trust work, issue 8)."""
+"""`twinlake fit validate | quick | report` (owned by the trust work, issue 8; docs/fitting.md)."""
 
 from __future__ import annotations
 
+import json
+import os
+from pathlib import Path
+from typing import Optional
+
 import typer
+
+_LAKE = typer.Option(None, "--lake", help="Lake directory (default: $TWINLAKE_LAKE or ./lake).")
+
+
+def _fail(message: str) -> None:
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(2)
+
+
+def _load_profile(path: Optional[Path]):
+    from twinlake.sim import DynamicsParams, load_params
+
+    if path is None:
+        return DynamicsParams.nominal(), "nominal (Menagerie fr3.xml values)"
+    return load_params(path), str(path)
+
+
+def validate_cmd(
+    fit: str = typer.Argument(..., help="Fit id (see `twinlake fit list`)."),
+    runs: list[str] = typer.Option(..., "--runs", help="Held-out run [ROBOT/]RUN (repeat)."),
+    max_q_rmse_rad: Optional[float] = typer.Option(None, "--max-q-rmse-rad", help="Pass only if joint position RMSE over all joints <= X [rad]."),
+    max_joint_q_rmse_rad: Optional[float] = typer.Option(None, "--max-joint-q-rmse-rad", help="... and every joint's position RMSE <= X [rad]."),
+    max_dq_rmse_rad_s: Optional[float] = typer.Option(None, "--max-dq-rmse-rad-s", help="... and joint velocity RMSE (all joints) <= X [rad/s]."),
+    max_ee_pos_rmse_m: Optional[float] = typer.Option(None, "--max-ee-pos-rmse-m", help="... and EE position RMSE (3-D) <= X [m]."),
+    max_ee_ori_rmse_rad: Optional[float] = typer.Option(None, "--max-ee-ori-rmse-rad", help="... and EE orientation RMSE <= X [rad]."),
+    nominal: Optional[Path] = typer.Option(None, "--nominal", help="Profile to compare against (default: nominal)."),
+    allow_train: bool = typer.Option(False, "--allow-train", help="Also accept runs the fit trained on (not a validation!)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the validation rows as JSON."),
+    lake: Optional[Path] = _LAKE,
+) -> None:
+    """Replay held-out runs with the fitted and nominal parameters; store metrics.json and verdicts."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from twinlake.catalog import resolve_lake
+    from twinlake.fit.validate import Thresholds, validate_fit
+
+    try:
+        thresholds = Thresholds(max_q_rmse_rad, max_joint_q_rmse_rad, max_dq_rmse_rad_s, max_ee_pos_rmse_m,
+                                max_ee_ori_rmse_rad)
+        params, _ = _load_profile(nominal)
+        console = Console(stderr=True)
+        with console.status(f"replaying {len(runs)} held-out run(s), fitted and nominal in one batch"):
+            outs = validate_fit(resolve_lake(lake), fit, list(runs), thresholds, nominal=params,
+                                allow_train=allow_train)
+    except ValueError as exc:
+        _fail(str(exc))
+    rows = [{"validation": o.validation_id, "robot": o.robot, "run": o.run, "sim_label": o.sim_label,
+             "q_rmse_all_rad": (o.metrics_doc.get("joints") or {}).get("pos_rmse_all_rad"),
+             "dq_rmse_all_rad_s": (o.metrics_doc.get("joints") or {}).get("vel_rmse_all_rad_s"),
+             "ee_pos_rmse_3d_m": (((o.metrics_doc.get("ee") or {}).get("pos") or {}).get("rmse_m") or {}).get("3d"),
+             "verdict": o.verdict, "reasons": o.reasons, "new": o.published} for o in outs]
+    if as_json:
+        typer.echo(json.dumps(rows, indent=2))
+        return
+    table = Table(title=f"fit {fit}: held-out validation" + ("" if thresholds.declared else " (no thresholds declared)"))
+    for col in ("robot/run", "params", "q RMSE [mrad]", "dq RMSE [mrad/s]", "EE RMSE [mm]", "verdict", "stored"):
+        table.add_column(col)
+    milli = lambda v: "—" if v is None else f"{1e3 * v:.2f}"  # noqa: E731
+    for r in rows:
+        table.add_row(f"{r['robot']}/{r['run']}", r["sim_label"], milli(r["q_rmse_all_rad"]),
+                      milli(r["dq_rmse_all_rad_s"]), milli(r["ee_pos_rmse_3d_m"]), r["verdict"] or "—",
+                      "new" if r["new"] else "already stored")
+    Console().print(table)
+    for r in rows:
+        for reason in r["reasons"]:
+            typer.echo(f"{r['robot']}/{r['run']} {r['sim_label']}: {reason}")
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def quick_cmd(
+    run: str = typer.Argument(..., help="Run [ROBOT/]RUN."),
+    joint: int = typer.Option(..., "--joint", help="Joint number 1..7."),
+    profile: Optional[Path] = typer.Option(None, "--profile", help="Profile in use to compare with (default: nominal)."),
+    out: Optional[Path] = typer.Option(None, "--out", help="Directory for the gap report (default: <lake>/reports/...)."),
+    friction: bool = typer.Option(True, "--friction/--no-friction", help="Fit a Coulomb friction term."),
+    delay_ms: int = typer.Option(0, "--delay-ms", min=0, max=4, help="Torque-to-motion delay assumed [ms]."),
+    allow_warnings: bool = typer.Option(False, "--allow-warnings", help="Write the report even when the fit is not trustworthy."),
+    as_json: bool = typer.Option(False, "--json", help="Print the fit as JSON."),
+    lake: Optional[Path] = _LAKE,
+) -> None:
+    """Seed 004's first-order per-joint fit with standard errors; gap report against the profile."""
+    from twinlake.catalog import resolve_lake
+    from twinlake.fit.quick import QuickFitRefused, quick_fit_run
+
+    root = resolve_lake(lake)
+    try:
+        params, label = _load_profile(profile)
+        report = quick_fit_run(root, run, joint, profile=params, profile_label=label, with_friction=friction,
+                               delay_ms=delay_ms, strict=not allow_warnings)
+    except QuickFitRefused as exc:
+        _fail(f"quick fit of {run} J{joint} refused: {exc}")
+    except ValueError as exc:
+        _fail(str(exc))
+    robot_run = report.run_label.split(" ")[0]
+    robot, _, run_id = robot_run.partition("/")
+    name = f"quick_j{joint}.fit.md"
+    path = (out / f"{robot}.{run_id}.{name}") if out else root / "reports" / f"robot={robot}" / f"run={run_id}" / name
+    _write_atomic(path, report.markdown())
+    r = report.result
+    if as_json:
+        typer.echo(json.dumps({
+            "run": robot_run, "joint": joint, "trustworthy": r.trustworthy, "warnings": list(r.warnings),
+            "inertia_kgm2": r.model.inertia_kgm2, "inertia_se": r.stderr.inertia_kgm2,
+            "viscous_nms_per_rad": r.model.viscous_nms_per_rad, "viscous_se": r.stderr.viscous_nms_per_rad,
+            "coulomb_nm": r.model.coulomb_nm, "coulomb_se": r.stderr.coulomb_nm,
+            "condition_number": r.condition_number, "windows": r.num_windows, "report": str(path),
+            "sim": {"inertia_kgm2": report.sim_model.inertia_kgm2,
+                    "viscous_nms_per_rad": report.sim_model.viscous_nms_per_rad,
+                    "coulomb_nm": report.sim_model.coulomb_nm}}, indent=2))
+        return
+    typer.echo(report.markdown())
+    typer.echo(f"gap report: {path}", err=True)
+
+
+def report_cmd(
+    fit: str = typer.Argument(..., help="Fit id."),
+    out: Path = typer.Option(..., "--out", help="Output directory (index.html and the PNGs)."),
+    nominal: Optional[Path] = typer.Option(None, "--nominal", help="Profile shown as the nominal values."),
+    error_bars: bool = typer.Option(False, "--error-bars", help="Compute 95 % intervals now if the fit has none stored."),
+    lake: Optional[Path] = _LAKE,
+) -> None:
+    """Write a self-contained HTML report of a fit (plots embedded; PNGs beside it)."""
+    from rich.console import Console
+
+    from twinlake.catalog import resolve_lake
+    from twinlake.fit.report import render_report, report_data_from_lake
+
+    try:
+        params, _ = _load_profile(nominal)
+        with Console(stderr=True).status("gathering the fit, its validations and error bars"):
+            data = report_data_from_lake(resolve_lake(lake), fit, nominal=params, error_bars=error_bars)
+        with Console(stderr=True).status("plotting"):
+            page = render_report(data, out)
+    except ValueError as exc:
+        _fail(str(exc))
+    typer.echo(str(page))
 
 
 def register(fit_app: typer.Typer) -> None:
     """Add the trust commands to the `twinlake fit` group."""
+    fit_app.command("validate")(validate_cmd)
+    fit_app.command("quick")(quick_cmd)
+    fit_app.command("report")(report_cmd)

@@ -9,12 +9,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 import synth
+from typer.testing import CliRunner
 
 from twinlake.catalog import connect
 from twinlake.fit.metrics import Trajectory, compute_metrics
 from twinlake.fit.record import FitRecord, IntervalUse, publish_fit
 from twinlake.fit.validate import Thresholds, load_trajectory, validate_fit
-from twinlake.sim import ReplayInput
+from twinlake.cli import app
+from twinlake.fit.space import ParameterSpace
+from twinlake.sim import PARAM_NAMES, ReplayInput
 from twinlake.sim.population import PopulationEngine
 
 TICKS = 900
@@ -43,8 +46,13 @@ def lake(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("trustlake")
     synth.publish_run(root, "demo", "t1", synth.record(synth.TRUTH, TICKS, seed=11))
     synth.publish_run(root, "demo", "h1", _engine_recording(12))
+    free = {"armature_j1", "armature_j2", "mu_viscous_j1", "mu_viscous_j2"}
+    vec = synth.TRUTH.to_vector()
+    space = ParameterSpace(frozen={i: float(vec[i]) for i, n in enumerate(PARAM_NAMES) if n not in free})
+    history = [{"iter": i, "best": 1.0 / (i + 1), "min": 1.0 / (i + 1), "mean": 2.0 / (i + 1)} for i in range(6)]
     rec = FitRecord(fit_id="exact", fit_source="twinlake", created_utc="2026-01-01T00:00:00+00:00", status="done",
-                    best_loss=0.0, params=synth.TRUTH, seed=0, settings={"min_duration_s": 0.5},
+                    best_loss=0.0, params=synth.TRUTH, seed=0,
+                    settings={"min_duration_s": 0.5, "space": space.to_json()}, history=history,
                     runs=[IntervalUse("demo", "t1", 0, 0, TICKS - 1, "train", 1.0)])
     publish_fit(root, rec)
     return root
@@ -98,3 +106,48 @@ def test_no_thresholds_means_no_verdict(lake):
     assert {o.verdict for o in outs} == {None}
     assert all(o.published for o in outs)
     assert np.isfinite(outs[0].metrics_doc["joints"]["vel_rmse_all_rad_s"])
+
+
+def test_cli_validate_json_then_report_with_error_bars(lake, tmp_path):
+    runner = CliRunner()
+    res = runner.invoke(app, ["fit", "validate", "exact", "--runs", "demo/h1", "--max-q-rmse-rad", "0.0003",
+                              "--max-joint-q-rmse-rad", "0.001", "--json", "--lake", str(lake)])
+    assert res.exit_code == 0, res.output
+    rows = json.loads(res.stdout)
+    assert {(r["sim_label"], r["verdict"]) for r in rows} == {("fitted", "pass"), ("nominal", "fail")}
+    res = runner.invoke(app, ["fit", "report", "exact", "--out", str(tmp_path / "rep"), "--error-bars",
+                              "--lake", str(lake)])
+    assert res.exit_code == 0, res.output
+    html = (tmp_path / "rep" / "index.html").read_text()
+    pngs = sorted(p.name for p in (tmp_path / "rep").glob("*.png"))
+    assert pngs == ["convergence.png", "heldout_01_error.png", "heldout_01_joints.png", "parameters.png"]
+    assert html.count("data:image/png;base64,") == 4
+    assert "demo/h1" in html and "fitted" in html and "nominal" in html
+    assert "no error bars" not in html  # computed on the fit's training interval
+    # the 95 % intervals of the four free parameters are in the table, frozen ones are not
+    assert html.count("<td>armature_j1</td>") == 1
+
+
+def test_cli_quick_refuses_or_reports_and_never_touches_the_profile(lake, tmp_path):
+    runner = CliRunner()
+    profile = tmp_path / "profile.json"
+    from twinlake.sim import save_profile
+
+    save_profile(synth.TRUTH, profile)
+    before = profile.read_bytes()
+    res = runner.invoke(app, ["fit", "quick", "t1", "--joint", "1", "--profile", str(profile), "--lake", str(lake)])
+    assert res.exit_code == 2
+    assert "refused" in res.stderr and ("standard error" in res.stderr or "condition number" in res.stderr)
+    res = runner.invoke(app, ["fit", "quick", "t1", "--joint", "1", "--profile", str(profile), "--allow-warnings",
+                              "--out", str(tmp_path / "gap"), "--json", "--lake", str(lake)])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    report = Path(out["report"])
+    assert report == tmp_path / "gap" / "demo.t1.quick_j1.fit.md"
+    text = report.read_text()
+    assert "NOT TRUSTWORTHY" in text and str(profile) in text
+    assert out["sim"]["viscous_nms_per_rad"] == pytest.approx(synth.TRUTH.mu_viscous[0])
+    assert out["sim"]["inertia_kgm2"] > synth.TRUTH.armature[0]  # links + armature
+    assert profile.read_bytes() == before
+    res = runner.invoke(app, ["fit", "quick", "t1", "--joint", "9", "--lake", str(lake)])
+    assert res.exit_code == 2 and "1..7" in res.stderr
