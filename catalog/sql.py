@@ -29,7 +29,7 @@ from twinlake.catalog.schema import FRAME_SCHEMA, RUN_SCHEMA
 SQL_FILES: tuple[str, ...] = ("views", "clean_intervals", "fits", "validations")
 """SQL files loaded by `connect`, in order (files that do not exist yet are skipped)."""
 
-_MARKER = re.compile(r"^--\s*(requires|unless|always)\b:?\s*(.*)$")
+_MARKER = re.compile(r"^--\s*(?:(requires|unless):\s*(\S.*)|(always))\s*$")
 
 
 def load_sql(name: str) -> str:
@@ -48,7 +48,8 @@ def sql_blocks(text: str) -> list[tuple[str, list[str], str]]:
         m = _MARKER.match(line.strip())
         if m:
             blocks.append((kind, globs, "\n".join(lines)))
-            kind, globs, lines = m.group(1), m.group(2).split(), []
+            kind = m.group(1) or m.group(3)
+            globs, lines = (m.group(2) or "").split(), []
         else:
             lines.append(line)
     blocks.append((kind, globs, "\n".join(lines)))
