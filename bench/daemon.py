@@ -1,0 +1,140 @@
+"""Benchmark the sim daemon in real time and the offline recorder (plain script, not a test).
+
+    /work/venv/bin/python bench/daemon.py [--seconds 60]
+
+1. Starts `twinlake daemon serve` logic in a separate process on ephemeral ports, records a
+   joint-impedance multisine run of `--seconds` streamed at 60 Hz, and prints dropped frames,
+   `control_period_s` percentiles (target p99 <= 1.5 ms) and the state publish rate measured
+   by a non-conflated subscriber (target 190-200 Hz), each as a ratio to its target.
+2. Runs the offline recorder on a 10 s reference and prints simulated/wall time (target >= 20x).
+3. Formats 20000 CSV v2 rows with our batch formatter and with numpy.savetxt (the peer) and
+   prints the speed ratio.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import zmq
+
+from twinlake.daemon import csv_v2 as C
+from twinlake.daemon.client import Fr3Client
+from twinlake.daemon.excitation import Plan, offsets
+from twinlake.daemon.excite_run import new_output_dir, run_preview
+from twinlake.daemon.offline import record_offline
+
+DAEMON_SNIPPET = """
+import sys
+from twinlake.daemon.server import DaemonConfig, Fr3Daemon
+d = Fr3Daemon(DaemonConfig(cmd_port=0, state_port=0, recording_port=0, initial_controller="joint_impedance"))
+print(d.ports["cmd"], d.ports["state"], d.ports["recording"], flush=True)
+sys.exit(d.run())
+"""
+
+
+def count_states(port: int, stop: threading.Event, stamps: list) -> None:
+    sub = zmq.Context.instance().socket(zmq.SUB)
+    sub.setsockopt(zmq.SUBSCRIBE, b"")
+    sub.setsockopt(zmq.LINGER, 0)
+    sub.connect(f"tcp://127.0.0.1:{port}")
+    while not stop.is_set():
+        if sub.poll(100):
+            sub.recv()
+            stamps.append(time.monotonic())
+    sub.close()
+
+
+def realtime_run(seconds: float, workdir: Path) -> dict:
+    proc = subprocess.Popen([sys.executable, "-c", DAEMON_SNIPPET], stdout=subprocess.PIPE, text=True)
+    cmd_port, state_port, rec_port = map(int, proc.stdout.readline().split())
+    client = Fr3Client("127.0.0.1", cmd_port, state_port, recording_port=rec_port)
+    stamps: list[float] = []
+    stop = threading.Event()
+    counter = threading.Thread(target=count_states, args=(state_port, stop, stamps))
+    counter.start()
+    while client.state(timeout=1.0) is None:
+        pass
+    anchor = client.state().q.copy()
+    plan = Plan(mode="multisine", joints=tuple(range(1, 8)), seconds=seconds, ramp=min(5.0, seconds / 4),
+                hold=0.0, amplitude_deg=1.0)
+    csv = workdir / "realtime.csv"
+    client.start_recording(str(csv), recording_id="bench")
+    t0 = time.monotonic()
+    while (now := time.monotonic() - t0) < seconds:
+        client.send_joint_impedance(anchor + offsets(plan, np.array([now]))[0, 0])
+        time.sleep(1 / 60)
+    status = client.stop_recording("bench")
+    stop.set()
+    counter.join()
+    client.terminate()
+    exit_code = proc.wait(timeout=30)
+    client.close()
+    rows = np.loadtxt(csv, delimiter=",", skiprows=1, usecols=(0, C.CONTROL_PERIOD_S.start))
+    periods = rows[1:, 1]
+    window = np.array(stamps)
+    window = window[(window > t0 + 1) & (window < t0 + seconds - 1)]
+    state_hz = (len(window) - 1) / (window[-1] - window[0]) if len(window) > 1 else 0.0
+    p50, p99, pmax = np.percentile(periods, [50, 99, 100]) * 1000
+    return {"seconds": seconds, "rows": int(status.written), "complete": status.complete,
+            "dropped": int(status.dropped), "seq_contiguous": bool(np.all(np.diff(rows[:, 0]) == 1)),
+            "period_ms_p50": round(p50, 4), "period_ms_p99": round(p99, 4), "period_ms_max": round(pmax, 3),
+            "mean_rate_hz": round(len(periods) / periods.sum(), 1), "state_hz": round(state_hz, 1),
+            "daemon_exit": exit_code}
+
+
+def offline_run(workdir: Path) -> dict:
+    plan = Plan(mode="multisine", joints=tuple(range(1, 8)), seconds=9.0, ramp=2.0, hold=0.5)
+    out = new_output_dir(str(workdir / "excite"))
+    run_preview(plan, out)
+    res = record_offline(out / "reference.csv", workdir / "offline.csv", tail_s=0.0)
+    return {"sim_seconds": res.sim_seconds, "wall_seconds": round(res.wall_seconds, 2),
+            "speedup_vs_realtime": round(res.speedup, 2)}
+
+
+def formatter_ratio() -> dict:
+    rows = np.random.default_rng(0).normal(size=(20000, C.FRAME_WIDTH))
+    rows[:, [C.COLUMNS.index(c) for c in C.INT_COLUMNS]] = 3
+    t = time.perf_counter()
+    ours = C.format_rows(rows)
+    ours_s = time.perf_counter() - t
+    buf = io.StringIO()
+    fmt = [("%d" if c in C.INT_COLUMNS else "%.12g") for c in C.COLUMNS]
+    t = time.perf_counter()
+    np.savetxt(buf, rows, fmt=fmt, delimiter=",")
+    peer_s = time.perf_counter() - t
+    assert buf.getvalue() == ours, "formatter disagrees with numpy.savetxt"
+    return {"rows": 20000, "ours_s": round(ours_s, 3), "savetxt_s": round(peer_s, 3),
+            "speedup_vs_savetxt": round(peer_s / ours_s, 2)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=60.0)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        rt = realtime_run(args.seconds, work)
+        print(f"realtime  {rt['seconds']:g} s: rows {rt['rows']}, dropped {rt['dropped']}, complete {rt['complete']}, "
+              f"period p50/p99/max {rt['period_ms_p50']}/{rt['period_ms_p99']}/{rt['period_ms_max']} ms "
+              f"(p99 / 1.5 ms target = {rt['period_ms_p99'] / 1.5:.2f}), mean rate {rt['mean_rate_hz']} Hz, "
+              f"state {rt['state_hz']} Hz (ratio to 200 Hz = {rt['state_hz'] / 200:.3f})")
+        off = offline_run(work)
+        print(f"offline   {off['sim_seconds']:g} s simulated in {off['wall_seconds']} s: "
+              f"{off['speedup_vs_realtime']}x real time (target 20x)")
+        fm = formatter_ratio()
+        print(f"formatter 20000 rows: ours {fm['ours_s']} s, numpy.savetxt {fm['savetxt_s']} s: "
+              f"{fm['speedup_vs_savetxt']}x")
+        print(json.dumps({"realtime": rt, "offline": off, "formatter": fm}))
+
+
+if __name__ == "__main__":
+    main()
