@@ -8,6 +8,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import formats_fixtures as ff
 from twinlake.catalog import FRAME_SCHEMA
@@ -167,3 +169,20 @@ def test_detection_is_by_header_not_name(tmp_path):
     assert reader is None
     reasons = dict(tried)
     assert "column 1 is 'a', expected 't_s'" in reasons["frankatwin_log50"]
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.tuples(st.integers(1010, 1280), st.integers(1, 6)), max_size=3))
+def test_ring_any_consistent_gap_set_reads_clean(tmp_path_factory, spec):
+    gaps, last = [], 0
+    for start, length in sorted(spec):
+        if start > last + 1:
+            gaps.append((start, start + length - 1))
+            last = start + length
+    d = tmp_path_factory.mktemp("ring")
+    path = ff.write_ring(d, n=300, gaps=gaps)
+    unit = RingReader().read(path, OPTS)
+    assert unit.flags == [], unit.reasons
+    assert unit.run_fields["recorded_gaps"] == [{"seq_from": a, "seq_to": b} for a, b in gaps]
+    seq = unit.frames["seq"].to_numpy()
+    assert seq.size == 300 - sum(b - a + 1 for a, b in gaps)
