@@ -116,10 +116,10 @@ def read_frames(lake: Lake | str | Path, refs: list[IntervalRef], max_duration_s
             last = ref.seq_last
             if max_duration_s is not None:
                 last = min(last, ref.seq_first + int(round(max_duration_s * 1000.0)))
-            table = con.execute(
-                "SELECT * EXCLUDE (robot, run) FROM frames WHERE robot = ? AND run = ? "
-                "AND seq BETWEEN ? AND ? ORDER BY seq",
-                [ref.robot, ref.run, ref.seq_first, last],
+            table = con.sql(
+                "SELECT * EXCLUDE (robot, run) FROM frames WHERE robot = $robot AND run = $run "
+                "AND seq BETWEEN $first AND $last ORDER BY seq",
+                params={"robot": ref.robot, "run": ref.run, "first": ref.seq_first, "last": last},
             ).to_arrow_table()
             if table.num_rows == 0:
                 raise ValueError(f"interval {ref.label}: no frames in seq {ref.seq_first}..{last}")
