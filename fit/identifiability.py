@@ -12,7 +12,7 @@ Method (docs/fitting.md, "Identifiability"), for the k free continuous parameter
 - ``unidentifiable``: the parameter's own 95 % half-width exceeds half its bound range; or it
   has weight > 0.3 in a right singular vector of the range-scaled J whose 95 % half-width
   (t·σ/s) exceeds half the box (listed as a weak direction); or the data barely respond to it:
-  the RMS of its range-scaled Jacobian column is under 0.3 % of the most influential
+  the RMS of its range-scaled Jacobian column is under 2 % of the most influential
   parameter's (e.g. the armature of a joint that barely moved). That last rule is a stated
   heuristic, not a test.
 - ``seed_spread``: the optima of several seeds differ by more than 10 % of the bound range.
@@ -39,7 +39,7 @@ NEAR_BOUND_FRACTION = 0.05
 UNIDENTIFIABLE_HALF_WIDTH = 0.5  # of the bound range
 DIRECTION_WEIGHT = 0.3
 SEED_SPREAD_FRACTION = 0.10  # of the bound range
-INSENSITIVE_FRACTION = 0.003  # of the most important parameter's range-scaled sensitivity
+INSENSITIVE_FRACTION = 0.02  # of the most important parameter's range-scaled sensitivity
 DELAY_NAME = "motor_delay_ms"
 
 ResidualFn = Callable[[np.ndarray], np.ndarray]
