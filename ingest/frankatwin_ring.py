@@ -15,6 +15,8 @@ import numpy as np
 import pyarrow as pa
 
 TGT = ("tgt_px", "tgt_py", "tgt_pz", "tgt_qx", "tgt_qy", "tgt_qz", "tgt_qw")
+GAPS_TYPE = pa.list_(pa.struct([("seq_from", pa.int64()), ("seq_to", pa.int64())]))
+"""run.parquet `recorded_gaps`: inclusive lost seq ranges (lake contract)."""
 
 
 @dataclass
@@ -89,7 +91,9 @@ def check_gaps(seq: np.ndarray, ring: dict, out: RingCheck) -> None:
         out.flag("seq_not_increasing", "frames are not strictly increasing in seq (producer restart?)")
     if isinstance(ring.get("resets"), int) and ring["resets"] > 0:
         out.flag("ring_resets", f"ring_log.resets = {ring['resets']}: the producer restarted")
-    out.fields["recorded_gaps"] = [{"seq_from": a, "seq_to": b} for a, b in recorded]
+    # a typed scalar, so an empty list still has the contract type in run.parquet
+    out.fields["recorded_gaps"] = pa.scalar([{"seq_from": a, "seq_to": b} for a, b in recorded],
+                                            type=GAPS_TYPE)
 
 
 def check_targets(frames: pa.Table, targets: pa.Table, out: RingCheck) -> None:

@@ -69,7 +69,7 @@ def test_ring_round_trip_targets_and_gap_check(tmp_path):
     unit = RingReader().read(path, OPTS)
     _assert_round_trip(path, unit.frames, skip={"period_ms"} | {f"tau_J{j}" for j in range(1, 8)})
     assert unit.flags == [] and unit.run_fields["ring_consistent"] is True
-    assert unit.run_fields["recorded_gaps"] == [{"seq_from": 1100, "seq_to": 1104}]
+    assert unit.run_fields["recorded_gaps"].as_py() == [{"seq_from": 1100, "seq_to": 1104}]
     assert unit.run_fields["fit_eligible"] is True
     tgt = _file_columns(path.with_name("ring_run_targets.csv"))
     np.testing.assert_array_equal(unit.targets["seq_effective"].to_numpy(), tgt["seq_effective"])
@@ -183,6 +183,6 @@ def test_ring_any_consistent_gap_set_reads_clean(tmp_path_factory, spec):
     path = ff.write_ring(d, n=300, gaps=gaps)
     unit = RingReader().read(path, OPTS)
     assert unit.flags == [], unit.reasons
-    assert unit.run_fields["recorded_gaps"] == [{"seq_from": a, "seq_to": b} for a, b in gaps]
+    assert unit.run_fields["recorded_gaps"].as_py() == [{"seq_from": a, "seq_to": b} for a, b in gaps]
     seq = unit.frames["seq"].to_numpy()
     assert seq.size == 300 - sum(b - a + 1 for a, b in gaps)
