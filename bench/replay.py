@@ -1,8 +1,9 @@
 """Benchmark: population replay engine vs open-loop mujoco.rollout vs the per-candidate reference.
 
 P = 64 candidates, a 10 s joint-impedance interval at 1 kHz, our FR3 model, same thread count.
-The rollout peer runs the same candidates' models (armature, damping, Coulomb level) driven
-open loop by the torques the population engine commanded: the physics without any control.
+The rollout peer runs the same candidates' models (armature, damping, sliding Coulomb level)
+driven open loop by the torques the population engine commanded: the physics without any
+control, no per-tick Stribeck level and no Python in the loop.
 Prints sim-steps/s of each and the ratios (targets: ≥ 0.8× rollout, ≥ 5× per-candidate loop).
 
     /work/venv/bin/python bench/replay.py [--population 64] [--seconds 10] [--nthread 2] [--ref-candidates 2]
@@ -45,12 +46,13 @@ def sample_params(population: int, seed: int = 0) -> np.ndarray:
 
 
 def candidate_models(model: mujoco.MjModel, params: np.ndarray) -> list[mujoco.MjModel]:
-    """One model per candidate with its armature, damping and static Coulomb level written in."""
+    """One model per candidate with its armature, damping and sliding Coulomb level written in
+    (the level the population engine applies while a joint moves; it is constant here)."""
     models = []
     for row in params:
         m = copy.copy(model)
         p = DynamicsParams.from_vector(row)
-        m.dof_armature[:7], m.dof_damping[:7], m.dof_frictionloss[:7] = p.armature, p.mu_viscous, p.mu_static
+        m.dof_armature[:7], m.dof_damping[:7], m.dof_frictionloss[:7] = p.armature, p.mu_viscous, p.mu_dynamic
         mujoco.mj_setConst(m, mujoco.MjData(m))
         models.append(m)
     return models

@@ -89,7 +89,7 @@ class _Shard:
         """Replay `inp` for this shard's candidates, writing into out[name][rows]."""
         m, size, f, dofs = self.matrix, self.size, self.f, self.dofs
         friction = StribeckFriction(m[:, 7:14], m[:, 14:21] * m[:, 7:14])
-        q, dq, cor, level = (np.empty((size, 7)) for _ in range(4))
+        level = np.empty((size, 7))
         self.reset(inp, friction, level)
         ctrl = TickController(inp, size)
         delay = DelayLine(delay_ticks(m[:, 28]), inp.tau_prev0, inp.tau_history)
@@ -100,9 +100,8 @@ class _Shard:
         applied, floss, step = f["qfrc_applied"], f["frictionloss"], self.batch.step
         s = 0
         for k in range(inp.n_ticks):
-            np.copyto(q, qpos[:, self.qadr])
-            np.copyto(dq, qvel[:, dofs])
-            np.copyto(cor, bias[:, dofs])
+            # views of the state rows and of the bias output: valid until the next step
+            q, dq, cor = qpos[:, self.qadr], qvel[:, dofs], bias[:, dofs]
             kin = self.kinematics() if self.need_kin else None
             tau = ctrl.torque(k, q, dq, cor, kin)
             if is_sample[k]:
