@@ -66,12 +66,19 @@ def verify_hashes(directory: Path, summary: dict) -> tuple[dict[str, str], list[
         data = path.read_bytes()
         if _sha(data) == want:
             basis[path.name] = "file_bytes"
-        elif path.name.endswith(".gz") and _sha(read_bytes(path)) == want:
+        elif path.name.endswith(".gz") and _sha(_decompressed_or_empty(path)) == want:
             basis[path.name] = "decompressed_bytes"
         else:
             raise IngestError(path, f"SHA-256 {_sha(data)[:16]}… does not match summary.json "
                               f"files.{key} = {str(want)[:16]}…", kind="hash_mismatch")
     return basis, []
+
+
+def _decompressed_or_empty(path: Path) -> bytes:
+    try:
+        return read_bytes(path)
+    except IngestError:
+        return b""  # a corrupt stream cannot match; the hash mismatch is the error
 
 
 def config_hash_matches(config_path: Path, want: Any) -> bool | None:

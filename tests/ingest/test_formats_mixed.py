@@ -63,3 +63,27 @@ def test_mixed_directory_ingests_each_format(tmp_path):
                               "--json"])
     assert res.exit_code == 0
     assert {json.loads(line)["status"] for line in res.stdout.splitlines()} == {"already_ingested"}
+
+
+def test_rejections_keep_the_raw_in_quarantine_and_nothing_in_runs(tmp_path):
+    from twinlake.catalog import Lake
+    from twinlake.ingest.pipeline import ingest_paths
+    from twinlake.ingest.registry import ReadOptions
+
+    data = tmp_path / "data"
+    data.mkdir()
+    ff.write_ring(data, "ring_run", n=100, ring_overrides={"save_error": "log_fetch timed out"})
+    ep = ff.write_episode(data, "ep-bad", n_ticks=10)
+    (ep / "ticks.csv.gz").write_bytes((ep / "ticks.csv.gz").read_bytes()[:-9])
+    lake = Lake(tmp_path / "lake")
+    outcomes = {o.path: o for o in ingest_paths(lake, [data / "ring_run.csv", ep],
+                                                ReadOptions(robot="fr3"))}
+    ring, bad_ep = outcomes[str(data / "ring_run.csv")], outcomes[str(ep)]
+    assert ring.status == "rejected" and "save_error: log_fetch timed out" in ring.message
+    qdir = tmp_path / "lake" / "_quarantine"
+    reason = json.loads((next(qdir.glob("*ring_run.csv*")) / "reason.json").read_text())
+    assert "save_error" in reason["message"]
+    kept = {p.name for p in next(qdir.glob("*ring_run.csv*")).iterdir()}
+    assert {"ring_run.csv", "ring_run.json"} <= kept
+    assert bad_ep.status == "rejected" and "does not match summary.json" in bad_ep.message
+    assert not (tmp_path / "lake" / "runs").exists() or not any((tmp_path / "lake" / "runs").rglob("run.parquet"))
