@@ -170,6 +170,8 @@ def _check_rows(table: pa.Table, meta: dict, rep: Report) -> None:
     samples, sel = meta.get("samples") or {}, meta.get("selection") or {}
     rep.add("row count", table.num_rows == samples.get("rows") and table.num_rows > 0,
             f"{table.num_rows} rows, metadata says {samples.get('rows')}")
+    if table.num_rows == 0:
+        return
     seq = table["seq"].to_numpy(zero_copy_only=False)
     step = np.diff(seq)
     rep.add("seq monotonic, no gaps", seq.size > 0 and bool(np.all(step == 1)),
@@ -219,9 +221,17 @@ def validate_bundle(directory: str | Path) -> Report:
     if not rep.add("bundle directory", directory.is_dir(), "" if directory.is_dir() else
                    f"{directory} is not a directory"):
         return rep
+    try:
+        _validate(directory, rep)
+    except Exception as exc:  # malformed metadata must give a report, never a traceback
+        rep.add("bundle readable", False, f"{type(exc).__name__}: {exc}")
+    return rep
+
+
+def _validate(directory: Path, rep: Report) -> None:
     meta = _load_metadata(directory, rep)
     if meta is None:
-        return rep
+        return
     _check_metadata_columns(meta, rep)
     _check_hashes(directory, meta, rep)
     rep.add("report.md present", (directory / "report.md").is_file(), "")
@@ -230,7 +240,6 @@ def validate_bundle(directory: str | Path) -> Report:
         table = _read_samples(path, rep)
         if table is not None:
             _check_rows(table, meta, rep)
-    return rep
 
 
 def main(argv: list[str] | None = None) -> int:

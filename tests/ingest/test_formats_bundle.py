@@ -113,3 +113,14 @@ def test_validator_is_standalone_and_cli_exit_codes(lake, tmp_path):
     bad = subprocess.run([sys.executable, str(copy), str(out), "--json"], capture_output=True,
                          text=True)
     assert bad.returncode == 1 and json.loads(bad.stdout)["ok"] is False
+
+
+def test_validator_reports_malformed_metadata_without_a_traceback(lake, tmp_path):
+    lk, _ = lake
+    out, _ = export_bundle(lk, "ji_run", tmp_path / "b")
+    meta = json.loads((out / "metadata.json").read_text())
+    meta["samples"] = "oops"
+    (out / "metadata.json").write_text(json.dumps(meta))
+    rep = bundle_validate.validate_bundle(out)
+    assert not rep.ok and any(not ok for _, ok, _ in rep.checks)
+    assert bundle_validate.main([str(tmp_path / "missing")]) == 1
