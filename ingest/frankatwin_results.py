@@ -186,6 +186,7 @@ def validation_row(lake: Lake, path: Path, body: dict, robot: str | None) -> dic
     joints = body.get("joints") or {}
     real_stem = Path(str(body.get("real_csv") or "")).stem
     v_robot, v_run = _find_run(lake, real_stem, robot)
+    sim_run = _find_run(lake, Path(str(body.get("sim_csv") or "")).stem, v_robot)[1]
     fit = None
     params_ref = body.get("sysid_params")
     if isinstance(params_ref, str):
@@ -205,7 +206,7 @@ def validation_row(lake: Lake, path: Path, body: dict, robot: str | None) -> dic
         "q_rmse_rad": [_f(v) for v in joints.get("pos_rmse_rad") or []] or None,
         "verdict": None, "thresholds_json": None,
         "metrics_json": json.dumps(body, indent=2),
-        "real_csv": body.get("real_csv"), "sim_csv": body.get("sim_csv"),
+        "real_csv": body.get("real_csv"), "sim_csv": body.get("sim_csv"), "sim_run": sim_run,
         "sysid_params": params_ref, "source_sha256": sha256_file(path),
     }
 
@@ -218,7 +219,8 @@ VALIDATION_SCHEMA = pa.schema([
     ("q_rmse_all_rad", pa.float64()), ("dq_rmse_all_rad_s", pa.float64()),
     ("q_rmse_rad", pa.list_(pa.float64())), ("verdict", pa.string()),
     ("thresholds_json", pa.string()), ("metrics_json", pa.string()), ("real_csv", pa.string()),
-    ("sim_csv", pa.string()), ("sysid_params", pa.string()), ("source_sha256", pa.string())])
+    ("sim_csv", pa.string()), ("sim_run", pa.string()), ("sysid_params", pa.string()),
+    ("source_sha256", pa.string())])
 
 
 def import_validation(lake: Lake, path: Path, robot: str | None = None, *,
@@ -236,7 +238,8 @@ def import_validation(lake: Lake, path: Path, robot: str | None = None, *,
         shutil.copy2(path, stage / "metrics.json")
 
     return _publish(lake, f"validations/validation={vid}", write, "validation", vid, replace,
-                    {"run": row["run"], "fit": row["fit"], "robot": row["robot"]})
+                    {"run": row["run"], "fit": row["fit"], "robot": row["robot"],
+                     "sim_run": row["sim_run"]})
 
 
 def _publish(lake: Lake, rel: str, write, kind: str, pid: str, replace: bool,

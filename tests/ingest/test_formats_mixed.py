@@ -48,6 +48,7 @@ def test_mixed_directory_ingests_each_format(tmp_path):
     items = [json.loads(line) for line in res.stdout.splitlines()]
     assert [i["kind"] for i in items] == ["fit", "validation"]
     assert items[1]["links"]["run"] == "chirp_low" and items[1]["links"]["fit"] == items[0]["id"]
+    assert items[1]["links"]["sim_run"] == "chirp_low_sim"
     con = connect(lake)
     rows = dict(con.execute("SELECT run, count(*) FROM frames GROUP BY run").fetchall())
     assert rows == {"chirp_low": 50, "ring_run": 297, "chirp_target": 100, "chirp_low_sim": 50,

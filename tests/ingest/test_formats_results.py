@@ -52,7 +52,7 @@ def test_metrics_becomes_a_validation_linked_to_run_and_fit(tmp_path):
     items = list(import_results(lake, [data], None))
     assert [i["kind"] for i in items] == ["fit", "validation"] and all(i["ok"] for i in items)
     fit_id, val = items[0]["id"], items[1]
-    assert val["links"] == {"run": "chirp_low", "fit": fit_id, "robot": "fr3"}
+    assert val["links"] == {"run": "chirp_low", "fit": fit_id, "robot": "fr3", "sim_run": None}
     import pyarrow.parquet as pq
     row = pq.read_table(lake.root / "validations" / f"validation={val['id']}" /
                         "validation.parquet").to_pylist()[0]
