@@ -167,6 +167,8 @@ class ExcitationRun:
             self._save(status="running")
             self._stream(anchor)
             self._settle(anchor)
+            self.meta["status"] = "completed"
+            self._stop_recording(anchor)  # before any termination: shutdown would end the service
             if self.finish == "terminate":
                 self.client.terminate()
                 self.meta["termination"] = "requested_unconfirmed"
@@ -185,10 +187,15 @@ class ExcitationRun:
         self._save(recording={"path": self.record_path, "recording_id": self.recording_id,
                               "started": status.to_dict()})
 
-    def _stop_recording(self, anchor) -> None:
-        if not self.recording_id:
+    def _stop_recording(self, anchor, timeout: float = 5.0) -> None:
+        """Stop our recording once (before any termination request) and write its companions."""
+        if not self.recording_id or "stopped" in self.meta["recording"] or "stop_error" in self.meta["recording"]:
             return
-        status = self.client.stop_recording(self.recording_id)
+        try:
+            status = self.client.stop_recording(self.recording_id, timeout=timeout)
+        except Exception as exc:  # noqa: BLE001  keep the original failure; note this one
+            self.meta["recording"]["stop_error"] = f"{type(exc).__name__}: {exc}"
+            return
         self.recording_status = status
         self.meta["recording"]["stopped"] = status.to_dict()
         meta = recording_meta(robot_id=self.meta["robot_id"], source="twinlake daemon",
@@ -200,6 +207,8 @@ class ExcitationRun:
         write_companions(target, status, meta)
 
     def _abort(self, exc: BaseException) -> None:
+        self.meta["status"] = "aborted"
+        self._stop_recording(self.meta.get("anchor_q_rad"), timeout=1.0)  # termination ends the daemon
         if self.meta["motion_command_attempted"]:
             try:
                 self.client.terminate()

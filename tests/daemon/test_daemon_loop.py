@@ -103,3 +103,16 @@ def test_bad_ports_are_refused():
         DaemonConfig(cmd_port=6000, state_port=6000, recording_port=6001).validate()
     with pytest.raises(ValueError, match="recording-port"):
         DaemonConfig(recording_port=70000).validate()
+
+
+def test_startup_recording_and_its_failure(tmp_path):
+    from twinlake.daemon.server import Fr3Daemon
+
+    taken = tmp_path / "taken.csv"
+    taken.write_text("keep\n")
+    bad = Fr3Daemon(DaemonConfig(cmd_port=0, state_port=0, recording_port=0, log_1khz=str(taken)))
+    assert bad.run(duration_s=0.2) == 2 and taken.read_text() == "keep\n"
+    good = Fr3Daemon(DaemonConfig(cmd_port=0, state_port=0, recording_port=0, log_1khz=str(tmp_path / "s.csv")))
+    assert good.run(duration_s=0.3) == 0
+    status = good.manager.status()
+    assert status.recording_id.startswith("startup-") and status.complete and status.written > 50
