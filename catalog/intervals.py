@@ -94,13 +94,10 @@ def _check_splits(split_on: Iterable[str]) -> tuple[str, ...]:
 
 
 def ensure_interval_sql(con: duckdb.DuckDBPyConnection) -> None:
-    """Define the `clean_intervals` macro and `intervals` view on `con` if it lacks them
-    (a connection from `twinlake.catalog.connect` already has them)."""
-    found = con.execute(
-        "SELECT count(*) FROM duckdb_functions() WHERE function_name = 'clean_intervals'"
-    ).fetchall()[0][0]
-    if not found:
-        con.execute(load_sql("clean_intervals"))
+    """Define the `clean_intervals` macro and `intervals` view on `con` (a connection from
+    `twinlake.catalog.connect` already has them; this is for any other connection that has
+    `frames` and `runs`)."""
+    con.execute(load_sql("clean_intervals"))
 
 
 def clean_intervals(
@@ -127,7 +124,6 @@ def clean_intervals(
     for name, value in (("robot", robot), ("run", run)):
         if value is not None and not isinstance(value, str):
             raise ValueError(f"{name}: expected a string id or None, got {value!r}")
-    ensure_interval_sql(con)
     params = {
         "robot": robot,
         "run": run,
@@ -136,4 +132,10 @@ def clean_intervals(
         "period_tol_s": float(rules.period_tol_s),
         "split_on": list(rules.split_on),
     }
+    try:
+        return con.sql(_QUERY, params=params).to_arrow_table()
+    except duckdb.CatalogException as exc:
+        if "clean_intervals" not in str(exc):
+            raise
+    ensure_interval_sql(con)  # a plain connection: define the macro, then ask again
     return con.sql(_QUERY, params=params).to_arrow_table()

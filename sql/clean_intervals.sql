@@ -162,35 +162,28 @@ interval_rows AS (
         joint_reset_count
     FROM event
     WHERE start_code IS NOT NULL
-),
-gains AS (
-    -- The applied gains at each interval's first tick, read back from the frames (keeping
-    -- 16 gain columns out of the window keeps its sort narrow).
-    SELECT
-        f.robot, f.run, f.seq,
-        [f.K_joint1, f.K_joint2, f.K_joint3, f.K_joint4, f.K_joint5, f.K_joint6, f.K_joint7]
-            AS K_joint,
-        [f.D_joint1, f.D_joint2, f.D_joint3, f.D_joint4, f.D_joint5, f.D_joint6, f.D_joint7]
-            AS D_joint,
-        f.filter_alpha, f.joint_use_friction <> 0 AS use_friction
-    FROM frames f
-    SEMI JOIN interval_rows i
-        ON i.robot = f.robot AND i.run = f.run AND i.seq_first = f.seq AND i.controller = 2
-    WHERE (robot_filter IS NULL OR f.robot = robot_filter)
-      AND (run_filter IS NULL OR f.run = run_filter)
-      AND f.controller = 2
 )
 SELECT
     i.robot, i.run, interval_index, seq_first, seq_last, t_first_s, t_last_s,
     seq_last - seq_first + 1 AS frame_count,
     t_last_s - t_first_s AS duration_s,
-    controller, g.K_joint, g.D_joint, g.filter_alpha, g.use_friction, joint_reset_count,
+    i.controller,
+    -- the applied gains at the interval's first tick, read back from its frame (keeping 16
+    -- gain columns out of the window keeps its sort narrow)
+    CASE WHEN i.controller = 2 THEN
+        [g.K_joint1, g.K_joint2, g.K_joint3, g.K_joint4, g.K_joint5, g.K_joint6, g.K_joint7]
+    END AS K_joint,
+    CASE WHEN i.controller = 2 THEN
+        [g.D_joint1, g.D_joint2, g.D_joint3, g.D_joint4, g.D_joint5, g.D_joint6, g.D_joint7]
+    END AS D_joint,
+    g.filter_alpha, g.joint_use_friction <> 0 AS use_friction, i.joint_reset_count,
     ['run_start', 'run_end', 'seq_gap', 'recorded_gap', 'mode_change', 'reset', 'gain_change',
      'target_invalid', 'nonfinite', 'period_outlier'][start_code] AS start_reason,
     ['run_start', 'run_end', 'seq_gap', 'recorded_gap', 'mode_change', 'reset', 'gain_change',
      'target_invalid', 'nonfinite', 'period_outlier'][end_code] AS end_reason
 FROM interval_rows i
-LEFT JOIN gains g ON g.robot = i.robot AND g.run = i.run AND g.seq = i.seq_first
+LEFT JOIN frames g
+    ON g.robot = i.robot AND g.run = i.run AND g.seq = i.seq_first AND i.controller = 2
 WHERE t_last_s - t_first_s >= min_duration_s
 ORDER BY i.robot, i.run, seq_first;
 
