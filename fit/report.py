@@ -228,18 +228,38 @@ def report_data_from_lake(lake: Any, fit_id: str, *, nominal: Any = None, error_
     (stored ``identifiability_json``, or computed now when ``error_bars``)."""
     import json
 
-    from twinlake.catalog import Lake, connect
+    from twinlake.catalog import Lake
     from twinlake.fit.record import load_fit
-    from twinlake.fit.validate import load_trajectory
-    from twinlake.sim import DEFAULT_BOUNDS, PARAM_NAMES, DynamicsParams
+    from twinlake.sim import DynamicsParams
 
-    rec = load_fit(lake, fit_id)
+    lk = lake if isinstance(lake, Lake) else Lake(Path(lake))
+    rec = load_fit(lk, fit_id)
     nominal = nominal if nominal is not None else DynamicsParams.nominal()
     ident = json.loads(rec.extra["identifiability_json"]) if rec.extra.get("identifiability_json") else None
     if ident is None and error_bars:
         from twinlake.fit.identifiability import identifiability_for_fit
 
-        ident = identifiability_for_fit(lake, rec).to_dict()
+        ident = identifiability_for_fit(lk, rec).to_dict()
+    params, flags = _param_rows(rec, nominal, ident)
+    if ident is None:
+        flags.append("no error bars: run `twinlake fit report --error-bars` (or store identifiability_json)")
+    validations = _validations(lk, fit_id)
+    if not validations:
+        flags.append("not validated on any held-out run (G3 open): run `twinlake fit validate`")
+    flags += [f"held-out {v['robot']}/{v['run']}: fitted parameters FAILED the declared thresholds"
+              for v in validations if v["sim_label"] == "fitted" and v["verdict"] == "fail"]
+    summary = {"fit": rec.fit_id, "fit_source": rec.fit_source, "status": rec.status, "created_utc": rec.created_utc,
+               "best_loss": rec.best_loss, "seed": rec.seed, "generations": len(rec.history),
+               "train intervals": len(rec.train), "holdout intervals (fit)": len(rec.holdout),
+               "condition number": (ident or {}).get("condition_number")}
+    return ReportData(rec.fit_id, summary, params, list(rec.history), _held_out(lk, validations),
+                      [{k: v for k, v in d.items() if k != "validation"} for d in validations], flags)
+
+
+def _param_rows(rec: Any, nominal: Any, ident: dict | None) -> tuple[list[ParamRow], list[str]]:
+    """One ParamRow per parameter (bounds from the fit's settings) and the parameter flags."""
+    from twinlake.sim import DEFAULT_BOUNDS, PARAM_NAMES
+
     space = (rec.settings or {}).get("space")
     bounds = np.array([space["bounds"][n] for n in PARAM_NAMES]) if space else np.asarray(DEFAULT_BOUNDS)
     by_name = {p["name"]: p for p in (ident or {}).get("parameters", [])}
@@ -251,34 +271,42 @@ def report_data_from_lake(lake: Any, fit_id: str, *, nominal: Any = None, error_
         params.append(row)
         flags += [f"{name}: {f}" for f in row.flags]
     flags += [f"{name}: at a bound (fit record)" for name in rec.extra.get("at_bounds") or []]
-    if ident is None:
-        flags.append("no error bars: run `twinlake fit report --error-bars` (or store identifiability_json)")
+    return params, flags
+
+
+_VALIDATION_COLS = ("validation", "robot", "run", "sim_label", "q_rmse_all_rad", "dq_rmse_all_rad_s",
+                    "ee_pos_rmse_3d_m", "verdict")
+
+
+def _validations(lake: Any, fit_id: str) -> list[dict[str, Any]]:
+    """The fit's validation rows from the catalog (view `validations`)."""
+    from twinlake.catalog import connect
+
     con = connect(lake)
-    cols = [r[0] for r in con.execute("DESCRIBE validations").fetchall()]
-    rows = con.execute("SELECT validation, robot, run, sim_label, q_rmse_all_rad, dq_rmse_all_rad_s, "
-                       "ee_pos_rmse_3d_m, verdict FROM validations WHERE fit = ? "
-                       "ORDER BY robot, run, sim_label, created_utc", [fit_id]).fetchall() if "fit" in cols else []
-    validations = [dict(zip(("validation", "robot", "run", "sim_label", "q_rmse_all_rad", "dq_rmse_all_rad_s",
-                             "ee_pos_rmse_3d_m", "verdict"), r)) for r in rows]
-    if not validations:
-        flags.append("not validated on any held-out run (G3 open): run `twinlake fit validate`")
-    flags += [f"held-out {v['robot']}/{v['run']}: fitted parameters FAILED the declared thresholds"
-              for v in validations if v["sim_label"] == "fitted" and v["verdict"] == "fail"]
-    held_out = []
+    try:
+        cols = [r[0] for r in con.execute("DESCRIBE validations").fetchall()]
+        if "fit" not in cols:
+            return []
+        rows = con.execute(f"SELECT {', '.join(_VALIDATION_COLS)} FROM validations WHERE fit = ? "
+                           "ORDER BY robot, run, sim_label, created_utc", [fit_id]).fetchall()
+    finally:
+        con.close()
+    return [dict(zip(_VALIDATION_COLS, r)) for r in rows]
+
+
+def _held_out(lake: Any, validations: list[dict[str, Any]]) -> list[HeldOutTrace]:
+    """Traces of the latest fitted (and nominal) validation of each run that stored samples."""
+    from twinlake.fit.validate import load_trajectory
+
     latest: dict[tuple[str, str], dict[str, str]] = {}
     for v in validations:
         latest.setdefault((v["robot"], v["run"]), {})[v["sim_label"]] = v["validation"]
-    root = Lake(Path(lake)).root if not isinstance(lake, Lake) else lake.root
-    for (robot, run), ids in sorted(latest.items()):
-        if "fitted" not in ids or not (Path(root) / "validations" / f"validation={ids['fitted']}" /
-                                        "trajectory.parquet").is_file():
+    out = []
+    for (robot, run), ids in sorted(latest.items(), key=lambda kv: (str(kv[0][0]), str(kv[0][1]))):
+        path = lake.root / "validations" / f"validation={ids.get('fitted')}" / "trajectory.parquet"
+        if "fitted" not in ids or not path.is_file():
             continue
         fitted = load_trajectory(lake, ids["fitted"])
         nominal_q = load_trajectory(lake, ids["nominal"])["q_sim"] if "nominal" in ids else None
-        held_out.append(HeldOutTrace(f"{robot}/{run}", fitted["t_s"], fitted["q_real"], fitted["q_sim"], nominal_q))
-    summary = {"fit": rec.fit_id, "fit_source": rec.fit_source, "status": rec.status, "created_utc": rec.created_utc,
-               "best_loss": rec.best_loss, "seed": rec.seed, "generations": len(rec.history),
-               "train intervals": len(rec.train), "holdout intervals (fit)": len(rec.holdout),
-               "condition number": (ident or {}).get("condition_number")}
-    return ReportData(rec.fit_id, summary, params, list(rec.history), held_out,
-                      [{k: v for k, v in d.items() if k != "validation"} for d in validations], flags)
+        out.append(HeldOutTrace(f"{robot}/{run}", fitted["t_s"], fitted["q_real"], fitted["q_sim"], nominal_q))
+    return out

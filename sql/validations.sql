@@ -16,16 +16,8 @@
 --
 -- On a lake without validations both views exist and are empty.
 
--- requires: validations/*/validation.parquet
-CREATE OR REPLACE VIEW validations AS
-SELECT * FROM read_parquet(
-    getvariable('lake_root') || '/validations/*/validation.parquet',
-    hive_partitioning = true,
-    hive_types = {'validation': 'VARCHAR'},
-    union_by_name = true);
-
--- unless: validations/*/validation.parquet
-CREATE OR REPLACE VIEW validations AS
+-- always
+CREATE OR REPLACE VIEW empty_validations AS
 SELECT NULL::VARCHAR AS validation, NULL::VARCHAR AS validation_source, NULL::VARCHAR AS created_utc,
        NULL::VARCHAR AS robot, NULL::VARCHAR AS run, NULL::VARCHAR AS fit, NULL::VARCHAR AS sim_label,
        NULL::BIGINT AS num_samples, NULL::DOUBLE AS duration_s, NULL::DOUBLE AS ee_pos_rmse_3d_m,
@@ -33,6 +25,21 @@ SELECT NULL::VARCHAR AS validation, NULL::VARCHAR AS validation_source, NULL::VA
        NULL::DOUBLE[] AS q_rmse_rad, NULL::VARCHAR AS verdict, NULL::VARCHAR AS thresholds_json,
        NULL::VARCHAR AS metrics_json
 WHERE false;
+
+-- requires: validations/*/validation.parquet
+-- (unioned by name with the empty typed view: every contract column exists even when no
+-- file written so far has it)
+CREATE OR REPLACE VIEW validations AS
+SELECT * FROM empty_validations
+UNION ALL BY NAME
+SELECT * FROM read_parquet(
+    getvariable('lake_root') || '/validations/*/validation.parquet',
+    hive_partitioning = true,
+    hive_types = {'validation': 'VARCHAR'},
+    union_by_name = true);
+
+-- unless: validations/*/validation.parquet
+CREATE OR REPLACE VIEW validations AS SELECT * FROM empty_validations;
 
 -- always
 CREATE OR REPLACE VIEW fit_validations AS
