@@ -35,7 +35,8 @@ from twinlake.daemon.offline import record_offline
 DAEMON_SNIPPET = """
 import sys
 from twinlake.daemon.server import DaemonConfig, Fr3Daemon
-d = Fr3Daemon(DaemonConfig(cmd_port=0, state_port=0, recording_port=0, initial_controller="joint_impedance"))
+d = Fr3Daemon(DaemonConfig(cmd_port=0, state_port=0, recording_port=0, initial_controller="joint_impedance",
+                           rt_priority=int(sys.argv[1])))
 print(d.ports["cmd"], d.ports["state"], d.ports["recording"], flush=True)
 sys.exit(d.run())
 """
@@ -53,8 +54,9 @@ def count_states(port: int, stop: threading.Event, stamps: list) -> None:
     sub.close()
 
 
-def realtime_run(seconds: float, workdir: Path) -> dict:
-    proc = subprocess.Popen([sys.executable, "-c", DAEMON_SNIPPET], stdout=subprocess.PIPE, text=True)
+def realtime_run(seconds: float, workdir: Path, rt_priority: int) -> dict:
+    proc = subprocess.Popen([sys.executable, "-c", DAEMON_SNIPPET, str(rt_priority)], stdout=subprocess.PIPE,
+                            text=True)
     cmd_port, state_port, rec_port = map(int, proc.stdout.readline().split())
     client = Fr3Client("127.0.0.1", cmd_port, state_port, recording_port=rec_port)
     stamps: list[float] = []
@@ -119,11 +121,13 @@ def formatter_ratio() -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=60.0)
+    parser.add_argument("--rt-priority", type=int, default=0,
+                        help="SCHED_FIFO priority for the daemon process (0 = normal, as in CI)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        rt = realtime_run(args.seconds, work)
-        print(f"realtime  {rt['seconds']:g} s: rows {rt['rows']}, dropped {rt['dropped']}, complete {rt['complete']}, "
+        rt = realtime_run(args.seconds, work, args.rt_priority)
+        print(f"realtime  {rt['seconds']:g} s, rt-priority {args.rt_priority}: rows {rt['rows']}, dropped {rt['dropped']}, complete {rt['complete']}, "
               f"period p50/p99/max {rt['period_ms_p50']}/{rt['period_ms_p99']}/{rt['period_ms_max']} ms "
               f"(p99 / 1.5 ms target = {rt['period_ms_p99'] / 1.5:.2f}), mean rate {rt['mean_rate_hz']} Hz, "
               f"state {rt['state_hz']} Hz (ratio to 200 Hz = {rt['state_hz'] / 200:.3f})")

@@ -38,6 +38,7 @@ def serve(
     initial_controller: str = typer.Option("idle", "--initial-controller", help="idle or joint_impedance."),
     log_1khz: str | None = typer.Option(None, "--log-1khz", help="Start a recording at startup (ID startup-<ns>)."),
     duration: float | None = typer.Option(None, "--duration", help="Stop after this many seconds (default: until terminated)."),
+    rt_priority: int = typer.Option(0, "--rt-priority", help="SCHED_FIFO priority 1..99 for the daemon's threads (0 = normal scheduling)."),
 ) -> None:
     """Serve a simulated FR3 at 1 kHz; exit 2 if any recording failed or was incomplete."""
     import signal
@@ -49,7 +50,8 @@ def serve(
         config = DaemonConfig(host=host, cmd_port=cmd_port, state_port=state_port,
                               recording_port=recording_port, truth_path=truth,
                               noise=NoiseConfig.parse(noise), seed=seed,
-                              initial_controller=initial_controller, log_1khz=log_1khz)
+                              initial_controller=initial_controller, log_1khz=log_1khz,
+                              rt_priority=rt_priority)
         daemon = Fr3Daemon(config)
     except (ValueError, OSError) as exc:
         typer.echo(f"twinlake daemon serve: {exc}", err=True)

@@ -1,8 +1,8 @@
 """The sim-backed FR3 daemon: a 1 kHz real-time loop behind fr3_stack's three sockets.
 
 Threads: the control loop (the caller of `run`), a command receiver (PULL, conflated, latest
-wins), a state publisher (PUB, send then sleep 5 ms, so just under 200 Hz) and the recording
-service (REP). Each tick: measure (true state + noise) → pending command (reset on a mode
+wins), a state publisher (PUB on a fixed 5 ms grid, so up to 200 Hz; fr3_stack sleeps 5 ms after
+each send) and the recording service (REP). `rt_priority` > 0 runs them all under SCHED_FIFO. Each tick: measure (true state + noise) → pending command (reset on a mode
 change) → EMA → torque → slew → capture into the recording ring → physics. The loop keeps
 time with a hybrid sleep: `time.sleep` until `spin_s` before the deadline, then a short spin.
 """
@@ -46,6 +46,7 @@ class DaemonConfig:
     q0: np.ndarray | None = None  # initial joint position [rad]; sim home if None
     spin_s: float = 0.0003  # busy-wait this long before each deadline
     log_1khz: str | None = None  # start a recording at startup with ID startup-<ns>
+    rt_priority: int = 0  # >0: SCHED_FIFO priority for the daemon's threads (as a real RT daemon)
 
     def validate(self) -> None:
         """Raise ValueError on bad ports or an unknown initial controller."""
@@ -127,6 +128,7 @@ class Fr3Daemon:
 
     def _publish_state(self) -> None:
         zero6 = np.zeros(6)
+        deadline = time.perf_counter()
         while not self._stop.is_set():
             snap = self._snapshot
             if snap is not None:
@@ -137,7 +139,12 @@ class Fr3Daemon:
                     self._state.send(encode_state(msg), zmq.DONTWAIT)
                 except zmq.Again:
                     pass
-            time.sleep(STATE_PERIOD_S)
+            deadline += STATE_PERIOD_S  # fixed 5 ms grid: encoding time does not slow the rate
+            delay = deadline - time.perf_counter()
+            if delay > 0:
+                time.sleep(delay)
+            elif delay < -STATE_PERIOD_S:
+                deadline = time.perf_counter()  # fell behind: skip, never burst
 
     # ---- the loop -------------------------------------------------------------------------
     def _take_pending(self):
@@ -160,6 +167,7 @@ class Fr3Daemon:
 
     def run(self, duration_s: float | None = None) -> int:
         """Run until termination, `stop()` or `duration_s`; returns the exit status (§1.5)."""
+        restore = self._raise_priority()  # threads created below inherit the policy
         threads = [threading.Thread(target=f, name=n, daemon=True)
                    for f, n in ((self._receive_commands, "cmd-pull"), (self._publish_state, "state-pub"))]
         self.service.start()
@@ -186,7 +194,21 @@ class Fr3Daemon:
             self.service.stop()
             self._cmd.close(linger=0)
             self._state.close(linger=0)
+            restore()
         return 2 if (startup_failed or self.manager.any_failed) else 0
+
+    def _raise_priority(self):
+        """Switch this thread to SCHED_FIFO when asked; returns a function restoring the old policy."""
+        if self.config.rt_priority <= 0 or not hasattr(os, "sched_setscheduler"):
+            return lambda: None
+        old_policy, old_param = os.sched_getscheduler(0), os.sched_getparam(0)
+        try:
+            os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(self.config.rt_priority))
+        except OSError as exc:
+            print(f"[daemon] real-time priority {self.config.rt_priority} refused ({exc}); running without",
+                  file=sys.stderr)
+            return lambda: None
+        return lambda: os.sched_setscheduler(0, old_policy, old_param)
 
     def _loop(self, duration_s: float | None) -> None:
         spin = self.config.spin_s
