@@ -40,12 +40,32 @@ def _engine_recording(seed: int) -> dict[str, np.ndarray]:
     return frame
 
 
+PLANT_J3 = (0.42, 1.8, 0.5)  # inertia [kg·m²], viscous [N·m·s/rad], Coulomb [N·m]
+
+
+def _open_loop_joint3(seed: int, ticks: int = 2000) -> dict[str, np.ndarray]:
+    """synth's frame columns with J3 replaced by an open-loop first-order plant (numpy):
+    random multisine torque in tau_cmd3, the plant's velocity in dq3 (plus noise)."""
+    frame = synth.record(synth.TRUTH, ticks, seed=seed)
+    rng = np.random.default_rng(seed)
+    t = np.arange(ticks) * 1e-3
+    u = sum(1.5 * np.sin(2 * np.pi * f * t + p) for f, p in zip(rng.uniform(0.5, 6, 4), rng.uniform(0, 6.3, 4)))
+    inertia, visc, coul = PLANT_J3
+    v = np.zeros(ticks)
+    for k in range(ticks - 1):
+        v[k + 1] = v[k] + 1e-3 * (u[k] - visc * v[k] - coul * np.sign(v[k])) / inertia
+    frame["tau_cmd3"] = u
+    frame["dq3"] = v + 5e-4 * rng.standard_normal(ticks)
+    return frame
+
+
 @pytest.fixture(scope="module")
 def lake(tmp_path_factory) -> Path:
     """Runs demo/t1 (train) and demo/h1 (held out) of synth.TRUTH, and fit 'exact' = the truth."""
     root = tmp_path_factory.mktemp("trustlake")
     synth.publish_run(root, "demo", "t1", synth.record(synth.TRUTH, TICKS, seed=11))
     synth.publish_run(root, "demo", "h1", _engine_recording(12))
+    synth.publish_run(root, "demo", "ol", _open_loop_joint3(13))
     free = {"armature_j1", "armature_j2", "mu_viscous_j1", "mu_viscous_j2"}
     vec = synth.TRUTH.to_vector()
     space = ParameterSpace(frozen={i: float(vec[i]) for i, n in enumerate(PARAM_NAMES) if n not in free})
@@ -151,3 +171,16 @@ def test_cli_quick_refuses_or_reports_and_never_touches_the_profile(lake, tmp_pa
     assert profile.read_bytes() == before
     res = runner.invoke(app, ["fit", "quick", "t1", "--joint", "9", "--lake", str(lake)])
     assert res.exit_code == 2 and "1..7" in res.stderr
+
+
+def test_cli_quick_recovers_an_open_loop_plant_from_the_lake(lake, tmp_path):
+    res = CliRunner().invoke(app, ["fit", "quick", "demo/ol", "--joint", "3", "--out", str(tmp_path), "--json",
+                                   "--lake", str(lake)])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    assert out["trustworthy"] and out["warnings"] == []
+    keys = (("inertia_kgm2", "inertia_se"), ("viscous_nms_per_rad", "viscous_se"), ("coulomb_nm", "coulomb_se"))
+    for (key, se_key), truth in zip(keys, PLANT_J3):
+        assert abs(out[key] - truth) < 4 * out[se_key] + 0.02 * truth, (key, out[key], out[se_key])
+    text = Path(out["report"]).read_text()
+    assert "trustworthy (no warnings)" in text and "joint J3" in text
