@@ -17,7 +17,7 @@ import pyarrow as pa
 
 from twinlake.ingest import frankatwin_csv as ftcsv
 from twinlake.ingest import frankatwin_sidecar as side
-from twinlake.ingest.frankatwin_io import conform_frames, read_header
+from twinlake.ingest.frankatwin_io import conform_frames, load_json, read_header
 from twinlake.ingest.frankatwin_ring import check_ring
 from twinlake.ingest.registry import (Detection, IngestError, IngestUnit, RawFile, ReadOptions,
                                       register)
@@ -43,6 +43,12 @@ def _detect(path: Path, layout: str) -> Detection:
 
 def _sidecar(path: Path, required: bool) -> tuple[Path | None, dict | None]:
     side_path, body = side.find_sidecar(path)
+    present = [c for c in side.sidecar_candidates(path) if c.is_file()]
+    if body is None and present:
+        found = load_json(present[0])  # raises the JSON error, naming file and line
+        raise IngestError(present[0], f"not a FrankaTwin sidecar (a JSON object with "
+                          f"schema_version expected, got {type(found).__name__})",
+                          field="schema_version")
     if body is None and required:
         names = " or ".join(p.name for p in side.sidecar_candidates(path))
         raise IngestError(path, f"sidecar {names} is missing (it holds the applied gains, "

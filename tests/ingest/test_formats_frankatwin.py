@@ -186,3 +186,11 @@ def test_ring_any_consistent_gap_set_reads_clean(tmp_path_factory, spec):
     assert unit.run_fields["recorded_gaps"].as_py() == [{"seq_from": a, "seq_to": b} for a, b in gaps]
     seq = unit.frames["seq"].to_numpy()
     assert seq.size == 300 - sum(b - a + 1 for a, b in gaps)
+
+
+def test_broken_sidecar_json_names_file_and_line(tmp_path):
+    path = ff.write_log50(tmp_path, n=5)
+    path.with_suffix(".json").write_text('{\n  "schema_version": 2,\n  oops\n}\n')
+    with pytest.raises(IngestError) as err:
+        Log50Reader().read(path, OPTS)
+    assert str(err.value).startswith("chirp_low.json:3:") and "invalid JSON" in str(err.value)
