@@ -26,7 +26,7 @@ import pyarrow.parquet as pq
 
 from twinlake.catalog import Lake, PartitionExists, publish_partition, sha256_file
 from twinlake.ingest.frankatwin_io import dumps, load_json, try_json
-from twinlake.ingest.registry import IngestError
+from twinlake.ingest.registry import Detection, IngestError, ReadOptions, register
 
 FIT_SOURCE = "frankatwin_import"
 HISTORY_FLOATS = ("min", "mean", "best", "iter_s", "ms_per_tick", "eta_s")
@@ -294,3 +294,23 @@ def import_results(lake: Lake, paths: list[Path], robot: str | None = None, *,
         yield {"ok": True, "path": str(path), "kind": res.kind, "id": res.partition_id,
                "partition": str(res.path), "existed": res.existed, "links": res.links,
                "message": f"{path.name}: {verb} {res.kind} {res.partition_id} {res.links}"}
+
+
+class ResultFileHint:
+    """Never matches: FrankaTwin result files are not runs. Its `detect` reason tells a user
+    who passes one to `twinlake ingest` to use `twinlake import frankatwin` instead."""
+
+    name = "frankatwin_result"
+
+    def detect(self, path: Path) -> Detection:
+        kind, why = result_kind(path) if path.is_file() else (None, "not a file")
+        if kind is None:
+            return Detection.no(why)
+        return Detection.no(f"a FrankaTwin {'fit' if kind == 'fit' else 'metrics'} result "
+                            "file, not a run: use `twinlake import frankatwin`")
+
+    def read(self, path: Path, options: ReadOptions):
+        raise IngestError(path, "not a run: use `twinlake import frankatwin`")
+
+
+register(ResultFileHint())

@@ -75,3 +75,12 @@ def test_non_result_json_is_a_clear_error(tmp_path):
     path = ff.write_json(tmp_path / "sysid_best_params.json", bad)
     with pytest.raises(IngestError, match="best_params_decoded.armature"):
         import_result(Lake(tmp_path / "lake"), path)
+
+
+def test_ingest_of_a_result_file_points_to_the_import_command(tmp_path):
+    from twinlake.ingest.registry import detect
+
+    path = ff.write_json(tmp_path / "metrics.json", ff.metrics_body("a.csv", "a_sim.csv"))
+    reader, tried = detect(path)
+    assert reader is None
+    assert "use `twinlake import frankatwin`" in dict(tried)["frankatwin_result"]
