@@ -53,6 +53,7 @@ def run_cmd(
     dq_scale: float = typer.Option(0.01 / 0.1**0.5, "--dq-scale", help="Declared joint velocity error scale [rad/s]."),
     max_seconds: Optional[float] = typer.Option(None, "--max-seconds", help="Use at most this many seconds of each interval."),
     min_seconds: float = typer.Option(0.5, "--min-seconds", help="Ignore clean intervals shorter than this [s]."),
+    refine_iterations: int = typer.Option(10, "--refine", min=0, help="Levenberg–Marquardt iterations after CMA-ES (0: none)."),
     workers: int = typer.Option(2, "--workers", min=0, help="Ray actors (0: evaluate in-process, no Ray)."),
     address: Optional[str] = typer.Option(None, "--address", help="Join this Ray cluster (default: start a local one)."),
     resume: Optional[str] = typer.Option(None, "--resume", help="Continue the unfinished fit FIT from its last checkpoint."),
@@ -81,7 +82,7 @@ def run_cmd(
                 population=population, generations=generations, seed=seed, sigma0=sigma0,
                 weights=_weights(weights), q_scale_rad=q_scale, dq_scale_rad_s=dq_scale,
                 max_duration_s=max_seconds, min_duration_s=min_seconds,
-                model_path=str(model.absolute()) if model else None,
+                model_path=str(model.absolute()) if model else None, refine_iterations=refine_iterations,
             )
             rec = run_fit(root, settings, fit_id=fit_id, workers=workers, address=address,
                           progress=sys.stderr.isatty() or not as_json)
@@ -105,7 +106,7 @@ def summary(rec) -> dict:
         "best_loss": rec.best_loss,
         "seed": rec.seed,
         "params": dict(zip(PARAM_NAMES, rec.vector.tolist())),
-        "generations": len(rec.history),
+        "history_rows": len(rec.history),
         "runs": [vars(u) for u in rec.runs],
         **{k: v for k, v in rec.extra.items() if not isinstance(v, bytes)},
     }
@@ -125,7 +126,7 @@ def show_record(rec) -> None:
         table.add_row(f"J{j + 1}", f"{p.armature[j]:.4f}", f"{p.mu_static[j]:.4f}",
                       f"{p.dynamic_ratio[j]:.4f}", f"{p.mu_viscous[j]:.4f}")
     console.print(table)
-    console.print(f"motor delay: {p.motor_delay_ms} ms; generations: {len(rec.history)}; seed: {rec.seed}")
+    console.print(f"motor delay: {p.motor_delay_ms} ms; history rows: {len(rec.history)}; seed: {rec.seed}")
     if rec.runs:
         runs = Table(title="intervals")
         for col in ("role", "robot/run", "interval", "seq", "weight", "loss"):

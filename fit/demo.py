@@ -5,7 +5,8 @@
 2. record them with the offline recorder on the demo robot (`sim/profiles/demo_robot.json`,
    the truth the fit never sees), with measurement noise;
 3. ingest the CSV v2 recordings into the lake;
-4. select the clean intervals, fit on a local Ray (CMA-ES + categorical delay);
+4. select the clean intervals, fit on a local Ray (CMA-ES + categorical delay, then a
+   Levenberg–Marquardt polish);
 5. print truth against fit per joint, and the held-out joint RMSE of the fit beside the
    noise floor (the replay of the truth itself) and the nominal (untuned) model.
 
@@ -32,10 +33,11 @@ ROBOT = "demo-robot"
 class DemoConfig:
     """Sizes of the demo (defaults: under 5 minutes on 2 cores)."""
 
-    seconds: float = 4.0  # excitation per run [s] (plus holds and a tail)
+    seconds: float = 3.0  # excitation per run [s] (plus holds and a tail)
     amplitude_deg: float = 12.0  # peak offset per joint [deg]
-    population: int = 24
-    generations: int = 30
+    population: int = 16
+    generations: int = 12
+    refine_iterations: int = 8
     workers: int = 2
     seed: int = 0
     train_tones: tuple[float, ...] = (0.3, 0.7, 1.3)
@@ -159,7 +161,8 @@ def run_demo(lake: Path, out: Path, cfg: DemoConfig = DemoConfig(), *, address: 
     holdout = [f"{ROBOT}/{r}" for r, role, _ in made if role == "holdout"]
     console.rule(f"3/4 fit on Ray: population {cfg.population}, {cfg.generations} generations, {cfg.workers} workers")
     settings = FitSettings(train=train, holdout=holdout, space=parse_space([]).to_json(),
-                           population=cfg.population, generations=cfg.generations, seed=cfg.seed)
+                           population=cfg.population, generations=cfg.generations, seed=cfg.seed,
+                           refine_iterations=cfg.refine_iterations)
     fit_id = "demo-" + datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S")
     rec = run_fit(lake, settings, fit_id=fit_id, workers=cfg.workers, address=address, progress=progress)
     console.rule("4/4 truth vs fit")
@@ -185,13 +188,15 @@ def demo_cmd(
     population: int = typer.Option(DemoConfig.population, "--population", min=2, help="CMA-ES population."),
     generations: int = typer.Option(DemoConfig.generations, "--generations", min=1, help="Generations."),
     seconds: float = typer.Option(DemoConfig.seconds, "--seconds", min=1.0, help="Excitation per run [s]."),
+    refine_iterations: int = typer.Option(DemoConfig.refine_iterations, "--refine", min=0, help="Levenberg–Marquardt iterations after CMA-ES."),
     workers: int = typer.Option(DemoConfig.workers, "--workers", min=0, help="Ray actors (0: no Ray)."),
     seed: int = typer.Option(0, "--seed", help="Search seed."),
     address: Optional[str] = typer.Option(None, "--address", help="Join this Ray cluster instead of a local one."),
     as_json: bool = typer.Option(False, "--json", help="Also print a JSON summary on stdout."),
 ) -> None:
     """Run the whole job on the bundled demo robot: record, ingest, fit on Ray, compare with the truth."""
-    cfg = DemoConfig(seconds=seconds, population=population, generations=generations, workers=workers, seed=seed)
+    cfg = DemoConfig(seconds=seconds, population=population, generations=generations, workers=workers, seed=seed,
+                     refine_iterations=refine_iterations)
     try:
         summary = run_demo(lake or Path("demo-lake"), out or Path("demo-out"), cfg, address=address)
     except ValueError as exc:

@@ -44,6 +44,11 @@ class LocalPool:
         parts = [self.problem.interval_losses(params[s]) for s in chunk_slices(len(params), self.chunk)]
         return np.concatenate(parts, axis=0)
 
+    def residuals(self, params: np.ndarray) -> np.ndarray:
+        """(P, M) residuals (FitProblem.residuals) of a (P, 29) population."""
+        parts = [self.problem.residuals(params[s]) for s in chunk_slices(len(params), self.chunk)]
+        return np.concatenate(parts, axis=0)
+
     def close(self) -> None:
         pass
 
@@ -78,6 +83,9 @@ def _actor_class():
         def evaluate(self, params: np.ndarray) -> np.ndarray:
             return self.problem.interval_losses(params)
 
+        def residuals(self, params: np.ndarray) -> np.ndarray:
+            return self.problem.residuals(params)
+
     return EvalActor
 
 
@@ -110,6 +118,13 @@ class RayPool:
     def evaluate(self, params: np.ndarray) -> np.ndarray:
         """(P, B) per-interval losses of a (P, 29) population; dead actors are replaced and
         their chunk re-run."""
+        return self._map("evaluate", params)
+
+    def residuals(self, params: np.ndarray) -> np.ndarray:
+        """(P, M) residuals of a (P, 29) population (same fan-out as `evaluate`)."""
+        return self._map("residuals", params)
+
+    def _map(self, method: str, params: np.ndarray) -> np.ndarray:
         ray = self._ray
         params = np.ascontiguousarray(params, dtype=np.float64)
         slices = chunk_slices(len(params), self.chunk)
@@ -120,7 +135,7 @@ class RayPool:
         while todo or running:
             while todo and idle:
                 k, a = todo.popleft(), idle.popleft()
-                running[self.actors[a].evaluate.remote(params[slices[k]])] = (k, a)
+                running[getattr(self.actors[a], method).remote(params[slices[k]])] = (k, a)
             done, _ = ray.wait(list(running), num_returns=1)
             for ref in done:
                 k, a = running.pop(ref)

@@ -41,6 +41,7 @@ HISTORY_SCHEMA = pa.schema(
         ("sigma", pa.float64()),
         ("evals_per_s", pa.float64()),
         ("delay_probs", pa.list_(pa.float64())),
+        ("stage", pa.string()),
     ]
 )
 

@@ -28,6 +28,7 @@ from twinlake.fit.objective import FitProblem, LossScales, ProblemData, build_da
 from twinlake.fit.pool import DEFAULT_CHUNK, LocalPool, RayPool
 from twinlake.fit.progress import FitProgress
 from twinlake.fit.record import FitRecord, IntervalUse, publish_fit
+from twinlake.fit.refine import refine
 from twinlake.fit.search import MixedSearch
 from twinlake.fit.space import ParameterSpace
 from twinlake.sim import DynamicsParams
@@ -54,6 +55,7 @@ class FitSettings:
     min_duration_s: float = 0.5
     chunk: int = DEFAULT_CHUNK
     model_path: str | None = None
+    refine_iterations: int = 0
 
     @property
     def parameter_space(self) -> ParameterSpace:
@@ -121,6 +123,7 @@ def _history_row(gen: int, losses: np.ndarray, per_interval: np.ndarray, weights
         "sigma": search.sigma,
         "evals_per_s": len(losses) / iter_s if iter_s > 0 else float("inf"),
         "delay_probs": search.delay_probs.tolist(),
+        "stage": "cma",
     }
     return row, ema
 
@@ -185,8 +188,9 @@ def run_fit(
                 bar.update(search.generation, row["best"], row["mean"], row["sigma"], row["evals_per_s"], row["eta_s"])
                 if on_generation is not None:
                     on_generation(search.generation, pool)
+            best, best_loss = _refine(settings, data, search, history, pool, bar)
             bar.note("scoring train and holdout intervals")
-            record = _finish(lk, fit_id, settings, data, search, history, pool,
+            record = _finish(lk, fit_id, settings, data, best, best_loss, history, pool,
                              wall_before + time.perf_counter() - t_start)
     finally:
         pool.close()
@@ -195,9 +199,31 @@ def run_fit(
     return record
 
 
-def _finish(lk: Lake, fit_id: str, settings: FitSettings, data: ProblemData, search: MixedSearch,
-            history: list[dict], pool, wall_s: float) -> FitRecord:
-    best = search.best_params[None, :]
+def _refine(settings: FitSettings, data: ProblemData, search: MixedSearch, history: list[dict],
+            pool, bar: FitProgress) -> tuple[np.ndarray, float]:
+    """Levenberg–Marquardt polish of the best-ever candidate (fit/refine.py); history rows
+    with stage 'refine' continue the iteration count."""
+    if settings.refine_iterations <= 0:
+        return search.best_params, search.best_loss
+    bar.note("refining the best candidate (Levenberg–Marquardt)")
+    combine = FitProblem(data).combine
+    params, loss, rows = refine(pool, combine, settings.parameter_space, search.best_params,
+                                search.best_loss, settings.refine_iterations,
+                                on_iteration=lambda i, l: bar.note(f"refine {i}: best {l:.4g}"))
+    for row in rows:
+        history.append({"iter": len(history) + 1, "stage": "refine", "min": row["min"], "mean": row["mean"],
+                        "best": row["best"], "iter_s": row["iter_s"],
+                        "ms_per_tick": row["iter_s"] / max(data.ticks_per_rollout, 1) * 1e3,
+                        "eta_s": 0.0, "per_traj_min": row["per_traj_min"],
+                        "best_candidate_weighted": None, "sigma": None,
+                        "evals_per_s": row["evaluations"] / row["iter_s"] if row["iter_s"] > 0 else None,
+                        "delay_probs": None})
+    return params, loss
+
+
+def _finish(lk: Lake, fit_id: str, settings: FitSettings, data: ProblemData, best_vec: np.ndarray,
+            best_loss: float, history: list[dict], pool, wall_s: float) -> FitRecord:
+    best = best_vec[None, :]
     train_losses = pool.evaluate(best)[0]
     uses = [IntervalUse(r.robot, r.run, r.interval_index, r.seq_first, r.seq_last, "train",
                         float(w), float(l), r.run_sha256)
@@ -218,20 +244,20 @@ def _finish(lk: Lake, fit_id: str, settings: FitSettings, data: ProblemData, sea
         fit_source="twinlake",
         created_utc=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         status="completed",
-        best_loss=float(search.best_loss),
-        params=DynamicsParams.from_vector(search.best_params),
+        best_loss=float(best_loss),
+        params=DynamicsParams.from_vector(best_vec),
         seed=int(settings.seed),
         settings=asdict(settings),
         history=history,
         runs=uses,
         extra={
-            "generations": int(search.generation),
+            "generations": int(settings.generations),
             "population": int(settings.population),
-            "evaluations": int(search.generation * settings.population),
+            "refine_iterations": int(sum(1 for h in history if h.get("stage") == "refine")),
             "wall_s": float(wall_s),
             "train_loss": float(FitProblem(data).combine(train_losses[None])[0]),
             "holdout_loss": holdout_loss,
-            "at_bounds": space.at_bounds(search.best_params),
+            "at_bounds": space.at_bounds(best_vec),
             "workers": int(pool.workers),
             "actor_replacements": int(pool.replacements),
         },
