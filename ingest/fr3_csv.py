@@ -191,7 +191,7 @@ def _read_csv(path: Path, buf: pa.Buffer, header: list[str]) -> pa.Table:
     convert = pacsv.ConvertOptions(column_types=_column_types(header), null_values=[],
                                    strings_can_be_null=False, quoted_strings_can_be_null=False)
     parse = pacsv.ParseOptions(quote_char=False, ignore_empty_lines=False)
-    read = pacsv.ReadOptions(use_threads=True, block_size=1 << 23)
+    read = pacsv.ReadOptions(use_threads=True, block_size=1 << 20)  # 1 MiB: cache-friendly
     try:
         return pacsv.read_csv(pa.BufferReader(buf), read_options=read, parse_options=parse,
                               convert_options=convert)

@@ -1,7 +1,11 @@
-"""Keep original files byte for byte: SHA-256 of the original bytes plus a zstd-compressed
+"""Partition files prepared before publish, on background threads.
+
+Keeps original files byte for byte: SHA-256 of the original bytes plus a zstd-compressed
 copy under the partition's `raw/` (`raw/<name>.zst`). The primary file is hashed and
-compressed on a background thread (hashlib and Arrow's codec release the GIL), overlapping
-CSV parsing; small companion files are added synchronously.
+compressed on one background thread (hashlib and Arrow's codec release the GIL), overlapping
+CSV parsing; small companion files are added synchronously. Large tables (frames) are
+written to Parquet on another thread, overlapping validation. Everything lands in a private
+`_staging/prep-*` directory that `move_into` moves into the partition being published.
 """
 
 from __future__ import annotations
@@ -10,6 +14,7 @@ import hashlib
 import os
 import shutil
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -56,15 +61,32 @@ def read_raw(stored: Path) -> bytes:
 
 
 class RawStore:
-    """Raw copies built in their own `_staging/raw-*` directory, moved into a partition by
-    `move_into(partition_dir)`; `discard()` removes them if the ingest does not publish."""
+    """Raw copies (and pre-written tables) built in their own `_staging/prep-*` directory,
+    moved into a partition by `move_into(partition_dir)`; `discard()` removes them if the
+    ingest does not publish."""
 
     def __init__(self, lake: Lake) -> None:
-        self.dir = new_staging_dir(lake, "raw")
+        self.dir = new_staging_dir(lake, "prep")
+        (self.dir / "raw").mkdir()
         self._stored: dict[str, StoredFile] = {}
         self._thread: threading.Thread | None = None
         self._error: BaseException | None = None
         self._primary: str | None = None
+        self._writers: list[threading.Thread] = []
+        self._write_errors: list[BaseException] = []
+
+    def write_async(self, name: str, write: Callable[[Path], None]) -> None:
+        """Run `write(self.dir / name)` on a background thread (e.g. a Parquet write)."""
+
+        def work() -> None:
+            try:
+                write(self.dir / name)
+            except BaseException as exc:  # reported by wait()
+                self._write_errors.append(exc)
+
+        thread = threading.Thread(target=work, name=f"twinlake-write-{name}", daemon=True)
+        thread.start()
+        self._writers.append(thread)
 
     def start_primary(self, src: Path, role: str = "recording") -> None:
         """Begin hashing + compressing `src` on a background thread."""
@@ -72,7 +94,7 @@ class RawStore:
 
         def work() -> None:
             try:
-                self._stored[src.name] = store_file(src, self.dir, role)
+                self._stored[src.name] = store_file(src, self.dir / "raw", role)
             except BaseException as exc:  # reported by wait()
                 self._error = exc
 
@@ -82,7 +104,7 @@ class RawStore:
     def add(self, src: Path, role: str) -> None:
         """Hash + compress a (small) companion file now; the primary is never added twice."""
         if src.name != self._primary and src.name not in self._stored:
-            self._stored[src.name] = store_file(src, self.dir, role)
+            self._stored[src.name] = store_file(src, self.dir / "raw", role)
 
     def wait(self) -> list[StoredFile]:
         """Join the background work; the stored files, primary first."""
@@ -98,11 +120,23 @@ class RawStore:
         self.wait()
         return self._stored[name].sha256
 
+    def wait_writes(self) -> None:
+        for thread in self._writers:
+            thread.join()
+        self._writers = []
+        if self._write_errors:
+            raise self._write_errors[0]
+
     def move_into(self, partition_dir: Path) -> None:
+        """Move `raw/` and every pre-written file into `partition_dir` (same filesystem)."""
         self.wait()
-        os.rename(self.dir, partition_dir / "raw")
+        self.wait_writes()
+        for entry in self.dir.iterdir():
+            os.rename(entry, partition_dir / entry.name)
 
     def discard(self) -> None:
         if self._thread is not None:
             self._thread.join()
+        for thread in self._writers:
+            thread.join()
         shutil.rmtree(self.dir, ignore_errors=True)

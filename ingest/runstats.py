@@ -58,16 +58,22 @@ def frame_stats(frames: pa.Table) -> dict[str, Any]:
 
 def _controller_stats(frames: pa.Table) -> dict[str, Any]:
     ctrl = _np(frames, "controller")
-    values, first = np.unique(ctrl, return_index=True)
-    order = [int(v) for v in values[np.argsort(first)] if v >= 0]
+    switch_at = np.flatnonzero(ctrl[1:] != ctrl[:-1]) + 1
+    seen = [int(ctrl[0])] + [int(c) for c in ctrl[switch_at]]
+    order = [c for c in dict.fromkeys(seen) if c >= 0]
     ji = ctrl == JOINT_IMPEDANCE
-    entries = int(np.count_nonzero(ji[1:] & ~ji[:-1]))
-    resets = entries
+    resets = int(np.count_nonzero(ji[switch_at]))  # each entry into joint impedance
     if frames.column("joint_reset_count").null_count < frames.num_rows:
-        rc = _np(frames, "joint_reset_count")
-        resets += int(np.count_nonzero(ji[1:] & ji[:-1] & (rc[1:] != rc[:-1])))
-    return {"controllers": order, "controller_switches": int(np.count_nonzero(np.diff(ctrl))),
-            "resets": resets}
+        resets += _changes(_np(frames, "joint_reset_count"), np.flatnonzero(ji))
+    return {"controllers": order, "controller_switches": int(switch_at.size), "resets": resets}
+
+
+def _changes(values: np.ndarray, rows: np.ndarray) -> int:
+    """Consecutive pairs of `rows` (adjacent ticks only) whose value differs."""
+    if rows.size < 2:
+        return 0
+    v = values[rows]
+    return int(np.count_nonzero((v[1:] != v[:-1]) & (np.diff(rows) == 1)))
 
 
 def _gain_stats(frames: pa.Table) -> dict[str, Any]:
@@ -75,13 +81,19 @@ def _gain_stats(frames: pa.Table) -> dict[str, Any]:
     if ji.size == 0 or frames.column("K_joint1").null_count == frames.num_rows:
         return {"K_joint": None, "D_joint": None, "filter_alpha": None,
                 "joint_use_friction": None, "gain_changes": 0}
-    gains = np.column_stack([_np(frames, c) for c in _GAIN_COLS])[ji]
-    changed = np.any(gains[1:] != gains[:-1], axis=1) & (np.diff(ji) == 1)
-    first = gains[0]
+    first = [frames.column(c)[int(ji[0])].as_py() for c in _GAIN_COLS]
+    changed = np.zeros(max(ji.size - 1, 0), bool)
+    for name in _GAIN_COLS:
+        lo_hi = pc.min_max(frames.column(name))
+        if lo_hi["min"].as_py() == lo_hi["max"].as_py():
+            continue  # constant wherever present: no change (the common case)
+        v = _np(frames, name)[ji]
+        changed |= (v[1:] != v[:-1]) & (np.diff(ji) == 1)
+    friction = first[-1]
     return {"K_joint": [float(x) for x in first[:JOINTS]],
             "D_joint": [float(x) for x in first[JOINTS:2 * JOINTS]],
-            "filter_alpha": float(first[-2]),
-            "joint_use_friction": bool(first[-1]) if np.isfinite(first[-1]) else None,
+            "filter_alpha": first[-2],
+            "joint_use_friction": None if friction is None else bool(friction),
             "gain_changes": int(np.count_nonzero(changed))}
 
 
