@@ -48,6 +48,8 @@ class ParamRow:
     ci_low: float | None = None
     ci_high: float | None = None
     flags: tuple[str, ...] = ()
+    seed_min: float | None = None  # spread of the optima over several seeds
+    seed_max: float | None = None
 
 
 @dataclass
@@ -93,7 +95,8 @@ def plot_convergence(history: list[dict[str, Any]], path: Path) -> bytes:
 
 
 def plot_parameters(params: list[ParamRow], path: Path) -> bytes:
-    """Per group, each joint's value with its 95 % interval, the nominal value and the bounds."""
+    """Per group, each joint's value with its 95 % interval, the nominal value, the range over
+    seeds (when known) and the bounds (grey)."""
     by_name = {p.name: p for p in params}
     fig, axes = plt.subplots(1, 5, figsize=(15, 3.6), gridspec_kw={"width_ratios": [7, 7, 7, 7, 1.4]})
     for ax, (group, unit) in zip(axes[:4], _GROUPS):
@@ -112,6 +115,9 @@ def _param_axis(ax: plt.Axes, rows: list[ParamRow | None], labels: list[str], ti
         ax.plot([i - 0.35, i + 0.35], [p.lower_bound] * 2, color="0.6", lw=1)
         ax.plot([i - 0.35, i + 0.35], [p.upper_bound] * 2, color="0.6", lw=1)
         ax.plot(i + 0.15, p.nominal, "x", color="tab:orange", label="nominal" if i == 0 else None)
+        if p.seed_min is not None and p.seed_max is not None:
+            ax.plot([i - 0.15] * 2, [p.seed_min, p.seed_max], color="tab:green", lw=2,
+                    label="seed range" if i == 0 else None)
         color = "tab:red" if p.flags else "tab:blue"
         if p.ci_low is not None and p.ci_high is not None:
             ax.errorbar(i, p.value, yerr=[[p.value - p.ci_low], [p.ci_high - p.value]], fmt="o", color=color,
@@ -212,9 +218,10 @@ def _html(data: ReportData, images: list[tuple[str, str, bytes]]) -> str:
     else:
         parts.append("<p>No validation rows for this fit yet (run <code>twinlake fit validate</code>).</p>")
     parts.append("<h2>Parameters</h2>")
-    parts.append(_table(["parameter", "value", "95 % low", "95 % high", "nominal", "lower bound", "upper bound", "flags"],
+    parts.append(_table(["parameter", "value", "95 % low", "95 % high", "nominal", "lower bound", "upper bound",
+                         "seeds min", "seeds max", "flags"],
                         [[p.name, p.value, p.ci_low, p.ci_high, p.nominal, p.lower_bound, p.upper_bound,
-                          ", ".join(p.flags)] for p in data.params]))
+                          p.seed_min, p.seed_max, ", ".join(p.flags)] for p in data.params]))
     for key, caption, png in images:
         b64 = base64.b64encode(png).decode("ascii")
         parts.append(f"<figure id='{key}'><img alt='{esc(caption)}' src='data:image/png;base64,{b64}'>"
@@ -267,7 +274,8 @@ def _param_rows(rec: Any, nominal: Any, ident: dict | None) -> tuple[list[ParamR
     for i, (name, value, nom) in enumerate(zip(PARAM_NAMES, rec.vector, nominal.to_vector())):
         p = by_name.get(name, {})
         row = ParamRow(name, float(value), float(nom), float(bounds[i, 0]), float(bounds[i, 1]), p.get("ci95_low"),
-                       p.get("ci95_high"), tuple(f for f in p.get("flags", []) if f != "discrete"))
+                       p.get("ci95_high"), tuple(f for f in p.get("flags", []) if f != "discrete"),
+                       p.get("seed_min"), p.get("seed_max"))
         params.append(row)
         flags += [f"{name}: {f}" for f in row.flags]
     flags += [f"{name}: at a bound (fit record)" for name in rec.extra.get("at_bounds") or []]

@@ -21,7 +21,7 @@ def _data() -> ReportData:
     nominal = DynamicsParams.nominal().to_vector()
     value = np.clip(nominal * 1.3, DEFAULT_BOUNDS[:, 0], DEFAULT_BOUNDS[:, 1])
     params = [ParamRow(n, float(v), float(nv), float(lo), float(hi), float(v) - 0.05, float(v) + 0.05,
-                       ("unidentifiable",) if n == "armature_j7" else ())
+                       ("unidentifiable",) if n == "armature_j7" else (), float(v) - 0.02, float(v) + 0.03)
               for n, v, nv, (lo, hi) in zip(PARAM_NAMES, value, nominal, DEFAULT_BOUNDS)]
     t = np.arange(500) * 0.01
     q_real = 0.2 * np.sin(np.outer(t, np.arange(1, 8)) * 0.5)
