@@ -19,7 +19,6 @@ import json
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -42,16 +41,21 @@ sys.exit(d.run())
 """
 
 
-def count_states(port: int, stop: threading.Event, stamps: list) -> None:
-    sub = zmq.Context.instance().socket(zmq.SUB)
-    sub.setsockopt(zmq.SUBSCRIBE, b"")
-    sub.setsockopt(zmq.LINGER, 0)
-    sub.connect(f"tcp://127.0.0.1:{port}")
-    while not stop.is_set():
-        if sub.poll(100):
-            sub.recv()
-            stamps.append(time.monotonic())
-    sub.close()
+COUNTER_SNIPPET = """
+import os, sys, time, zmq
+if int(sys.argv[3]) > 0:
+    os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(int(sys.argv[3])))
+sub = zmq.Context.instance().socket(zmq.SUB)
+sub.setsockopt(zmq.SUBSCRIBE, b"")
+sub.connect("tcp://127.0.0.1:" + sys.argv[1])
+end = time.monotonic() + float(sys.argv[2])
+stamps = []
+while time.monotonic() < end:
+    if sub.poll(100):
+        sub.recv()
+        stamps.append(time.monotonic())
+print(" ".join(repr(t) for t in stamps))
+"""
 
 
 def realtime_run(seconds: float, workdir: Path, rt_priority: int) -> dict:
@@ -59,10 +63,10 @@ def realtime_run(seconds: float, workdir: Path, rt_priority: int) -> dict:
                             text=True)
     cmd_port, state_port, rec_port = map(int, proc.stdout.readline().split())
     client = Fr3Client("127.0.0.1", cmd_port, state_port, recording_port=rec_port)
-    stamps: list[float] = []
-    stop = threading.Event()
-    counter = threading.Thread(target=count_states, args=(state_port, stop, stamps))
-    counter.start()
+    # a separate process counts state messages, so the bench's own GIL does not drop any
+    counter = subprocess.Popen([sys.executable, "-c", COUNTER_SNIPPET, str(state_port), str(seconds + 2),
+                                str(rt_priority)],
+                               stdout=subprocess.PIPE, text=True)
     while client.state(timeout=1.0) is None:
         pass
     anchor = client.state().q.copy()
@@ -75,8 +79,7 @@ def realtime_run(seconds: float, workdir: Path, rt_priority: int) -> dict:
         client.send_joint_impedance(anchor + offsets(plan, np.array([now]))[0, 0])
         time.sleep(1 / 60)
     status = client.stop_recording("bench")
-    stop.set()
-    counter.join()
+    stamps = [float(x) for x in counter.communicate(timeout=60)[0].split()]
     client.terminate()
     exit_code = proc.wait(timeout=30)
     client.close()

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import json
 import signal
-import sys
-from pathlib import Path
 
 import typer
 
@@ -66,7 +64,7 @@ def excite(
     nuc_log: str | None = typer.Option(None, "--nuc-log", help="Reference string of a separate NUC log."),
 ) -> None:
     """Joint excitation: preview files by default; --execute streams to a daemon."""
-    from .excite_run import ExcitationRun, Gains, Guards, load_experiment, new_output_dir, run_preview
+    from .excite_run import Guards, load_experiment, new_output_dir, run_preview
 
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
     try:

@@ -14,7 +14,6 @@ import sys
 import threading
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 import zmq
@@ -26,7 +25,7 @@ from .noise import NoiseConfig
 from .plantloop import TICK_S, RobotTicker, to_sim_command
 from .recording import RecordingManager, RecordingRefused
 from .service import RecordingService
-from .wire import CONTROLLER_IDLE, CONTROLLER_JOINT, CONTROLLER_NAMES, BadCommand, StateMessage, decode_command, encode_state
+from .wire import CONTROLLER_NAMES, BadCommand, StateMessage, decode_command, encode_state
 
 STATE_PERIOD_S = 0.005
 
@@ -68,10 +67,12 @@ class Fr3Daemon:
     def __init__(self, config: DaemonConfig) -> None:
         config.validate()
         self.config = config
+        # with rt_priority, raise it before any thread exists (zmq's I/O thread included): they inherit it
+        self._restore_priority = self._raise_priority()
         self.truth_path = config.truth_path or str(DEMO_PROFILE_PATH)
         self.robot = RobotTicker(load_params(self.truth_path), config.noise, config.seed, q0=config.q0)
         self.manager = RecordingManager()
-        ctx = zmq.Context.instance()
+        ctx = self._ctx = zmq.Context() if config.rt_priority > 0 else zmq.Context.instance()
         self._cmd = ctx.socket(zmq.PULL)
         self._cmd.setsockopt(zmq.CONFLATE, 1)
         self._cmd.setsockopt(zmq.RCVTIMEO, 50)
@@ -167,7 +168,6 @@ class Fr3Daemon:
 
     def run(self, duration_s: float | None = None) -> int:
         """Run until termination, `stop()` or `duration_s`; returns the exit status (§1.5)."""
-        restore = self._raise_priority()  # threads created below inherit the policy
         threads = [threading.Thread(target=f, name=n, daemon=True)
                    for f, n in ((self._receive_commands, "cmd-pull"), (self._publish_state, "state-pub"))]
         self.service.start()
@@ -194,7 +194,7 @@ class Fr3Daemon:
             self.service.stop()
             self._cmd.close(linger=0)
             self._state.close(linger=0)
-            restore()
+            self._restore_priority()
         return 2 if (startup_failed or self.manager.any_failed) else 0
 
     def _raise_priority(self):
@@ -247,6 +247,3 @@ class Fr3Daemon:
         """Ask the loop to finish (thread-safe)."""
         self._stop.set()
 
-
-def truth_name(path: str | None) -> str:
-    return Path(path).stem if path else "demo_robot"
