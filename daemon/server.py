@@ -194,6 +194,8 @@ class Fr3Daemon:
             self.service.stop()
             self._cmd.close(linger=0)
             self._state.close(linger=0)
+            if self._ctx is not zmq.Context.instance():
+                self._ctx.term()
             self._restore_priority()
         return 2 if (startup_failed or self.manager.any_failed) else 0
 
