@@ -63,6 +63,8 @@ class RecordingManager:
         self._seq = 0
         self._t0: float | None = None
         self.any_failed = False  # a recording failed or was incomplete (daemon exit 2)
+        self._create_error = ""  # text of an exception thrown while creating the writer
+        self._create_errno = 0
 
     # ---- real-time producer ---------------------------------------------------------------
     @property
@@ -105,9 +107,6 @@ class RecordingManager:
             error_code=w.error_code,
         )
 
-    _create_error = ""
-    _create_errno = 0
-
     def start(self, recording_id: str, path: str) -> RecordingStatus:
         """Start a run (rules of specs §1.3, in order); refusals raise `RecordingRefused`."""
         with self._lock:
@@ -129,6 +128,7 @@ class RecordingManager:
         self._used_ids.add(recording_id)
         self._id, self._path = recording_id, path
         self._writer = None
+        self._create_error, self._create_errno = "", 0
         self.ring.reset()
         self._seq, self._t0 = 0, None
         try:

@@ -159,3 +159,23 @@ def test_finish_terminate_stops_recording_first(start_daemon, tmp_path):
     assert json.loads((out / "h.status.json").read_text())["complete"] is True
     d.thread.join(timeout=10)
     assert not d.thread.is_alive() and d.exit_code == 0
+
+
+def test_ingest_accepts_offline_recording_with_companions(tmp_path):
+    """The ingest contract of docs/daemon.md §5, through ingest's own CLI command."""
+    from twinlake.ingest.cli import register as register_ingest
+
+    out = tmp_path / "prev"
+    assert CliRunner().invoke(app, ["excite", *SHORT_MULTISINE, "--robot-id", "sim-right",
+                                    "--output", str(out)]).exit_code == 0
+    record_offline(out / "reference.csv", tmp_path / "syn.csv", seed=2, tail_s=0.1)
+    ingest_app = typer.Typer()
+    register_ingest(ingest_app)
+    ingest_app.command("noop", hidden=True)(lambda: None)  # keep `ingest` a named sub-command
+    result = CliRunner().invoke(ingest_app, ["ingest", "--lake", str(tmp_path / "lake"), "--json",
+                                             str(tmp_path / "syn.csv")])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout.strip().splitlines()[-1])
+    assert report["status"] == "published" and report["verdict"] == "ok"
+    assert report["robot"] == "sim-right" and report["run"] == "offline-syn"
+    assert report["frame_count"] == 2701  # 2.6 s plan + 0.1 s tail, 1 kHz, both ends
