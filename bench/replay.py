@@ -1,9 +1,10 @@
 """Benchmark: population replay engine vs open-loop mujoco.rollout vs the per-candidate reference.
 
 P = 64 candidates, a 10 s joint-impedance interval at 1 kHz, our FR3 model, same thread count.
-The rollout peer runs the same candidates' models (armature, damping, sliding Coulomb level)
-driven open loop by the torques the population engine commanded: the physics without any
-control, no per-tick Stribeck level and no Python in the loop.
+The rollout peer runs the same candidates' models (armature, damping, breakaway level) driven
+open loop by the joint torques the population engine applied (delayed commands + sliding
+friction relief), so it integrates the same trajectories: the same physics without the
+controller, the delay line or any Python in the loop.
 Prints sim-steps/s of each and the ratios (targets: ≥ 0.8× rollout, ≥ 5× per-candidate loop).
 
     /work/venv/bin/python bench/replay.py [--population 64] [--seconds 10] [--nthread 2] [--ref-candidates 2]
@@ -19,6 +20,8 @@ import mujoco
 import numpy as np
 from mujoco import rollout
 
+from twinlake.sim.params import delay_ticks
+from twinlake.sim.plant import StribeckFriction
 from twinlake.sim import DEFAULT_BOUNDS, HOME_Q, DynamicsParams, JointImpedanceConfig, PopulationEngine, ReplayInput, load_model, replay_reference
 
 
@@ -46,21 +49,35 @@ def sample_params(population: int, seed: int = 0) -> np.ndarray:
 
 
 def candidate_models(model: mujoco.MjModel, params: np.ndarray) -> list[mujoco.MjModel]:
-    """One model per candidate with its armature, damping and sliding Coulomb level written in
-    (the level the population engine applies while a joint moves; it is constant here)."""
+    """One model per candidate with its armature, damping and breakaway level written in:
+    exactly the per-candidate model fields the population engine expands."""
     models = []
     for row in params:
         m = copy.copy(model)
         p = DynamicsParams.from_vector(row)
-        m.dof_armature[:7], m.dof_damping[:7], m.dof_frictionloss[:7] = p.armature, p.mu_viscous, p.mu_dynamic
+        m.dof_armature[:7], m.dof_damping[:7], m.dof_frictionloss[:7] = p.armature, p.mu_viscous, p.mu_static
         mujoco.mj_setConst(m, mujoco.MjData(m))
         models.append(m)
     return models
 
 
+def applied_torques(params: np.ndarray, tau_cmd: np.ndarray, dq: np.ndarray) -> np.ndarray:
+    """(P, T, 7) joint torques the population engine applied: τ_cmd delayed by each candidate's
+    delay (zeros before tick 0) plus the sliding-friction relief at each tick's dq."""
+    population, n, _ = tau_cmd.shape
+    delays = delay_ticks(params[:, 28])
+    delayed = np.zeros_like(tau_cmd)
+    for p in range(population):
+        d = int(delays[p])
+        delayed[p, d:] = tau_cmd[p, : n - d]
+    friction = StribeckFriction(params[:, 7:14][:, None, :], (params[:, 14:21] * params[:, 7:14])[:, None, :])
+    relief = friction.sliding_relief(dq, np.empty_like(dq))
+    return relief + delayed
+
+
 def bench_rollout(models: list[mujoco.MjModel], n_ticks: int, nthread: int, tau: np.ndarray) -> float:
-    """Open-loop rollout of the candidates' models driven by their own commanded torques
-    (qfrc_applied, no controller, no delay line); returns seconds."""
+    """Open-loop rollout of the candidates' models driven by the torques the population engine
+    applied (qfrc_applied): the same trajectories, no controller; returns seconds."""
     population = len(models)
     model = models[0]
     datas = [mujoco.MjData(model) for _ in range(max(1, nthread))]
@@ -101,7 +118,8 @@ def main() -> None:
         replay_reference(inp, DynamicsParams.from_vector(params[i]), model)
     t_ref = (time.perf_counter() - start) / args.ref_candidates * args.population
 
-    t_roll = bench_rollout(candidate_models(model, params), n, args.nthread, result.tau_cmd)
+    applied = applied_torques(params, result.tau_cmd, result.dq)
+    t_roll = bench_rollout(candidate_models(model, params), n, args.nthread, applied)
 
     steps = args.population * n
     rate = {name: steps / t for name, t in (("population", t_pop), ("rollout", t_roll), ("reference", t_ref))}

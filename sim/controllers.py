@@ -75,11 +75,15 @@ class CartesianGains:
         return float(self.kp_pos), float(self.kp_ori), float(kd_pos), float(kd_ori)
 
 
-def ema_update(ema: np.ndarray, target: np.ndarray, alpha, out: np.ndarray | None = None) -> np.ndarray:
-    """ema ← (1 − α)·ema + α·target; α scalar or (P, 1). Returns `out` (may be `ema`)."""
+def ema_update(ema: np.ndarray, target: np.ndarray, alpha, out: np.ndarray | None = None,
+               scratch: np.ndarray | None = None) -> np.ndarray:
+    """ema ← (1 − α)·ema + α·target; α scalar or (P, 1). Returns `out` (may be `ema`).
+
+    `scratch`, shaped like `out`, avoids a temporary (it must not alias `ema` or `out`).
+    """
     out = ema.copy() if out is None else out
     np.multiply(ema, 1.0 - alpha, out=out)
-    out += np.multiply(target, alpha)
+    out += np.multiply(target, alpha, out=scratch)
     return out
 
 
@@ -117,6 +121,18 @@ def slew_limit(tau: np.ndarray, tau_prev: np.ndarray, max_delta, out: np.ndarray
     np.maximum(out, -max_delta, out=out)
     out += tau_prev
     return out
+
+
+def slew_limit_inplace(tau: np.ndarray, tau_prev: np.ndarray, max_delta) -> np.ndarray:
+    """τ_prev ← τ_prev + clip(τ − τ_prev, ±max_delta), in place; `tau` is used as scratch.
+
+    Same arithmetic as slew_limit; returns `tau_prev`.
+    """
+    np.subtract(tau, tau_prev, out=tau)
+    np.minimum(tau, max_delta, out=tau)
+    np.maximum(tau, -max_delta, out=tau)
+    tau_prev += tau
+    return tau_prev
 
 
 def joint_impedance_torque(
@@ -247,4 +263,5 @@ __all__ = [
     "quat_mul_xyzw",
     "site_jacobian",
     "slew_limit",
+    "slew_limit_inplace",
 ]

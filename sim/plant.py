@@ -1,11 +1,16 @@
 """The plant shared by every engine: friction, delay line, parameter writes, one-arm physics.
 
-Friction (FrankaTwin's parameterisation, applied as joint torque by MuJoCo):
-  * Coulomb with a Stribeck breakaway: MuJoCo's `dof_frictionloss` constraint (a bounded
-    friction force that sticks below its level) with the level set every tick to
-        mu_d + (mu_s − mu_d)·exp(−(dq/v_s)²),   mu_d = dynamic_ratio·mu_s, v_s = 0.02 rad/s,
-    evaluated at the velocity of the state the step starts from (no lag);
+Friction (FrankaTwin's parameterisation: static breakaway, dynamic Coulomb, viscous), a
+Stribeck curve   F(dq) = mu_d + (mu_s − mu_d)·exp(−(dq/v_s)²),  mu_d = dynamic_ratio·mu_s,
+v_s = 0.02 rad/s, built from two parts so that no model field changes during a replay:
+  * MuJoCo's `dof_frictionloss` constraint at the breakaway level mu_s: a bounded friction
+    torque solved implicitly, so sticking is exact and stable at 1 ms with small armature;
+  * an explicit joint torque along the motion, (mu_s − mu_d)·(1 − exp(−(dq/v_s)²))·sign(dq),
+    from the velocity the step starts from, which lowers the sliding level to F(dq). It is
+    smaller than mu_s, so it can never break stiction by itself, and it is continuous in dq.
   * viscous: `dof_damping` = mu_viscous, integrated implicitly (`implicitfast`).
+(Writing a per-tick level into `dof_frictionloss` instead would do the same physics but makes
+`mujoco.batch` recompute the position/velocity stages every step: measured ~1.5× slower.)
 Armature: `dof_armature`; `mj_setConst` follows it so the friction constraint scaling agrees.
 Delay: the commanded torque of tick k is applied at tick k + motor_delay_ms (DelayLine).
 """
@@ -24,14 +29,26 @@ STRIBECK_VELOCITY_RAD_S = 0.02
 
 
 class StribeckFriction:
-    """Coulomb levels of a population, (P, 7) mu_static and mu_dynamic, with the constants precomputed."""
+    """Stribeck friction of a population: mu_static and mu_dynamic (P, 7) [N·m], constants precomputed."""
 
     def __init__(self, mu_static: np.ndarray, mu_dynamic: np.ndarray):
         self.mu_dynamic = np.ascontiguousarray(mu_dynamic, dtype=np.float64)
         self.breakaway = np.ascontiguousarray(mu_static, dtype=np.float64) - self.mu_dynamic
 
-    def level(self, dq: np.ndarray, out: np.ndarray) -> np.ndarray:
-        """Write mu_d + (mu_s − mu_d)·exp(−(dq/v_s)²) into out (P, 7); same arithmetic as coulomb_level."""
+    def sliding_relief(self, dq: np.ndarray, out: np.ndarray) -> np.ndarray:
+        """Explicit torque (mu_s − mu_d)·(1 − exp(−(dq/v_s)²))·sign(dq) [N·m] into out (P, 7)."""
+        np.multiply(dq, 1.0 / STRIBECK_VELOCITY_RAD_S, out=out)
+        np.square(out, out=out)
+        np.negative(out, out=out)
+        np.exp(out, out=out)
+        np.subtract(1.0, out, out=out)
+        out *= self.breakaway
+        np.copysign(out, dq, out=out)
+        return out
+
+    def level(self, dq: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        """The net sliding friction level F(dq) = mu_d + (mu_s − mu_d)·exp(−(dq/v_s)²) [N·m], (P, 7)."""
+        out = np.empty(np.broadcast_shapes(self.mu_dynamic.shape, np.shape(dq))) if out is None else out
         np.multiply(dq, 1.0 / STRIBECK_VELOCITY_RAD_S, out=out)
         np.square(out, out=out)
         np.negative(out, out=out)
@@ -39,13 +56,6 @@ class StribeckFriction:
         out *= self.breakaway
         out += self.mu_dynamic
         return out
-
-
-def coulomb_level(mu_static, mu_dynamic, dq: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
-    """Stribeck Coulomb level [N·m]: mu_d + (mu_s − mu_d)·exp(−(dq/v_s)²), arrays (P, 7)."""
-    dq = np.atleast_2d(np.asarray(dq, dtype=np.float64))
-    out = np.empty(np.broadcast_shapes(np.shape(mu_static), dq.shape)) if out is None else out
-    return StribeckFriction(np.broadcast_to(mu_static, out.shape), np.broadcast_to(mu_dynamic, out.shape)).level(dq, out)
 
 
 class DelayLine:
@@ -71,17 +81,20 @@ class DelayLine:
         rows = np.arange(count)
         self._index = [((k - self.delays) % self.length) * count + rows for k in range(self.length)]
         self._uniform = bool(np.all(self.delays == self.delays[0])) if count else True
+        self._delay0 = int(self.delays[0]) if count else 0
         self.out = np.empty((count, 7))
 
     def push(self, tau: np.ndarray) -> np.ndarray:
-        """Store this tick's command (P, 7) and return the torque to apply now (a reused array)."""
+        """Store this tick's command (P, 7) and return the torque to apply now (P, 7).
+
+        The result is a reused array or a view of the ring: use it before the next push.
+        """
         slot = self.tick % self.length
         self.ring[slot] = tau
-        if self._uniform:
-            np.copyto(self.out, self.ring[(self.tick - self.delays[0]) % self.length])
-        else:
-            np.take(self._flat, self._index[slot], axis=0, out=self.out)
         self.tick += 1
+        if self._uniform:  # a view of the ring: valid until the next push
+            return self.ring[(self.tick - 1 - self._delay0) % self.length]
+        np.take(self._flat, self._index[slot], axis=0, out=self.out)
         return self.out
 
 
@@ -116,7 +129,7 @@ class Plant:
                                None if tau_history is None else np.asarray(tau_history)[:, None, :])
         self.tau_applied = np.zeros(7)
         self.friction = StribeckFriction(params.mu_static[None], params.mu_dynamic[None])
-        self._level = np.empty((1, 7))
+        self._relief = np.empty((1, 7))
 
     @property
     def q(self) -> np.ndarray:
@@ -129,9 +142,7 @@ class Plant:
         return self.data.qvel[self.arm.dof_adr].copy()
 
     def begin_tick(self) -> None:
-        """Set this tick's Coulomb level and compute the position/velocity stages at the state."""
-        self.friction.level(self.data.qvel[self.arm.dof_adr][None], self._level)
-        self.model.dof_frictionloss[self.arm.dof_adr] = self._level[0]
+        """Compute the position/velocity stages at the current state (qfrc_bias, site pose)."""
         mujoco.mj_step1(self.model, self.data)
 
     def coriolis(self) -> np.ndarray:
@@ -139,16 +150,19 @@ class Plant:
         return self.data.qfrc_bias[self.arm.dof_adr].copy()
 
     def end_tick(self, tau_cmd: np.ndarray) -> None:
-        """Push the commanded torque into the delay line, apply the delayed one, integrate 1 ms."""
-        applied = self.delay.push(np.asarray(tau_cmd, dtype=np.float64)[None, :])[0]
-        self.tau_applied[:] = applied
-        self.data.qfrc_applied[self.arm.dof_adr] = applied
+        """Push the commanded torque into the delay line, apply the delayed one plus the sliding
+        friction relief, and integrate 1 ms."""
+        delayed = self.delay.push(np.asarray(tau_cmd, dtype=np.float64)[None, :])
+        self.tau_applied[:] = delayed[0]
+        relief = self.friction.sliding_relief(self.data.qvel[self.arm.dof_adr][None], self._relief)
+        self.data.qfrc_applied[self.arm.dof_adr] = (delayed + relief)[0]
         mujoco.mj_step2(self.model, self.data)
 
     def link_torque(self) -> np.ndarray:
-        """Torque that reached the links in the last step [N·m], (7,): applied + friction + damping."""
+        """Torque that reached the links in the last step [N·m], (7,): delayed motor torque plus
+        friction (constraint + sliding relief) and damping."""
         d, adr = self.data, self.arm.dof_adr
         return d.qfrc_applied[adr] + d.qfrc_passive[adr] + d.qfrc_constraint[adr]
 
 
-__all__ = ["STRIBECK_VELOCITY_RAD_S", "DelayLine", "StribeckFriction", "Plant", "apply_params", "coulomb_level"]
+__all__ = ["STRIBECK_VELOCITY_RAD_S", "DelayLine", "StribeckFriction", "Plant", "apply_params"]

@@ -1,12 +1,13 @@
 """PopulationEngine: many candidate parameter sets replayed at once with `mujoco.batch`.
 
 One persistent `mujoco.batch.Batch` of P simulations steps the candidates on `nthread`
-threads (the batch step holds the GIL, so Python-level sharding over threads does not pay:
-measured slower). Per-candidate model fields (armature, damping,
-Coulomb level) are `expand`-ed; the controller runs once per tick for the whole shard in
-numpy with preallocated arrays. Each tick: read qpos/qvel/qfrc_bias (current: every step
-ends with the position/velocity stages), controller → delay line → qfrc_applied, Coulomb
-level from this tick's dq, `batch.step(stage=mjSTAGE_VEL)`. The arithmetic is the reference
+threads (sharding the population over Python threads, one single-threaded batch each, was
+measured slower on a loaded 2-core machine). Per-candidate model fields (armature, damping,
+breakaway level) are `expand`-ed once per generation and never written during a replay; the
+controller runs once per tick for the whole population in numpy with preallocated arrays.
+Each tick: read qpos/qvel/qfrc_bias (current: every step ends with the position/velocity
+stages), controller → delay line → qfrc_applied (+ the sliding-friction relief of plant.py),
+`batch.step(stage=mjSTAGE_VEL)`. The arithmetic is the reference
 engine's, so both agree to round-off (in practice bit for bit).
 """
 
@@ -69,6 +70,7 @@ class _Shard:
     def set_params(self, matrix: np.ndarray) -> None:
         self.f["armature"][:, self.dofs] = matrix[:, 0:7]
         self.f["damping"][:, self.dofs] = matrix[:, 21:28]
+        self.f["frictionloss"][:, self.dofs] = matrix[:, 7:14]
         self.batch.set_const()
         self.matrix = matrix
 
@@ -77,41 +79,51 @@ class _Shard:
         return Kinematics(site_pos=f["site_xpos"][:, arm.ee_site], site_xmat=f["site_xmat"][:, arm.ee_site],
                           xanchor=f["xanchor"][:, arm.jnt_ids], xaxis=f["xaxis"][:, arm.jnt_ids])
 
-    def reset(self, inp: ReplayInput, friction: StribeckFriction, level: np.ndarray) -> None:
+    def reset(self, inp: ReplayInput) -> None:
         f = self.f
         self.batch.reset(stage=_NONE)
         f["qpos"][:, self.qadr] = inp.q0
         f["qvel"][:, self.dofs] = inp.dq0
-        f["frictionloss"][:, self.dofs] = friction.level(np.tile(inp.dq0, (self.size, 1)), level)
         self.batch.forward(stage=_VEL)
 
     def run(self, inp: ReplayInput, out: dict, rows: slice, record_ee: bool) -> None:
         """Replay `inp` for this shard's candidates, writing into out[name][rows]."""
         m, size, f, dofs = self.matrix, self.size, self.f, self.dofs
         friction = StribeckFriction(m[:, 7:14], m[:, 14:21] * m[:, 7:14])
-        level = np.empty((size, 7))
-        self.reset(inp, friction, level)
+        relief = np.empty((size, 7))
+        self.reset(inp)
         ctrl = TickController(inp, size)
         delay = DelayLine(delay_ticks(m[:, 28]), inp.tau_prev0, inp.tau_history)
-        q_out, dq_out, tau_out = out["q"][rows], out["dq"][rows], out["tau_cmd"][rows]
+        n_s = inp.n_samples
+        # time-major buffers: each tick writes contiguous rows; transposed into `out` at the end
+        q_buf, dq_buf, tau_buf = (np.empty((n_s, size, 7)) for _ in range(3))
         is_sample = np.zeros(inp.n_ticks, dtype=bool)
         is_sample[inp.sample_ticks] = True
+        is_sample = is_sample.tolist()
         qpos, qvel, bias = f["qpos"], f["qvel"], f["qfrc_bias"]
-        applied, floss, step = f["qfrc_applied"], f["frictionloss"], self.batch.step
+        applied, step, qadr, need_kin = f["qfrc_applied"], self.batch.step, self.qadr, self.need_kin
+        applied_view = applied[:, dofs] if isinstance(dofs, slice) else None
+        torque, sliding_relief, push = ctrl.torque, friction.sliding_relief, delay.push
         s = 0
         for k in range(inp.n_ticks):
             # views of the state rows and of the bias output: valid until the next step
-            q, dq, cor = qpos[:, self.qadr], qvel[:, dofs], bias[:, dofs]
-            kin = self.kinematics() if self.need_kin else None
-            tau = ctrl.torque(k, q, dq, cor, kin)
+            q, dq, cor = qpos[:, qadr], qvel[:, dofs], bias[:, dofs]
+            kin = self.kinematics() if need_kin else None
+            tau = torque(k, q, dq, cor, kin)
             if is_sample[k]:
-                q_out[:, s], dq_out[:, s], tau_out[:, s] = q, dq, tau
+                q_buf[s], dq_buf[s], tau_buf[s] = q, dq, tau
                 if record_ee:
                     out["ee_pos"][rows, s], out["ee_mat"][rows, s] = kin.site_pos, kin.site_xmat
                 s += 1
-            applied[:, dofs] = delay.push(tau)
-            floss[:, dofs] = friction.level(dq, level)
+            sliding_relief(dq, relief)
+            if applied_view is not None:
+                np.add(relief, push(tau), out=applied_view)  # relief + delayed, as the reference engine
+            else:
+                relief += push(tau)
+                applied[:, dofs] = relief
             step(stage=_VEL)
+        for name, buf in (("q", q_buf), ("dq", dq_buf), ("tau_cmd", tau_buf)):
+            out[name][rows] = buf.transpose(1, 0, 2)
 
 
 class PopulationEngine:

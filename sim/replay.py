@@ -21,7 +21,7 @@ from .controllers import (
     joint_impedance_torque,
     mat_to_quat_xyzw,
     site_jacobian,
-    slew_limit,
+    slew_limit_inplace,
 )
 from .model import load_model
 from .params import DynamicsParams
@@ -66,6 +66,9 @@ class TickController:
         self.tau_prev = np.tile(np.asarray(inp.tau_prev0, dtype=np.float64), (population, 1))
         self._pre = np.empty((population, 7))
         self._scratch = np.empty((population, 7))
+        if inp.controller != CARTESIAN_IMPEDANCE:  # per-tick scalars as Python values: cheaper in the loop
+            self._alpha = np.asarray(inp.filter_alpha, dtype=np.float64).tolist()
+            self._friction = np.asarray(inp.use_friction, dtype=bool).tolist()
         self._gains = inp.cartesian.resolved()
         self._hold_pos: np.ndarray | None = None
         self._hold_quat: np.ndarray | None = None
@@ -81,15 +84,13 @@ class TickController:
         if inp.controller == CARTESIAN_IMPEDANCE:
             return self._cartesian(k, dq, coriolis, kin)
         if inp.use_ema:
-            ema_update(self.ema, inp.q_target[k], inp.filter_alpha[k], out=self.ema)
+            ema_update(self.ema, inp.q_target[k], self._alpha[k], out=self.ema, scratch=self._scratch)
             spring = self.ema
         else:
-            spring = np.broadcast_to(inp.q_target[k], self.ema.shape)
+            spring = inp.q_target[k]
         joint_impedance_torque(q, dq, spring, inp.k_nm_per_rad[k], inp.d_nms_per_rad[k], coriolis,
-                               bool(inp.use_friction[k]), out=self._pre, scratch=self._scratch)
-        slew_limit(self._pre, self.tau_prev, JOINT_SLEW_NM_PER_TICK, out=self._pre)
-        np.copyto(self.tau_prev, self._pre)
-        return self.tau_prev
+                               self._friction[k], out=self._pre, scratch=self._scratch)
+        return slew_limit_inplace(self._pre, self.tau_prev, JOINT_SLEW_NM_PER_TICK)
 
     def _cartesian(self, k: int, dq: np.ndarray, coriolis: np.ndarray, kin: Kinematics) -> np.ndarray:
         inp = self.inp
