@@ -17,7 +17,21 @@ from twinlake.ingest.registry import (
     register,
 )
 
+_LAZY = {"ingest_paths", "ingest_one", "Outcome"}  # the pipeline imports pandera: load on use
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        from twinlake.ingest import pipeline
+
+        return getattr(pipeline, name)
+    raise AttributeError(f"module 'twinlake.ingest' has no attribute {name!r}")
+
+
 __all__ = [
+    "Outcome",
+    "ingest_one",
+    "ingest_paths",
     "FORMAT_PREFIXES",
     "Detection",
     "IngestError",

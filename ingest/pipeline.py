@@ -86,15 +86,21 @@ def ingest_paths(lake: Lake, paths: list[Path], options: ReadOptions = ReadOptio
 
 def _ingest_dir(lake: Lake, folder: Path, options: ReadOptions, replace: bool) -> Iterator[Outcome]:
     consumed: set[Path] = set()
+    unrecognised: list[tuple[Path, list[tuple[str, str]]]] = []
     for entry in sorted(folder.iterdir()):
         if entry in consumed or entry.name.startswith("."):
             continue
-        reader, _ = detect(entry)
+        reader, tried = detect(entry)
         if reader is None:
+            unrecognised.append((entry, tried))
             continue
         outcome = ingest_one(lake, entry, reader, options, replace=replace)
         consumed.update(Path(p) for p in outcome.files)
         yield outcome
+    for entry, tried in unrecognised:
+        if entry not in consumed:
+            why = "; ".join(f"{name}: {reason}" for name, reason in tried)
+            yield Outcome(str(entry), "skipped", f"{entry.name}: skipped, not recognised ({why})")
 
 
 def ingest_one(lake: Lake, path: Path, reader: SourceReader, options: ReadOptions, *,

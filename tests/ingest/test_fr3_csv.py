@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import struct
+from pathlib import Path
 
 import numpy as np
 import pyarrow.parquet as pq
@@ -161,7 +162,10 @@ def test_directory_ingests_every_recognisable_file(ingest, make_csv, lake, inbox
     make_csv("d1.csv", rows=120)
     make_csv("d2.csv", rows=130, version=1)
     (inbox / "notes.txt").write_text("not a recording\n")
-    result = ingest(inbox, "--robot", "r")
+    result = ingest(inbox, "--robot", "r", "--json")
     assert result.exit_code == 0, result.output
     counts = {r["run"]: r["frame_count"] for r in runs_of(lake)}
     assert counts == {"d1": 120, "d2": 130}
+    outcomes = [json.loads(line) for line in result.stdout.splitlines()]
+    skipped = [Path(o["path"]).name for o in outcomes if o["status"] == "skipped"]
+    assert skipped == ["notes.txt"]  # companions were used, not skipped
