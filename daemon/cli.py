@@ -35,7 +35,9 @@ def serve(
     truth: str | None = typer.Option(None, "--truth", help="True dynamics: profile JSON or sysid_best_params.json (default: bundled demo robot)."),
     noise: str = typer.Option("q=2e-5,dq=5e-4,tau=0.05", "--noise", help="Measurement noise std: 'none' or q=RAD,dq=RAD_S,tau=NM."),
     seed: int = typer.Option(0, "--seed", help="Noise seed."),
-    initial_controller: str = typer.Option("idle", "--initial-controller", help="idle or joint_impedance."),
+    initial_controller: str = typer.Option("joint_impedance", "--initial-controller", help="joint_impedance (hold the start pose; what `twinlake excite --execute` needs) or idle."),
+    joint: bool = typer.Option(False, "--joint", help="Shorthand for --initial-controller joint_impedance."),
+    idle: bool = typer.Option(False, "--idle", help="Shorthand for --initial-controller idle."),
     log_1khz: str | None = typer.Option(None, "--log-1khz", help="Start a recording at startup (ID startup-<ns>)."),
     duration: float | None = typer.Option(None, "--duration", help="Stop after this many seconds (default: until terminated)."),
     rt_priority: int = typer.Option(0, "--rt-priority", help="SCHED_FIFO priority 1..99 for the daemon's threads (0 = normal scheduling)."),
@@ -46,6 +48,10 @@ def serve(
     from .noise import NoiseConfig
     from .server import DaemonConfig, Fr3Daemon
 
+    if joint and idle:
+        typer.echo("twinlake daemon serve: --joint and --idle are exclusive", err=True)
+        raise typer.Exit(1)
+    initial_controller = "joint_impedance" if joint else "idle" if idle else initial_controller
     try:
         config = DaemonConfig(host=host, cmd_port=cmd_port, state_port=state_port,
                               recording_port=recording_port, truth_path=truth,

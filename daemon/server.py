@@ -41,7 +41,7 @@ class DaemonConfig:
     truth_path: str | None = None  # profile JSON or sysid_best_params.json; bundled demo if None
     noise: NoiseConfig = field(default_factory=NoiseConfig)
     seed: int = 0
-    initial_controller: str = "idle"  # or "joint_impedance"
+    initial_controller: str = "joint_impedance"  # holds the start pose; or "idle"
     q0: np.ndarray | None = None  # initial joint position [rad]; sim home if None
     spin_s: float = 0.0003  # busy-wait this long before each deadline
     log_1khz: str | None = None  # start a recording at startup with ID startup-<ns>
