@@ -177,3 +177,29 @@ def test_replays_are_deterministic_and_the_engine_is_reusable(model):
     other = distinct_params(3, seed=8)
     np.testing.assert_array_equal(engine.run(other)[1].q, PopulationEngine(inputs, model=model, nthread=1).run(other)[1].q)
     assert engine.run(params)[0].q.tobytes() == a[0].q.tobytes()
+
+
+def test_cartesian_1khz_frames_replay_to_round_off(model):
+    """A 1 kHz Cartesian 'recording' made by the reference engine replays from its own frames."""
+    n = 700
+    start = replay_reference(joint_input(1), DynamicsParams.nominal(), model)
+    t = np.arange(n) * 1e-3
+    target = start.ee_pos[0] + 0.02 * np.column_stack([np.sin(2 * np.pi * t), np.cos(2 * np.pi * t) - 1, 0 * t])
+    gains = CartesianGains(kp_pos=300.0, kp_ori=25.0)
+    made = ReplayInput(controller="cartesian_impedance", q0=HOME_Q, dq0=np.zeros(7), tau_prev0=np.zeros(7),
+                       tau_history=np.zeros((0, 7)), sample_ticks=np.arange(n), n_ticks=n, target_pos=target,
+                       target_quat_xyzw=np.tile(start.ee_quat_xyzw[0], (n, 1)), cartesian=gains)
+    truth = load_params(DEMO_PROFILE_PATH)
+    rec = replay_reference(made, truth, model)
+    frames = {"seq": np.arange(n) + 100, "t_s": t, "controller": np.ones(n, dtype=np.int32)}
+    for j in range(7):
+        frames[f"q{j + 1}"], frames[f"dq{j + 1}"], frames[f"tau_cmd{j + 1}"] = rec.q[:, j], rec.dq[:, j], rec.tau_cmd[:, j]
+    for a, name in enumerate(("tgt_px", "tgt_py", "tgt_pz")):
+        frames[name] = target[:, a]
+    for a, name in enumerate(("tgt_qx", "tgt_qy", "tgt_qz", "tgt_qw")):
+        frames[name] = np.full(n, start.ee_quat_xyzw[0][a])
+    inp = ReplayInput.from_frames(frames, cartesian=gains)
+    assert inp.controller == "cartesian_impedance" and inp.n_ticks == n - 4
+    again = PopulationEngine([inp], model=model, nthread=1).run(truth.to_vector()[None])[0]
+    assert np.abs(again.q[0] - rec.q[4:]).max() < 1e-8
+    assert np.abs(rec.q[-1] - HOME_Q).max() > 1e-3  # it moved
