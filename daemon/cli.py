@@ -45,6 +45,8 @@ def serve(
     """Serve a simulated FR3 at 1 kHz; exit 2 if any recording failed or was incomplete."""
     import signal
 
+    import zmq
+
     from .noise import NoiseConfig
     from .server import DaemonConfig, Fr3Daemon
 
@@ -59,7 +61,7 @@ def serve(
                               initial_controller=initial_controller, log_1khz=log_1khz,
                               rt_priority=rt_priority)
         daemon = Fr3Daemon(config)
-    except (ValueError, OSError) as exc:
+    except (ValueError, OSError, zmq.ZMQError) as exc:  # bad flags, truth file, port in use
         typer.echo(f"twinlake daemon serve: {exc}", err=True)
         raise typer.Exit(1)
     shown = "*" if host in ("0.0.0.0", "*") else host
