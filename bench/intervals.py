@@ -77,12 +77,12 @@ def _run_table(n: int, gaps: list[tuple[int, int]]) -> pa.Table:
     return table.append_column(pa.field("fit_eligible", pa.bool_()), pa.array([True]))
 
 
-def make_lake(root: Path, runs: int, minutes: float) -> int:
-    """Write `runs` run partitions under `root`; returns the total frame count."""
+def make_lake(root: Path, runs: int, minutes: float, row_group_rows: int | None = None) -> int:
+    """Write `runs` run partitions under `root`; returns the total frame count.
+    `row_group_rows`: Parquet row group size (None: pyarrow's default, as ingest writes)."""
     n = int(round(minutes * 60_000))
     lake = Lake(root)
     con = duckdb.connect()
-    con.execute("SET threads = 2")
     select = _frame_select()
     total = 0
     for r in range(runs):
@@ -91,11 +91,10 @@ def make_lake(root: Path, runs: int, minutes: float) -> int:
         gaps = [(gap_at, gap_at + gap_len - 1)] if r % 10 == 0 else []
 
         def write(path: Path) -> None:
-            reader = con.sql(select, params=params).to_arrow_reader(122_880)
-            # plain encoding: measured doubles do not repeat, a dictionary would only be dropped
-            with pq.ParquetWriter(path / "frames.parquet", FRAME_SCHEMA, use_dictionary=False) as writer:
-                for batch in reader:
-                    writer.write_batch(batch.cast(FRAME_SCHEMA))
+            frames = con.sql(select, params=params).to_arrow_table().cast(FRAME_SCHEMA)
+            # as twinlake.ingest writes frames: zstd, no dictionary, pyarrow's row groups
+            pq.write_table(frames, path / "frames.parquet", compression="zstd",
+                           use_dictionary=False, row_group_size=row_group_rows)
             pq.write_table(_run_table(n - gap_len, gaps), path / "run.parquet")
 
         publish_partition(lake, lake.run_relative("bench", f"r{r:04d}"), write)
@@ -147,13 +146,15 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=100)
     ap.add_argument("--minutes", type=float, default=10.0)
     ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--row-group-rows", type=int, default=None,
+                    help="Parquet row group size (default: pyarrow's, as twinlake.ingest writes)")
     ap.add_argument("--dir", type=Path, default=None, help="parent of the temporary lake (default /tmp)")
     ap.add_argument("--keep", action="store_true", help="keep the generated lake")
     args = ap.parse_args()
     root = Path(tempfile.mkdtemp(prefix="twinlake-bench-intervals-", dir=args.dir))
     try:
         t0 = time.perf_counter()
-        total = make_lake(root, args.runs, args.minutes)
+        total = make_lake(root, args.runs, args.minutes, args.row_group_rows)
         print(f"lake {root}: {total:,} frames in {time.perf_counter() - t0:.1f} s")
         bench(root, args.runs, args.repeat)
     finally:
