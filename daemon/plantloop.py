@@ -121,7 +121,7 @@ class RobotTicker:
         f[C.D_JOINT] = res.d_nms_per_rad
         f[_ALPHA] = res.filter_alpha
         f[_FRICTION] = res.use_friction
-        f[_RESETS] = res.reset_count
+        f[_RESETS] = res.reset_count if res.joint_target_valid else 0  # §3.2: cols 48–78 zero unless valid
         f[_ROBOT_TIME] = self.tick_index * TICK_S
         f[_PERIOD] = control_period_s
         self.tick_index += 1

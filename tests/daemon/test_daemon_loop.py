@@ -44,6 +44,7 @@ def test_state_commands_and_recording(live, tmp_path, read_csv):
     assert joint.any() and (ctrl == 0).any()
     assert np.all(rows[joint, C.JOINT_TARGET_VALID.start] == 1)
     assert np.all(rows[~joint, C.Q_TARGET] == 0) and np.all(rows[~joint, C.JOINT_TARGET_VALID.start] == 0)
+    assert np.all(rows[~joint, C.Q_TARGET.start:C.JOINT_RESET_COUNT.stop] == 0)  # columns 48–78 zero
     assert np.allclose(rows[joint, C.K_JOINT][0], k) and np.isclose(rows[joint, C.FILTER_ALPHA.start][0], 0.1)
     assert np.allclose(rows[joint, C.Q_TARGET][0], target)
     # two switches into joint impedance: the lifetime reset counter rises by one each time
