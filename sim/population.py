@@ -29,11 +29,17 @@ from .replay_input import JOINT_IMPEDANCE, ReplayInput
 
 _VEL = mujoco.mjtStage.mjSTAGE_VEL.value
 _NONE = mujoco.mjtStage.mjSTAGE_NONE.value
+# warnings after which MuJoCo resets a simulation (non-finite or huge qpos/qvel/qacc)
+_INSTABILITY = [int(w) for w in (mujoco.mjtWarning.mjWARN_BADQPOS, mujoco.mjtWarning.mjWARN_BADQVEL,
+                                 mujoco.mjtWarning.mjWARN_BADQACC)]
 
 
 @dataclass
 class PopulationResult:
-    """One input's replay for P candidates at its S samples: q, dq, tau_cmd (P, S, 7); EE (P, S, 3|4) or None."""
+    """One input's replay for P candidates at its S samples: q, dq, tau_cmd (P, S, 7); EE (P, S, 3|4) or None.
+
+    A candidate whose simulation went unstable (MuJoCo reset it) has NaN in q, dq and tau_cmd.
+    """
 
     q: np.ndarray
     dq: np.ndarray
@@ -124,6 +130,10 @@ class _Shard:
             step(stage=_VEL)
         for name, buf in (("q", q_buf), ("dq", dq_buf), ("tau_cmd", tau_buf)):
             out[name][rows] = buf.transpose(1, 0, 2)
+        diverged = (self.batch.warning[:, _INSTABILITY, 1] > 0).any(axis=1)
+        if diverged.any():  # MuJoCo reset these simulations mid-run: their replay is invalid
+            for name in ("q", "dq", "tau_cmd"):
+                out[name][rows][diverged] = np.nan
 
 
 class PopulationEngine:

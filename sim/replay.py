@@ -29,12 +29,17 @@ from .plant import Plant
 from .replay_input import CARTESIAN_IMPEDANCE, ReplayInput
 
 
+# warnings after which MuJoCo resets a simulation (non-finite or huge qpos/qvel/qacc)
+_INSTABILITY = (mujoco.mjtWarning.mjWARN_BADQPOS, mujoco.mjtWarning.mjWARN_BADQVEL, mujoco.mjtWarning.mjWARN_BADQACC)
+
+
 @dataclass
 class ReplayResult:
     """One candidate's replay at the input's samples (S rows).
 
     q [rad], dq [rad/s], tau_cmd [N·m] (S, 7); flange pose ee_pos [m] (S, 3), ee_quat_xyzw (S, 4);
-    flange twist ee_linvel [m/s], ee_angvel [rad/s] (S, 3), base frame.
+    flange twist ee_linvel [m/s], ee_angvel [rad/s] (S, 3), base frame. If the simulation went
+    unstable (MuJoCo reset it), q, dq and tau_cmd are NaN.
     """
 
     q: np.ndarray
@@ -150,6 +155,9 @@ def replay_reference(inp: ReplayInput, params: DynamicsParams, model: mujoco.MjM
             progress(k + 1)
     if progress is not None:
         progress(inp.n_ticks)
+    if any(plant.data.warning[w].number > 0 for w in _INSTABILITY):  # MuJoCo reset the simulation
+        for name in ("q", "dq", "tau_cmd"):
+            out[name][:] = np.nan
     return ReplayResult(**out)
 
 

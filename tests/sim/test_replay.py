@@ -203,3 +203,14 @@ def test_cartesian_1khz_frames_replay_to_round_off(model):
     again = PopulationEngine([inp], model=model, nthread=1).run(truth.to_vector()[None])[0]
     assert np.abs(again.q[0] - rec.q[4:]).max() < 1e-8
     assert np.abs(rec.q[-1] - HOME_Q).max() > 1e-3  # it moved
+
+
+def test_an_unstable_candidate_is_nan_in_both_engines(model):
+    inp = joint_input(50)
+    inp.dq0 = np.array([0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1e12])  # MuJoCo flags this state and resets
+    params = np.tile(DynamicsParams.nominal().to_vector(), (2, 1))
+    pop = PopulationEngine([inp], model=model, nthread=1).run(params)[0]
+    assert np.isnan(pop.q).all()
+    assert np.isnan(replay_reference(inp, DynamicsParams.nominal(), model).q).all()
+    fine = PopulationEngine([joint_input(50)], model=model, nthread=1).run(params)[0]
+    assert np.isfinite(fine.q).all()
