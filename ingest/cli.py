@@ -53,7 +53,9 @@ def ingest_command(
 
 
 def _report(outcome, as_json: bool, err) -> None:
-    if as_json:
+    if outcome.status == "skipped":  # a note, not an ingest result: stderr in both modes
+        err.print(f"note: {outcome.message}", markup=False, highlight=False, soft_wrap=True)
+    elif as_json:
         print(json.dumps(outcome.as_dict(), sort_keys=True), flush=True)
     elif outcome.exit_code == 0:
         print(outcome.message, flush=True)

@@ -100,16 +100,21 @@ def _load(path: Path) -> Any:
                           line=line, kind="companion") from None
 
 
-def find_companions(recording: Path) -> Companions:
-    """Read the `<stem>*.json` files beside `recording` and classify them by content."""
-    comp = Companions()
+def companion_candidates(recording: Path) -> list[Path]:
+    """JSON files beside `recording` named `<stem>.json`, `<stem>.*.json`, `<stem>_*.json`
+    or `<stem>-*.json` (`run001b.json` belongs to run001b, not run001)."""
     stem = recording.name.rsplit(".", 1)[0]
+    found = []
     for path in sorted(recording.parent.glob(f"{_glob_escape(stem)}*.json")):
-        if not path.is_file():
-            continue
-        rest = path.name[len(stem):]
-        if rest[:1] not in (".", "_", "-"):
-            continue  # run001b.json belongs to run001b, not run001
+        if path.is_file() and path != recording and path.name[len(stem):][:1] in (".", "-", "_"):
+            found.append(path)
+    return found
+
+
+def find_companions(recording: Path) -> Companions:
+    """Read the companion JSON files beside `recording` and classify them by content."""
+    comp = Companions()
+    for path in companion_candidates(recording):
         obj = _load(path)
         if is_status(obj) and comp.status is None:
             comp.status, comp.status_path = obj, path

@@ -7,6 +7,7 @@ every recognisable entry in it (a reader may also claim the directory itself).
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -26,6 +27,7 @@ from twinlake.catalog import (
     publish_partition,
     quarantine,
 )
+from twinlake.ingest.companions import companion_candidates
 from twinlake.ingest.registry import IngestError, IngestUnit, ReadOptions, SourceReader, detect
 from twinlake.ingest.rawstore import RawStore
 from twinlake.ingest.runstats import flags_for, frame_stats
@@ -139,7 +141,7 @@ def _ingest(lake: Lake, path: Path, reader: SourceReader, options: ReadOptions,
         if f.path.is_file():
             raw.add(f.path, f.role)
     stored = raw.wait()
-    row = run_row(unit, stored)
+    row = run_row(unit, stored, manifest_hash=path.is_dir())
     base = Outcome(str(path), "published", "", format=reader.name, robot=unit.robot,
                    run=unit.run, frame_count=unit.frames.num_rows, verdict=row["verdict"],
                    flags=row["flags"])
@@ -201,13 +203,24 @@ def _existing_sha(partition: Path) -> str | None:
 
 def _reject(lake: Lake, path: Path, err: IngestError, fmt: str | None) -> Outcome:
     reason = err.as_dict() | {"format": fmt}
-    files = [path] + sorted(path.parent.glob(f"{path.stem}*.json")) if path.is_file() else [path]
+    files = [path] + companion_candidates(path) if path.is_file() else [path]
     qdir = quarantine(lake, files, reason)
     return Outcome(str(path), "rejected", f"{err} (quarantined)", format=fmt,
                    quarantine=str(qdir))
 
 
-def run_row(unit: IngestUnit, stored: list) -> dict[str, Any]:
+def identity_sha256(stored: list, manifest_hash: bool) -> str | None:
+    """What "the same bytes" means: the primary file's SHA-256 for a file input; for a
+    directory input, the SHA-256 of its sorted `name sha256` lines (every kept file)."""
+    if not stored:
+        return None
+    if not manifest_hash:
+        return stored[0].sha256
+    lines = "".join(f"{s.name} {s.sha256}\n" for s in sorted(stored, key=lambda s: s.name))
+    return hashlib.sha256(lines.encode()).hexdigest()
+
+
+def run_row(unit: IngestUnit, stored: list, manifest_hash: bool = False) -> dict[str, Any]:
     """The run.parquet row: reader fields + frame statistics + hashes + verdict."""
     stats = frame_stats(unit.frames)
     fields = dict(unit.run_fields)
@@ -219,8 +232,8 @@ def run_row(unit: IngestUnit, stored: list) -> dict[str, Any]:
     row = {name: None for name in RUN_SCHEMA.names}
     row.update({k: v for k, v in stats.items() if k in row})
     row.update({k: v for k, v in fields.items() if k in row})
-    row.update(raw_files=[s.as_row() for s in stored], raw_sha256=stored[0].sha256 if stored
-               else None, completion_confirmed=confirmed, verdict=verdict, reasons=reasons,
+    row.update(raw_files=[s.as_row() for s in stored],
+               raw_sha256=identity_sha256(stored, manifest_hash), completion_confirmed=confirmed, verdict=verdict, reasons=reasons,
                flags=flags, twinlake_version=twinlake.__version__)
     return row
 

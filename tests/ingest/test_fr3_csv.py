@@ -167,5 +167,6 @@ def test_directory_ingests_every_recognisable_file(ingest, make_csv, lake, inbox
     counts = {r["run"]: r["frame_count"] for r in runs_of(lake)}
     assert counts == {"d1": 120, "d2": 130}
     outcomes = [json.loads(line) for line in result.stdout.splitlines()]
-    skipped = [Path(o["path"]).name for o in outcomes if o["status"] == "skipped"]
-    assert skipped == ["notes.txt"]  # companions were used, not skipped
+    assert sorted(Path(o["path"]).name for o in outcomes) == ["d1.csv", "d2.csv"]
+    notes = result.stderr.strip().splitlines()
+    assert len(notes) == 1 and notes[0].startswith("note: notes.txt: skipped")
