@@ -179,11 +179,13 @@ class Fr3Daemon:
         startup_failed = False
         try:
             if self.config.log_1khz:
-                self.start_startup_recording()
-            self._loop(duration_s)
-        except ValueError as exc:  # the startup recording threw (invalid ID or path)
-            print(str(exc), file=sys.stderr)
-            startup_failed = True
+                try:
+                    self.start_startup_recording()
+                except ValueError as exc:  # the startup recording threw (invalid ID or path)
+                    print(str(exc), file=sys.stderr)
+                    startup_failed = True
+            if not startup_failed:
+                self._loop(duration_s)
         finally:
             self.running = False
             sys.setswitchinterval(old_switch)
