@@ -25,6 +25,7 @@ def ingest_command(
     replace: bool = typer.Option(False, "--replace", help="Replace an existing run whose bytes differ."),
     allow_partial: bool = typer.Option(False, "--allow-partial", help="Keep the complete rows of a truncated file (complete=false)."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object per input."),
+    raw_codec: str = typer.Option("zstd", "--raw-codec", help="Compression of the kept original files: zstd, lz4 or none."),
 ) -> None:
     """Ingest fr3_stack 1 kHz recording CSVs (v2, legacy v1) and other known formats into the lake.
 
@@ -41,11 +42,15 @@ def ingest_command(
     if run is not None and (len(paths) > 1 or any(p.is_dir() for p in paths)):
         err.print("error: --run names one run; give exactly one file with it")
         raise typer.Exit(2)
+    if raw_codec not in ("zstd", "lz4", "none"):
+        err.print(f"error: --raw-codec {raw_codec!r}: expected zstd, lz4 or none")
+        raise typer.Exit(2)
     the_lake = Lake(resolve_lake(lake))
     options = ReadOptions(robot=robot, run=run, allow_partial=allow_partial)
     worst = 0
     with err.status("ingesting...", spinner="dots") as status:
-        for outcome in ingest_paths(the_lake, list(paths), options, replace=replace):
+        for outcome in ingest_paths(the_lake, list(paths), options, replace=replace,
+                                    raw_codec=raw_codec):
             status.update(f"ingested {Path(outcome.path).name}")
             worst = max(worst, outcome.exit_code)
             _report(outcome, as_json, err)

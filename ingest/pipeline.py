@@ -29,7 +29,7 @@ from twinlake.catalog import (
 )
 from twinlake.ingest.companions import companion_candidates
 from twinlake.ingest.registry import IngestError, IngestUnit, ReadOptions, SourceReader, detect
-from twinlake.ingest.rawstore import RawStore
+from twinlake.ingest.rawstore import DEFAULT_RAW_CODEC, RawStore
 from twinlake.ingest.runstats import flags_for, frame_stats
 from twinlake.ingest.validate import validate_frames
 
@@ -67,8 +67,9 @@ class Outcome:
 
 
 def ingest_paths(lake: Lake, paths: list[Path], options: ReadOptions = ReadOptions(), *,
-                 replace: bool = False) -> Iterator[Outcome]:
-    """Ingest every path (file or directory); yields one Outcome per input."""
+                 replace: bool = False, raw_codec: str = DEFAULT_RAW_CODEC) -> Iterator[Outcome]:
+    """Ingest every path (file or directory); yields one Outcome per input. `raw_codec`
+    compresses the kept originals (rawstore.RAW_CODECS)."""
     clean_staging(lake)
     for path in paths:
         path = Path(path)
@@ -77,16 +78,17 @@ def ingest_paths(lake: Lake, paths: list[Path], options: ReadOptions = ReadOptio
             continue
         reader, tried = detect(path)
         if reader is not None:
-            yield ingest_one(lake, path, reader, options, replace=replace)
+            yield ingest_one(lake, path, reader, options, replace=replace, raw_codec=raw_codec)
         elif path.is_dir():
-            yield from _ingest_dir(lake, path, options, replace)
+            yield from _ingest_dir(lake, path, options, replace, raw_codec)
         else:
             why = "; ".join(f"{name}: {reason}" for name, reason in tried) or "no readers"
             err = IngestError(path, f"not a recognised recording ({why})", kind="unrecognised")
             yield _reject(lake, path, err, None)
 
 
-def _ingest_dir(lake: Lake, folder: Path, options: ReadOptions, replace: bool) -> Iterator[Outcome]:
+def _ingest_dir(lake: Lake, folder: Path, options: ReadOptions, replace: bool,
+                raw_codec: str) -> Iterator[Outcome]:
     consumed: set[Path] = set()
     unrecognised: list[tuple[Path, list[tuple[str, str]]]] = []
     for entry in sorted(folder.iterdir()):
@@ -96,7 +98,7 @@ def _ingest_dir(lake: Lake, folder: Path, options: ReadOptions, replace: bool) -
         if reader is None:
             unrecognised.append((entry, tried))
             continue
-        outcome = ingest_one(lake, entry, reader, options, replace=replace)
+        outcome = ingest_one(lake, entry, reader, options, replace=replace, raw_codec=raw_codec)
         consumed.update(Path(p) for p in outcome.files)
         yield outcome
     for entry, tried in unrecognised:
@@ -106,9 +108,9 @@ def _ingest_dir(lake: Lake, folder: Path, options: ReadOptions, replace: bool) -
 
 
 def ingest_one(lake: Lake, path: Path, reader: SourceReader, options: ReadOptions, *,
-               replace: bool = False) -> Outcome:
+               replace: bool = False, raw_codec: str = DEFAULT_RAW_CODEC) -> Outcome:
     """Read, validate and publish one input; never raises for bad data."""
-    raw = RawStore(lake)
+    raw = RawStore(lake, raw_codec)
     try:
         if path.is_file():
             raw.start_primary(path)

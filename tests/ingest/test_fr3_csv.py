@@ -7,6 +7,7 @@ import struct
 from pathlib import Path
 
 import numpy as np
+import pytest
 import pyarrow.parquet as pq
 
 from ingest_helpers import frames_of, runs_of
@@ -135,17 +136,19 @@ def test_status_row_count_mismatch_not_confirmed(ingest, make_csv, lake, inbox):
     assert any("written=999" in r for r in run["reasons"])
 
 
-def test_raw_kept_byte_for_byte_and_hashed(ingest, make_csv, lake):
+@pytest.mark.parametrize("codec,suffix", [("zstd", ".zst"), ("lz4", ".lz4"), ("none", "")])
+def test_raw_kept_byte_for_byte_and_hashed(ingest, make_csv, lake, codec, suffix):
     import hashlib
 
     from twinlake.ingest.rawstore import read_raw
 
     path = make_csv("keep.csv", rows=300)
-    assert ingest(path, "--robot", "r").exit_code == 0
-    part = lake.run_dir("r", "keep")
-    assert read_raw(part / "raw" / "keep.csv.zst") == path.read_bytes()
+    assert ingest(path, "--robot", "r", "--raw-codec", codec).exit_code == 0
+    stored = lake.run_dir("r", "keep") / "raw" / f"keep.csv{suffix}"
+    assert read_raw(stored) == path.read_bytes()
     run = runs_of(lake)[0]
     assert run["raw_sha256"] == hashlib.sha256(path.read_bytes()).hexdigest()
+    assert run["raw_files"][0]["stored_as"] == f"raw/keep.csv{suffix}"
 
 
 def test_same_input_gives_same_bytes(ingest, make_csv, tmp_path):
