@@ -18,8 +18,9 @@ from typing import Any
 
 import pyarrow as pa
 
-from twinlake.ingest.frankatwin_io import (conform_frames, dumps, load_json, read_bytes,
-                                           read_typed_csv, try_json)
+from twinlake.ingest.frankatwin_io import (SOURCE_FIELDS_TABLE, conform_frames, dumps,
+                                           load_json, read_bytes, read_typed_csv,
+                                           source_fields_table, try_json)
 from twinlake.ingest.registry import (Detection, IngestError, IngestUnit, RawFile, ReadOptions,
                                       register)
 
@@ -164,6 +165,7 @@ class EpisodeReader:
                   "hash_basis_json": dumps(basis), "config_hash_verified": cfg_ok,
                   "summary_json": dumps(summary), "metadata_json": dumps(config)}
         robot = _robot(config)  # a vehicle, never the --robot arm id
+        extra[SOURCE_FIELDS_TABLE] = source_fields_table(fields)
         return IngestUnit(robot=robot, run=options.run or path.name, frames=conform_frames(frames),
                           raw_files=raw, run_fields=fields, extra_tables=extra, flags=flags,
                           reasons=notes)

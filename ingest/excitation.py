@@ -16,7 +16,8 @@ from typing import Any
 import pyarrow as pa
 
 from twinlake.catalog import sha256_file
-from twinlake.ingest.frankatwin_io import conform_frames, dumps, load_json, read_header, try_json
+from twinlake.ingest.frankatwin_io import (SOURCE_FIELDS_TABLE, conform_frames, dumps, load_json,
+                                           read_header, source_fields_table, try_json)
 from twinlake.ingest.registry import (Detection, IngestError, IngestUnit, RawFile, ReadOptions,
                                       register)
 
@@ -144,7 +145,8 @@ class ExcitationReader:
         reference = _read_csv(ref_path, REFERENCE_COLUMNS)
         robot = options.robot or fields["robot_id"]
         return IngestUnit(robot=robot, run=options.run or path.name, frames=conform_frames(frames),
-                          raw_files=raw, run_fields=fields, extra_tables={"reference": reference},
+                          raw_files=raw, run_fields=fields, extra_tables={"reference": reference,
+                                        SOURCE_FIELDS_TABLE: source_fields_table(fields)},
                           flags=flags, reasons=notes)
 
 

@@ -140,3 +140,23 @@ def conform_frames(table: pa.Table) -> pa.Table:
 def dumps(obj: Any) -> str:
     """Deterministic compact JSON text (sorted keys) for `*_json` run fields."""
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), allow_nan=True)
+
+
+SOURCE_FIELDS_TABLE = "run_source"
+"""Extra table `run_source.parquet`: every run field a reader produced (one row), so no
+sidecar/metadata field is lost even where run.parquet keeps only the RUN_SCHEMA columns."""
+
+
+def source_fields_table(fields: dict[str, Any]) -> pa.Table:
+    """One-row table of `fields` (types inferred; a `pa.Scalar` keeps its type; a None-only
+    field becomes a string null, so the column has a usable type)."""
+    cols, names = [], []
+    for key, value in fields.items():
+        if isinstance(value, pa.Scalar):
+            cols.append(pa.array([value.as_py()], type=value.type))
+        elif value is None:
+            cols.append(pa.nulls(1, pa.string()))
+        else:
+            cols.append(pa.array([value]))
+        names.append(key)
+    return pa.Table.from_arrays(cols, names=names)

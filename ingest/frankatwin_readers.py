@@ -17,7 +17,8 @@ import pyarrow as pa
 
 from twinlake.ingest import frankatwin_csv as ftcsv
 from twinlake.ingest import frankatwin_sidecar as side
-from twinlake.ingest.frankatwin_io import conform_frames, load_json, read_header
+from twinlake.ingest.frankatwin_io import (SOURCE_FIELDS_TABLE, conform_frames, load_json,
+                                           read_header, source_fields_table)
 from twinlake.ingest.frankatwin_ring import check_ring
 from twinlake.ingest.registry import (Detection, IngestError, IngestUnit, RawFile, ReadOptions,
                                       register)
@@ -59,8 +60,10 @@ def _sidecar(path: Path, required: bool) -> tuple[Path | None, dict | None]:
 def _unit(path: Path, options: ReadOptions, frames: pa.Table, raw: list[RawFile],
           fields: dict[str, Any], **kw: Any) -> IngestUnit:
     fields.setdefault("robot_id", None)
+    extra = {**kw.pop("extra_tables", {}), SOURCE_FIELDS_TABLE: source_fields_table(fields)}
     return IngestUnit(robot=options.robot, run=options.run or path.stem,
-                      frames=conform_frames(frames), raw_files=raw, run_fields=fields, **kw)
+                      frames=conform_frames(frames), raw_files=raw, run_fields=fields,
+                      extra_tables=extra, **kw)
 
 
 def _completeness(fields: dict[str, Any], rows: int, flags: list[str], notes: list[str]) -> None:

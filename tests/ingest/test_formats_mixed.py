@@ -57,6 +57,19 @@ def test_mixed_directory_ingests_each_format(tmp_path):
     assert robots["ep-0001"] == "vehicle" and robots["joint-run"] == "fr3"
     tgt = con.execute("SELECT count(*), min(seq_effective - head) FROM targets").fetchone()
     assert tgt == (15, 1)
+    src = con.execute(
+        "SELECT run, fit_eligible, kp_pos, sysid_ready, outcome, linked_run FROM read_parquet("
+        "?, hive_partitioning = true, union_by_name = true) ORDER BY run",
+        [str(lake / "runs" / "*" / "*" / "run_source.parquet")]).fetchall()
+    assert src == [("chirp_low", False, 500.0, None, None, None),
+                   ("chirp_low_sim", False, None, None, None, None),
+                   ("chirp_target", False, 500.0, None, None, None),
+                   ("ep-0001", False, None, None, "completed", None),
+                   ("joint-run", False, None, False, None, "ji_run"),
+                   ("ring_run", True, 500.0, None, None, None)]
+    gaps = con.execute("SELECT recorded_gaps FROM read_parquet(?)", [str(
+        lake / "runs" / "robot=fr3" / "run=ring_run" / "run_source.parquet")]).fetchone()[0]
+    assert gaps == [{"seq_from": 1100, "seq_to": 1102}]
     val = con.execute("SELECT validation_source, robot, run, fit FROM validations").fetchall()
     assert val == [("frankatwin_import", "fr3", "chirp_low", items[0]["id"])]
     # re-running is a no-op that says so
