@@ -100,4 +100,6 @@ def test_rejections_keep_the_raw_in_quarantine_and_nothing_in_runs(tmp_path):
     kept = {p.name for p in next(qdir.glob("*ring_run.csv*")).iterdir()}
     assert {"ring_run.csv", "ring_run.json"} <= kept
     assert bad_ep.status == "rejected" and "does not match summary.json" in bad_ep.message
+    kept = {p.name for p in next(qdir.glob("*ep-bad*")).rglob("*")}
+    assert {"ticks.csv.gz", "summary.json", "episode_config.json", "reason.json"} <= kept
     assert not (tmp_path / "lake" / "runs").exists() or not any((tmp_path / "lake" / "runs").rglob("run.parquet"))
