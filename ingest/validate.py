@@ -81,7 +81,7 @@ def validate_frames(path: Path, frames: pa.Table, schema_version: int | None,
     _check_joint_target_valid(path, frames, first_line)
     canon = frames.select([f.name for f in FRAME_SCHEMA if f.name in frames.column_names])
     try:
-        frame_schema(schema_version).validate(pl.from_arrow(canon), lazy=True)
+        frame_schema(schema_version).validate(pl.from_arrow(canon, rechunk=False), lazy=True)
     except pap.errors.SchemaErrors as exc:
         raise _first_failure(path, exc.failure_cases, frames, first_line) from None
     except pap.errors.SchemaError as exc:
