@@ -107,6 +107,10 @@ class ExcitationReader:
             return Detection.no("no metadata.json object in the directory")
         if meta.get("schema") != SCHEMA:
             return Detection.no(f"metadata.json schema is {meta.get('schema')!r}, not {SCHEMA!r}")
+        if not (path / "commands_and_state.csv").is_file() and not (
+                meta.get("motion_command_attempted") or meta.get("commands_sent")):
+            return Detection.no(f"{SCHEMA} preview only (status {meta.get('status')!r}): no "
+                                "commands were sent and nothing was recorded, so it is not a run")
         return Detection(True, f"metadata.json schema {SCHEMA}", version=1)
 
     def read(self, path: Path, options: ReadOptions) -> IngestUnit:
@@ -130,10 +134,8 @@ class ExcitationReader:
             raise IngestError(cmd_path, "commands_and_state.csv is missing but metadata.json "
                               "says commands were sent", kind="missing")
         else:
-            frames = commands_to_frames(pa.table({c: pa.array([], pa.int64() if c == "seq"
-                                                  else pa.float64()) for c in COMMANDS_COLUMNS}))
-            flags.append("preview_only")
-            notes.append("preview only: no commands were sent, no frames")
+            raise IngestError(meta_path, f"preview only (status {meta.get('status')!r}): no "
+                              "commands were sent and nothing was recorded", kind="empty")
         nuc = _find_nuc_log(path, fields["nuc_log_reference"])
         fields["linked_run"] = nuc.stem if nuc else None
         fields["linked_run_sha256"] = sha256_file(nuc) if nuc else None

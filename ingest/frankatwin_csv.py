@@ -101,7 +101,8 @@ def describe_mismatch(header: list[str], expected: tuple[str, ...]) -> str:
     """One-line reason a header is not `expected` (first differing column, or the count)."""
     for i, (got, want) in enumerate(zip(header, expected)):
         if got != want:
-            return f"column {i + 1} is {got!r}, expected {want!r}"
+            shown = got if len(got) <= 40 else got[:37] + "..."
+            return f"column {i + 1} is {shown!r}, expected {want!r}"
     return f"{len(header)} columns, expected {len(expected)}"
 
 

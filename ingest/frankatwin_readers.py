@@ -117,6 +117,8 @@ class RingReader:
         side_path, body = _sidecar(path, required=True)
         fields = side.real_run_fields(side_path, body)
         frames = ftcsv.read_ring(path)
+        if frames.num_rows == 0:
+            raise IngestError(path, "no frames (header only): nothing was drained", kind="empty")
         targets = ftcsv.read_targets(targets_path)
         check = check_ring(frames, targets, body.get("ring_log"))
         if check.reasons:

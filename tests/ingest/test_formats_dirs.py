@@ -46,9 +46,10 @@ def test_excitation_links_nuc_log_and_handles_preview(tmp_path):
     assert unit.run_fields["linked_run"] == "nuc_run_7"
     assert len(unit.run_fields["linked_run_sha256"]) == 64
     p = ff.write_excitation(tmp_path / "preview", execute=False)
-    unit = ExcitationReader().read(p, ReadOptions(robot="right"))
-    assert unit.frames.num_rows == 0 and unit.robot == "right"
-    assert "preview_only" in unit.flags
+    found = ExcitationReader().detect(p)
+    assert not found.matched and "preview only" in found.reason
+    with pytest.raises(IngestError, match="nothing was recorded"):
+        ExcitationReader().read(p, ReadOptions(robot="right"))
 
 
 def test_excitation_missing_commands_file_is_an_error(tmp_path):
