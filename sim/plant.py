@@ -26,6 +26,7 @@ from .model import ArmIndex, arm_index
 from .params import MAX_DELAY_MS, DynamicsParams
 
 STRIBECK_VELOCITY_RAD_S = 0.02
+_NEG_INV_VS2 = -1.0 / STRIBECK_VELOCITY_RAD_S**2
 
 
 class StribeckFriction:
@@ -34,15 +35,17 @@ class StribeckFriction:
     def __init__(self, mu_static: np.ndarray, mu_dynamic: np.ndarray):
         self.mu_dynamic = np.ascontiguousarray(mu_dynamic, dtype=np.float64)
         self.breakaway = np.ascontiguousarray(mu_static, dtype=np.float64) - self.mu_dynamic
+        self._neg_breakaway = -self.breakaway
 
     def sliding_relief(self, dq: np.ndarray, out: np.ndarray) -> np.ndarray:
-        """Explicit torque (mu_s − mu_d)·(1 − exp(−(dq/v_s)²))·sign(dq) [N·m] into out (P, 7)."""
-        np.multiply(dq, 1.0 / STRIBECK_VELOCITY_RAD_S, out=out)
-        np.square(out, out=out)
-        np.negative(out, out=out)
-        np.exp(out, out=out)
-        np.subtract(1.0, out, out=out)
-        out *= self.breakaway
+        """Explicit torque (mu_s − mu_d)·(1 − exp(−(dq/v_s)²))·sign(dq) [N·m] into out (P, 7).
+
+        Evaluated as −(mu_s − mu_d)·expm1(−dq²/v_s²) (five in-place operations).
+        """
+        np.multiply(dq, dq, out=out)
+        out *= _NEG_INV_VS2
+        np.expm1(out, out=out)
+        out *= self._neg_breakaway
         np.copysign(out, dq, out=out)
         return out
 

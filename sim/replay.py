@@ -17,7 +17,6 @@ from .controllers import (
     JOINT_SLEW_NM_PER_TICK,
     cartesian_clamp_and_slew,
     cartesian_impedance_torque,
-    ema_update,
     joint_impedance_torque,
     mat_to_quat_xyzw,
     site_jacobian,
@@ -71,9 +70,14 @@ class TickController:
         self.tau_prev = np.tile(np.asarray(inp.tau_prev0, dtype=np.float64), (population, 1))
         self._pre = np.empty((population, 7))
         self._scratch = np.empty((population, 7))
-        if inp.controller != CARTESIAN_IMPEDANCE:  # per-tick scalars as Python values: cheaper in the loop
-            self._alpha = np.asarray(inp.filter_alpha, dtype=np.float64).tolist()
+        if inp.controller != CARTESIAN_IMPEDANCE:
+            # per tick: (1 − α) as Python floats and α·q_target precomputed, the same products
+            # ema_update forms, so SimFR3 and the replay filter agree bit for bit
+            alpha = np.asarray(inp.filter_alpha, dtype=np.float64)
+            self._keep = (1.0 - alpha).tolist()
+            self._alpha_target = np.asarray(inp.q_target, dtype=np.float64) * alpha[:, None]
             self._friction = np.asarray(inp.use_friction, dtype=bool).tolist()
+            self.torque = self._joint_torque
         self._gains = inp.cartesian.resolved()
         self._hold_pos: np.ndarray | None = None
         self._hold_quat: np.ndarray | None = None
@@ -84,13 +88,20 @@ class TickController:
 
     def torque(self, k: int, q: np.ndarray, dq: np.ndarray, coriolis: np.ndarray,
                kin: Kinematics | None = None) -> np.ndarray:
-        """Commanded torque of tick k after the slew limiter, (P, 7); updates EMA and τ_prev."""
+        """Commanded torque of tick k after the slew limiter, (P, 7); updates EMA and τ_prev.
+
+        q, dq, coriolis (P, 7); kin is needed by the Cartesian law only.
+        """
+        return self._cartesian(k, dq, coriolis, kin)
+
+    def _joint_torque(self, k: int, q: np.ndarray, dq: np.ndarray, coriolis: np.ndarray,
+                      kin: Kinematics | None = None) -> np.ndarray:
         inp = self.inp
-        if inp.controller == CARTESIAN_IMPEDANCE:
-            return self._cartesian(k, dq, coriolis, kin)
-        if inp.use_ema:
-            ema_update(self.ema, inp.q_target[k], self._alpha[k], out=self.ema, scratch=self._scratch)
-            spring = self.ema
+        if inp.use_ema:  # ema ← (1 − α)·ema + α·q_target
+            ema = self.ema
+            ema *= self._keep[k]
+            ema += self._alpha_target[k]
+            spring = ema
         else:
             spring = inp.q_target[k]
         joint_impedance_torque(q, dq, spring, inp.k_nm_per_rad[k], inp.d_nms_per_rad[k], coriolis,
