@@ -56,6 +56,8 @@ CASES = {
     "jtv_mismatch": (lambda p: _edit_cell(p, 9, "joint_target_valid", "0"), [":9:", "'joint_target_valid'"]),
     "nan_position": (lambda p: _edit_cell(p, 20, "q1", "nan"), [":20:", "'q2'"]),
     "short_row": (lambda p: _edit_cell(p, 66, "seq", "65,"), [":66:", "fields"]),
+    "header_only": (lambda p: p.write_text(p.read_text().split("\n")[0] + "\n"),
+                    [":2:", "no data rows"]),
 }
 
 
@@ -89,6 +91,18 @@ def test_unrecognised_file_lists_every_format_tried(ingest, inbox, lake):
     for reader in readers():
         assert f"{reader.name}:" in result.stderr
     assert not lake.runs_dir.exists()
+
+
+def test_c_printf_nan_spellings_are_accepted_and_flagged(ingest, make_csv, lake):
+    path = make_csv("nans.csv", rows=100, status=False)
+    _edit_cell(path, 10, "tau_J1", "-nan")
+    _edit_cell(path, 11, "tau_J2", "inf")
+    _edit_cell(path, 12, "tau_J3", "-inf")
+    _edit_cell(path, 13, "tau_J4", "nan")
+    result = ingest(path, "--robot", "r")
+    assert result.exit_code == 0, result.output
+    run = runs_of(lake)[0]
+    assert run["nan_tau_J"] == 4 and "nan_torque_sensor" in run["flags"]
 
 
 def test_allow_partial_keeps_complete_rows(ingest, make_csv, lake):
