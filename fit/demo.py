@@ -147,6 +147,7 @@ def rmse_table(rmse: dict[str, np.ndarray], console: Console) -> None:
 def run_demo(lake: Path, out: Path, cfg: DemoConfig = DemoConfig(), *, address: str | None = None,
              console: Console | None = None, progress: bool = True) -> dict:
     """The whole demo; returns a JSON-able summary (fit id, parameters, RMSEs)."""
+    from twinlake.catalog import Lake
     from twinlake.fit.run import FitSettings, run_fit
     from twinlake.fit.space import parse_space
     from twinlake.sim import DEMO_PROFILE_PATH, DynamicsParams, load_params
@@ -164,6 +165,10 @@ def run_demo(lake: Path, out: Path, cfg: DemoConfig = DemoConfig(), *, address: 
                            population=cfg.population, generations=cfg.generations, seed=cfg.seed,
                            refine_iterations=cfg.refine_iterations)
     fit_id = "demo-" + datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S")
+    suffix = 1
+    while Lake(lake).fit_dir(fit_id if suffix == 1 else f"{fit_id}-{suffix}").exists():
+        suffix += 1
+    fit_id = fit_id if suffix == 1 else f"{fit_id}-{suffix}"
     rec = run_fit(lake, settings, fit_id=fit_id, workers=cfg.workers, address=address, progress=progress)
     console.rule("4/4 truth vs fit")
     truth = load_params(DEMO_PROFILE_PATH)

@@ -1,5 +1,6 @@
-"""Progress display of a fit: one rich bar advancing per generation, with best, mean, sigma,
-evaluations/s and ETA; silent when disabled (tests, `--json` to a pipe keeps it on stderr)."""
+"""Progress display of a fit on stderr: one rich bar advancing per generation, with best,
+mean, sigma, evaluations/s and ETA; when stderr is not a terminal (logs, CI, `ray job
+submit`), one plain line per generation instead; silent when disabled."""
 
 from __future__ import annotations
 
@@ -12,14 +13,18 @@ class FitProgress:
 
     def __init__(self, total: int, done: int = 0, enabled: bool = True, label: str = "fit") -> None:
         self.enabled = enabled
+        self._console = Console(stderr=True)
+        self._lines = enabled and not self._console.is_terminal  # logs/CI: one plain line per update
+        self._label = label
+        self._total = total
         self._progress = Progress(
             TextColumn("[bold]{task.description}"),
             BarColumn(),
             MofNCompleteColumn(),
             TextColumn("{task.fields[stats]}"),
             TimeElapsedColumn(),
-            console=Console(stderr=True),
-            disable=not enabled,
+            console=self._console,
+            disable=not enabled or self._lines,
             transient=False,
         )
         self._task = self._progress.add_task(label, total=total, completed=done, stats="starting workers")
@@ -38,6 +43,10 @@ class FitProgress:
             f"{evals_per_s:.1f} evals/s  ETA {eta_s:.0f} s"
         )
         self._progress.update(self._task, completed=generation, stats=stats)
+        if self._lines:
+            self._console.print(f"{self._label} generation {generation}/{self._total}: {stats}", highlight=False)
 
     def note(self, text: str) -> None:
         self._progress.update(self._task, stats=text)
+        if self._lines:
+            self._console.print(f"{self._label}: {text}", highlight=False)

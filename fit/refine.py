@@ -1,5 +1,5 @@
 """Local refinement after CMA-ES: projected Levenberg–Marquardt on the continuous free
-parameters, with the delay held at the best candidate's value.
+parameters at a fixed delay, the delay re-chosen between LM runs.
 
 CMA-ES finds the basin; near the optimum a Gauss–Newton step uses the structure of the
 least-squares loss (Σ r²) that CMA-ES ignores, so a few iterations reach accuracy that would
@@ -11,6 +11,10 @@ evaluations on the same pool as the search:
 2. the steps δ(λ) = −(JᵀJ + λ·diag(JᵀJ))⁻¹ Jᵀr for λ in LAMBDAS are evaluated together
    (clipped to the box); the best is taken if it lowers the loss; refinement stops when the
    relative decrease falls below REL_TOL.
+
+A wrong delay is partly absorbed by the other parameters, so the delay is checked by
+profiling: from the converged point, each neighbouring delay gets PROBE_ITERATIONS LM
+iterations; a neighbour that ends lower becomes the delay and LM continues from there.
 
 Deterministic: no random numbers; results do not depend on the pool's slicing.
 """
@@ -26,6 +30,8 @@ from twinlake.fit.space import ParameterSpace
 STEP = 1e-3
 LAMBDAS = (1e-6, 1e-4, 1e-3, 1e-2, 1e-1, 1.0)
 REL_TOL = 1e-4  # relative loss decrease below which refinement stops
+MAX_DELAY_ROUNDS = 2
+PROBE_ITERATIONS = 2
 
 
 def _jacobian(pool, space: ParameterSpace, z: np.ndarray, delay: int) -> tuple[np.ndarray, np.ndarray]:
@@ -36,21 +42,9 @@ def _jacobian(pool, space: ParameterSpace, z: np.ndarray, delay: int) -> tuple[n
     return res[0], (res[1:] - res[0]).T / h
 
 
-def refine(pool, combine, space: ParameterSpace, best: np.ndarray, best_loss: float, iterations: int,
-           on_iteration=None) -> tuple[np.ndarray, float, list[dict]]:
-    """Refine a (29,) best vector; returns (params, loss, one history dict per iteration).
-
-    `pool` has `.residuals(params (P,29)) -> (P, M)` and `.evaluate(params) -> (P, B)`;
-    `combine((P, B)) -> (P,)` is the weighted loss.
-    """
-    n = len(space.free_indices)
-    if n == 0 or iterations <= 0:
-        return best, best_loss, []
-    delay = int(round(best[-1]))
-    z = space.encode(best[None])[0]
-    loss = best_loss
-    rows = []
-    for it in range(iterations):
+def _lm(pool, combine, space, z, delay, loss, iterations, rows, on_iteration):
+    n = z.size
+    for _ in range(iterations):
         t0 = time.perf_counter()
         r, jac = _jacobian(pool, space, z, delay)
         jtj, jtr = jac.T @ jac, jac.T @ r
@@ -69,11 +63,46 @@ def refine(pool, combine, space: ParameterSpace, best: np.ndarray, best_loss: fl
         if losses[k] < loss:
             z, loss = trial[k], float(losses[k])
         rows.append({"min": float(np.min(losses)), "mean": float(np.mean(losses)), "best": loss,
-                     "iter_s": time.perf_counter() - t0, "lambda": LAMBDAS[k],
+                     "iter_s": time.perf_counter() - t0, "lambda": LAMBDAS[k], "delay": delay,
                      "per_traj_min": np.min(per_interval, axis=0).tolist(),
                      "evaluations": n + 1 + len(trial)})
         if on_iteration is not None:
-            on_iteration(it + 1, loss)
+            on_iteration(len(rows), loss)
         if not improved:
             break
+    return z, loss
+
+
+def refine(pool, combine, space: ParameterSpace, best: np.ndarray, best_loss: float, iterations: int,
+           on_iteration=None) -> tuple[np.ndarray, float, list[dict]]:
+    """Refine a (29,) best vector; returns (params, loss, one history dict per iteration).
+
+    LM runs at the best candidate's delay; then each neighbouring delay (±1 ms, within the
+    choices) is probed with PROBE_ITERATIONS LM iterations from the converged point, since
+    the other parameters partly compensate a wrong delay; a better neighbour becomes the
+    delay and LM continues (at most MAX_DELAY_ROUNDS switches).
+    `pool` has `.residuals(params (P,29)) -> (P, M)` and `.evaluate(params) -> (P, B)`;
+    `combine((P, B)) -> (P,)` is the weighted loss.
+    """
+    if len(space.free_indices) == 0 or iterations <= 0:
+        return best, best_loss, []
+    z = space.encode(best[None])[0]
+    delay, loss = int(round(best[-1])), best_loss
+    rows: list[dict] = []
+    z, loss = _lm(pool, combine, space, z, delay, loss, iterations, rows, on_iteration)
+    choices = set(space.delay_choices.tolist())
+    tried = {delay}
+    for _ in range(MAX_DELAY_ROUNDS):
+        found = None
+        for d in (delay - 1, delay + 1):
+            if d not in choices or d in tried:
+                continue
+            tried.add(d)
+            zd, ld = _lm(pool, combine, space, z, d, np.inf, PROBE_ITERATIONS, rows, on_iteration)
+            if ld < loss and (found is None or ld < found[2]):
+                found = (d, zd, ld)
+        if found is None:
+            break
+        delay, z, loss = found
+        z, loss = _lm(pool, combine, space, z, delay, loss, iterations, rows, on_iteration)
     return space.decode(z[None], np.array([delay]))[0], loss, rows

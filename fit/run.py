@@ -210,9 +210,11 @@ def _refine(settings: FitSettings, data: ProblemData, search: MixedSearch, histo
     params, loss, rows = refine(pool, combine, settings.parameter_space, search.best_params,
                                 search.best_loss, settings.refine_iterations,
                                 on_iteration=lambda i, l: bar.note(f"refine {i}: best {l:.4g}"))
+    running = search.best_loss
     for row in rows:
+        running = min(running, row["min"])  # best so far (delay probes may start worse)
         history.append({"iter": len(history) + 1, "stage": "refine", "min": row["min"], "mean": row["mean"],
-                        "best": row["best"], "iter_s": row["iter_s"],
+                        "best": running, "iter_s": row["iter_s"],
                         "ms_per_tick": row["iter_s"] / max(data.ticks_per_rollout, 1) * 1e3,
                         "eta_s": 0.0, "per_traj_min": row["per_traj_min"],
                         "best_candidate_weighted": None, "sigma": None,

@@ -81,8 +81,10 @@ def test_partition_round_trips_through_twinlake_sql_and_exports(synth_lake, ray_
                     "select * from fit_history where fit = 'sql-rt' order by iter"],
         capture_output=True, text=True, check=True)
     rows = json.loads(out.stdout)
-    assert [r["iter"] for r in rows] == [1, 2, 3, 4, 5]
-    assert [r["stage"] for r in rows] == ["cma"] * 4 + ["refine"]
+    n = len(rows)  # 4 generations, 1 LM iteration, then up to 2 iterations per delay probe
+    assert [r["iter"] for r in rows] == list(range(1, n + 1)) and 5 <= n <= 9
+    assert [r["stage"] for r in rows] == ["cma"] * 4 + ["refine"] * (n - 4)
+    assert all(b2 <= b1 for b1, b2 in zip([r["best"] for r in rows], [r["best"] for r in rows[1:]]))
     assert [r["best"] for r in rows] == [h["best"] for h in rec.history]
     assert rows[-1]["best"] <= rows[3]["best"] and rec.best_loss == rows[-1]["best"]
     assert all(len(r["per_traj_min"]) == 2 for r in rows)
@@ -105,10 +107,10 @@ def test_partition_round_trips_through_twinlake_sql_and_exports(synth_lake, ray_
     for name in ("p.json", "sysid_best_params.json"):
         assert np.array_equal(load_params(tmp_path / name).to_vector(), rec.vector)
     body = json.loads((tmp_path / "sysid_best_params.json").read_text())
-    assert len(body["best_params_raw"]) == 29 and len(body["history"]) == 5 and len(body["bounds"]) == 29
+    assert len(body["best_params_raw"]) == 29 and len(body["history"]) == n and len(body["bounds"]) == 29
     assert (tmp_path / "j.xml").read_text().count("<joint ") == 7
     shown = json.loads(runner.invoke(app, ["fit", "show", "sql-rt", "--lake", str(synth_lake), "--json"]).output)
-    assert shown["params"]["motor_delay_ms"] == rec.params.motor_delay_ms and shown["history_rows"] == 5 and shown["generations"] == 4
+    assert shown["params"]["motor_delay_ms"] == rec.params.motor_delay_ms and shown["history_rows"] == n and shown["generations"] == 4
     bad = runner.invoke(app, ["fit", "show", "nope", "--lake", str(synth_lake)])
     assert bad.exit_code == 2 and "fit 'nope'" in bad.output
 
