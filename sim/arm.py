@@ -79,6 +79,7 @@ class SimFR3:
         q0 = HOME_Q if q0 is None else np.asarray(q0, dtype=np.float64)
         self.plant = Plant(model, params, q0, np.zeros(7), np.zeros(7))
         self._scratch = mujoco.MjData(self.plant.model)
+        self._bias = np.zeros(self.plant.model.nv)
         self.mode = CONTROLLER_IDLE
         self.config = JointImpedanceConfig()
         self.q_target = np.zeros(7)
@@ -108,13 +109,20 @@ class SimFR3:
         s.qvel[:] = self.plant.data.qvel
         s.qpos[arm.qpos_adr] = q
         s.qvel[arm.dof_adr] = dq
-        mujoco.mj_fwdPosition(self.plant.model, s)
-        mujoco.mj_fwdVelocity(self.plant.model, s)
+        mujoco.mj_kinematics(self.plant.model, s)
         return s
 
     def coriolis(self, q, dq) -> np.ndarray:
-        """C(q,dq)·dq [N·m] at a (measured) state, as franka::Model::coriolis, (7,)."""
-        return self._kinematics_at(q, dq).qfrc_bias[self.plant.arm.dof_adr].copy()
+        """C(q,dq)·dq [N·m] at a (measured) state, as franka::Model::coriolis, (7,).
+
+        MuJoCo's recursive Newton-Euler without accelerations (gravity is off), the same
+        function that fills qfrc_bias in the replay engines.
+        """
+        m, s = self.plant.model, self._kinematics_at(q, dq)
+        mujoco.mj_comPos(m, s)
+        mujoco.mj_comVel(m, s)
+        mujoco.mj_rne(m, s, 0, self._bias)
+        return self._bias[self.plant.arm.dof_adr].copy()
 
     def ee_pose(self) -> tuple[np.ndarray, np.ndarray]:
         """Flange pose at the true state: position [m] (3,), quaternion xyzw (4,), base frame."""
