@@ -61,7 +61,10 @@ def find_run(lake: Lake, run: str, robot: str | None = None) -> tuple[str, str]:
     pattern = f"robot={robot or '*'}/run={run}"
     found = sorted(lake.runs_dir.glob(pattern)) if lake.runs_dir.is_dir() else []
     if not found:
-        raise ExportRefused(run, [f"no run {run!r} in the lake {lake.root}"])
+        known = sorted(p.name.removeprefix("run=") for p in lake.runs_dir.glob("robot=*/run=*")) \
+            if lake.runs_dir.is_dir() else []
+        hint = f" (runs: {', '.join(known[:6])}{', ...' if len(known) > 6 else ''})" if known else ""
+        raise ExportRefused(run, [f"no run {run!r} in the lake {lake.root}{hint}"])
     if len(found) > 1:
         robots = [p.parent.name.removeprefix("robot=") for p in found]
         raise ExportRefused(run, [f"run {run!r} exists for robots {robots}: pass ROBOT/RUN"])
