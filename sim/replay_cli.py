@@ -126,7 +126,7 @@ def run_replay(lake, run: str, out_dir: Path, *, interval: int | None = None, pa
     }
     sidecar = sim_sidecar(inp, result, source=source, model_path=str(model_path or FR3_MODEL_PATH),
                           params_path=str(params_path) if params_path else None,
-                          motor_delay_ms=params.motor_delay_ms)
+                          params=params)
     side_path = write_sidecar(out_dir / f"{stem}.json", sidecar)
     return {"csv": str(csv_path), "sidecar": str(side_path), "robot": data.robot, "run": data.run,
             "interval_index": source["interval_index"], "samples": int(result.q.shape[0]),

@@ -18,6 +18,7 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 
 from .controllers import orientation_error
+from .params import DynamicsParams, to_frankatwin_decoded
 from .replay import ReplayResult
 from .replay_input import CARTESIAN_IMPEDANCE, ReplayInput
 
@@ -64,7 +65,7 @@ def _rms(values: np.ndarray) -> list[float] | None:
 
 
 def sim_sidecar(inp: ReplayInput, result: ReplayResult, *, source: dict[str, Any], model_path: str,
-                params_path: str | None, motor_delay_ms: int) -> dict[str, Any]:
+                params_path: str | None, params: DynamicsParams) -> dict[str, Any]:
     """FrankaTwin-style sim sidecar (schema_version 1) with twinlake's own comparison block."""
     table = sim_csv_table(inp, result)
     err = np.column_stack([table.column(c).to_numpy() for c in ("e_x", "e_y", "e_z")])
@@ -80,7 +81,8 @@ def sim_sidecar(inp: ReplayInput, result: ReplayResult, *, source: dict[str, Any
             "engine": "mujoco", "engine_version": _mujoco_version(), "robot_asset": model_path,
             "integrator_hz": 1000, "gravity_handling": "zero_gravity_compensated",
             "control_mode": inp.controller, "use_nullspace": False, "sysid_params_path": params_path,
-            "sysid_motor_delay_steps": int(motor_delay_ms), "zoh_replay": True,
+            "sysid_motor_delay_steps": int(params.motor_delay_ms), "zoh_replay": True,
+            "sysid_params_decoded": to_frankatwin_decoded(params),
             "use_ema": bool(inp.use_ema) if inp.controller != CARTESIAN_IMPEDANCE else None,
             "warmup_steps": int(inp.warmup_ticks),
         },

@@ -56,6 +56,7 @@ def test_sim_replay_writes_frankatwin_sim_csv_and_sidecar(tmp_path):
     assert np.abs(csv["x_z"].to_numpy() - 0.6245).max() < 0.2 and np.isfinite(csv["wz"]).all()
     side = json.loads(open(summary["sidecar"]).read())
     assert side["schema_version"] == 1 and side["sim"]["sysid_motor_delay_steps"] == 2
+    assert side["sim"]["sysid_params_decoded"]["armature"] == load_params(DEMO_PROFILE_PATH).armature.tolist()
     assert side["source"]["run"] == "run-a" and side["source"]["replayed_from_row"] == 4
     assert side["args"]["zoh_total_phys_steps"] == 596 and side["ended_normally"] is True
     # same inputs, same bytes
