@@ -1,0 +1,115 @@
+"""Benchmark: seconds per generation of a FrankaTwin-size fit on Ray, 1 and 2 workers.
+
+Problem (FrankaTwin's v3 report, specs/frankatwin.md §6.2): 29 parameters, population 128,
+three runs of 12 s at 1 kHz (here: multisine joint-impedance recordings of the demo robot made
+with the daemon's offline recorder and ingested into a temporary lake). One generation =
+128 candidates × 36 000 replayed ticks, evaluated by the fit's own pool (fixed chunks of 16
+on Ray actors). The peer is FrankaTwin's published ≈378 s per iteration (128 envs, 3 runs,
+one GPU, old sequential code) — a published figure, not re-measured here.
+
+    /work/venv/bin/python bench/fit_scale.py [--population 128] [--seconds 12] [--runs 3]
+                                             [--generations 1] [--workers 1,2]
+
+Target: ≤ 20 s per generation (a 40-generation fit in under 15 minutes).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+FRANKATWIN_S_PER_ITER = 378.0
+
+
+def make_lake(root: Path, runs: int, seconds: float) -> list[str]:
+    """Record and ingest `runs` multisine runs of `seconds` each; returns their selectors."""
+    from twinlake.catalog import Lake
+    from twinlake.daemon import Plan, record_offline
+    from twinlake.daemon.excitation import PREVIEW_ANCHOR_Q
+    from twinlake.daemon.excite_files import reference_table, write_reference_csv
+    from twinlake.ingest.pipeline import ingest_paths
+    from twinlake.ingest.registry import ReadOptions
+
+    selectors = []
+    for i in range(runs):
+        plan = Plan(mode="multisine", joints=(1, 2, 3, 4, 5, 6, 7), amplitude_deg=12.0, seconds=seconds,
+                    ramp=1.0, hold=0.0, tones=(0.3, 0.7, 1.3), seed=i, rate=100.0,
+                    max_velocity=3.0, max_acceleration=30.0, max_jerk=500.0)
+        ref = root / f"ref{i}.csv"
+        write_reference_csv(ref, reference_table(plan, PREVIEW_ANCHOR_Q))
+        csv = root / f"run{i}.csv"
+        record_offline(ref, csv, seed=i, tail_s=0.0, robot_id="bench")
+        for outcome in ingest_paths(Lake(root / "lake"), [csv], ReadOptions(robot="bench", run=f"run{i}")):
+            assert outcome.status == "published", outcome.message
+        selectors.append(f"bench/run{i}")
+    return selectors
+
+
+def time_generations(data, population: int, generations: int, workers: int) -> tuple[float, float]:
+    """(seconds per generation, evaluations per second) with `workers` Ray actors."""
+    from twinlake.fit.pool import RayPool
+    from twinlake.fit.search import MixedSearch
+    from twinlake.fit.space import ParameterSpace
+
+    pool = RayPool(data, workers)
+    try:
+        search = MixedSearch(ParameterSpace(), population, seed=0)
+        pool.evaluate(search.ask().params[:workers])  # actors built and warm before timing
+        started = time.perf_counter()
+        for _ in range(generations):
+            prop = search.ask()
+            losses = pool.evaluate(prop.params) @ data.weights / data.weights.sum()
+            search.tell(prop, losses)
+        per_gen = (time.perf_counter() - started) / generations
+    finally:
+        pool.close()
+    return per_gen, population / per_gen
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--population", type=int, default=128)
+    ap.add_argument("--seconds", type=float, default=12.0)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--generations", type=int, default=1)
+    ap.add_argument("--workers", default="1,2")
+    args = ap.parse_args()
+
+    import ray
+
+    from twinlake.fit.objective import build_data
+
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        t0 = time.perf_counter()
+        selectors = make_lake(root, args.runs, args.seconds)
+        data = build_data(root / "lake", selectors)
+        print(f"data: {args.runs} runs × {args.seconds:g} s, {data.ticks_per_rollout} ticks per candidate "
+              f"(recorded + ingested in {time.perf_counter() - t0:.1f} s)")
+        worker_counts = [int(w) for w in args.workers.split(",")]
+        ray.init(num_cpus=max(worker_counts), include_dashboard=False, logging_level=logging.WARNING,
+                 log_to_driver=False)
+        results = {}
+        for w in worker_counts:
+            per_gen, evals = time_generations(data, args.population, args.generations, w)
+            results[w] = per_gen
+            print(f"{w} worker(s): {per_gen:7.1f} s/generation, {evals:6.2f} evals/s, "
+                  f"{args.population * data.ticks_per_rollout / per_gen / 1e3:7.1f} k candidate-ticks/s, "
+                  f"40 generations ≈ {40 * per_gen / 60:.1f} min")
+        ray.shutdown()
+    best = min(results.values())
+    print(f"FrankaTwin (published, 128 envs × 3 runs, GPU): {FRANKATWIN_S_PER_ITER:.0f} s/iteration")
+    print(f"ratio FrankaTwin / twinlake (best of {sorted(results)} workers): {FRANKATWIN_S_PER_ITER / best:.2f}×; "
+          f"target ≤ 20 s/generation: {'met' if best <= 20 else 'NOT met'} ({best:.1f} s)")
+    if len(results) > 1:
+        ws = sorted(results)
+        print(f"scaling {ws[0]}→{ws[-1]} workers: {results[ws[0]] / results[ws[-1]]:.2f}×")
+
+
+if __name__ == "__main__":
+    main()
