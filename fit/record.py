@@ -4,10 +4,11 @@ Files (the lake contract, docs/architecture.md and fit/README.md):
 
 - `fit.parquet`: one row: fit_source, created_utc, status, best_loss, one float64 column per
   parameter named as `twinlake.sim.PARAM_NAMES`, seed (int64, nullable), settings_json,
-  generations, population, wall_s, train_loss, holdout_loss;
-- `history.parquet`: one row per generation, FrankaTwin's history fields (iter, min, mean,
-  best, iter_s, ms_per_tick, eta_s, per_traj_min, best_candidate_weighted) + sigma,
-  evals_per_s, delay_probs;
+  generations, population, refine_iterations, wall_s, train_loss, holdout_loss, at_bounds,
+  workers, actor_replacements;
+- `history.parquet`: one row per CMA-ES generation and per refinement iteration,
+  FrankaTwin's history fields (iter, min, mean, best, iter_s, ms_per_tick, eta_s,
+  per_traj_min, best_candidate_weighted) + sigma, evals_per_s, delay_probs, stage;
 - `runs.parquet`: one row per (run, interval) used: robot, run, interval_index, seq_first,
   seq_last, role ('train' | 'holdout'), weight, loss, run_sha256;
 - `profile.json`: the best parameters as a twinlake.profile/v1 (`twinlake.sim.save_profile`).

@@ -5,9 +5,10 @@
 --                created_utc, status, best_loss, the 29 parameters by their PARAM_NAMES
 --                (armature_j1..7, mu_static_j1..7, dynamic_ratio_j1..7, mu_viscous_j1..7,
 --                motor_delay_ms), seed, settings_json, ...; `fit` is the VARCHAR partition id
---   fit_history  one row per generation (history.parquet): FrankaTwin's history fields iter,
---                min, mean, best, iter_s, ms_per_tick, eta_s, per_traj_min (list<double>),
---                best_candidate_weighted (list<double>), plus sigma, evals_per_s, delay_probs
+--   fit_history  one row per generation and refinement iteration (history.parquet):
+--                FrankaTwin's history fields iter, min, mean, best, iter_s, ms_per_tick, eta_s,
+--                per_traj_min (list<double>), best_candidate_weighted (list<double>), plus
+--                sigma, evals_per_s, delay_probs, stage ('cma' | 'refine')
 --   fit_runs     one row per (run, interval) a fit used (runs.parquet): robot, run,
 --                interval_index, seq_first, seq_last, role ('train' | 'holdout'), weight, loss,
 --                run_sha256
