@@ -184,7 +184,7 @@ SELECT
 FROM interval_rows i
 LEFT JOIN frames g
     ON g.robot = i.robot AND g.run = i.run AND g.seq = i.seq_first AND i.controller = 2
-WHERE t_last_s - t_first_s >= min_duration_s
+WHERE coalesce(t_last_s - t_first_s, 0.0) >= min_duration_s  -- no t_s: duration unknown, 0
 ORDER BY i.robot, i.run, seq_first;
 
 CREATE OR REPLACE VIEW intervals AS SELECT * FROM clean_intervals();
