@@ -56,7 +56,7 @@ def run_cmd(
     refine_iterations: int = typer.Option(10, "--refine", min=0, help="Levenberg–Marquardt iterations after CMA-ES (0: none)."),
     workers: int = typer.Option(2, "--workers", min=0, help="Ray actors (0: evaluate in-process, no Ray)."),
     address: Optional[str] = typer.Option(None, "--address", help="Join this Ray cluster (default: start a local one)."),
-    resume: Optional[str] = typer.Option(None, "--resume", help="Continue the unfinished fit FIT from its last checkpoint."),
+    resume: Optional[str] = typer.Option(None, "--resume", help="Continue the unfinished fit FIT from its last checkpoint (its settings are reused; --train etc. are ignored)."),
     fit_id: Optional[str] = typer.Option(None, "--id", help="Fit id (default fit-<utc time>-<settings hash>)."),
     model: Optional[Path] = typer.Option(None, "--model", help="MJCF of the arm (default: the bundled FR3)."),
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON on stdout."),
