@@ -21,7 +21,6 @@ import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
 
 FRANKATWIN_S_PER_ITER = 378.0
 
