@@ -6,7 +6,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from typer.testing import CliRunner
 
-from conftest import record_synthetic
+from sim_recording import record_synthetic
 from twinlake.catalog import FRAME_SCHEMA, RUN_SCHEMA, Lake, publish_partition
 from twinlake.cli import app
 from twinlake.sim import DEMO_PROFILE_PATH, load_params

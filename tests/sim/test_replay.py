@@ -2,7 +2,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from conftest import record_synthetic, target_trajectory
+from sim_recording import record_synthetic, target_trajectory
 from twinlake.sim import (
     DEFAULT_BOUNDS,
     DEMO_PROFILE_PATH,

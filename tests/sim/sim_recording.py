@@ -1,0 +1,52 @@
+"""Synthetic recordings for tests/sim: drive SimFR3 tick by tick, as the daemon does."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from twinlake.sim import HOME_Q, JointImpedanceCommand, JointImpedanceConfig, SimFR3
+
+
+def target_trajectory(n_ticks: int, amplitude_rad: float = 0.15, freq_hz: float = 1.1) -> np.ndarray:
+    """(n, 7) smooth multi-joint pre-EMA targets around home."""
+    t = np.arange(n_ticks) * 1e-3
+    phase = np.linspace(0.0, np.pi, 7)
+    wave = np.sin(2 * np.pi * freq_hz * t[:, None] + phase) + 0.4 * np.sin(2 * np.pi * 2.3 * freq_hz * t[:, None])
+    return HOME_Q + amplitude_rad * np.minimum(t[:, None] / 0.3, 1.0) * wave
+
+
+def record_synthetic(params, n_ticks: int, noise_q: float = 0.0, noise_dq: float = 0.0, seed: int = 0,
+                     config: JointImpedanceConfig | None = None) -> dict[str, np.ndarray]:
+    """Drive SimFR3 tick by tick (as the daemon does) and return canonical frame columns.
+
+    Row k: measured (noisy) q_k, dq_k and the controller outputs computed from them.
+    """
+    rng = np.random.default_rng(seed)
+    arm = SimFR3(params)
+    config = config or JointImpedanceConfig()
+    targets = target_trajectory(n_ticks)
+    cols: dict[str, list] = {name: [] for name in ("q", "dq", "tau_cmd", "q_target", "q_target_filtered", "K", "D", "tau_J")}
+    scalar: dict[str, list] = {"filter_alpha": [], "joint_use_friction": [], "joint_reset_count": [], "controller": []}
+    for k in range(n_ticks):
+        q_meas = arm.q + rng.normal(0.0, noise_q, 7) if noise_q else arm.q
+        dq_meas = arm.dq + rng.normal(0.0, noise_dq, 7) if noise_dq else arm.dq
+        out = arm.tick(q_meas, dq_meas, JointImpedanceCommand(targets[k], config))
+        for name, value in (("q", q_meas), ("dq", dq_meas), ("tau_cmd", out.tau_cmd), ("q_target", out.q_target),
+                            ("q_target_filtered", out.q_target_filtered), ("K", out.k_nm_per_rad),
+                            ("D", out.d_nms_per_rad), ("tau_J", arm.tau_J())):
+            cols[name].append(value)
+        scalar["filter_alpha"].append(out.filter_alpha)
+        scalar["joint_use_friction"].append(int(out.use_friction))
+        scalar["joint_reset_count"].append(out.reset_count)
+        scalar["controller"].append(out.controller)
+        arm.physics_step()
+    frame: dict[str, np.ndarray] = {"seq": np.arange(n_ticks, dtype=np.int64), "t_s": np.arange(n_ticks) * 1e-3}
+    names = {"q": "q", "dq": "dq", "tau_cmd": "tau_cmd", "q_target": "q_target",
+             "q_target_filtered": "q_target_filtered", "K": "K_joint", "D": "D_joint", "tau_J": "tau_J"}
+    for key, prefix in names.items():
+        block = np.array(cols[key])
+        for j in range(7):
+            frame[f"{prefix}{j + 1}"] = block[:, j]
+    for key, values in scalar.items():
+        frame[key] = np.array(values)
+    return frame
