@@ -26,9 +26,9 @@ def register(app: typer.Typer) -> None:
 def intervals_command(
     run: Optional[str] = typer.Option(None, "--run", help="Only this run (reads only its files)."),
     robot: Optional[str] = typer.Option(None, "--robot", help="Only this robot."),
-    min_duration_s: float = typer.Option(0.0, "--min-duration-s", help="Hide intervals shorter than this [s]."),
-    period_s: float = typer.Option(0.001, "--period-s", help="Nominal control period [s]."),
-    period_tol_s: float = typer.Option(0.0005, "--period-tol-s", help="Allowed |period - nominal| [s]."),
+    min_duration_s: float = typer.Option(0.0, "--min-duration-s", help="Hide intervals shorter than this many seconds."),
+    period_s: float = typer.Option(0.001, "--period-s", help="Nominal control period, seconds."),
+    period_tol_s: float = typer.Option(0.0005, "--period-tol-s", help="Allowed |period - nominal|, seconds."),
     no_split: list[str] = typer.Option(
         [], "--no-split", help=f"Switch an optional rule off (repeatable): {', '.join(OPTIONAL_SPLITS)}."
     ),
