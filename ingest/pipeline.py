@@ -124,6 +124,25 @@ def ingest_one(lake: Lake, path: Path, reader: SourceReader, options: ReadOption
 def _ingest(lake: Lake, path: Path, reader: SourceReader, options: ReadOptions,
             replace: bool, raw: RawStore) -> Outcome:
     unit = reader.read(path, options)
+    naming_error = _check_names(path, reader, unit)
+    if naming_error is not None:
+        return naming_error
+    unit.frames = conform_frames(unit.frames)
+    frames = unit.frames
+    raw.write_async("frames.parquet", lambda p: write_parquet(frames, p))  # overlaps checks
+    validate_frames(path, frames, unit.run_fields.get("source_version"), unit.first_line)
+    for f in unit.raw_files:
+        if f.path.is_file():
+            raw.add(f.path, f.role)
+    row = run_row(unit, raw.wait(), manifest_hash=path.is_dir())
+    base = Outcome(str(path), "published", "", format=reader.name, robot=unit.robot,
+                   run=unit.run, frame_count=frames.num_rows, verdict=row["verdict"],
+                   flags=row["flags"], files=[str(f.path) for f in unit.raw_files])
+    return _publish(lake, path, unit, row, raw, base, replace)
+
+
+def _check_names(path: Path, reader: SourceReader, unit: IngestUnit) -> Outcome | None:
+    """An `error` Outcome if the unit has no robot or an unusable robot/run id."""
     if unit.robot is None:
         return Outcome(str(path), "error", f"{path.name}: no robot named: pass --robot ID, or "
                        f"put \"robot_id\" in a {path.with_suffix('').name}.meta.json beside it",
@@ -134,40 +153,30 @@ def _ingest(lake: Lake, path: Path, reader: SourceReader, options: ReadOptions,
     except ValueError as exc:
         return Outcome(str(path), "error", f"{path.name}: {exc} (name it with --robot/--run)",
                        format=reader.name)
-    unit.frames = conform_frames(unit.frames)
-    frames = unit.frames
-    raw.write_async("frames.parquet", lambda p: write_parquet(frames, p))  # overlaps checks
-    version = unit.run_fields.get("source_version")
-    validate_frames(path, unit.frames, version, unit.first_line)
-    for f in unit.raw_files:
-        if f.path.is_file():
-            raw.add(f.path, f.role)
-    stored = raw.wait()
-    row = run_row(unit, stored, manifest_hash=path.is_dir())
-    base = Outcome(str(path), "published", "", format=reader.name, robot=unit.robot,
-                   run=unit.run, frame_count=unit.frames.num_rows, verdict=row["verdict"],
-                   flags=row["flags"])
-    base.files = [str(f.path) for f in unit.raw_files]
+    return None
+
+
+def _publish(lake: Lake, path: Path, unit: IngestUnit, row: dict, raw: RawStore,
+             base: Outcome, replace: bool) -> Outcome:
+    """No-op for the same bytes, refuse different bytes unless `replace`, else publish."""
     rel = lake.run_relative(unit.robot, unit.run)
-    existing = _existing_sha(lake.root / rel)
-    if existing is not None:
-        if existing == row["raw_sha256"]:
-            return _with(base, "already_ingested", f"{path.name}: already ingested as "
-                         f"{unit.robot}/{unit.run} (same bytes)", lake.root / rel)
-        if not replace:
-            return _refused(base, path, unit, lake.root / rel)
+    target = lake.root / rel
+    same = f"{path.name}: already ingested as {unit.robot}/{unit.run} (same bytes)"
+    existing = _existing_sha(target)
+    if existing is not None and existing == row["raw_sha256"]:
+        return _with(base, "already_ingested", same, target)
+    if existing is not None and not replace:
+        return _refused(base, path, unit, target)
     try:
-        target = publish_partition(lake, rel, lambda d: _write(d, unit, row, raw),
-                                   replace=replace)
-    except PartitionExists:
-        if _existing_sha(lake.root / rel) == row["raw_sha256"]:
-            return _with(base, "already_ingested", f"{path.name}: already ingested as "
-                         f"{unit.robot}/{unit.run} (same bytes)", lake.root / rel)
-        return _refused(base, path, unit, lake.root / rel)
+        publish_partition(lake, rel, lambda d: _write(d, unit, row, raw), replace=replace)
+    except PartitionExists:  # another process won the race
+        if _existing_sha(target) == row["raw_sha256"]:
+            return _with(base, "already_ingested", same, target)
+        return _refused(base, path, unit, target)
     status = "replaced" if existing is not None else "published"
+    flags = f" ({', '.join(row['flags'])})" if row["flags"] else ""
     return _with(base, status, f"{path.name}: {status} {unit.robot}/{unit.run}: "
-                 f"{unit.frames.num_rows} frames, verdict {row['verdict']}"
-                 + (f" ({', '.join(row['flags'])})" if row["flags"] else ""), target)
+                 f"{unit.frames.num_rows} frames, verdict {row['verdict']}{flags}", target)
 
 
 def conform_frames(frames: pa.Table) -> pa.Table:
