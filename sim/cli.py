@@ -22,6 +22,7 @@ def replay_command(
     params: Optional[Path] = typer.Option(None, "--params", help="Profile JSON or FrankaTwin sysid_best_params.json (default: nominal)."),
     lake: Optional[Path] = typer.Option(None, "--lake", help="Lake directory (default $TWINLAKE_LAKE or ./lake)."),
     model: Optional[Path] = typer.Option(None, "--model", help="Own FR3 MJCF (joints matched by name *joint1..7)."),
+    joint_map: Optional[str] = typer.Option(None, "--joint-map", help="With --model: '1=name1,2=name2,...,7=name7'."),
     no_ema: bool = typer.Option(False, "--no-ema", help="Drive with post-EMA targets, EMA bypassed."),
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
 ) -> None:
@@ -35,11 +36,12 @@ def replay_command(
 
     err = Console(stderr=True)
     try:
+        parse_joint_map(joint_map)
         with Progress(TextColumn("replay"), BarColumn(), TextColumn("{task.completed}/{task.total} ticks"),
                       TimeRemainingColumn(), console=err, transient=True, disable=as_json) as bar:
             task = bar.add_task("replay", total=None)
             summary = run_replay(resolve_lake(lake), run, out, interval=interval, params_path=params,
-                                 model_path=model, use_ema=not no_ema,
+                                 model_path=model, joint_map=parse_joint_map(joint_map), use_ema=not no_ema,
                                  progress=lambda done, total: bar.update(task, completed=done, total=total))
     except ValueError as exc:
         typer.echo(f"error: {exc}", err=True)
@@ -53,6 +55,19 @@ def replay_command(
     if rmse:
         typer.echo("q RMSE vs recording [mrad]: " + " ".join(f"{1e3 * v:.2f}" for v in rmse))
     typer.echo(f"wrote {summary['csv']}\nwrote {summary['sidecar']}")
+
+
+def parse_joint_map(text: str | None) -> dict[int, str] | None:
+    """'1=a,2=b,...' → {1: 'a', ...}; ValueError naming the bad item."""
+    if not text:
+        return None
+    mapping: dict[int, str] = {}
+    for item in text.split(","):
+        key, sep, name = item.strip().partition("=")
+        if not sep or not key.strip().isdigit() or not 1 <= int(key) <= 7 or not name.strip():
+            raise ValueError(f"--joint-map item {item.strip()!r}: expected J=NAME with J in 1..7")
+        mapping[int(key)] = name.strip()
+    return mapping
 
 
 def register(app: typer.Typer) -> None:

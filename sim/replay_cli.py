@@ -104,10 +104,11 @@ def build_input(data: IntervalFrames, use_ema: bool = True) -> ReplayInput:
 
 
 def run_replay(lake, run: str, out_dir: Path, *, interval: int | None = None, params_path: Path | None = None,
-               model_path: Path | None = None, use_ema: bool = True, progress=None) -> dict:
+               model_path: Path | None = None, joint_map: dict[int, str] | None = None, use_ema: bool = True,
+               progress=None) -> dict:
     """Replay and write `<run>_i<interval>_sim.csv` and `.json` into out_dir; returns a summary."""
     params = load_params(params_path) if params_path else DynamicsParams.nominal()
-    model = load_model(model_path)
+    model = load_model(model_path, joint_map=joint_map)
     data = load_interval(lake, run, interval)
     inp = build_input(data, use_ema=use_ema)
     if progress is not None:

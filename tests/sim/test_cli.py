@@ -84,6 +84,9 @@ def test_sim_replay_errors_are_one_line(tmp_path):
     res = runner.invoke(app, ["sim", "replay", "run-b", "--params", str(bad_params), "--lake", str(tmp_path / "lake"),
                               "--out", str(tmp_path)])
     assert res.exit_code == 2 and "p.json: expected schema" in res.output
+    res = runner.invoke(app, ["sim", "replay", "run-b", "--joint-map", "1=a,9=b", "--lake", str(tmp_path / "lake"),
+                              "--out", str(tmp_path)])
+    assert res.exit_code == 2 and "--joint-map item '9=b': expected J=NAME" in res.output
 
 
 def test_sim_replay_of_a_50hz_cartesian_run_uses_the_zoh_time_base(tmp_path):
