@@ -44,9 +44,9 @@ class FitProgress:
         )
         self._progress.update(self._task, completed=generation, stats=stats)
         if self._lines:
-            self._console.print(f"{self._label} generation {generation}/{self._total}: {stats}", highlight=False)
+            self._console.print(f"{self._label} generation {generation}/{self._total}: {stats}", highlight=False, soft_wrap=True)
 
     def note(self, text: str) -> None:
         self._progress.update(self._task, stats=text)
         if self._lines:
-            self._console.print(f"{self._label}: {text}", highlight=False)
+            self._console.print(f"{self._label}: {text}", highlight=False, soft_wrap=True)
