@@ -67,10 +67,16 @@ class NoiseSource:
             filled += take
         return out
 
-    def next(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def next_row(self) -> np.ndarray:
+        """One tick's offsets (21,): q | dq | tau_J (a view of the current block)."""
         if self._i >= self._block.shape[0]:
             self._block = self._rng.standard_normal((self._block_ticks, 21)) * self._scale
             self._i = 0
         row = self._block[self._i]
         self._i += 1
+        return row
+
+    def next(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """One tick's offsets as (q (7,), dq (7,), tau_J (7,))."""
+        row = self.next_row()
         return row[0:7], row[7:14], row[14:21]

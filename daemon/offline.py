@@ -26,7 +26,7 @@ from .client import DEFAULT_D_JOINT, DEFAULT_FILTER_ALPHA, DEFAULT_K_JOINT
 from .companions import recording_meta, write_companions
 from .excite_files import read_reference_csv
 from .noise import NoiseConfig
-from .plantloop import _EE_QUAT, TICK_S, RobotTicker, quat_xyzw_from_mats, to_sim_command
+from .plantloop import _EE_QUAT, CONFIG_COLUMNS, TICK_S, RobotTicker, quat_xyzw_from_mats, to_sim_command
 from .status import RecordingStatus
 from .wire import JointImpedanceCommand as WireJoint
 from .wire import decode_command, encode_joint_impedance
@@ -70,6 +70,8 @@ def record_offline(reference_csv: str | Path, out_csv: str | Path, *, truth_path
     started = time.perf_counter()
     batch = C.empty_frames(BATCH_ROWS)
     xmats = np.zeros((BATCH_ROWS, 9))
+    versions = np.zeros(BATCH_ROWS, dtype=np.int64)  # config version of each row
+    configs = {}  # config version -> its frame's config columns
     next_cmd = 0
     fd = os.open(out_csv, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
     try:
@@ -83,11 +85,13 @@ def record_offline(reference_csv: str | Path, out_csv: str | Path, *, truth_path
                     wire = encode_joint_impedance(WireJoint(q_ref[next_cmd], *gains, False))
                     command = to_sim_command(decode_command(wire))
                     next_cmd += 1
-                robot.step(command, TICK_S, out=batch[i], ee_xmat_out=xmats[i])
+                robot.advance(command, batch[i], xmats[i])
+                versions[i] = robot.config_version
+                if robot.config_version not in configs:
+                    configs[robot.config_version] = robot.config_row[CONFIG_COLUMNS].copy()
             rows = batch[:count]
-            rows[:, _EE_QUAT] = quat_xyzw_from_mats(xmats[:count])
-            rows[:, C.SEQ.start] = np.arange(start, start + count)
-            rows[:, C.T_S.start] = rows[:, C.SEQ.start] * TICK_S
+            _fill_batch_columns(rows, xmats[:count], versions[:count], configs, start)
+            configs = {versions[count - 1]: configs[versions[count - 1]]}
             _write_all(fd, C.format_rows(rows).encode())
             if progress is not None:
                 progress((start + count) / n_ticks)
@@ -98,6 +102,19 @@ def record_offline(reference_csv: str | Path, out_csv: str | Path, *, truth_path
                              finished=True, complete=True, written=n_ticks)
     write_companions(out_csv, status, _meta(reference_csv, robot_id, status, gains, seed, noise, q_ref[0]))
     return OfflineResult(out_csv, n_ticks, n_ticks * TICK_S, wall, status)
+
+
+def _fill_batch_columns(rows: np.ndarray, xmats: np.ndarray, versions: np.ndarray, configs: dict,
+                       start: int) -> None:
+    """The columns `RobotTicker.advance` leaves to the caller, for a batch starting at tick `start`."""
+    keys = np.array(sorted(configs))
+    table = np.stack([configs[k] for k in keys])
+    rows[:, CONFIG_COLUMNS] = table[np.searchsorted(keys, versions)]
+    rows[:, _EE_QUAT] = quat_xyzw_from_mats(xmats)
+    rows[:, C.SEQ.start] = np.arange(start, start + len(rows))
+    rows[:, C.T_S.start] = rows[:, C.SEQ.start] * TICK_S
+    rows[:, C.ROBOT_TIME_S.start] = rows[:, C.SEQ.start] * TICK_S
+    rows[:, C.CONTROL_PERIOD_S.start] = TICK_S
 
 
 def _write_all(fd: int, data: bytes) -> None:

@@ -1,9 +1,10 @@
 """One tick of the simulated robot as the daemon and the offline recorder both run it.
 
 `RobotTicker` wraps `twinlake.sim.SimFR3` with measurement noise and fills a CSV v2 frame:
-measure (true state + noise) → `SimFR3.tick` (pending command, EMA, torque, slew) →
+measure (true state + noise) → `SimFR3.control` (pending command, EMA, torque, slew) →
 `physics_step` → frame. The EE pose is the flange pose at the tick's true state, read from
-the plant's position stage of this step (computed before integration), so it costs nothing.
+the plant's position stage of this step (mj_step1, which also gives the Coriolis term), so it
+costs nothing.
 """
 
 from __future__ import annotations
@@ -70,8 +71,20 @@ def to_sim_command(cmd: DecodedCommand):
     return None
 
 
+_MEAS = slice(C.Q.start, C.TAU_J.stop)  # q | dq | tau_J: 21 contiguous columns
+assert C.DQ.start == C.Q.stop and C.TAU_J.start == C.DQ.stop
+# columns that change only when a command arrives (the config block of a frame)
+CONFIG_COLUMNS = np.r_[_CONTROLLER, _VALID, C.Q_TARGET.start:C.Q_TARGET.stop, C.K_JOINT.start:C.D_JOINT.stop,
+                       _ALPHA, _FRICTION, _RESETS]
+
+
 class RobotTicker:
-    """The plant (true params) + controller + noise; `step(command)` fills `self.frame`."""
+    """The plant (true params) + controller + noise; `step(command)` fills `self.frame`.
+
+    `advance()` is the hot path both use: it writes only the columns that change every tick;
+    the config columns (`CONFIG_COLUMNS`) are in `config_row`, renewed (and `config_version`
+    incremented) whenever a command arrives.
+    """
 
     def __init__(self, params: DynamicsParams, noise: NoiseConfig, seed: int, q0=None) -> None:
         self.sim = SimFR3(params, q0=q0)
@@ -80,16 +93,41 @@ class RobotTicker:
         self.tick_index = 0
         self.q_meas = self.sim.q
         self.dq_meas = self.sim.dq
-        self.out = None
         self._data = self.sim.plant.data
         self._site = self.sim.plant.arm.ee_site
+        self.config_row = C.empty_frames(1)[0]
+        self.config_version = 0
+        self._refresh_config()
 
-    def measure(self) -> None:
-        """Sample this tick's measured q, dq, tau_J (true state + noise)."""
-        nq, ndq, ntau = self.noise.next()
-        self.q_meas = self.sim.q + nq
-        self.dq_meas = self.sim.dq + ndq
-        self.tau_j_meas = self.sim.tau_J() + ntau
+    def _refresh_config(self) -> None:
+        sim, f = self.sim, self.config_row
+        joint = sim.mode == CONTROLLER_JOINT
+        f[_CONTROLLER] = sim.mode
+        f[_VALID] = int(joint)
+        f[C.Q_TARGET] = sim.q_target if joint else 0.0
+        f[C.K_JOINT] = sim.config.k_nm_per_rad if joint else 0.0
+        f[C.D_JOINT] = sim.config.d_nms_per_rad if joint else 0.0
+        f[_ALPHA] = sim.config.filter_alpha if joint else 0.0
+        f[_FRICTION] = sim.config.use_friction if joint else False
+        f[_RESETS] = sim.reset_count if joint else 0  # §3.2: cols 48–78 zero unless valid
+        self.config_version += 1
+
+    def advance(self, command, row: np.ndarray, ee_xmat_out: np.ndarray) -> None:
+        """One 1 ms tick: measure (true state + noise) → control → physics.
+
+        Writes q, dq, tau_J (measured), tau_cmd, EE position and q_target_filtered into the
+        80-value `row` and the EE rotation matrix (9,) into `ee_xmat_out`; other columns untouched.
+        """
+        sim = self.sim
+        meas = sim.measured(self.noise.next_row(), row[_MEAS])
+        tau = sim.control(meas[0:7], meas[7:14], command)
+        if command is not None:
+            self._refresh_config()
+        row[C.TAU_CMD] = tau
+        row[_EE_POS] = self._data.site_xpos[self._site]  # the tick's true state (mj_step1 of this tick)
+        ee_xmat_out[:] = self._data.site_xmat[self._site]
+        row[C.Q_TARGET_FILTERED] = sim.ema if sim.mode == CONTROLLER_JOINT else 0.0
+        sim.physics_step()
 
     def step(self, command=None, control_period_s: float = TICK_S, out: np.ndarray | None = None,
              ee_xmat_out: np.ndarray | None = None) -> np.ndarray:
@@ -97,31 +135,15 @@ class RobotTicker:
 
         `out`: the 80-value row to fill (default `self.frame`). With `ee_xmat_out` (9,) the EE
         rotation matrix is stored there and the quaternion columns are left for the caller to
-        fill in batch (`quat_xyzw_from_mats`), which the offline recorder does.
+        fill in batch (`quat_xyzw_from_mats`).
         """
-        self.measure()
-        res = self.sim.tick(self.q_meas, self.dq_meas, command)
-        self.sim.physics_step()
-        self.out = res
         f = self.frame if out is None else out
-        f[C.Q] = self.q_meas
-        f[C.DQ] = self.dq_meas
-        f[C.TAU_J] = self.tau_j_meas
-        f[C.TAU_CMD] = res.tau_cmd
-        f[_EE_POS] = self._data.site_xpos[self._site]
+        xmat = np.empty(9) if ee_xmat_out is None else ee_xmat_out
+        self.advance(command, f, xmat)
+        self.q_meas, self.dq_meas, self.tau_j_meas = f[C.Q].copy(), f[C.DQ].copy(), f[C.TAU_J].copy()
+        f[CONFIG_COLUMNS] = self.config_row[CONFIG_COLUMNS]
         if ee_xmat_out is None:
-            f[_EE_QUAT] = quat_xyzw_from_mat(self._data.site_xmat[self._site])
-        else:
-            ee_xmat_out[:] = self._data.site_xmat[self._site]
-        f[_CONTROLLER] = res.controller
-        f[_VALID] = res.joint_target_valid
-        f[C.Q_TARGET] = res.q_target
-        f[C.Q_TARGET_FILTERED] = res.q_target_filtered
-        f[C.K_JOINT] = res.k_nm_per_rad
-        f[C.D_JOINT] = res.d_nms_per_rad
-        f[_ALPHA] = res.filter_alpha
-        f[_FRICTION] = res.use_friction
-        f[_RESETS] = res.reset_count if res.joint_target_valid else 0  # §3.2: cols 48–78 zero unless valid
+            f[_EE_QUAT] = quat_xyzw_from_mat(xmat)
         f[_ROBOT_TIME] = self.tick_index * TICK_S
         f[_PERIOD] = control_period_s
         self.tick_index += 1

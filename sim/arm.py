@@ -3,6 +3,13 @@
 Used by the daemon's real-time loop and by the offline recorder: they add measurement noise
 to `q`/`dq`, call `tick()` (controller) and then `physics_step()` (plant). The physics and the
 control law are the same code the replay engines use (plant.Plant, controllers.*).
+
+One tick costs one MuJoCo split step: the controller's first call of a tick runs `mj_step1`
+(position/velocity stages at the true state: `qfrc_bias` = C(q,dq)·dq and the flange pose),
+`physics_step` runs `mj_step2`. The Coriolis feed-forward is therefore C at the simulated
+true state, as in the replay engines (not at the noisy measured state: the difference is of
+the order of the velocity noise times ∂C/∂dq, ~1e-4 N·m). `control()` is `tick()` without
+the TickOutput copies, for the recorders' hot loop.
 """
 
 from __future__ import annotations
@@ -15,10 +22,9 @@ import numpy as np
 from .controllers import (
     JOINT_SLEW_NM_PER_TICK,
     JointImpedanceConfig,
-    ema_update,
     joint_impedance_torque,
     mat_to_quat_xyzw,
-    slew_limit,
+    slew_limit_inplace,
 )
 from .model import HOME_Q, load_model
 from .params import DynamicsParams
@@ -85,8 +91,21 @@ class SimFR3:
         self.q_target = np.zeros(7)
         self.ema = np.zeros(7)
         self.reset_count = 0
-        self.tau_prev = np.zeros(7)
-        self.tau_cmd = np.zeros(7)
+        self.tau_prev = np.zeros(7)  # this tick's slew-limited command, updated in place
+        self._keep = 1.0  # 1 − α of the active config
+        self._alpha_target = np.zeros(7)  # α·q_target, formed once per command
+        self._pre = np.zeros(7)
+        self._work = np.empty(7)
+        self._tau_j = np.zeros(7)
+        self._staged = False  # mj_step1 done for this tick
+        d, dofs = self.plant.data, self.plant.dofs
+        self._views = (d.qpos[self.plant.qadr], d.qvel[dofs], d.qfrc_bias[dofs], d.qfrc_applied[dofs],
+                       d.qfrc_passive[dofs], d.qfrc_constraint[dofs]) if isinstance(dofs, slice) else None
+
+    @property
+    def tau_cmd(self) -> np.ndarray:
+        """The last tick's commanded torque after the slew limiter [N·m], (7,) (live buffer)."""
+        return self.tau_prev
 
     @property
     def q(self) -> np.ndarray:
@@ -136,7 +155,28 @@ class SimFR3:
         It is what a link-side sensor of a gravity-free arm reads (the real tau_J also carries
         gravity, which this plant does not simulate); zeros before the first physics step.
         """
-        return self.plant.link_torque()
+        return self._tau_j.copy()
+
+    def measured(self, offsets: np.ndarray, out: np.ndarray) -> np.ndarray:
+        """[q | dq | tau_J] (21,) at the true state plus `offsets` (21,), into `out` (21,)."""
+        if self._views is None:
+            np.add(np.concatenate([self.plant.q, self.plant.dq, self._tau_j]), offsets, out=out)
+            return out
+        qpos, qvel = self._views[0], self._views[1]
+        np.add(qpos, offsets[0:7], out=out[0:7])
+        np.add(qvel, offsets[7:14], out=out[7:14])
+        np.add(self._tau_j, offsets[14:21], out=out[14:21])
+        return out
+
+    def _stage(self) -> None:
+        if not self._staged:
+            self.plant.begin_tick()
+            self._staged = True
+
+    def bias(self) -> np.ndarray:
+        """C(q,dq)·dq [N·m] at the true state of this tick (runs the tick's mj_step1 if not yet), (7,)."""
+        self._stage()
+        return self._views[2] if self._views is not None else self.plant.coriolis()
 
     def _apply(self, command, q_meas: np.ndarray) -> None:
         if isinstance(command, JointImpedanceCommand):
@@ -146,30 +186,41 @@ class SimFR3:
             self.mode = CONTROLLER_JOINT_IMPEDANCE
             self.q_target = command.q_target.copy()
             self.config = command.config
+            # the products ema_update forms, once per command (bit-identical to the replay filter)
+            self._keep = 1.0 - self.config.filter_alpha
+            self._alpha_target = np.multiply(self.q_target, self.config.filter_alpha)
         elif isinstance(command, IdleCommand):
             self.mode = CONTROLLER_IDLE
         elif command is not None:
             raise TypeError(f"unsupported command {type(command).__name__}")
 
+    def control(self, q_meas: np.ndarray, dq_meas: np.ndarray, command=None) -> np.ndarray:
+        """One controller tick (command → EMA → torque → slew) on measured q, dq (7,) float64.
+
+        Returns the commanded torque [N·m] (7,): a live buffer, overwritten by the next tick.
+        """
+        self._apply(command, q_meas)
+        cor = self.bias()
+        pre = self._pre
+        if self.mode == CONTROLLER_JOINT_IMPEDANCE:
+            cfg, ema = self.config, self.ema
+            ema *= self._keep  # ema ← (1 − α)·ema + α·q_target
+            ema += self._alpha_target
+            joint_impedance_torque(q_meas, dq_meas, ema, cfg.k_nm_per_rad, cfg.d_nms_per_rad, cor,
+                                   cfg.use_friction, out=pre, scratch=self._work)
+        else:
+            pre.fill(0.0)
+        return slew_limit_inplace(pre, self.tau_prev, JOINT_SLEW_NM_PER_TICK)
+
     def tick(self, q_meas, dq_meas, command=None) -> TickOutput:
         """One controller tick in fr3_stack's order: command (reset on mode change) → EMA → torque → slew."""
         q_meas = np.asarray(q_meas, dtype=np.float64)
         dq_meas = np.asarray(dq_meas, dtype=np.float64)
-        self._apply(command, q_meas)
+        tau = self.control(q_meas, dq_meas, command)
         cfg = self.config
-        if self.mode == CONTROLLER_JOINT_IMPEDANCE:
-            ema_update(self.ema, self.q_target, cfg.filter_alpha, out=self.ema)
-            tau = joint_impedance_torque(
-                q_meas[None], dq_meas[None], self.ema[None], cfg.k_nm_per_rad, cfg.d_nms_per_rad,
-                self.coriolis(q_meas, dq_meas)[None], cfg.use_friction,
-            )[0]
-        else:
-            tau = np.zeros(7)
-        self.tau_cmd = slew_limit(tau, self.tau_prev, JOINT_SLEW_NM_PER_TICK)
-        self.tau_prev = self.tau_cmd.copy()
         joint = self.mode == CONTROLLER_JOINT_IMPEDANCE
         return TickOutput(
-            tau_cmd=self.tau_cmd.copy(),
+            tau_cmd=tau.copy(),
             q_target=self.q_target.copy() if joint else np.zeros(7),
             q_target_filtered=self.ema.copy() if joint else np.zeros(7),
             k_nm_per_rad=cfg.k_nm_per_rad.copy() if joint else np.zeros(7),
@@ -183,8 +234,14 @@ class SimFR3:
 
     def physics_step(self) -> None:
         """Advance the plant 1 ms with the delayed commanded torque of the last tick + friction."""
-        self.plant.begin_tick()
-        self.plant.end_tick(self.tau_cmd)
+        self._stage()
+        self.plant.end_tick(self.tau_prev)
+        self._staged = False
+        if self._views is None:
+            self._tau_j[:] = self.plant.link_torque()
+        else:  # link torque of this step, as Plant.link_torque: applied + passive + constraint
+            np.add(self._views[3], self._views[4], out=self._tau_j)
+            self._tau_j += self._views[5]
 
 
 __all__ = [

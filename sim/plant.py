@@ -101,6 +101,13 @@ class DelayLine:
         return self.out
 
 
+def dof_span(adr: np.ndarray) -> slice | np.ndarray:
+    """A slice when the addresses are contiguous (indexing then gives views), else the index array."""
+    adr = np.asarray(adr)
+    start = int(adr[0])
+    return slice(start, start + adr.size) if np.array_equal(adr, np.arange(start, start + adr.size)) else adr
+
+
 def apply_params(model: mujoco.MjModel, arm: ArmIndex, params: DynamicsParams) -> None:
     """Write armature, viscous damping and the static Coulomb level into the arm's dofs."""
     model.dof_armature[arm.dof_adr] = params.armature
@@ -130,9 +137,9 @@ class Plant:
         tau_prev0 = np.zeros(7) if tau_prev0 is None else np.asarray(tau_prev0, dtype=np.float64)
         self.delay = DelayLine(np.array([params.motor_delay_ms]), tau_prev0,
                                None if tau_history is None else np.asarray(tau_history)[:, None, :])
-        self.tau_applied = np.zeros(7)
-        self.friction = StribeckFriction(params.mu_static[None], params.mu_dynamic[None])
-        self._relief = np.empty((1, 7))
+        self.friction = StribeckFriction(params.mu_static, params.mu_dynamic)
+        self._relief = np.empty(7)
+        self.dofs, self.qadr = dof_span(self.arm.dof_adr), dof_span(self.arm.qpos_adr)
 
     @property
     def q(self) -> np.ndarray:
@@ -155,10 +162,13 @@ class Plant:
     def end_tick(self, tau_cmd: np.ndarray) -> None:
         """Push the commanded torque into the delay line, apply the delayed one plus the sliding
         friction relief, and integrate 1 ms."""
-        delayed = self.delay.push(np.asarray(tau_cmd, dtype=np.float64)[None, :])
-        self.tau_applied[:] = delayed[0]
-        relief = self.friction.sliding_relief(self.data.qvel[self.arm.dof_adr][None], self._relief)
-        self.data.qfrc_applied[self.arm.dof_adr] = (delayed + relief)[0]
+        delayed = self.delay.push(tau_cmd)[0]
+        d, dofs = self.data, self.dofs
+        relief = self.friction.sliding_relief(d.qvel[dofs], self._relief)
+        if isinstance(dofs, slice):
+            np.add(relief, delayed, out=d.qfrc_applied[dofs])  # relief + delayed, as the population engine
+        else:
+            d.qfrc_applied[dofs] = relief + delayed
         mujoco.mj_step2(self.model, self.data)
 
     def link_torque(self) -> np.ndarray:
@@ -168,4 +178,4 @@ class Plant:
         return d.qfrc_applied[adr] + d.qfrc_passive[adr] + d.qfrc_constraint[adr]
 
 
-__all__ = ["STRIBECK_VELOCITY_RAD_S", "DelayLine", "StribeckFriction", "Plant", "apply_params"]
+__all__ = ["STRIBECK_VELOCITY_RAD_S", "DelayLine", "StribeckFriction", "Plant", "apply_params", "dof_span"]
