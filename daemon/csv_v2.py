@@ -4,6 +4,8 @@ A frame is one row of 80 float64 values in CSV column order (`FRAME_WIDTH`); int
 (`seq`, `controller`, `schema_version`, `joint_target_valid`, `joint_use_friction`,
 `joint_reset_count`) hold exact integers. `format_rows` turns an (n, 80) array into text with
 one C-level formatting call per batch: doubles as `%.12g` (NaN → `nan`), integers as integers.
+A column that holds one value throughout the batch (gains, filter, schema, ...) is formatted
+once and written into the row template as text, so only the changing columns cost a conversion.
 """
 
 from __future__ import annotations
@@ -35,7 +37,8 @@ INT_COLUMNS = frozenset(
     {"seq", "controller", "schema_version", "joint_target_valid", "joint_use_friction", "joint_reset_count"}
 )
 HEADER = ",".join(COLUMNS) + "\n"
-_ROW_FORMAT = ",".join("%d" if c in INT_COLUMNS else "%.12g" for c in COLUMNS) + "\n"
+_SPECS = tuple("%d" if c in INT_COLUMNS else "%.12g" for c in COLUMNS)
+_ROW_FORMAT = ",".join(_SPECS) + "\n"
 
 
 def _slice(first: str, n: int = 1) -> slice:
@@ -80,7 +83,15 @@ def format_rows(rows: np.ndarray) -> str:
         return ""
     if not np.isfinite(rows[:, _INT_INDEX]).all():
         raise ValueError("CSV v2 frames: integer column holds a non-finite value")
-    return (_ROW_FORMAT * rows.shape[0]) % tuple(rows.ravel().tolist())
+    if rows.shape[0] == 1:
+        return _ROW_FORMAT % tuple(rows[0].tolist())
+    first = rows[0]
+    # NaN never compares equal (such columns stay per row); −0.0 == 0.0 but prints differently
+    constant = ((rows == first) & (np.signbit(rows) == np.signbit(first))).all(axis=0)
+    template = ",".join((spec % value) if same else spec
+                        for spec, value, same in zip(_SPECS, first.tolist(), constant.tolist())) + "\n"
+    varying = rows[:, ~constant] if constant.any() else rows
+    return (template * rows.shape[0]) % tuple(varying.ravel().tolist())
 
 
 def empty_frames(n: int) -> np.ndarray:
