@@ -101,10 +101,26 @@ def _ingest_dir(lake: Lake, folder: Path, options: ReadOptions, replace: bool,
         outcome = ingest_one(lake, entry, reader, options, replace=replace, raw_codec=raw_codec)
         consumed.update(Path(p) for p in outcome.files)
         yield outcome
+    results = set()
+    for item in _import_results(lake, folder, options, replace):
+        results.add(Path(item.path))
+        yield item
     for entry, tried in unrecognised:
-        if entry not in consumed:
+        if entry not in consumed and entry not in results:
             why = "; ".join(f"{name}: {reason}" for name, reason in tried)
             yield Outcome(str(entry), "skipped", f"{entry.name}: skipped, not recognised ({why})")
+
+
+def _import_results(lake: Lake, folder: Path, options: ReadOptions,
+                    replace: bool) -> Iterator[Outcome]:
+    """FrankaTwin result files of the directory (fits, then validations), after its runs."""
+    from twinlake.ingest.frankatwin_results import import_results
+
+    for item in import_results(lake, [folder], options.robot, replace=replace):
+        status = (("already_ingested" if item.get("existed") else "published") if item["ok"]
+                  else "rejected")
+        yield Outcome(item["path"], status, item["message"], format=item.get("kind"),
+                      partition=item.get("partition"), files=[item["path"]])
 
 
 def ingest_one(lake: Lake, path: Path, reader: SourceReader, options: ReadOptions, *,
@@ -246,7 +262,19 @@ def run_row(unit: IngestUnit, stored: list, manifest_hash: bool = False) -> dict
     row.update(raw_files=[s.as_row() for s in stored],
                raw_sha256=identity_sha256(stored, manifest_hash), completion_confirmed=confirmed, verdict=verdict, reasons=reasons,
                flags=flags, twinlake_version=twinlake.__version__)
+    # source-specific fields (fit_eligible, recorded_gaps, gains, ...) follow the canonical ones
+    row.update({k: v for k, v in fields.items() if k not in row})
     return row
+
+
+def run_table(row: dict[str, Any]) -> pa.Table:
+    """One-row run.parquet: RUN_SCHEMA columns in order, then the source's extra fields
+    (types inferred; a `pa.Scalar` value keeps its declared type)."""
+    table = pa.Table.from_pylist([{k: row[k] for k in RUN_SCHEMA.names}], schema=RUN_SCHEMA)
+    for key, value in row.items():
+        if key not in RUN_SCHEMA.names:
+            table = table.append_column(key, pa.array([value]))
+    return table
 
 
 def _completion_confirmed(fields: dict, frame_count: int, reasons: list[str]) -> bool:
@@ -275,4 +303,4 @@ def _write(staging: Path, unit: IngestUnit, row: dict, raw: RawStore) -> None:
     for name, table in unit.extra_tables.items():
         write_parquet(table, staging / f"{name}.parquet")
     raw.move_into(staging)
-    write_parquet(pa.Table.from_pylist([row], schema=RUN_SCHEMA), staging / "run.parquet")
+    write_parquet(run_table(row), staging / "run.parquet")

@@ -35,7 +35,12 @@ def test_mixed_directory_ingests_each_format(tmp_path):
     res = runner.invoke(app, ["ingest", str(data), "--lake", str(lake), "--robot", "fr3",
                               "--json"])
     assert res.exit_code == 0, res.output
-    outcomes = {json.loads(line)["run"]: json.loads(line) for line in res.stdout.splitlines()}
+    lines = [json.loads(line) for line in res.stdout.splitlines()]
+    outcomes = {o["run"]: o for o in lines if o["format"] not in ("fit", "validation")}
+    # result files in the directory are imported after its runs
+    results = [o for o in lines if o["format"] in ("fit", "validation")]
+    assert [o["format"] for o in results] == ["fit", "validation"]
+    assert all(o["status"] == "published" for o in results)
     formats = {run: o["format"] for run, o in outcomes.items()}
     assert formats == {"chirp_low": "frankatwin_log50", "ring_run": "frankatwin_ring_1khz",
                        "chirp_target": "frankatwin_target_csv",
@@ -47,6 +52,7 @@ def test_mixed_directory_ingests_each_format(tmp_path):
     assert res.exit_code == 0, res.output
     items = [json.loads(line) for line in res.stdout.splitlines()]
     assert [i["kind"] for i in items] == ["fit", "validation"]
+    assert all(i["existed"] for i in items)  # already imported by `ingest DIR`
     assert items[1]["links"]["run"] == "chirp_low" and items[1]["links"]["fit"] == items[0]["id"]
     assert items[1]["links"]["sim_run"] == "chirp_low_sim"
     con = connect(lake)
