@@ -118,7 +118,7 @@ def test_partition_round_trips_through_twinlake_sql_and_exports(synth_lake, ray_
 def _cli_fit(lake: Path, fit_id: str, address: str) -> list[str]:
     return TWINLAKE + ["fit", "run", "--lake", str(lake), "--train", "r1", "--train", "r2",
                        "--holdout", "r3", "--params", "dynamic_ratio=0.6", "--population", "8",
-                       "--generations", "8", "--seed", "5", "--max-seconds", "0.4", "--workers", "1",
+                       "--generations", "8", "--seed", "5", "--max-seconds", "0.4", "--workers", "1", "--refine", "0",
                        "--address", address, "--id", fit_id, "--json"]
 
 
