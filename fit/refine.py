@@ -67,7 +67,7 @@ def _lm(pool, combine, space, z, delay, loss, iterations, rows, on_iteration):
                      "per_traj_min": np.min(per_interval, axis=0).tolist(),
                      "evaluations": n + 1 + len(trial)})
         if on_iteration is not None:
-            on_iteration(len(rows), loss)
+            on_iteration(len(rows), loss, delay)
         if not improved:
             break
     return z, loss

@@ -209,7 +209,7 @@ def _refine(settings: FitSettings, data: ProblemData, search: MixedSearch, histo
     combine = FitProblem(data).combine
     params, loss, rows = refine(pool, combine, settings.parameter_space, search.best_params,
                                 search.best_loss, settings.refine_iterations,
-                                on_iteration=lambda i, l: bar.note(f"refine {i}: best {l:.4g}"))
+                                on_iteration=lambda i, l, d: bar.note(f"refine {i} (delay {d} ms): loss {l:.4g}"))
     running = search.best_loss
     for row in rows:
         running = min(running, row["min"])  # best so far (delay probes may start worse)
