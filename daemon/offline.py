@@ -12,8 +12,11 @@ in batches with one formatting call each. Same inputs and seed → the same byte
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
 import time
+from collections import deque
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,7 +34,7 @@ from .status import RecordingStatus
 from .wire import JointImpedanceCommand as WireJoint
 from .wire import decode_command, encode_joint_impedance
 
-BATCH_ROWS = 4096
+BATCH_ROWS = 1024
 
 
 @dataclass(frozen=True)
@@ -68,33 +71,11 @@ def record_offline(reference_csv: str | Path, out_csv: str | Path, *, truth_path
     gains = (np.asarray(k_joint, float), np.asarray(d_joint, float), float(filter_alpha))
     first = JointImpedanceCommand(robot.sim.q)  # initial controller: joint impedance at the live q
     started = time.perf_counter()
-    batch = C.empty_frames(BATCH_ROWS)
-    xmats = np.zeros((BATCH_ROWS, 9))
-    versions = np.zeros(BATCH_ROWS, dtype=np.int64)  # config version of each row
-    configs = {}  # config version -> its frame's config columns
-    next_cmd = 0
     fd = os.open(out_csv, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
     try:
         os.write(fd, C.HEADER.encode())
-        for start in range(0, n_ticks, BATCH_ROWS):
-            count = min(BATCH_ROWS, n_ticks - start)
-            for i in range(count):
-                tick = start + i
-                command = first if tick == 0 else None
-                while next_cmd < len(cmd_ticks) and cmd_ticks[next_cmd] <= tick:  # latest wins
-                    wire = encode_joint_impedance(WireJoint(q_ref[next_cmd], *gains, False))
-                    command = to_sim_command(decode_command(wire))
-                    next_cmd += 1
-                robot.advance(command, batch[i], xmats[i])
-                versions[i] = robot.config_version
-                if robot.config_version not in configs:
-                    configs[robot.config_version] = robot.config_row[CONFIG_COLUMNS].copy()
-            rows = batch[:count]
-            _fill_batch_columns(rows, xmats[:count], versions[:count], configs, start)
-            configs = {versions[count - 1]: configs[versions[count - 1]]}
-            _write_all(fd, C.format_rows(rows).encode())
-            if progress is not None:
-                progress((start + count) / n_ticks)
+        with _CsvSink(fd, worker=n_ticks > BATCH_ROWS) as sink:
+            _simulate(robot, n_ticks, first, _wire_commands(cmd_ticks, q_ref, gains), sink, progress)
     finally:
         os.close(fd)
     wall = time.perf_counter() - started
@@ -102,6 +83,72 @@ def record_offline(reference_csv: str | Path, out_csv: str | Path, *, truth_path
                              finished=True, complete=True, written=n_ticks)
     write_companions(out_csv, status, _meta(reference_csv, robot_id, status, gains, seed, noise, q_ref[0]))
     return OfflineResult(out_csv, n_ticks, n_ticks * TICK_S, wall, status)
+
+
+def _wire_commands(cmd_ticks: np.ndarray, q_ref: np.ndarray, gains: tuple):
+    """Yield (tick, sim command) per reference row, each through the wire encoding as the daemon gets it."""
+    for tick, q in zip(cmd_ticks.tolist(), q_ref):
+        yield tick, to_sim_command(decode_command(encode_joint_impedance(WireJoint(q, *gains, False))))
+
+
+def _simulate(robot: RobotTicker, n_ticks: int, first, commands, sink: "_CsvSink", progress) -> None:
+    """Run n_ticks ticks in batches of BATCH_ROWS rows; each finished batch goes to `sink`."""
+    batch = C.empty_frames(BATCH_ROWS)
+    xmats = np.zeros((BATCH_ROWS, 9))
+    versions = np.zeros(BATCH_ROWS, dtype=np.int64)  # config version of each row
+    configs = {}  # config version -> its frame's config columns
+    pending = next(commands, None)
+    for start in range(0, n_ticks, BATCH_ROWS):
+        count = min(BATCH_ROWS, n_ticks - start)
+        for i in range(count):
+            tick = start + i
+            command = first if tick == 0 else None
+            while pending is not None and pending[0] <= tick:  # latest wins
+                command = pending[1]
+                pending = next(commands, None)
+            robot.advance(command, batch[i], xmats[i])
+            versions[i] = robot.config_version
+            if command is not None:
+                configs[robot.config_version] = robot.config_row[CONFIG_COLUMNS].copy()
+        rows = batch[:count]
+        _fill_batch_columns(rows, xmats[:count], versions[:count], configs, start)
+        configs = {versions[count - 1]: configs[versions[count - 1]]}
+        sink.put(rows)
+        if progress is not None:
+            progress((start + count) / n_ticks)
+
+
+def _format_bytes(rows: np.ndarray) -> bytes:
+    return C.format_rows(rows).encode()
+
+
+class _CsvSink:
+    """Formats batches and writes them in order. With `worker`, one forked process formats
+    batch b while the simulation runs batch b + 1 (the `%.12g` conversion is pure CPU)."""
+
+    def __init__(self, fd: int, worker: bool) -> None:
+        self.fd, self.pending = fd, deque()
+        fork = worker and "fork" in multiprocessing.get_all_start_methods()
+        self.pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork")) if fork else None
+
+    def put(self, rows: np.ndarray) -> None:
+        if self.pool is None:
+            _write_all(self.fd, _format_bytes(rows))
+            return
+        self.pending.append(self.pool.submit(_format_bytes, rows.copy()))
+        while len(self.pending) > 1:
+            _write_all(self.fd, self.pending.popleft().result())
+
+    def __enter__(self) -> "_CsvSink":
+        return self
+
+    def __exit__(self, exc_type, *exc) -> None:
+        try:
+            while self.pending and exc_type is None:
+                _write_all(self.fd, self.pending.popleft().result())
+        finally:
+            if self.pool is not None:
+                self.pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _fill_batch_columns(rows: np.ndarray, xmats: np.ndarray, versions: np.ndarray, configs: dict,

@@ -95,6 +95,8 @@ class RobotTicker:
         self.dq_meas = self.sim.dq
         self._data = self.sim.plant.data
         self._site = self.sim.plant.arm.ee_site
+        # live views of the flange pose rows of MjData (its buffers never move)
+        self._ee_xpos, self._ee_xmat = self._data.site_xpos[self._site], self._data.site_xmat[self._site]
         self.config_row = C.empty_frames(1)[0]
         self.config_version = 0
         self._refresh_config()
@@ -124,8 +126,8 @@ class RobotTicker:
         if command is not None:
             self._refresh_config()
         row[C.TAU_CMD] = tau
-        row[_EE_POS] = self._data.site_xpos[self._site]  # the tick's true state (mj_step1 of this tick)
-        ee_xmat_out[:] = self._data.site_xmat[self._site]
+        row[_EE_POS] = self._ee_xpos  # the tick's true state (mj_step1 of this tick)
+        ee_xmat_out[:] = self._ee_xmat
         row[C.Q_TARGET_FILTERED] = sim.ema if sim.mode == CONTROLLER_JOINT else 0.0
         sim.physics_step()
 

@@ -199,8 +199,12 @@ class SimFR3:
 
         Returns the commanded torque [N·m] (7,): a live buffer, overwritten by the next tick.
         """
-        self._apply(command, q_meas)
-        cor = self.bias()
+        if command is not None:
+            self._apply(command, q_meas)
+        if not self._staged:  # this tick's mj_step1: qfrc_bias = C(q,dq)·dq at the true state
+            self.plant.begin_tick()
+            self._staged = True
+        cor = self._views[2] if self._views is not None else self.plant.coriolis()
         pre = self._pre
         if self.mode == CONTROLLER_JOINT_IMPEDANCE:
             cfg, ema = self.config, self.ema

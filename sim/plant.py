@@ -97,7 +97,7 @@ class DelayLine:
         self.tick += 1
         if self._uniform:  # a view of the ring: valid until the next push
             return self.ring[(self.tick - 1 - self._delay0) % self.length]
-        np.take(self._flat, self._index[slot], axis=0, out=self.out)
+        self._flat.take(self._index[slot], axis=0, out=self.out)
         return self.out
 
 
@@ -140,6 +140,9 @@ class Plant:
         self.friction = StribeckFriction(params.mu_static, params.mu_dynamic)
         self._relief = np.empty(7)
         self.dofs, self.qadr = dof_span(self.arm.dof_adr), dof_span(self.arm.qpos_adr)
+        # live views of MjData rows (its buffers never move) when the dofs are contiguous
+        self._live = (self.data.qvel[self.dofs], self.data.qfrc_applied[self.dofs]) \
+            if isinstance(self.dofs, slice) else None
 
     @property
     def q(self) -> np.ndarray:
@@ -163,11 +166,13 @@ class Plant:
         """Push the commanded torque into the delay line, apply the delayed one plus the sliding
         friction relief, and integrate 1 ms."""
         delayed = self.delay.push(tau_cmd)[0]
-        d, dofs = self.data, self.dofs
-        relief = self.friction.sliding_relief(d.qvel[dofs], self._relief)
-        if isinstance(dofs, slice):
-            np.add(relief, delayed, out=d.qfrc_applied[dofs])  # relief + delayed, as the population engine
+        if self._live is not None:
+            qvel, applied = self._live
+            relief = self.friction.sliding_relief(qvel, self._relief)
+            np.add(relief, delayed, out=applied)  # relief + delayed, as the population engine
         else:
+            d, dofs = self.data, self.dofs
+            relief = self.friction.sliding_relief(d.qvel[dofs], self._relief)
             d.qfrc_applied[dofs] = relief + delayed
         mujoco.mj_step2(self.model, self.data)
 

@@ -27,7 +27,7 @@ from mujoco.batch import Batch
 from .controllers import mat_to_quat_xyzw
 from .model import ArmIndex, arm_index, load_model
 from .params import delay_ticks, params_matrix
-from .plant import DelayLine, StribeckFriction
+from .plant import DelayLine, StribeckFriction, dof_span
 from .replay import Kinematics, TickController
 from .replay_input import JOINT_IMPEDANCE, ReplayInput
 
@@ -52,12 +52,6 @@ class PopulationResult:
     ee_quat_xyzw: np.ndarray | None = None
 
 
-def _span(adr: np.ndarray) -> slice | np.ndarray:
-    """A slice when the 7 addresses are contiguous (cheaper views), else the index array."""
-    start = int(adr[0])
-    return slice(start, start + 7) if np.array_equal(adr, np.arange(start, start + 7)) else adr
-
-
 class _Shard:
     """One persistent Batch over a slice of the population, with its bound fields."""
 
@@ -75,7 +69,7 @@ class _Shard:
             for name in ("site_xpos", "site_xmat", "xanchor", "xaxis"):
                 self.f[name] = b.bind(name)
         self.need_kin = need_kin
-        self.dofs, self.qadr = _span(arm.dof_adr), _span(arm.qpos_adr)
+        self.dofs, self.qadr = dof_span(arm.dof_adr), dof_span(arm.qpos_adr)
 
     def set_params(self, matrix: np.ndarray) -> None:
         self.f["armature"][:, self.dofs] = matrix[:, 0:7]
@@ -115,9 +109,13 @@ class _Shard:
         applied_view = applied[:, dofs] if isinstance(dofs, slice) else None
         torque, sliding_relief, push = ctrl.torque, friction.sliding_relief, delay.push
         s = 0
+        # contiguous addresses: live views of the state rows and of the bias output (bound
+        # arrays never move); otherwise copies, taken every tick
+        live = isinstance(qadr, slice) and isinstance(dofs, slice)
+        q, dq, cor = qpos[:, qadr], qvel[:, dofs], bias[:, dofs]
         for k in range(inp.n_ticks):
-            # views of the state rows and of the bias output: valid until the next step
-            q, dq, cor = qpos[:, qadr], qvel[:, dofs], bias[:, dofs]
+            if not live:
+                q, dq, cor = qpos[:, qadr], qvel[:, dofs], bias[:, dofs]
             kin = self.kinematics() if need_kin else None
             tau = torque(k, q, dq, cor, kin)
             if is_sample[k]:
