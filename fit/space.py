@@ -174,6 +174,13 @@ def _parse_item(item: str, where: str) -> tuple[str, Any]:
         raise ValueError(f"{where}: {item!r}: expected numbers in NAME=VALUE or NAME=LO:HI") from None
 
 
+def _is_file(path: Path) -> bool:
+    try:
+        return path.is_file()
+    except OSError:  # e.g. a name too long to be a path
+        return False
+
+
 def parse_space(specs: Iterable[str] = (), base: ParameterSpace | None = None) -> ParameterSpace:
     """Apply `--params` specs (items like `armature=0:0.6`, `dynamic_ratio=1`, or a path to a
     JSON file `{"armature": [0, 0.6], "dynamic_ratio": 1}`) in order, on top of `base`
@@ -183,7 +190,7 @@ def parse_space(specs: Iterable[str] = (), base: ParameterSpace | None = None) -
     frozen = dict(base.frozen)
     for spec in specs:
         path = Path(spec)
-        if spec.endswith(".json") or (path.is_file() and "=" not in spec):
+        if "=" not in spec and (spec.endswith(".json") or _is_file(path)):
             try:
                 doc = json.loads(path.read_text())
             except FileNotFoundError:

@@ -23,7 +23,8 @@ from twinlake.cli import app
 from twinlake.fit.record import load_fit
 from twinlake.fit.run import FitSettings, run_fit, work_dir
 from twinlake.fit.space import parse_space
-from twinlake.sim import load_params
+import synth
+from twinlake.sim import PARAM_NAMES, load_params
 
 TWINLAKE = [sys.executable, "-m", "twinlake"]
 
@@ -151,3 +152,18 @@ def test_resume_after_sigkill_of_the_driver_gives_the_uninterrupted_result(synth
                            population=8, generations=8, seed=5, max_duration_s=0.4)
     straight = run_fit(synth_lake, settings, fit_id="straight", workers=0, progress=False)
     _same_result(load_fit(synth_lake, "killed"), straight)
+
+
+def test_small_recovery_of_two_joints(synth_lake):
+    """Armature and viscous friction of J1, J2 free (others frozen at the truth): CMA-ES
+    then LM recover them within 2 % from 2×1.2 s of noisy data."""
+    truth = synth.TRUTH.to_vector()
+    specs = [f"{name}={float(truth[i])!r}" for i, name in enumerate(PARAM_NAMES)
+             if name not in ("armature_j1", "armature_j2", "mu_viscous_j1", "mu_viscous_j2")]
+    rec = run_fit(synth_lake, _settings(space=parse_space([",".join(specs)]).to_json(), population=8,
+                                        generations=3, max_duration_s=None, refine_iterations=6, holdout=[]),
+                  fit_id="recover-2j", workers=0, progress=False)
+    for name in ("armature_j1", "armature_j2", "mu_viscous_j1", "mu_viscous_j2"):
+        i = PARAM_NAMES.index(name)
+        assert abs(rec.vector[i] - truth[i]) <= 0.02 * truth[i], (name, rec.vector[i], truth[i])
+    assert rec.params.motor_delay_ms == synth.TRUTH.motor_delay_ms
