@@ -112,12 +112,19 @@ def summary(rec) -> dict:
     }
 
 
-def show_record(rec) -> None:
-    """Print a fit as rich tables: parameters per joint, runs used, last generation."""
+def _console():
+    """stdout console; not a terminal (pipes, logs): wide enough not to truncate tables."""
     from rich.console import Console
-    from rich.table import Table
 
     console = Console()
+    return console if console.is_terminal else Console(width=160)
+
+
+def show_record(rec) -> None:
+    """Print a fit as rich tables: parameters per joint, runs used, last generation."""
+    from rich.table import Table
+
+    console = _console()
     p = rec.params
     table = Table(title=f"fit {rec.fit_id} ({rec.fit_source}, {rec.status}), best loss {rec.best_loss:.6g}")
     for col in ("joint", "armature [kg·m²]", "mu_static [N·m]", "dynamic_ratio", "mu_viscous [N·m·s/rad]"):
@@ -144,7 +151,6 @@ def show_record(rec) -> None:
 @fit_app.command("list")
 def list_cmd(as_json: bool = typer.Option(False, "--json", help="JSON on stdout."), lake: Optional[Path] = LakeOpt) -> None:
     """List the fits in the lake (view `fits`)."""
-    from rich.console import Console
     from rich.table import Table
 
     from twinlake.catalog import connect, resolve_lake
@@ -162,7 +168,7 @@ def list_cmd(as_json: bool = typer.Option(False, "--json", help="JSON on stdout.
         table.add_column(c)
     for r in rows:
         table.add_row(*("" if v is None else f"{v:.6g}" if isinstance(v, float) else str(v) for v in r))
-    Console().print(table)
+    _console().print(table)
 
 
 @fit_app.command("show")
