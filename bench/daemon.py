@@ -1,12 +1,14 @@
 """Benchmark the sim daemon in real time and the offline recorder (plain script, not a test).
 
-    /work/venv/bin/python bench/daemon.py [--seconds 60]
+    /work/venv/bin/python bench/daemon.py [--seconds 60] [--offline-only]
 
 1. Starts `twinlake daemon serve` logic in a separate process on ephemeral ports, records a
    joint-impedance multisine run of `--seconds` streamed at 60 Hz, and prints dropped frames,
    `control_period_s` percentiles (target p99 <= 1.5 ms) and the state publish rate measured
    by a non-conflated subscriber (target 190-200 Hz), each as a ratio to its target.
-2. Runs the offline recorder on a 10 s reference and prints simulated/wall time (target >= 20x).
+2. Runs the offline recorder on a 9 s reference three times, each after timing the physics
+   alone (mj_step1 + mj_step2 per tick, the peer), and prints the median wall and CPU µs per
+   tick, × real time (target >= 20x, i.e. <= 50 µs per tick) and the ratio to physics alone.
 3. Formats 20000 CSV v2 rows with our batch formatter and with numpy.savetxt (the peer) and
    prints the speed ratio.
 """
@@ -16,6 +18,7 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -96,13 +99,42 @@ def realtime_run(seconds: float, workdir: Path, rt_priority: int) -> dict:
             "daemon_exit": exit_code}
 
 
-def offline_run(workdir: Path) -> dict:
-    plan = Plan(mode="multisine", joints=tuple(range(1, 8)), seconds=9.0, ramp=2.0, hold=0.5)
+def mujoco_floor_us(ticks: int = 5000) -> float:
+    """µs per tick of the physics alone (mj_step1 + mj_step2 of our FR3 model): the peer."""
+    import mujoco
+
+    from twinlake.sim import HOME_Q, load_model
+
+    model = load_model()
+    data = mujoco.MjData(model)
+    data.qpos[:7] = HOME_Q
+    data.qfrc_applied[:7] = 0.5
+    start = time.perf_counter()
+    for _ in range(ticks):
+        mujoco.mj_step1(model, data)
+        mujoco.mj_step2(model, data)
+    return (time.perf_counter() - start) / ticks * 1e6
+
+
+def offline_run(workdir: Path, seconds: float = 9.0, repeat: int = 3) -> dict:
+    """Offline recorder on a `seconds` multisine reference, `repeat` times, each interleaved with
+    the MuJoCo-only floor; medians of wall µs per tick, main-process CPU µs per tick and × real time."""
+    plan = Plan(mode="multisine", joints=tuple(range(1, 8)), seconds=seconds, ramp=2.0, hold=0.5)
     out = new_output_dir(str(workdir / "excite"))
     run_preview(plan, out)
-    res = record_offline(out / "reference.csv", workdir / "offline.csv", tail_s=0.0)
-    return {"sim_seconds": res.sim_seconds, "wall_seconds": round(res.wall_seconds, 2),
-            "speedup_vs_realtime": round(res.speedup, 2)}
+    wall, cpu, speed, floor = [], [], [], []
+    for i in range(repeat):
+        floor.append(mujoco_floor_us())
+        cpu0 = time.process_time()
+        res = record_offline(out / "reference.csv", workdir / f"offline{i}.csv", tail_s=0.0)
+        cpu.append((time.process_time() - cpu0) / res.rows * 1e6)
+        wall.append(res.wall_seconds / res.rows * 1e6)
+        speed.append(res.speedup)
+    med = statistics.median
+    return {"sim_seconds": res.sim_seconds, "repeat": repeat, "wall_us_per_tick": round(med(wall), 1),
+            "cpu_us_per_tick": round(med(cpu), 1), "speedup_vs_realtime": round(med(speed), 2),
+            "speedups": [round(x, 2) for x in speed], "mujoco_only_us_per_tick": round(med(floor), 1),
+            "ratio_to_mujoco_only": round(med(wall) / med(floor), 2)}
 
 
 def formatter_ratio() -> dict:
@@ -126,17 +158,22 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--rt-priority", type=int, default=0,
                         help="SCHED_FIFO priority for the daemon process (0 = normal, as in CI)")
+    parser.add_argument("--offline-only", action="store_true", help="skip the real-time daemon run")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        rt = realtime_run(args.seconds, work, args.rt_priority)
-        print(f"realtime  {rt['seconds']:g} s, rt-priority {args.rt_priority}: rows {rt['rows']}, dropped {rt['dropped']}, complete {rt['complete']}, "
-              f"period p50/p99/max {rt['period_ms_p50']}/{rt['period_ms_p99']}/{rt['period_ms_max']} ms "
-              f"(p99 / 1.5 ms target = {rt['period_ms_p99'] / 1.5:.2f}), mean rate {rt['mean_rate_hz']} Hz, "
-              f"state {rt['state_hz']} Hz (ratio to 200 Hz = {rt['state_hz'] / 200:.3f})")
+        rt = None
+        if not args.offline_only:
+            rt = realtime_run(args.seconds, work, args.rt_priority)
+            print(f"realtime  {rt['seconds']:g} s, rt-priority {args.rt_priority}: rows {rt['rows']}, dropped {rt['dropped']}, complete {rt['complete']}, "
+                  f"period p50/p99/max {rt['period_ms_p50']}/{rt['period_ms_p99']}/{rt['period_ms_max']} ms "
+                  f"(p99 / 1.5 ms target = {rt['period_ms_p99'] / 1.5:.2f}), mean rate {rt['mean_rate_hz']} Hz, "
+                  f"state {rt['state_hz']} Hz (ratio to 200 Hz = {rt['state_hz'] / 200:.3f})")
         off = offline_run(work)
-        print(f"offline   {off['sim_seconds']:g} s simulated in {off['wall_seconds']} s: "
-              f"{off['speedup_vs_realtime']}x real time (target 20x)")
+        print(f"offline   {off['sim_seconds']:g} s simulated, median of {off['repeat']}: {off['wall_us_per_tick']} us/tick wall "
+              f"({off['cpu_us_per_tick']} us CPU in the main process), {off['speedup_vs_realtime']}x real time "
+              f"(target 20x; runs {off['speedups']}); physics alone {off['mujoco_only_us_per_tick']} us/tick, "
+              f"ours / physics alone = {off['ratio_to_mujoco_only']}x")
         fm = formatter_ratio()
         print(f"formatter 20000 rows: ours {fm['ours_s']} s, numpy.savetxt {fm['savetxt_s']} s: "
               f"{fm['speedup_vs_savetxt']}x")

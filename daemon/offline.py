@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
+import threading
 import time
 from collections import deque
 from concurrent.futures import ProcessPoolExecutor
@@ -123,12 +124,15 @@ def _format_bytes(rows: np.ndarray) -> bytes:
 
 
 class _CsvSink:
-    """Formats batches and writes them in order. With `worker`, one forked process formats
-    batch b while the simulation runs batch b + 1 (the `%.12g` conversion is pure CPU)."""
+    """Formats batches and writes them in order. With `worker` (and a single-threaded caller),
+    one forked process formats batch b while the simulation runs batch b + 1 (the `%.12g`
+    conversion is pure CPU); the bytes are the same either way."""
 
     def __init__(self, fd: int, worker: bool) -> None:
         self.fd, self.pending = fd, deque()
-        fork = worker and "fork" in multiprocessing.get_all_start_methods()
+        # fork only from a single-threaded process (the CLI): a thread of the caller's could hold
+        # a lock the child would inherit locked
+        fork = worker and threading.active_count() == 1 and "fork" in multiprocessing.get_all_start_methods()
         self.pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork")) if fork else None
 
     def put(self, rows: np.ndarray) -> None:
