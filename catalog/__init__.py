@@ -2,6 +2,7 @@
 
 Public API (stable; other folders use only these): `resolve_lake`, `Lake`,
 `publish_partition`, `PartitionExists`, `quarantine`, `sha256_file`, `connect`, `load_sql`,
+`clean_intervals` (the clean gap-free intervals of sql/clean_intervals.sql),
 plus the canonical schemas `FRAME_SCHEMA`, `RUN_SCHEMA` and the ordered `SQL_FILES`.
 """
 
@@ -15,6 +16,7 @@ from twinlake.catalog.publish import (
 )
 from twinlake.catalog.schema import FRAME_SCHEMA, JOINTS, RAW_FILE_TYPE, RUN_SCHEMA
 from twinlake.catalog.sql import SQL_FILES, connect, load_sql
+from twinlake.catalog.intervals import clean_intervals
 
 __all__ = [
     "FRAME_SCHEMA",
@@ -25,6 +27,7 @@ __all__ = [
     "RUN_SCHEMA",
     "SQL_FILES",
     "check_id",
+    "clean_intervals",
     "clean_staging",
     "connect",
     "load_sql",

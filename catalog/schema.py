@@ -55,6 +55,9 @@ RAW_FILE_TYPE = pa.struct(
     ]
 )
 
+RECORDED_GAP_TYPE = pa.struct([pa.field("seq_from", pa.int64()), pa.field("seq_to", pa.int64())])
+"""One lost seq range a source recorded (FrankaTwin ring log `gaps`), inclusive."""
+
 RUN_SCHEMA: pa.Schema = pa.schema(
     [
         pa.field("source_format", pa.string()),  # e.g. "fr3_stack_csv"
@@ -90,6 +93,8 @@ RUN_SCHEMA: pa.Schema = pa.schema(
         pa.field("robot_id", pa.string()),  # from companion metadata, if any
         pa.field("payload_kg", pa.float64()),
         pa.field("metadata_json", pa.string()),  # companion metadata, verbatim JSON
+        pa.field("fit_eligible", pa.bool_()),  # 1 kHz data a fit may use (null: source did not say)
+        pa.field("recorded_gaps", pa.list_(RECORDED_GAP_TYPE)),  # lost seq ranges a source recorded
         pa.field("verdict", pa.string()),  # "ok" | "flagged" | "partial"
         pa.field("reasons", pa.list_(pa.string())),
         pa.field("flags", pa.list_(pa.string())),  # seq_gaps, controller_switches, resets, ...

@@ -90,6 +90,8 @@ def connect(lake: Lake | str | Path, *, read_only: bool = True,
     root = (lake.root if isinstance(lake, Lake) else Path(lake)).absolute()
     con = duckdb.connect(":memory:")
     con.execute("SET VARIABLE lake_root = ?", [str(root)])
+    # the views read every file's footer (union_by_name) on each query: cache them
+    con.execute("SET parquet_metadata_cache = true")
     for name, schema in (("empty_frames", FRAME_SCHEMA), ("empty_runs", RUN_SCHEMA)):
         con.register(f"_{name}_arrow", _empty_table(schema))
         con.execute(f"CREATE TABLE {name} AS SELECT * FROM _{name}_arrow")

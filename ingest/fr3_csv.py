@@ -117,6 +117,8 @@ class Fr3CsvReader:
             unit.run_fields["complete"] = False
             unit.flags.append("truncated")
             unit.reasons.append(f"{path.name}: truncated last line dropped (--allow-partial)")
+        # 1 kHz data a fit may use: v2 (it has the joint targets) and not known to be incomplete
+        unit.run_fields["fit_eligible"] = version == 2 and unit.run_fields.get("complete") is not False
         return unit
 
 

@@ -35,6 +35,7 @@ from twinlake.ingest.validate import validate_frames
 
 EXIT_OK, EXIT_REJECTED, EXIT_USAGE = 0, 1, 2
 PARQUET_COMPRESSION = "snappy"  # DuckDB's default too; ~20% faster to write than zstd
+ROW_GROUP_ROWS = 122_880  # DuckDB's own row-group size: lets one run's scan use every core
 _EXIT = {"published": EXIT_OK, "replaced": EXIT_OK, "already_ingested": EXIT_OK,
          "skipped": EXIT_OK, "rejected": EXIT_REJECTED, "refused": EXIT_USAGE,
          "error": EXIT_USAGE}
@@ -270,7 +271,9 @@ def run_row(unit: IngestUnit, stored: list, manifest_hash: bool = False) -> dict
 def run_table(row: dict[str, Any]) -> pa.Table:
     """One-row run.parquet: RUN_SCHEMA columns in order, then the source's extra fields
     (types inferred; a `pa.Scalar` value keeps its declared type)."""
-    table = pa.Table.from_pylist([{k: row[k] for k in RUN_SCHEMA.names}], schema=RUN_SCHEMA)
+    canonical = {k: (row[k].as_py() if isinstance(row[k], pa.Scalar) else row[k])
+                 for k in RUN_SCHEMA.names}
+    table = pa.Table.from_pylist([canonical], schema=RUN_SCHEMA)
     for key, value in row.items():
         if key not in RUN_SCHEMA.names:
             table = table.append_column(key, pa.array([value]))
@@ -294,7 +297,8 @@ def _completion_confirmed(fields: dict, frame_count: int, reasons: list[str]) ->
 def write_parquet(table: pa.Table, path: Path) -> None:
     """Snappy, no dictionary encoding: dictionaries are useless for 1 kHz float signals and
     trying them costs ~5x the write time."""
-    pq.write_table(table, path, compression=PARQUET_COMPRESSION, use_dictionary=False)
+    pq.write_table(table, path, compression=PARQUET_COMPRESSION, use_dictionary=False,
+                   row_group_size=ROW_GROUP_ROWS)
 
 
 def _write(staging: Path, unit: IngestUnit, row: dict, raw: RawStore) -> None:

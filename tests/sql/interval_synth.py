@@ -86,13 +86,15 @@ def run_table(rec: Recording, contract_columns: bool = True) -> pa.Table:
     row["seq_first"] = pa.array([int(seq.min()) if rec.n else None], pa.int64())
     row["seq_last"] = pa.array([int(seq.max()) if rec.n else None], pa.int64())
     table = pa.table(row, schema=RUN_SCHEMA)
-    if not contract_columns:
-        return table
+    contract = ("recorded_gaps", "fit_eligible")
+    if not contract_columns:  # an older run.parquet, written before these columns existed
+        return table.drop_columns(list(contract))
     gaps = [{"seq_from": a, "seq_to": b} for a, b in rec.recorded_gaps]
-    table = table.append_column(pa.field("recorded_gaps", GAP_TYPE), pa.array([gaps], GAP_TYPE))
-    return table.append_column(
-        pa.field("fit_eligible", pa.bool_()), pa.array([rec.fit_eligible], pa.bool_())
-    )
+    table = table.set_column(table.schema.get_field_index("recorded_gaps"),
+                             pa.field("recorded_gaps", GAP_TYPE), pa.array([gaps], GAP_TYPE))
+    return table.set_column(table.schema.get_field_index("fit_eligible"),
+                            pa.field("fit_eligible", pa.bool_()),
+                            pa.array([rec.fit_eligible], pa.bool_()))
 
 
 def publish_run(lake: Path, robot: str, run: str, rec: Recording, *,
