@@ -3,8 +3,8 @@
 Problem (FrankaTwin's v3 report, specs/frankatwin.md §6.2): 29 parameters, population 128,
 three runs of 12 s at 1 kHz (here: multisine joint-impedance recordings of the demo robot made
 with the daemon's offline recorder and ingested into a temporary lake). One generation =
-128 candidates × 36 000 replayed ticks, evaluated by the fit's own pool (fixed chunks of 16
-on Ray actors). The peer is FrankaTwin's published ≈378 s per iteration (128 envs, 3 runs,
+128 candidates × 36 000 replayed ticks, evaluated by the fit's own pool (`auto_chunk`: one
+chunk of ≤ 64 candidates per Ray actor). The peer is FrankaTwin's published ≈378 s per iteration (128 envs, 3 runs,
 one GPU, old sequential code) — a published figure, not re-measured here.
 
     /work/venv/bin/python bench/fit_scale.py [--population 128] [--seconds 12] [--runs 3]
@@ -51,11 +51,11 @@ def make_lake(root: Path, runs: int, seconds: float) -> list[str]:
 
 def time_generations(data, population: int, generations: int, workers: int) -> tuple[float, float]:
     """(seconds per generation, evaluations per second) with `workers` Ray actors."""
-    from twinlake.fit.pool import RayPool
+    from twinlake.fit.pool import RayPool, auto_chunk
     from twinlake.fit.search import MixedSearch
     from twinlake.fit.space import ParameterSpace
 
-    pool = RayPool(data, workers)
+    pool = RayPool(data, workers, chunk=auto_chunk(population, workers))
     try:
         search = MixedSearch(ParameterSpace(), population, seed=0)
         pool.evaluate(search.ask().params[:workers])  # actors built and warm before timing

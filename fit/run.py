@@ -25,7 +25,7 @@ import numpy as np
 
 from twinlake.catalog import Lake, check_id
 from twinlake.fit.objective import FitProblem, LossScales, ProblemData, build_data
-from twinlake.fit.pool import DEFAULT_CHUNK, LocalPool, RayPool
+from twinlake.fit.pool import LocalPool, RayPool, auto_chunk
 from twinlake.fit.progress import FitProgress
 from twinlake.fit.record import FitRecord, IntervalUse, publish_fit
 from twinlake.fit.refine import refine
@@ -53,7 +53,7 @@ class FitSettings:
     dq_scale_rad_s: float = LossScales().dq_rad_s
     max_duration_s: float | None = None
     min_duration_s: float = 0.5
-    chunk: int = DEFAULT_CHUNK
+    chunk: int | None = None  # rows per Ray task; None: auto_chunk(population, workers)
     model_path: str | None = None
     refine_iterations: int = 0
 
@@ -101,9 +101,10 @@ def read_checkpoint(lake: Lake | str | Path, fit_id: str) -> tuple[FitSettings, 
 
 
 def _make_pool(data: ProblemData, settings: FitSettings, workers: int, address: str | None, nthread: int):
+    chunk = settings.chunk or auto_chunk(settings.population, workers)
     if workers == 0:
-        return LocalPool(data, chunk=settings.chunk, nthread=nthread)
-    return RayPool(data, workers, chunk=settings.chunk, nthread=nthread, address=address)
+        return LocalPool(data, chunk=chunk, nthread=nthread)
+    return RayPool(data, workers, chunk=chunk, nthread=nthread, address=address)
 
 
 def _history_row(gen: int, losses: np.ndarray, per_interval: np.ndarray, weights: np.ndarray,

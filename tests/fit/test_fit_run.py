@@ -46,7 +46,7 @@ def _same_result(a, b) -> None:
 
 def test_same_seed_same_bits_whatever_the_number_of_workers(synth_lake, ray_cluster):
     one = run_fit(synth_lake, _settings(), fit_id="det-1w", workers=1, progress=False)
-    two = run_fit(synth_lake, _settings(), fit_id="det-2w", workers=2, progress=False)
+    two = run_fit(synth_lake, _settings(chunk=None), fit_id="det-2w", workers=2, progress=False)  # auto chunks of 4
     local = run_fit(synth_lake, _settings(), fit_id="det-0w", workers=0, progress=False)
     _same_result(one, two)
     _same_result(one, local)
