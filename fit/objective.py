@@ -134,12 +134,7 @@ class FitProblem:
     @property
     def engine(self):
         if self._engine is None:
-            from twinlake.sim import load_model
-
-            try:
-                from twinlake.sim import PopulationEngine
-            except ImportError:  # until sim/__init__ re-exports it
-                from twinlake.sim.population import PopulationEngine
+            from twinlake.sim import PopulationEngine, load_model
 
             model = load_model(self.data.model_path) if self.data.model_path else None
             self._engine = PopulationEngine(self.data.inputs, model=model, nthread=self.nthread)
