@@ -8,7 +8,8 @@ One tick costs one MuJoCo split step: the controller's first call of a tick runs
 (position/velocity stages at the true state: `qfrc_bias` = C(q,dq)·dq and the flange pose),
 `physics_step` runs `mj_step2`. The Coriolis feed-forward is therefore C at the simulated
 true state, as in the replay engines (not at the noisy measured state: the difference is of
-the order of the velocity noise times ∂C/∂dq, ~1e-4 N·m). `control()` is `tick()` without
+the order of the velocity noise times ∂C/∂dq, ~1e-4 N·m; `measured_coriolis=True` restores
+the measured-state term at the cost of one more kinematics pass per tick). `control()` is `tick()` without
 the TickOutput copies, for the recorders' hot loop.
 """
 
@@ -77,10 +78,15 @@ class SimFR3:
 
     `params`: the arm's true DynamicsParams; `model`: an MjModel from load_model (ours if
     None); `q0`: initial joint position [rad] (home if None), at rest, τ_prev = 0.
+    `measured_coriolis`: evaluate C(q,dq)·dq at the measured state (as franka::Model::coriolis
+    does on the robot) with an extra kinematics pass per tick, instead of the tick's mj_step1
+    bias at the true state (the default; they differ only by the measurement noise's effect).
     """
 
-    def __init__(self, params: DynamicsParams, model: mujoco.MjModel | None = None, q0=None):
+    def __init__(self, params: DynamicsParams, model: mujoco.MjModel | None = None, q0=None,
+                 measured_coriolis: bool = False):
         self.params = params
+        self.measured_coriolis = bool(measured_coriolis)
         model = load_model() if model is None else model
         q0 = HOME_Q if q0 is None else np.asarray(q0, dtype=np.float64)
         self.plant = Plant(model, params, q0, np.zeros(7), np.zeros(7))
@@ -204,7 +210,10 @@ class SimFR3:
         if not self._staged:  # this tick's mj_step1: qfrc_bias = C(q,dq)·dq at the true state
             self.plant.begin_tick()
             self._staged = True
-        cor = self._views[2] if self._views is not None else self.plant.coriolis()
+        if self.measured_coriolis:
+            cor = self.coriolis(q_meas, dq_meas)
+        else:
+            cor = self._views[2] if self._views is not None else self.plant.coriolis()
         pre = self._pre
         if self.mode == CONTROLLER_JOINT_IMPEDANCE:
             cfg, ema = self.config, self.ema

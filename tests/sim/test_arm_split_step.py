@@ -60,3 +60,16 @@ def test_tau_j_is_the_last_step_even_after_the_next_control():
     arm.tick(arm.q, arm.dq)  # runs this tick's mj_step1, which refreshes qfrc_passive
     np.testing.assert_array_equal(arm.tau_J(), before)
     assert np.abs(before).max() > 0.1
+
+
+def test_measured_coriolis_option_uses_the_measured_state():
+    cfg = JointImpedanceConfig(filter_alpha=1.0)
+    arm = SimFR3(DynamicsParams.nominal(), measured_coriolis=True)
+    for target in _targets(200):
+        arm.tick(arm.q, arm.dq, JointImpedanceCommand(target, cfg))
+        arm.physics_step()
+    q_meas, dq_meas, tau_prev, target = arm.q + 1e-4, arm.dq + 0.05, arm.tau_cmd.copy(), arm.ema.copy()
+    pre = joint_impedance_torque(q_meas, dq_meas, target, cfg.k_nm_per_rad, cfg.d_nms_per_rad,
+                                 arm.coriolis(q_meas, dq_meas), False)
+    out = arm.tick(q_meas, dq_meas, JointImpedanceCommand(target, cfg))
+    np.testing.assert_array_equal(out.tau_cmd, tau_prev + np.clip(pre - tau_prev, -1.0, 1.0))
