@@ -7,30 +7,46 @@ Public face (see fit/README.md):
   search:     MixedSearch (CMA-ES + categorical delay, best-ever, exact resume)
   driver:     FitSettings, run_fit, resume via run_fit(..., resume=True)
   records:    FitRecord, IntervalUse, load_fit, list_fits, publish_fit
+
+The names are imported on first use (PEP 562), so that `twinlake --help` does not pay for
+cma, scipy and MuJoCo: `from twinlake.fit import run_fit` works as before.
 """
 
-from twinlake.fit.intervals import IntervalRef, resolve
-from twinlake.fit.objective import FitProblem, LossScales, ProblemData, build_data
-from twinlake.fit.record import FitRecord, IntervalUse, list_fits, load_fit, publish_fit
-from twinlake.fit.run import FitSettings, run_fit
-from twinlake.fit.search import MixedSearch
-from twinlake.fit.space import ParameterSpace, parse_space
+from __future__ import annotations
 
-__all__ = [
-    "FitProblem",
-    "FitRecord",
-    "FitSettings",
-    "IntervalRef",
-    "IntervalUse",
-    "LossScales",
-    "MixedSearch",
-    "ParameterSpace",
-    "ProblemData",
-    "build_data",
-    "list_fits",
-    "load_fit",
-    "parse_space",
-    "publish_fit",
-    "resolve",
-    "run_fit",
-]
+import importlib
+from typing import Any
+
+_PUBLIC = {
+    "IntervalRef": "intervals",
+    "resolve": "intervals",
+    "FitProblem": "objective",
+    "LossScales": "objective",
+    "ProblemData": "objective",
+    "build_data": "objective",
+    "FitRecord": "record",
+    "IntervalUse": "record",
+    "list_fits": "record",
+    "load_fit": "record",
+    "publish_fit": "record",
+    "FitSettings": "run",
+    "run_fit": "run",
+    "MixedSearch": "search",
+    "ParameterSpace": "space",
+    "parse_space": "space",
+}
+
+__all__ = sorted(_PUBLIC)
+
+
+def __getattr__(name: str) -> Any:
+    module = _PUBLIC.get(name)
+    if module is None:
+        raise AttributeError(f"module 'twinlake.fit' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"twinlake.fit.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_PUBLIC))
