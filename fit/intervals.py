@@ -127,3 +127,17 @@ def read_frames(lake: Lake | str | Path, refs: list[IntervalRef], max_duration_s
         return tables
     finally:
         con.close()
+
+
+def replay_inputs(refs: list[IntervalRef], tables: list[pa.Table], *, use_ema: bool = True) -> list:
+    """One `twinlake.sim.ReplayInput` per interval (its frames from `read_frames`); an
+    interval that cannot be replayed is named in the ValueError."""
+    from twinlake.sim import ReplayInput
+
+    inputs = []
+    for ref, table in zip(refs, tables):
+        try:
+            inputs.append(ReplayInput.from_frames(table, use_ema=use_ema))
+        except ValueError as exc:
+            raise ValueError(f"interval {ref.label}: {exc}") from None
+    return inputs

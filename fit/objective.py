@@ -22,7 +22,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from twinlake.fit.intervals import IntervalRef, read_frames, resolve
+from twinlake.fit.intervals import IntervalRef, read_frames, replay_inputs, resolve
 
 DEFAULT_Q_SCALE_RAD = 0.01
 DEFAULT_DQ_SCALE_RAD_S = 0.01 / math.sqrt(0.1)
@@ -73,7 +73,6 @@ def build_data(
 ) -> ProblemData:
     """Resolve selectors (strings `[ROBOT/]RUN[:INTERVAL]` or IntervalRefs), read the frames and
     build the replay inputs. `run_weights` maps a run id (or ROBOT/RUN) to its weight (default 1)."""
-    from twinlake.sim import ReplayInput
 
     refs = [s for s in selectors if isinstance(s, IntervalRef)]
     texts = [s for s in selectors if not isinstance(s, IntervalRef)]
@@ -85,12 +84,7 @@ def build_data(
         cap = int(round(max_duration_s * 1000.0))
         refs = [replace(r, seq_last=min(r.seq_last, r.seq_first + cap)) for r in refs]
     tables = read_frames(lake, refs)
-    inputs = []
-    for ref, table in zip(refs, tables):
-        try:
-            inputs.append(ReplayInput.from_frames(table, use_ema=use_ema))
-        except ValueError as exc:
-            raise ValueError(f"interval {ref.label}: {exc}") from None
+    inputs = replay_inputs(refs, tables, use_ema=use_ema)
     weights = np.array([_weight(run_weights or {}, r) for r in refs], dtype=np.float64)
     return ProblemData(inputs, weights, scales or LossScales(), refs, model_path, use_ema)
 

@@ -145,18 +145,13 @@ def replay_runs(lake: Lake | str | Path, selectors: list[str], params: np.ndarra
     Returns a dict run-key -> (refs, real Trajectory, [sim Trajectory per parameter set],
     target pos, target quat), samples of a run's intervals concatenated in seq order.
     """
-    from twinlake.fit.intervals import read_frames, resolve
-    from twinlake.sim import ReplayInput, load_model
+    from twinlake.fit.intervals import read_frames, replay_inputs, resolve
+    from twinlake.sim import load_model
     from twinlake.sim.population import PopulationEngine
 
     refs = resolve(lake, selectors, min_duration_s=min_duration_s)
     tables = read_frames(lake, refs)
-    inputs = []
-    for ref, table in zip(refs, tables):
-        try:
-            inputs.append(ReplayInput.from_frames(table, use_ema=use_ema))
-        except ValueError as exc:
-            raise ValueError(f"interval {ref.label}: {exc}") from None
+    inputs = replay_inputs(refs, tables, use_ema=use_ema)
     model = load_model(model_path) if model_path else None
     results = PopulationEngine(inputs, model=model, nthread=1, record_ee=True).run(params)
     runs: dict[tuple[str, str], list] = {}
