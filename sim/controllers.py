@@ -87,16 +87,25 @@ def ema_update(ema: np.ndarray, target: np.ndarray, alpha, out: np.ndarray | Non
     return out
 
 
-def joint_limit_repulsion(q: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
-    """fr3_stack joint-limit repulsion [N·m] for q (P, 7): linear in the 10 % zone, capped ±10."""
-    out = np.empty_like(q) if out is None else out
-    np.maximum(q, _LOWER, out=out)  # clip(q, lower, upper) − q: +(lower − q) below, −(q − upper) above
+def _limit_penetration(q: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """clip(q, lower, upper) − q: +(lower − q) below the zone, −(q − upper) above, else 0."""
+    np.maximum(q, _LOWER, out=out)
     np.minimum(out, _UPPER, out=out)
     out -= q
+    return out
+
+
+def _repulsion_from_penetration(out: np.ndarray) -> np.ndarray:
     out *= _REPULSION_GAIN
     np.minimum(out, JOINT_LIMIT_MAX_TAU_NM, out=out)
     np.maximum(out, -JOINT_LIMIT_MAX_TAU_NM, out=out)
     return out
+
+
+def joint_limit_repulsion(q: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """fr3_stack joint-limit repulsion [N·m] for q (P, 7): linear in the 10 % zone, capped ±10."""
+    out = np.empty_like(q) if out is None else out
+    return _repulsion_from_penetration(_limit_penetration(q, out))
 
 
 def friction_compensation(dq: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
@@ -157,7 +166,9 @@ def joint_impedance_torque(
     np.multiply(d, dq, out=scratch)
     out -= scratch
     out += coriolis
-    out += joint_limit_repulsion(q, out=scratch)
+    # joint_limit_repulsion, skipped while no joint is in its 10 % margin (it is exactly 0 there)
+    if _limit_penetration(q, scratch).any():
+        out += _repulsion_from_penetration(scratch)
     if use_friction:
         out += friction_compensation(dq, out=scratch)
     return out

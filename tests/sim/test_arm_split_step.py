@@ -73,3 +73,21 @@ def test_measured_coriolis_option_uses_the_measured_state():
                                  arm.coriolis(q_meas, dq_meas), False)
     out = arm.tick(q_meas, dq_meas, JointImpedanceCommand(target, cfg))
     np.testing.assert_array_equal(out.tau_cmd, tau_prev + np.clip(pre - tau_prev, -1.0, 1.0))
+
+
+def test_joint_law_adds_the_repulsion_only_inside_the_margins():
+    from twinlake.sim.controllers import joint_limit_repulsion
+    from twinlake.sim.model import Q_MAX, Q_MIN
+
+    rng = np.random.default_rng(0)
+    mid = 0.5 * (Q_MIN + Q_MAX)
+    q = np.stack([mid, mid + 0.47 * (Q_MAX - Q_MIN), Q_MIN + 0.01 * (Q_MAX - Q_MIN)])  # free, upper zone, lower zone
+    dq, spring, cor = rng.normal(size=(3, 7)), q + rng.normal(0, 0.1, (3, 7)), rng.normal(size=(3, 7))
+    k, d = np.full(7, 600.0), np.full(7, 50.0)
+    got = joint_impedance_torque(q, dq, spring, k, d, cor, False)
+    explicit = k * (spring - q) - d * dq + cor + joint_limit_repulsion(q)
+    np.testing.assert_allclose(got, explicit, rtol=1e-15, atol=1e-12)
+    assert np.all(joint_limit_repulsion(q)[0] == 0) and np.all(joint_limit_repulsion(q)[1] < 0)
+    assert np.all(joint_limit_repulsion(q)[2] > 0)
+    free = joint_impedance_torque(q[:1], dq[:1], spring[:1], k, d, cor[:1], False)
+    np.testing.assert_array_equal(free, got[:1])
