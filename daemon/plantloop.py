@@ -72,6 +72,7 @@ def to_sim_command(cmd: DecodedCommand):
 
 
 _MEAS = slice(C.Q.start, C.TAU_J.stop)  # q | dq | tau_J: 21 contiguous columns
+_TAU_CMD, _Q_FILTERED = C.TAU_CMD, C.Q_TARGET_FILTERED
 assert C.DQ.start == C.Q.stop and C.TAU_J.start == C.DQ.stop
 # columns that change only when a command arrives (the config block of a frame)
 CONFIG_COLUMNS = np.r_[_CONTROLLER, _VALID, C.Q_TARGET.start:C.Q_TARGET.stop, C.K_JOINT.start:C.D_JOINT.stop,
@@ -125,10 +126,10 @@ class RobotTicker:
         tau = sim.control(meas[0:7], meas[7:14], command)
         if command is not None:
             self._refresh_config()
-        row[C.TAU_CMD] = tau
+        row[_TAU_CMD] = tau
         row[_EE_POS] = self._ee_xpos  # the tick's true state (mj_step1 of this tick)
         ee_xmat_out[:] = self._ee_xmat
-        row[C.Q_TARGET_FILTERED] = sim.ema if sim.mode == CONTROLLER_JOINT else 0.0
+        row[_Q_FILTERED] = sim.ema if sim.mode == CONTROLLER_JOINT else 0.0
         sim.physics_step()
 
     def step(self, command=None, control_period_s: float = TICK_S, out: np.ndarray | None = None,

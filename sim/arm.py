@@ -247,7 +247,8 @@ class SimFR3:
 
     def physics_step(self) -> None:
         """Advance the plant 1 ms with the delayed commanded torque of the last tick + friction."""
-        self._stage()
+        if not self._staged:
+            self.plant.begin_tick()
         self.plant.end_tick(self.tau_prev)
         self._staged = False
         if self._views is None:
