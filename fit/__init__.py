@@ -6,7 +6,7 @@ Public face (see fit/README.md):
   space:      ParameterSpace, parse_space (freeze / re-bound groups or joints)
   search:     MixedSearch (CMA-ES + categorical delay, best-ever, exact resume)
   driver:     FitSettings, run_fit, resume via run_fit(..., resume=True)
-  records:    FitRecord, IntervalUse, load_fit, list_fits, publish_fit
+  records:    FitRecord, IntervalUse, SeedResult, load_fit, list_fits, publish_fit
 
 The names are imported on first use (PEP 562), so that `twinlake --help` does not pay for
 cma, scipy and MuJoCo: `from twinlake.fit import run_fit` works as before.
@@ -26,6 +26,7 @@ _PUBLIC = {
     "build_data": "objective",
     "FitRecord": "record",
     "IntervalUse": "record",
+    "SeedResult": "record",
     "list_fits": "record",
     "load_fit": "record",
     "publish_fit": "record",

@@ -54,6 +54,7 @@ def run_cmd(
     max_seconds: Optional[float] = typer.Option(None, "--max-seconds", help="Use at most this many seconds of each interval."),
     min_seconds: float = typer.Option(0.5, "--min-seconds", help="Ignore clean intervals shorter than this [s]."),
     refine_iterations: int = typer.Option(10, "--refine", min=0, help="Levenberg–Marquardt iterations after CMA-ES (0: none)."),
+    seeds: int = typer.Option(1, "--seeds", min=1, help="Seeded searches (seeds S, S+1, ...); the best is the fit, the spread is flagged."),
     workers: int = typer.Option(2, "--workers", min=0, help="Ray actors (0: evaluate in-process, no Ray)."),
     address: Optional[str] = typer.Option(None, "--address", help="Join this Ray cluster (default: start a local one)."),
     resume: Optional[str] = typer.Option(None, "--resume", help="Continue the unfinished fit FIT from its last checkpoint (its settings are reused; --train etc. are ignored)."),
@@ -62,7 +63,8 @@ def run_cmd(
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON on stdout."),
     lake: Optional[Path] = LakeOpt,
 ) -> None:
-    """Fit the 29 FrankaTwin parameters on clean intervals with CMA-ES on Ray; publish fits/fit=<id>/."""
+    """Fit the 29 FrankaTwin parameters on clean intervals with CMA-ES on Ray; store the error
+    bars at the optimum; publish fits/fit=<id>/."""
     from twinlake.catalog import resolve_lake
     from twinlake.fit.objective import LossScales
     from twinlake.fit.run import FitSettings, run_fit
@@ -83,6 +85,7 @@ def run_cmd(
                 weights=_weights(weights), q_scale_rad=q_scale, dq_scale_rad_s=dq_scale,
                 max_duration_s=max_seconds, min_duration_s=min_seconds,
                 model_path=str(model.absolute()) if model else None, refine_iterations=refine_iterations,
+                seeds=seeds,
             )
             rec = run_fit(root, settings, fit_id=fit_id, workers=workers, address=address,
                           progress=sys.stderr.isatty() or not as_json)
@@ -94,58 +97,24 @@ def run_cmd(
         show_record(rec)
 
 
-def summary(rec) -> dict:
-    """JSON-able summary of a FitRecord."""
-    from twinlake.sim import PARAM_NAMES
+def summary(rec, validations=None) -> dict:
+    """JSON-able summary of a FitRecord (fit/show.py)."""
+    from twinlake.fit.show import fit_summary
 
-    return {
-        "fit": rec.fit_id,
-        "fit_source": rec.fit_source,
-        "status": rec.status,
-        "created_utc": rec.created_utc,
-        "best_loss": rec.best_loss,
-        "seed": rec.seed,
-        "params": dict(zip(PARAM_NAMES, rec.vector.tolist())),
-        "history_rows": len(rec.history),
-        "runs": [vars(u) for u in rec.runs],
-        **{k: v for k, v in rec.extra.items() if not isinstance(v, bytes)},
-    }
+    return fit_summary(rec, validations)
 
 
 def _console():
-    """stdout console; not a terminal (pipes, logs): wide enough not to truncate tables."""
-    from rich.console import Console
+    from twinlake.fit.show import console
 
-    console = Console()
-    return console if console.is_terminal else Console(width=160)
+    return console()
 
 
-def show_record(rec) -> None:
-    """Print a fit as rich tables: parameters per joint, runs used, last generation."""
-    from rich.table import Table
+def show_record(rec, validations=None) -> None:
+    """Print a fit as rich tables (fit/show.py)."""
+    from twinlake.fit.show import print_fit
 
-    console = _console()
-    p = rec.params
-    table = Table(title=f"fit {rec.fit_id} ({rec.fit_source}, {rec.status}), best loss {rec.best_loss:.6g}")
-    for col in ("joint", "armature [kg·m²]", "mu_static [N·m]", "dynamic_ratio", "mu_viscous [N·m·s/rad]"):
-        table.add_column(col, justify="right")
-    for j in range(7):
-        table.add_row(f"J{j + 1}", f"{p.armature[j]:.4f}", f"{p.mu_static[j]:.4f}",
-                      f"{p.dynamic_ratio[j]:.4f}", f"{p.mu_viscous[j]:.4f}")
-    console.print(table)
-    console.print(f"motor delay: {p.motor_delay_ms} ms; history rows: {len(rec.history)}; seed: {rec.seed}")
-    if rec.runs:
-        runs = Table(title="intervals")
-        for col in ("role", "robot/run", "interval", "seq", "weight", "loss"):
-            runs.add_column(col)
-        for u in rec.runs:
-            seq = f"{u.seq_first}..{u.seq_last}" if u.seq_first is not None else "-"
-            loss = f"{u.loss:.6g}" if u.loss is not None else "-"
-            runs.add_row(u.role, f"{u.robot}/{u.run}", str(u.interval_index), seq, f"{u.weight}", loss)
-        console.print(runs)
-    at_bounds = rec.extra.get("at_bounds")
-    if at_bounds:
-        console.print(f"[yellow]at a bound (within 1 % of the range): {', '.join(at_bounds)}[/yellow]")
+    print_fit(rec, validations)
 
 
 @fit_app.command("list")
@@ -175,18 +144,22 @@ def list_cmd(as_json: bool = typer.Option(False, "--json", help="JSON on stdout.
 def show_cmd(fit: str = typer.Argument(..., help="Fit id (see `twinlake fit list`)."),
              as_json: bool = typer.Option(False, "--json", help="JSON on stdout."),
              lake: Optional[Path] = LakeOpt) -> None:
-    """Show a fit: parameters, intervals and losses, settings."""
+    """Show a fit: parameters, intervals and losses, 95 % intervals and flags, condition number,
+    weak directions, the spread over seeds and the held-out runs it passed."""
     from twinlake.catalog import resolve_lake
     from twinlake.fit.record import load_fit
+    from twinlake.fit.show import fit_validations
 
+    root = resolve_lake(lake)
     try:
-        rec = load_fit(resolve_lake(lake), fit)
+        rec = load_fit(root, fit)
     except ValueError as exc:
         fail(str(exc))
+    validations = fit_validations(root, fit)
     if as_json:
-        typer.echo(json.dumps(summary(rec) | {"settings": rec.settings}, indent=2, default=str))
+        typer.echo(json.dumps(summary(rec, validations) | {"settings": rec.settings}, indent=2, default=str))
     else:
-        show_record(rec)
+        show_record(rec, validations)
 
 
 @fit_app.command("export")

@@ -50,3 +50,9 @@ class FitProgress:
         self._progress.update(self._task, stats=text)
         if self._lines:
             self._console.print(f"{self._label}: {text}", highlight=False, soft_wrap=True)
+
+
+def stage_note(enabled: bool, label: str, text: str) -> None:
+    """One line on stderr for a stage outside the generation bar (silent when disabled)."""
+    if enabled:
+        Console(stderr=True).print(f"{label}: {text}", highlight=False, soft_wrap=True)

@@ -11,7 +11,13 @@ Files (the lake contract, docs/architecture.md and fit/README.md):
   per_traj_min, best_candidate_weighted) + sigma, evals_per_s, delay_probs, stage;
 - `runs.parquet`: one row per (run, interval) used: robot, run, interval_index, seq_first,
   seq_last, role ('train' | 'holdout'), weight, loss, run_sha256;
+- `seeds.parquet` (twinlake fits): one row per seed of `fit run --seeds N`: seed, best_loss,
+  chosen (the seed whose optimum is the fit), the 29 parameters by name;
 - `profile.json`: the best parameters as a twinlake.profile/v1 (`twinlake.sim.save_profile`).
+
+`fit.parquet` of a twinlake fit also holds `identifiability_json` (error bars at the optimum,
+`twinlake.fit.identifiability.IdentifiabilityResult.to_json()`; null when nothing was free)
+and `seed_count` (how many seeded searches were run).
 """
 
 from __future__ import annotations
@@ -77,10 +83,33 @@ class IntervalUse:
     run_sha256: str | None = None
 
 
+SEEDS_SCHEMA = pa.schema(
+    [("seed", pa.int64()), ("best_loss", pa.float64()), ("chosen", pa.bool_())]
+    + [(name, pa.float64()) for name in PARAM_NAMES]
+)
+
+
+@dataclass
+class SeedResult:
+    """The best-ever result of one seeded search of a `--seeds N` fit: `params` (29,) as a
+    vector (delay as float); `chosen` marks the seed whose optimum became the fit."""
+
+    seed: int
+    best_loss: float
+    params: np.ndarray
+    chosen: bool = False
+
+    @property
+    def vector(self) -> np.ndarray:
+        """The (29,) parameter vector (the `seed_records` interface of identifiability)."""
+        return np.asarray(self.params, dtype=np.float64)
+
+
 @dataclass
 class FitRecord:
     """A fit as stored in the lake. `params` are the best parameters; `history` is one dict per
-    generation (HISTORY_SCHEMA fields); `settings` is the parsed settings_json."""
+    generation (HISTORY_SCHEMA fields); `settings` is the parsed settings_json; `seeds` one
+    SeedResult per seeded search (empty for imports and older fits)."""
 
     fit_id: str
     fit_source: str
@@ -94,6 +123,7 @@ class FitRecord:
     runs: list[IntervalUse] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
     path: Path | None = None
+    seeds: list[SeedResult] = field(default_factory=list)
 
     @property
     def train(self) -> list[IntervalUse]:
@@ -107,6 +137,17 @@ class FitRecord:
     def vector(self) -> np.ndarray:
         """The (29,) parameter vector as stored (delay as float)."""
         return self.params.to_vector()
+
+    @property
+    def other_seeds(self) -> list[SeedResult]:
+        """The seeds not chosen (pass as `seed_records` to identifiability_for_fit)."""
+        return [s for s in self.seeds if not s.chosen]
+
+    @property
+    def identifiability(self) -> dict[str, Any] | None:
+        """The stored error bars (parsed identifiability_json), None when absent."""
+        text = self.extra.get("identifiability_json")
+        return json.loads(text) if text else None
 
 
 def _fit_row(rec: FitRecord, param_vector: np.ndarray) -> pa.Table:
@@ -122,7 +163,7 @@ def _fit_row(rec: FitRecord, param_vector: np.ndarray) -> pa.Table:
     cols["settings_json"] = pa.array([json.dumps(rec.settings, sort_keys=True)], pa.string())
     for key, value in rec.extra.items():
         if value is None:
-            cols[key] = pa.array([None], pa.float64())
+            cols[key] = pa.array([None], pa.string() if key.endswith("_json") else pa.float64())
         elif isinstance(value, (list, tuple)):
             cols[key] = pa.array([list(value)], pa.list_(pa.string()))
         else:
@@ -141,6 +182,16 @@ def runs_table(runs: list[IntervalUse]) -> pa.Table:
     return pa.Table.from_pylist([vars(r) for r in runs], schema=RUNS_SCHEMA)
 
 
+def seeds_table(seeds: list[SeedResult]) -> pa.Table:
+    """seeds.parquet's table: one row per seed (SEEDS_SCHEMA)."""
+    rows = []
+    for s in seeds:
+        row = {"seed": int(s.seed), "best_loss": float(s.best_loss), "chosen": bool(s.chosen)}
+        row.update(zip(PARAM_NAMES, (float(v) for v in s.vector)))
+        rows.append(row)
+    return pa.Table.from_pylist(rows, schema=SEEDS_SCHEMA)
+
+
 def write_fit_files(directory: Path, rec: FitRecord, param_vector: np.ndarray | None = None) -> None:
     """Write fit.parquet, history.parquet, runs.parquet and profile.json into `directory`.
 
@@ -151,6 +202,8 @@ def write_fit_files(directory: Path, rec: FitRecord, param_vector: np.ndarray | 
     pq.write_table(_fit_row(rec, vec), directory / "fit.parquet")
     pq.write_table(history_table(rec.history), directory / "history.parquet")
     pq.write_table(runs_table(rec.runs), directory / "runs.parquet")
+    if rec.seeds:
+        pq.write_table(seeds_table(rec.seeds), directory / "seeds.parquet")
     save_profile(rec.params, directory / "profile.json", fit=rec.fit_id, fit_source=rec.fit_source,
                  created_utc=rec.created_utc, best_loss=rec.best_loss)
 
@@ -193,6 +246,7 @@ def load_fit(lake: Lake | str | Path, fit_id: str) -> FitRecord:
     if (directory / "runs.parquet").is_file():
         for r in pq.read_table(directory / "runs.parquet").to_pylist():
             runs.append(IntervalUse(**{k: r.get(k) for k in RUNS_SCHEMA.names}))
+    seeds = _read_seeds(directory / "seeds.parquet")
     known = {"fit_source", "created_utc", "status", "best_loss", "seed", "settings_json", "fit", *PARAM_NAMES}
     return FitRecord(
         fit_id=fit_id,
@@ -207,7 +261,16 @@ def load_fit(lake: Lake | str | Path, fit_id: str) -> FitRecord:
         runs=runs,
         extra={k: v for k, v in row.items() if k not in known},
         path=directory,
+        seeds=seeds,
     )
+
+
+def _read_seeds(path: Path) -> list[SeedResult]:
+    if not path.is_file():
+        return []
+    return [SeedResult(int(r["seed"]), float(r["best_loss"]), np.array([r[n] for n in PARAM_NAMES], dtype=np.float64),
+                       bool(r["chosen"]))
+            for r in pq.read_table(path).to_pylist()]
 
 
 def list_fits(lake: Lake | str | Path) -> list[str]:

@@ -26,8 +26,8 @@ import numpy as np
 from twinlake.catalog import Lake, check_id
 from twinlake.fit.objective import FitProblem, LossScales, ProblemData, build_data
 from twinlake.fit.pool import LocalPool, RayPool, auto_chunk
-from twinlake.fit.progress import FitProgress
-from twinlake.fit.record import FitRecord, IntervalUse, publish_fit
+from twinlake.fit.progress import FitProgress, stage_note
+from twinlake.fit.record import FitRecord, IntervalUse, SeedResult, publish_fit
 from twinlake.fit.refine import refine
 from twinlake.fit.search import MixedSearch
 from twinlake.fit.space import ParameterSpace
@@ -56,6 +56,7 @@ class FitSettings:
     chunk: int | None = None  # rows per Ray task; None: auto_chunk(population, workers)
     model_path: str | None = None
     refine_iterations: int = 0
+    seeds: int = 1  # seeded searches (seed, seed+1, ...); the best is the fit
 
     @property
     def parameter_space(self) -> ParameterSpace:
@@ -80,13 +81,19 @@ def work_dir(lake: Lake, fit_id: str) -> Path:
     return lake.staging_dir / f"fitwork-{check_id('fit', fit_id)}"
 
 
-def _save_checkpoint(path: Path, search: MixedSearch, history: list[dict], wall_s: float, ema: float) -> None:
+def _write_atomic(path: Path, payload: bytes) -> None:
     tmp = path.with_suffix(".tmp")
     with open(tmp, "wb") as fh:
-        pickle.dump({"search": search.state(), "history": history, "wall_s": wall_s, "ema": ema}, fh, protocol=5)
+        fh.write(payload)
         fh.flush()
         os.fsync(fh.fileno())
     os.replace(tmp, path)
+
+
+def _save_checkpoint(path: Path, search: MixedSearch, history: list[dict], wall_s: float, ema: float,
+                     seed: int) -> None:
+    state = {"search": search.state(), "history": history, "wall_s": wall_s, "ema": ema, "seed": seed}
+    _write_atomic(path, pickle.dumps(state, protocol=5))
 
 
 def read_checkpoint(lake: Lake | str | Path, fit_id: str) -> tuple[FitSettings, dict | None]:
@@ -104,6 +111,12 @@ def _make_pool(data: ProblemData, settings: FitSettings, workers: int, address: 
     chunk = settings.chunk or auto_chunk(settings.population, workers)
     if workers == 0:
         return LocalPool(data, chunk=chunk, nthread=nthread)
+    if address is None:
+        # A new local cluster: Ray enables token authentication by default and warns that it
+        # did so unless RAY_AUTH_MODE is set explicitly (ray/_private/authentication/
+        # authentication_token_setup.py). Choosing that same default explicitly keeps the
+        # protection and drops the warning; a user's own RAY_AUTH_MODE is left alone.
+        os.environ.setdefault("RAY_AUTH_MODE", "token")
     return RayPool(data, workers, chunk=chunk, nthread=nthread, address=address)
 
 
@@ -141,23 +154,16 @@ def run_fit(
     progress: bool = True,
     on_generation: Callable[[int, object], None] | None = None,
 ) -> FitRecord:
-    """Run (or with `resume=True` continue) a fit and publish it. `on_generation(gen, pool)` is
-    called after each generation's checkpoint (diagnostics and tests)."""
+    """Run (or with `resume=True` continue) a fit and publish it.
+
+    With `settings.seeds = N` the search runs N times (seeds s, s+1, ..., same data and
+    settings) on the same workers; the seed with the lowest loss (ties: the lower seed) is the
+    fit, all N are stored in seeds.parquet and give the spread. Before publishing, the error
+    bars at the optimum (fit/identifiability.py: one batch of 2k+1 candidates on the same
+    workers) are stored as `identifiability_json`. `on_generation(gen, pool)` is called after
+    each generation's checkpoint (diagnostics and tests)."""
     lk = lake if isinstance(lake, Lake) else Lake(Path(lake))
-    t_start = time.perf_counter()
-    if resume:
-        if fit_id is None:
-            raise ValueError("resume: give the fit id (--resume FIT)")
-        settings, ckpt = read_checkpoint(lk, fit_id)
-    else:
-        if settings is None:
-            raise ValueError("run_fit: settings are required for a new fit")
-        fit_id = check_id("fit", fit_id or new_fit_id(settings))
-        if lk.fit_dir(fit_id).exists():
-            raise ValueError(f"fit {fit_id!r} already exists at {lk.fit_dir(fit_id)}")
-        if work_dir(lk, fit_id).exists():
-            raise ValueError(f"fit {fit_id!r} has an unfinished run at {work_dir(lk, fit_id)}: use --resume {fit_id}")
-        ckpt = None
+    settings, fit_id = _start(lk, settings, fit_id, resume)
     wd = work_dir(lk, fit_id)
     data = build_data(lk, settings.train, run_weights=settings.weights, scales=settings.scales,
                       max_duration_s=settings.max_duration_s, min_duration_s=settings.min_duration_s,
@@ -165,39 +171,80 @@ def run_fit(
     if not resume:
         wd.mkdir(parents=True)
         (wd / "settings.json").write_text(json.dumps(asdict(settings), indent=2, sort_keys=True))
-    if ckpt is None:
-        search = MixedSearch(settings.parameter_space, settings.population, settings.seed, settings.sigma0)
-        history, wall_before, ema = [], 0.0, None
-    else:
-        search = MixedSearch.from_state(ckpt["search"])
-        history, wall_before, ema = ckpt["history"], ckpt["wall_s"], ckpt["ema"]
     pool = _make_pool(data, settings, workers, address, nthread)
     try:
-        with FitProgress(settings.generations, search.generation, progress, label=fit_id) as bar:
-            while search.generation < settings.generations:
-                t0 = time.perf_counter()
-                proposal = search.ask()
-                per_interval = pool.evaluate(proposal.params)
-                losses = np.asarray(FitProblem(data).combine(per_interval))
-                search.tell(proposal, losses)
-                row, ema = _history_row(search.generation, losses, per_interval, data.weights, search,
-                                        time.perf_counter() - t0, data.ticks_per_rollout, ema,
-                                        settings.generations - search.generation)
-                history.append(row)
-                _save_checkpoint(wd / "checkpoint.pkl", search, history,
-                                 wall_before + time.perf_counter() - t_start, ema)
-                bar.update(search.generation, row["best"], row["mean"], row["sigma"], row["evals_per_s"], row["eta_s"])
-                if on_generation is not None:
-                    on_generation(search.generation, pool)
-            best, best_loss = _refine(settings, data, search, history, pool, bar)
-            bar.note("scoring train and holdout intervals")
-            record = _finish(lk, fit_id, settings, data, best, best_loss, history, pool,
-                             wall_before + time.perf_counter() - t_start)
+        results = []
+        for k in range(settings.seeds):
+            label = fit_id if settings.seeds == 1 else f"{fit_id} seed {settings.seed + k}"
+            results.append(_seed_result(wd, settings, settings.seed + k, data, pool, progress, label, on_generation))
+        t0 = time.perf_counter()
+        stage_note(progress, fit_id, "error bars at the optimum and scoring train and holdout intervals")
+        record = _finish(lk, fit_id, settings, data, results, pool)
+        record.extra["wall_s"] = float(sum(r["wall_s"] for r in results) + time.perf_counter() - t0)
     finally:
         pool.close()
     publish_fit(lk, record)
     shutil.rmtree(wd, ignore_errors=True)
     return record
+
+
+def _start(lk: Lake, settings: FitSettings | None, fit_id: str | None, resume: bool) -> tuple[FitSettings, str]:
+    """The settings and id of a new fit (refusing existing ids) or of the fit to resume."""
+    if resume:
+        if fit_id is None:
+            raise ValueError("resume: give the fit id (--resume FIT)")
+        return read_checkpoint(lk, fit_id)[0], fit_id
+    if settings is None:
+        raise ValueError("run_fit: settings are required for a new fit")
+    if settings.seeds < 1:
+        raise ValueError(f"--seeds {settings.seeds}: expected at least 1 seeded search")
+    fit_id = check_id("fit", fit_id or new_fit_id(settings))
+    if lk.fit_dir(fit_id).exists():
+        raise ValueError(f"fit {fit_id!r} already exists at {lk.fit_dir(fit_id)}")
+    if work_dir(lk, fit_id).exists():
+        raise ValueError(f"fit {fit_id!r} has an unfinished run at {work_dir(lk, fit_id)}: use --resume {fit_id}")
+    return settings, fit_id
+
+
+def _seed_result(wd: Path, settings: FitSettings, seed: int, data: ProblemData, pool, progress: bool,
+                 label: str, on_generation) -> dict:
+    """One seed's search and refinement: {seed, best, best_loss, history, wall_s}; kept in
+    `seed-<seed>.pkl` once finished, so `--resume` skips finished seeds."""
+    done = wd / f"seed-{seed}.pkl"
+    if done.is_file():
+        return pickle.loads(done.read_bytes())
+    ckpt_path = wd / "checkpoint.pkl"
+    ckpt = pickle.loads(ckpt_path.read_bytes()) if ckpt_path.is_file() else None
+    if ckpt is not None and ckpt.get("seed", settings.seed) != seed:
+        ckpt = None  # the previous seed's last checkpoint (crash after its seed file was written)
+    if ckpt is None:
+        search = MixedSearch(settings.parameter_space, settings.population, seed, settings.sigma0)
+        history, wall_before, ema = [], 0.0, None
+    else:
+        search = MixedSearch.from_state(ckpt["search"])
+        history, wall_before, ema = ckpt["history"], ckpt["wall_s"], ckpt["ema"]
+    t_start = time.perf_counter()
+    with FitProgress(settings.generations, search.generation, progress, label=label) as bar:
+        while search.generation < settings.generations:
+            t0 = time.perf_counter()
+            proposal = search.ask()
+            per_interval = pool.evaluate(proposal.params)
+            losses = np.asarray(FitProblem(data).combine(per_interval))
+            search.tell(proposal, losses)
+            row, ema = _history_row(search.generation, losses, per_interval, data.weights, search,
+                                    time.perf_counter() - t0, data.ticks_per_rollout, ema,
+                                    settings.generations - search.generation)
+            history.append(row)
+            _save_checkpoint(ckpt_path, search, history, wall_before + time.perf_counter() - t_start, ema, seed)
+            bar.update(search.generation, row["best"], row["mean"], row["sigma"], row["evals_per_s"], row["eta_s"])
+            if on_generation is not None:
+                on_generation(search.generation, pool)
+        best, best_loss = _refine(settings, data, search, history, pool, bar)
+    result = {"seed": seed, "best": np.asarray(best, dtype=np.float64), "best_loss": float(best_loss),
+              "history": history, "wall_s": wall_before + time.perf_counter() - t_start}
+    _write_atomic(done, pickle.dumps(result, protocol=5))
+    ckpt_path.unlink(missing_ok=True)
+    return result
 
 
 def _refine(settings: FitSettings, data: ProblemData, search: MixedSearch, history: list[dict],
@@ -224,44 +271,80 @@ def _refine(settings: FitSettings, data: ProblemData, search: MixedSearch, histo
     return params, loss
 
 
-def _finish(lk: Lake, fit_id: str, settings: FitSettings, data: ProblemData, best_vec: np.ndarray,
-            best_loss: float, history: list[dict], pool, wall_s: float) -> FitRecord:
-    best = best_vec[None, :]
-    train_losses = pool.evaluate(best)[0]
+def _finish(lk: Lake, fit_id: str, settings: FitSettings, data: ProblemData, results: list[dict],
+            pool) -> FitRecord:
+    """The record of the best seed: error bars at its optimum, losses per train and holdout
+    interval, all seeds' results. Everything is computed before anything is published."""
+    chosen = min(results, key=lambda r: (r["best_loss"], r["seed"]))
+    best_vec = chosen["best"]
+    seeds = [SeedResult(r["seed"], r["best_loss"], r["best"], r is chosen) for r in results]
+    t0 = time.perf_counter()
+    others = [r["best"] for r in results if r is not chosen]
+    ident = error_bars(pool, settings, best_vec, np.stack([best_vec, *others]) if others else None)
+    error_bars_s = time.perf_counter() - t0
+    train_losses = pool.evaluate(best_vec[None, :])[0]
     uses = [IntervalUse(r.robot, r.run, r.interval_index, r.seq_first, r.seq_last, "train",
                         float(w), float(l), r.run_sha256)
             for r, w, l in zip(data.refs, data.weights, train_losses)]
-    holdout_loss = None
-    if settings.holdout:
-        hdata = build_data(lk, settings.holdout, run_weights=settings.weights, scales=settings.scales,
-                           max_duration_s=settings.max_duration_s, min_duration_s=settings.min_duration_s,
-                           model_path=settings.model_path)
-        hl = LocalPool(hdata, chunk=1).evaluate(best)[0]
-        holdout_loss = float(FitProblem(hdata).combine(hl[None])[0])
-        uses += [IntervalUse(r.robot, r.run, r.interval_index, r.seq_first, r.seq_last, "holdout",
-                             float(w), float(l), r.run_sha256)
-                 for r, w, l in zip(hdata.refs, hdata.weights, hl)]
-    space = settings.parameter_space
+    holdout_uses, holdout_loss = _holdout(lk, settings, best_vec)
+    history = chosen["history"]
     return FitRecord(
         fit_id=fit_id,
         fit_source="twinlake",
         created_utc=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         status="completed",
-        best_loss=float(best_loss),
+        best_loss=float(chosen["best_loss"]),
         params=DynamicsParams.from_vector(best_vec),
-        seed=int(settings.seed),
+        seed=int(chosen["seed"]),
         settings=asdict(settings),
         history=history,
-        runs=uses,
+        runs=uses + holdout_uses,
+        seeds=seeds,
         extra={
             "generations": int(settings.generations),
             "population": int(settings.population),
             "refine_iterations": int(sum(1 for h in history if h.get("stage") == "refine")),
-            "wall_s": float(wall_s),
+            "wall_s": 0.0,  # set by run_fit
             "train_loss": float(FitProblem(data).combine(train_losses[None])[0]),
             "holdout_loss": holdout_loss,
-            "at_bounds": space.at_bounds(best_vec),
+            "at_bounds": settings.parameter_space.at_bounds(best_vec),
             "workers": int(pool.workers),
             "actor_replacements": int(pool.replacements),
+            "seed_count": len(results),
+            "identifiability_json": None if ident is None else ident.to_json(),
+            "error_bars_s": float(error_bars_s),
         },
     )
+
+
+def error_bars(pool, settings: FitSettings, best: np.ndarray, seed_optima: np.ndarray | None):
+    """`identifiability_summary` at `best` (29,) over the training data held by `pool` (its
+    `residuals` fan out like a generation); the same result as `identifiability_for_fit`
+    on the stored record. None when no continuous parameter is free."""
+    from twinlake.fit.identifiability import DELAY_NAME, identifiability_summary
+
+    space = settings.parameter_space
+    free = [n for n in space.free_names if n != DELAY_NAME]
+    if not free:
+        return None
+    chunk = pool.chunk  # one bigger chunk per worker for the 2k+1 rows (results never depend on it)
+    pool.chunk = settings.chunk or auto_chunk(2 * len(free) + 1, max(pool.workers, 1))
+    try:
+        return identifiability_summary(pool, best, free=space.free_names, bounds=space.bounds,
+                                       seed_optima=seed_optima)
+    finally:
+        pool.chunk = chunk
+
+
+def _holdout(lk: Lake, settings: FitSettings, best_vec: np.ndarray) -> tuple[list[IntervalUse], float | None]:
+    """Per-interval losses on the held-out runs (in-process) and their weighted loss."""
+    if not settings.holdout:
+        return [], None
+    hdata = build_data(lk, settings.holdout, run_weights=settings.weights, scales=settings.scales,
+                       max_duration_s=settings.max_duration_s, min_duration_s=settings.min_duration_s,
+                       model_path=settings.model_path)
+    hl = LocalPool(hdata, chunk=1).evaluate(best_vec[None, :])[0]
+    uses = [IntervalUse(r.robot, r.run, r.interval_index, r.seq_first, r.seq_last, "holdout",
+                        float(w), float(l), r.run_sha256)
+            for r, w, l in zip(hdata.refs, hdata.weights, hl)]
+    return uses, float(FitProblem(hdata).combine(hl[None])[0])

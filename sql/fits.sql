@@ -4,7 +4,9 @@
 --   fits         one row per fit (fit.parquet): fit_source ('twinlake' | 'frankatwin_import'),
 --                created_utc, status, best_loss, the 29 parameters by their PARAM_NAMES
 --                (armature_j1..7, mu_static_j1..7, dynamic_ratio_j1..7, mu_viscous_j1..7,
---                motor_delay_ms), seed, settings_json, ...; `fit` is the VARCHAR partition id
+--                motor_delay_ms), seed, settings_json, ...; twinlake fits also have seed_count,
+--                identifiability_json (95 % intervals, flags, condition number, weak directions;
+--                twinlake.fit.identifiability) and error_bars_s; `fit` is the VARCHAR partition id
 --   fit_history  one row per generation and refinement iteration (history.parquet):
 --                FrankaTwin's history fields iter, min, mean, best, iter_s, ms_per_tick, eta_s,
 --                per_traj_min (list<double>), best_candidate_weighted (list<double>), plus
@@ -12,8 +14,10 @@
 --   fit_runs     one row per (run, interval) a fit used (runs.parquet): robot, run,
 --                interval_index, seq_first, seq_last, role ('train' | 'holdout'), weight, loss,
 --                run_sha256
+--   fit_seeds    one row per seeded search of a fit (seeds.parquet, `fit run --seeds N`): seed,
+--                best_loss, chosen (the seed whose optimum is the fit), the 29 parameters
 --
--- On a lake without fits the three views exist and are empty (a few key columns only).
+-- On a lake without fits the four views exist and are empty (a few key columns only).
 
 -- requires: fits/*/fit.parquet
 CREATE OR REPLACE VIEW fits AS
@@ -58,4 +62,17 @@ SELECT NULL::VARCHAR AS fit, NULL::VARCHAR AS robot, NULL::VARCHAR AS run,
        NULL::BIGINT AS interval_index, NULL::BIGINT AS seq_first, NULL::BIGINT AS seq_last,
        NULL::VARCHAR AS role, NULL::DOUBLE AS weight, NULL::DOUBLE AS loss,
        NULL::VARCHAR AS run_sha256
+WHERE false;
+
+-- requires: fits/*/seeds.parquet
+CREATE OR REPLACE VIEW fit_seeds AS
+SELECT * FROM read_parquet(
+    getvariable('lake_root') || '/fits/*/seeds.parquet',
+    hive_partitioning = true,
+    hive_types = {'fit': 'VARCHAR'},
+    union_by_name = true);
+
+-- unless: fits/*/seeds.parquet
+CREATE OR REPLACE VIEW fit_seeds AS
+SELECT NULL::VARCHAR AS fit, NULL::BIGINT AS seed, NULL::DOUBLE AS best_loss, NULL::BOOLEAN AS chosen
 WHERE false;

@@ -1,0 +1,169 @@
+"""What `twinlake fit run` and `twinlake fit show` print about a fit: parameters per joint,
+the intervals used, the stored error bars (95 % intervals, flags, condition number, weak
+directions), the spread over seeds and the held-out validations (view `fit_validations`).
+
+`fit_summary(rec, validations)` is the JSON form (`--json`); `print_fit(rec, validations)`
+the rich tables. Both show the same facts.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+VALIDATION_COLUMNS = ("robot", "run", "passed", "fitted_verdict", "fitted_q_rmse_all_rad",
+                      "nominal_q_rmse_all_rad", "fitted_ee_pos_rmse_3d_m", "thresholds_json",
+                      "fitted_validation")
+
+
+def fit_validations(lake: Path, fit_id: str) -> list[dict[str, Any]]:
+    """The `fit_validations` rows of a fit (which held-out runs it passed), sorted by run;
+    empty when the lake has no validation of it."""
+    import duckdb
+
+    from twinlake.catalog import connect
+
+    try:
+        con = connect(lake)
+        cur = con.execute(f"SELECT {', '.join(VALIDATION_COLUMNS)} FROM fit_validations "
+                          "WHERE fit = ? ORDER BY robot, run", [fit_id])
+        return [dict(zip(VALIDATION_COLUMNS, row)) for row in cur.fetchall()]
+    except duckdb.CatalogException:  # a lake whose validation views could not be defined
+        return []
+
+
+def fit_summary(rec, validations: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """JSON-able summary of a FitRecord: parameters, losses, runs, extra columns, the parsed
+    error bars (`identifiability`, None when not stored), seeds and validations."""
+    from twinlake.sim import PARAM_NAMES
+
+    extra = {k: v for k, v in rec.extra.items() if not isinstance(v, bytes) and k != "identifiability_json"}
+    return {
+        "fit": rec.fit_id,
+        "fit_source": rec.fit_source,
+        "status": rec.status,
+        "created_utc": rec.created_utc,
+        "best_loss": rec.best_loss,
+        "seed": rec.seed,
+        "params": dict(zip(PARAM_NAMES, rec.vector.tolist())),
+        "history_rows": len(rec.history),
+        "runs": [vars(u) for u in rec.runs],
+        **extra,
+        "identifiability": rec.identifiability,
+        "seeds": [{"seed": s.seed, "best_loss": s.best_loss, "chosen": s.chosen,
+                   "params": dict(zip(PARAM_NAMES, s.vector.tolist()))} for s in rec.seeds],
+        "validations": list(validations or []),
+    }
+
+
+def console():
+    """stdout console; not a terminal (pipes, logs): wide enough not to truncate tables."""
+    from rich.console import Console
+
+    out = Console()
+    return out if out.is_terminal else Console(width=160)
+
+
+def print_fit(rec, validations: list[dict[str, Any]] | None = None) -> None:
+    """Print a fit as rich tables (parameters, intervals, error bars, seeds, validations)."""
+    out = console()
+    _parameters(out, rec)
+    _intervals(out, rec)
+    at_bounds = rec.extra.get("at_bounds")
+    if at_bounds:
+        out.print(f"[yellow]at a bound (within 1 % of the range): {', '.join(at_bounds)}[/yellow]")
+    _error_bars(out, rec)
+    _seeds(out, rec)
+    _validations(out, rec, validations or [])
+
+
+def _parameters(out, rec) -> None:
+    from rich.table import Table
+
+    p = rec.params
+    table = Table(title=f"fit {rec.fit_id} ({rec.fit_source}, {rec.status}), best loss {rec.best_loss:.6g}")
+    for col in ("joint", "armature [kg·m²]", "mu_static [N·m]", "dynamic_ratio", "mu_viscous [N·m·s/rad]"):
+        table.add_column(col, justify="right")
+    for j in range(7):
+        table.add_row(f"J{j + 1}", f"{p.armature[j]:.4f}", f"{p.mu_static[j]:.4f}",
+                      f"{p.dynamic_ratio[j]:.4f}", f"{p.mu_viscous[j]:.4f}")
+    out.print(table)
+    out.print(f"motor delay: {p.motor_delay_ms} ms; history rows: {len(rec.history)}; seed: {rec.seed}")
+
+
+def _intervals(out, rec) -> None:
+    from rich.table import Table
+
+    if not rec.runs:
+        return
+    runs = Table(title="intervals")
+    for col in ("role", "robot/run", "interval", "seq", "weight", "loss"):
+        runs.add_column(col)
+    for u in rec.runs:
+        seq = f"{u.seq_first}..{u.seq_last}" if u.seq_first is not None else "-"
+        loss = f"{u.loss:.6g}" if u.loss is not None else "-"
+        runs.add_row(u.role, f"{u.robot}/{u.run}", str(u.interval_index), seq, f"{u.weight}", loss)
+    out.print(runs)
+
+
+def _error_bars(out, rec) -> None:
+    from rich.table import Table
+
+    from twinlake.fit.identifiability import summary_rows
+
+    ident = rec.identifiability
+    if ident is None:
+        out.print("no error bars stored with this fit (imported, older, or nothing free): "
+                  f"`twinlake fit report {rec.fit_id} --error-bars --out DIR` computes them")
+        return
+    table = Table(title="error bars at the optimum (linearised, 95 %)")
+    for col in ("parameter", "value", "95 % interval", "bounds", "range over seeds", "flags"):
+        table.add_column(col, justify="left" if col in ("parameter", "flags") else "right")
+    for row in summary_rows(ident):
+        table.add_row(*row)
+    out.print(table)
+    cond = ident.get("condition_number")
+    out.print(f"condition number (range-scaled Jacobian): {'∞' if cond is None else f'{cond:.4g}'}; "
+              f"residual variance {ident.get('sigma2') or 0:.4g} with {ident.get('dof')} degrees of freedom")
+    unid = [p["name"] for p in ident.get("parameters", []) if "unidentifiable" in p["flags"]]
+    out.print("unidentifiable parameters: " + (", ".join(unid) if unid else "none"))
+    for d in ident.get("weak_directions", []):
+        comps = ", ".join(f"{n} {c:+.2f}" for n, c in sorted(d["components"].items(), key=lambda kv: -abs(kv[1])))
+        half = d["half_width_fraction"]
+        out.print(f"  weak direction (95 % half-width {'∞' if half is None else f'{half:.3g}'}× the box): {comps}",
+                  highlight=False)
+
+
+def _seeds(out, rec) -> None:
+    from rich.table import Table
+
+    if len(rec.seeds) < 2:
+        return
+    table = Table(title=f"{len(rec.seeds)} seeds (best = the fit)")
+    for col in ("seed", "best loss", "chosen"):
+        table.add_column(col, justify="right")
+    for s in rec.seeds:
+        table.add_row(str(s.seed), f"{s.best_loss:.6g}", "yes" if s.chosen else "")
+    out.print(table)
+    spread = [p["name"] for p in (rec.identifiability or {}).get("parameters", []) if "seed_spread" in p["flags"]]
+    out.print("spread over seeds above 10 % of the range: " + (", ".join(spread) if spread else "none"))
+
+
+def _validations(out, rec, validations: list[dict[str, Any]]) -> None:
+    from rich.table import Table
+
+    if not validations:
+        out.print(f"no held-out validation yet: `twinlake fit validate {rec.fit_id} --runs RUN "
+                  "--max-q-rmse-rad X`")
+        return
+    milli = lambda v: "—" if v is None else f"{1e3 * v:.3f}"  # noqa: E731
+    table = Table(title="held-out validations (fit validate)")
+    for col in ("robot/run", "q RMSE fitted [mrad]", "q RMSE nominal [mrad]", "EE RMSE [mm]", "verdict", "passed"):
+        table.add_column(col)
+    for v in validations:
+        table.add_row(f"{v['robot']}/{v['run']}", milli(v["fitted_q_rmse_all_rad"]), milli(v["nominal_q_rmse_all_rad"]),
+                      milli(v["fitted_ee_pos_rmse_3d_m"]), v["fitted_verdict"] or "no thresholds",
+                      "yes" if v["passed"] else "no")
+    out.print(table)
+    passed = [f"{v['robot']}/{v['run']}" for v in validations if v["passed"]]
+    out.print(f"passed {len(passed)} of {len(validations)} held-out run(s)" + (f": {', '.join(passed)}" if passed else ""))
