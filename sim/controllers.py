@@ -167,7 +167,7 @@ def joint_impedance_torque(
     out -= scratch
     out += coriolis
     # joint_limit_repulsion, skipped while no joint is in its 10 % margin (it is exactly 0 there)
-    if _limit_penetration(q, scratch).any():
+    if np.count_nonzero(_limit_penetration(q, scratch)):
         out += _repulsion_from_penetration(scratch)
     if use_friction:
         out += friction_compensation(dq, out=scratch)
