@@ -106,7 +106,8 @@ class SimFR3:
         self._staged = False  # mj_step1 done for this tick
         d, dofs = self.plant.data, self.plant.dofs
         self._views = (d.qpos[self.plant.qadr], d.qvel[dofs], d.qfrc_bias[dofs], d.qfrc_applied[dofs],
-                       d.qfrc_passive[dofs], d.qfrc_constraint[dofs]) if isinstance(dofs, slice) else None
+                       d.qfrc_passive[dofs], d.qfrc_constraint[dofs]) \
+            if isinstance(dofs, slice) and isinstance(self.plant.qadr, slice) else None  # live views
 
     @property
     def tau_cmd(self) -> np.ndarray:
@@ -173,16 +174,6 @@ class SimFR3:
         np.add(qvel, offsets[7:14], out=out[7:14])
         np.add(self._tau_j, offsets[14:21], out=out[14:21])
         return out
-
-    def _stage(self) -> None:
-        if not self._staged:
-            self.plant.begin_tick()
-            self._staged = True
-
-    def bias(self) -> np.ndarray:
-        """C(q,dq)·dq [N·m] at the true state of this tick (runs the tick's mj_step1 if not yet), (7,)."""
-        self._stage()
-        return self._views[2] if self._views is not None else self.plant.coriolis()
 
     def _apply(self, command, q_meas: np.ndarray) -> None:
         if isinstance(command, JointImpedanceCommand):
