@@ -7,7 +7,8 @@
 3. ingest the CSV v2 recordings into the lake;
 4. select the clean intervals, fit on a local Ray (CMA-ES + categorical delay, then a
    Levenberg–Marquardt polish);
-5. print truth against fit per joint, and the held-out joint RMSE of the fit beside the
+5. print truth against fit per joint with the 95 % intervals stored with the fit (and whether
+   each truth value lies inside its interval), and the held-out joint RMSE of the fit beside the
    noise floor (the replay of the truth itself) and the nominal (untuned) model.
 
 Recordings are deterministic (seeded), so re-running the demo on the same lake reuses them.
@@ -116,21 +117,52 @@ def holdout_rmse(lake: Path, holdout: list[str], candidates: dict) -> dict[str, 
     return {n: np.sqrt(sq[i] / count) for i, n in enumerate(names)}
 
 
-def truth_table(truth, fit, console: Console) -> None:
-    table = Table(title="demo robot: truth (never shown to the fit) / fit (error %)")
+GROUPS = ("armature", "mu_static", "dynamic_ratio", "mu_viscous")  # the fitted parameters
+
+
+def truth_in_intervals(truth, ident: dict | None) -> dict[str, dict]:
+    """Per parameter name with a finite stored 95 % interval: {low, high, truth, inside}."""
+    from twinlake.sim import PARAM_NAMES
+
+    values = dict(zip(PARAM_NAMES, truth.to_vector().tolist()))
+    out = {}
+    for p in (ident or {}).get("parameters", []):
+        lo, hi = p.get("ci95_low"), p.get("ci95_high")
+        if p["free"] and lo is not None and hi is not None:
+            t = values[p["name"]]
+            out[p["name"]] = {"low": lo, "high": hi, "truth": t, "inside": bool(lo <= t <= hi)}
+    return out
+
+
+def truth_table(truth, fit, console: Console, ident: dict | None = None) -> dict[str, dict]:
+    """Print truth / fit ± 95 % half-width per joint and group, ✓ when the truth lies inside
+    the interval (✗ outside); returns `truth_in_intervals`."""
+    cover = truth_in_intervals(truth, ident)
+    title = "demo robot: truth (never shown to the fit) / fit"
+    table = Table(title=title + (" ± 95 % half-width, ✓ truth inside" if cover else " (error %)"))
     table.add_column("joint")
-    groups = ("armature", "mu_static", "mu_dynamic", "mu_viscous")
-    for g in groups:
+    for g in GROUPS:
         table.add_column(g, justify="right")
     for j in range(7):
         cells = [f"J{j + 1}"]
-        for g in groups:
+        for g in GROUPS:
             t, f = float(getattr(truth, g)[j]), float(getattr(fit, g)[j])
-            err = f"{100 * (f - t) / t:+.0f}%" if t else "-"
-            cells.append(f"{t:.3f} / {f:.3f} ({err})")
+            c = cover.get(f"{g}_j{j + 1}")
+            if c is not None:
+                cells.append(f"{t:.3f} / {f:.3f} ±{(c['high'] - c['low']) / 2:.2g} {'✓' if c['inside'] else '✗'}")
+            else:
+                cells.append(f"{t:.3f} / {f:.3f} ({100 * (f - t) / t:+.0f}%)" if t else f"{t:.3f} / {f:.3f}")
         table.add_row(*cells)
     console.print(table)
     console.print(f"motor delay: truth {truth.motor_delay_ms} ms, fit {fit.motor_delay_ms} ms")
+    if cover:
+        inside = sum(c["inside"] for c in cover.values())
+        outside = [n for n, c in cover.items() if not c["inside"]]
+        console.print(f"truth inside its 95 % interval for {inside} of {len(cover)} parameters"
+                      + (f"; outside: {', '.join(outside)}" if outside else ""))
+    else:
+        console.print("no 95 % intervals stored with this fit")
+    return cover
 
 
 def rmse_table(rmse: dict[str, np.ndarray], console: Console) -> None:
@@ -172,7 +204,7 @@ def run_demo(lake: Path, out: Path, cfg: DemoConfig = DemoConfig(), *, address: 
     rec = run_fit(lake, settings, fit_id=fit_id, workers=cfg.workers, address=address, progress=progress)
     console.rule("4/4 truth vs fit")
     truth = load_params(DEMO_PROFILE_PATH)
-    truth_table(truth, rec.params, console)
+    cover = truth_table(truth, rec.params, console, rec.identifiability)
     rmse = holdout_rmse(lake, holdout, {"fit": rec.params, "truth (noise floor)": truth,
                                         "nominal (Menagerie)": DynamicsParams.nominal()})
     rmse_table(rmse, console)
@@ -184,7 +216,8 @@ def run_demo(lake: Path, out: Path, cfg: DemoConfig = DemoConfig(), *, address: 
     return {"fit": fit_id, "lake": str(lake), "config": asdict(cfg),
             "truth": truth.to_vector().tolist(), "fitted": rec.vector.tolist(),
             "holdout_q_rmse_rad": {k: v.tolist() for k, v in rmse.items()},
-            "holdout_rmse_ratio_to_floor": fit_all / floor_all}
+            "holdout_rmse_ratio_to_floor": fit_all / floor_all,
+            "truth_in_ci95": cover, "error_bars_s": rec.extra.get("error_bars_s")}
 
 
 def demo_cmd(

@@ -15,6 +15,7 @@ import json
 import os
 import pickle
 import shutil
+import sys
 import time
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
@@ -111,11 +112,12 @@ def _make_pool(data: ProblemData, settings: FitSettings, workers: int, address: 
     chunk = settings.chunk or auto_chunk(settings.population, workers)
     if workers == 0:
         return LocalPool(data, chunk=chunk, nthread=nthread)
-    if address is None:
+    if address is None and "ray" not in sys.modules:
         # A new local cluster: Ray enables token authentication by default and warns that it
         # did so unless RAY_AUTH_MODE is set explicitly (ray/_private/authentication/
         # authentication_token_setup.py). Choosing that same default explicitly keeps the
-        # protection and drops the warning; a user's own RAY_AUTH_MODE is left alone.
+        # protection and drops the warning. Ray reads the mode when it is imported, hence only
+        # before its first import; a user's own RAY_AUTH_MODE is left alone.
         os.environ.setdefault("RAY_AUTH_MODE", "token")
     return RayPool(data, workers, chunk=chunk, nthread=nthread, address=address)
 
