@@ -70,7 +70,8 @@ class Fr3Daemon:
         # with rt_priority, raise it before any thread exists (zmq's I/O thread included): they inherit it
         self._restore_priority = self._raise_priority()
         self.truth_path = config.truth_path or str(DEMO_PROFILE_PATH)
-        self.robot = RobotTicker(load_params(self.truth_path), config.noise, config.seed, q0=config.q0)
+        self.robot = RobotTicker(load_params(self.truth_path), config.noise, config.seed, q0=config.q0,
+                                 measured_coriolis=True)
         self.manager = RecordingManager()
         ctx = self._ctx = zmq.Context() if config.rt_priority > 0 else zmq.Context.instance()
         self._cmd = ctx.socket(zmq.PULL)
