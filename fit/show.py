@@ -11,6 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from rich.markup import escape
+
 VALIDATION_COLUMNS = ("robot", "run", "passed", "fitted_verdict", "fitted_q_rmse_all_rad",
                       "nominal_q_rmse_all_rad", "fitted_ee_pos_rmse_3d_m", "thresholds_json",
                       "fitted_validation")
@@ -117,10 +119,16 @@ def _error_bars(out, rec) -> None:
                   f"`twinlake fit report {rec.fit_id} --error-bars --out DIR` computes them")
         return
     table = Table(title="error bars at the optimum (linearised, 95 %)")
-    for col in ("parameter", "value", "95 % interval", "bounds", "range over seeds", "flags"):
-        table.add_column(col, justify="left" if col in ("parameter", "flags") else "right")
+    with_seeds = (ident.get("seeds") or 0) >= 2
+    cols = ("parameter", "value", "95 % interval", "bounds", "range over seeds", "flags")
+    for col in cols:
+        if with_seeds or col != "range over seeds":
+            table.add_column(col, justify="left" if col in ("parameter", "flags") else "right")
+    frozen = ((rec.settings or {}).get("space") or {}).get("frozen") or {}
     for row in summary_rows(ident):
-        table.add_row(*row)
+        if "discrete" in row[5] and row[0] not in frozen:
+            row[2] = "not in J (discrete)"  # the delay is searched, but has no derivative
+        table.add_row(*(escape(c) for i, c in enumerate(row) if with_seeds or i != 4))
     out.print(table)
     cond = ident.get("condition_number")
     out.print(f"condition number (range-scaled Jacobian): {'∞' if cond is None else f'{cond:.4g}'}; "
@@ -159,7 +167,7 @@ def _validations(out, rec, validations: list[dict[str, Any]]) -> None:
     milli = lambda v: "—" if v is None else f"{1e3 * v:.3f}"  # noqa: E731
     table = Table(title="held-out validations (fit validate)")
     for col in ("robot/run", "q RMSE fitted [mrad]", "q RMSE nominal [mrad]", "EE RMSE [mm]", "verdict", "passed"):
-        table.add_column(col)
+        table.add_column(escape(col))
     for v in validations:
         table.add_row(f"{v['robot']}/{v['run']}", milli(v["fitted_q_rmse_all_rad"]), milli(v["nominal_q_rmse_all_rad"]),
                       milli(v["fitted_ee_pos_rmse_3d_m"]), v["fitted_verdict"] or "no thresholds",
