@@ -246,7 +246,7 @@ def report_data_from_lake(lake: Any, fit_id: str, *, nominal: Any = None, error_
     if ident is None and error_bars:
         from twinlake.fit.identifiability import identifiability_for_fit
 
-        ident = identifiability_for_fit(lk, rec).to_dict()
+        ident = identifiability_for_fit(lk, rec, rec.other_seeds).to_dict()
     params, flags = _param_rows(rec, nominal, ident)
     if ident is None:
         flags.append("no error bars: run `twinlake fit report --error-bars` (or store identifiability_json)")

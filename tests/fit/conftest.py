@@ -19,6 +19,12 @@ TICKS = 1200  # 1.2 s per run at 1 kHz
 @pytest.fixture(scope="session")
 def ray_cluster():
     """A local Ray cluster for the whole session; yields its GCS address."""
+    import os
+
+    # as fit/run.py does for a new local cluster: choose Ray's default token auth explicitly
+    # (before Ray's first import) so it does not warn on every start
+    if "ray" not in sys.modules:
+        os.environ.setdefault("RAY_AUTH_MODE", "token")
     import ray
 
     if not ray.is_initialized():
