@@ -47,6 +47,12 @@ class Companions:
                 return value
         return None
 
+    @property
+    def declared_run(self) -> str | None:
+        """A run name the experiment metadata gives explicitly (`run_id`), else None."""
+        value = (self.metadata or {}).get("run_id")
+        return value if isinstance(value, str) and value else None
+
     def raw_files(self) -> list[RawFile]:
         files = []
         if self.status_path:

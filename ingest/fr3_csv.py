@@ -106,7 +106,8 @@ class Fr3CsvReader:
         frames, truncated = parse_frames(path, header, version, options.allow_partial)
         unit = IngestUnit(
             robot=options.robot or companions.robot_id,
-            run=options.run or companions.run_id or path.stem,
+            # the file's own name, as the user chose it (the recording ID stays in the run row)
+            run=options.run or companions.declared_run or path.stem,
             frames=frames,
             raw_files=[RawFile(path, "recording")] + companions.raw_files(),
             run_fields=_run_fields(path, version, companions),

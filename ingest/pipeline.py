@@ -79,7 +79,11 @@ def ingest_paths(lake: Lake, paths: list[Path], options: ReadOptions = ReadOptio
             continue
         reader, tried = detect(path)
         if reader is not None:
-            yield ingest_one(lake, path, reader, options, replace=replace, raw_codec=raw_codec)
+            outcome = ingest_one(lake, path, reader, options, replace=replace, raw_codec=raw_codec)
+            yield outcome
+            if path.is_dir():  # a directory unit (excitation run, episode) may hold recordings
+                yield from _ingest_dir(lake, path, options, replace, raw_codec,
+                                       consumed={Path(p) for p in outcome.files}, quiet=True)
         elif path.is_dir():
             yield from _ingest_dir(lake, path, options, replace, raw_codec)
         else:
@@ -89,8 +93,11 @@ def ingest_paths(lake: Lake, paths: list[Path], options: ReadOptions = ReadOptio
 
 
 def _ingest_dir(lake: Lake, folder: Path, options: ReadOptions, replace: bool,
-                raw_codec: str) -> Iterator[Outcome]:
-    consumed: set[Path] = set()
+                raw_codec: str, consumed: set[Path] | None = None,
+                quiet: bool = False) -> Iterator[Outcome]:
+    """Every recognisable entry of `folder` not in `consumed`; `quiet`: say nothing of the
+    entries no reader recognises (they belong to a unit already ingested)."""
+    consumed = set(consumed or ())
     unrecognised: list[tuple[Path, list[tuple[str, str]]]] = []
     for entry in sorted(folder.iterdir()):
         if entry in consumed or entry.name.startswith("."):
@@ -106,7 +113,7 @@ def _ingest_dir(lake: Lake, folder: Path, options: ReadOptions, replace: bool,
     for item in _import_results(lake, folder, options, replace):
         results.add(Path(item.path))
         yield item
-    for entry, tried in unrecognised:
+    for entry, tried in ([] if quiet else unrecognised):
         if entry not in consumed and entry not in results:
             why = "; ".join(f"{name}: {reason}" for name, reason in tried)
             yield Outcome(str(entry), "skipped", f"{entry.name}: skipped, not recognised ({why})")
