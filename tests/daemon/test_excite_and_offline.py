@@ -177,5 +177,9 @@ def test_ingest_accepts_offline_recording_with_companions(tmp_path):
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout.strip().splitlines()[-1])
     assert report["status"] == "published" and report["verdict"] == "ok"
-    assert report["robot"] == "sim-right" and report["run"] == "offline-syn"
+    # the run is named after the file; the recording ID (offline-syn) stays in the run row
+    assert report["robot"] == "sim-right" and report["run"] == "syn"
     assert report["frame_count"] == 2701  # 2.6 s plan + 0.1 s tail, 1 kHz, both ends
+    from twinlake.catalog import connect
+
+    assert connect(tmp_path / "lake").execute("SELECT recording_id FROM runs").fetchall() == [("offline-syn",)]
