@@ -173,14 +173,19 @@ def _j(prefix: str) -> list[str]:
     return [f"{prefix}{i}" for i in range(1, 8)]
 
 
-def _joint_from_frames(cols: _Columns, use_ema: bool, history_rows: int) -> ReplayInput:
+def _split_history(cols: _Columns, history_rows: int):
+    """The first `history_rows` rows are history (slew state, delay line, EMA state); the
+    replay runs from the next one. Returns (h, run slice, q (N,7), dq (N,7), tau history (h,7))."""
     cols.check_contiguous()
     h = int(history_rows)
     if h < 1 or cols.n <= h:
         raise ValueError(f"frames: {cols.n} rows; expected more than history_rows={h} (and history_rows ≥ 1)")
-    run = slice(h, None)
     q, dq = cols.floats(_j("q")), cols.floats(_j("dq"))
-    tau = cols.floats(_j("tau_cmd"), slice(0, h))
+    return h, slice(h, None), q, dq, cols.floats(_j("tau_cmd"), slice(0, h))
+
+
+def _joint_from_frames(cols: _Columns, use_ema: bool, history_rows: int) -> ReplayInput:
+    h, run, q, dq, tau = _split_history(cols, history_rows)
     target = cols.floats(_j("q_target" if use_ema else "q_target_filtered"), run)
     filtered = cols.floats(_j("q_target_filtered"), slice(h - 1, h))[0]
     alpha = cols.floats(["filter_alpha"], run)[:, 0] if use_ema else np.ones(cols.n - h)
@@ -201,13 +206,7 @@ _TGT_QUAT = ["tgt_qx", "tgt_qy", "tgt_qz", "tgt_qw"]
 
 
 def _cartesian_ticks(cols: _Columns, history_rows: int, gains: CartesianGains) -> ReplayInput:
-    cols.check_contiguous()
-    h = int(history_rows)
-    if h < 1 or cols.n <= h:
-        raise ValueError(f"frames: {cols.n} rows; expected more than history_rows={h} (and history_rows ≥ 1)")
-    run = slice(h, None)
-    q, dq = cols.floats(_j("q")), cols.floats(_j("dq"))
-    tau = cols.floats(_j("tau_cmd"), slice(0, h))
+    h, run, q, dq, tau = _split_history(cols, history_rows)
     n = cols.n - h
     return ReplayInput(
         controller=CARTESIAN_IMPEDANCE, q0=q[h], dq0=dq[h], tau_prev0=tau[-1], tau_history=tau,
