@@ -34,10 +34,13 @@ event = st.tuples(
 
 
 def build(events: list[tuple[str, int, int]]) -> Recording:
-    """A joint-impedance run with `events` injected; drops are applied last."""
+    """A joint-impedance run with `events` injected; idle rows are re-zeroed after the other
+    events (as CSV v2 writes them whatever the controller's configuration) and drops are
+    applied last."""
     rec = joint_recording(N_TICKS, reset_count=3)
     c = rec.cols
     drops: list[tuple[int, int, bool]] = []
+    idle_spans: list[tuple[int, int]] = []
     for kind, at, k in events:
         end = min(at + k, N_TICKS)
         if kind in ("drop", "recorded_drop"):
@@ -51,6 +54,7 @@ def build(events: list[tuple[str, int, int]]) -> Recording:
             c["joint_reset_count"][at:] += 1
         elif kind == "idle":
             set_idle(rec, at, end)
+            idle_spans.append((at, end))
             if end < N_TICKS:
                 c["joint_reset_count"][end:] = c["joint_reset_count"][at - 1] + 1
         elif kind == "invalid":
@@ -59,6 +63,8 @@ def build(events: list[tuple[str, int, int]]) -> Recording:
             c[BAD_COLUMNS[k % len(BAD_COLUMNS)]][at] = np.nan if k % 2 else np.inf
         elif kind == "period":
             c["control_period_s"][at] = PERIODS[k % len(PERIODS)]
+    for at, end in idle_spans:  # a later gain/reset event wrote into them: CSV v2 zeroes them
+        set_idle(rec, at, end)
     for at, length, recorded in sorted(drops, reverse=True):
         seq = c["seq"]
         present = np.flatnonzero((seq >= at) & (seq < at + length))
