@@ -14,7 +14,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from twinlake.catalog import FRAME_SCHEMA, RUN_SCHEMA, Lake, publish_partition
+from twinlake.catalog import FRAME_SCHEMA, RUN_SCHEMA, Lake, connect, publish_partition
+from twinlake.catalog.intervals import clean_intervals
 
 K_DEFAULT = (600.0, 600.0, 600.0, 600.0, 250.0, 150.0, 50.0)
 D_DEFAULT = (50.0, 50.0, 50.0, 50.0, 30.0, 25.0, 15.0)
@@ -144,3 +145,21 @@ def drop_ticks(rec: Recording, start: int, count: int) -> None:
     keep = np.ones(rec.n, dtype=bool)
     keep[start : start + count] = False
     rec.cols = {k: v[keep] for k, v in rec.cols.items()}
+
+
+class LakeBuilder:
+    """Publish runs into one lake, then query intervals through `connect` (real DuckDB)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        root.mkdir(parents=True, exist_ok=True)
+
+    def add(self, rec: Recording, run: str = "r1", robot: str = "fr3") -> None:
+        publish_run(self.root, robot, run, rec)
+
+    def intervals(self, **kwargs) -> list[dict]:
+        con = connect(self.root)
+        try:
+            return clean_intervals(con, **kwargs).to_pylist()
+        finally:
+            con.close()

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import LakeBuilder
+from interval_synth import LakeBuilder
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from interval_oracle import ALL_SPLITS, expected_intervals
