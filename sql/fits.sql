@@ -21,11 +21,7 @@
 
 -- requires: fits/*/fit.parquet
 CREATE OR REPLACE VIEW fits AS
-SELECT * FROM read_parquet(
-    getvariable('lake_root') || '/fits/*/fit.parquet',
-    hive_partitioning = true,
-    hive_types = {'fit': 'VARCHAR'},
-    union_by_name = true);
+SELECT * FROM lake_parquet('/fits/*/fit.parquet');
 
 -- unless: fits/*/fit.parquet
 CREATE OR REPLACE VIEW fits AS
@@ -36,11 +32,7 @@ WHERE false;
 
 -- requires: fits/*/history.parquet
 CREATE OR REPLACE VIEW fit_history AS
-SELECT * FROM read_parquet(
-    getvariable('lake_root') || '/fits/*/history.parquet',
-    hive_partitioning = true,
-    hive_types = {'fit': 'VARCHAR'},
-    union_by_name = true);
+SELECT * FROM lake_parquet('/fits/*/history.parquet');
 
 -- unless: fits/*/history.parquet
 CREATE OR REPLACE VIEW fit_history AS
@@ -50,11 +42,7 @@ WHERE false;
 
 -- requires: fits/*/runs.parquet
 CREATE OR REPLACE VIEW fit_runs AS
-SELECT * FROM read_parquet(
-    getvariable('lake_root') || '/fits/*/runs.parquet',
-    hive_partitioning = true,
-    hive_types = {'fit': 'VARCHAR'},
-    union_by_name = true);
+SELECT * FROM lake_parquet('/fits/*/runs.parquet');
 
 -- unless: fits/*/runs.parquet
 CREATE OR REPLACE VIEW fit_runs AS
@@ -66,11 +54,7 @@ WHERE false;
 
 -- requires: fits/*/seeds.parquet
 CREATE OR REPLACE VIEW fit_seeds AS
-SELECT * FROM read_parquet(
-    getvariable('lake_root') || '/fits/*/seeds.parquet',
-    hive_partitioning = true,
-    hive_types = {'fit': 'VARCHAR'},
-    union_by_name = true);
+SELECT * FROM lake_parquet('/fits/*/seeds.parquet');
 
 -- unless: fits/*/seeds.parquet
 CREATE OR REPLACE VIEW fit_seeds AS

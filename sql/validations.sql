@@ -32,11 +32,7 @@ WHERE false;
 CREATE OR REPLACE VIEW validations AS
 SELECT * FROM empty_validations
 UNION ALL BY NAME
-SELECT * FROM read_parquet(
-    getvariable('lake_root') || '/validations/*/validation.parquet',
-    hive_partitioning = true,
-    hive_types = {'validation': 'VARCHAR'},
-    union_by_name = true);
+SELECT * FROM lake_parquet('/validations/*/validation.parquet');
 
 -- unless: validations/*/validation.parquet
 CREATE OR REPLACE VIEW validations AS SELECT * FROM empty_validations;

@@ -11,32 +11,30 @@
 -- and `frames` always exist (empty, with the canonical columns, on an empty lake); other
 -- views exist only once their files do. The lake root comes from getvariable('lake_root').
 
+-- always
+-- lake_parquet(relative_glob): the lake's Parquet files matching it (relative to the lake root, with a
+-- leading /), unioned by name, Hive partition columns (robot, run, fit, ...) as VARCHAR.
+CREATE OR REPLACE MACRO lake_parquet(relative_glob) AS TABLE
+SELECT * FROM read_parquet(
+    getvariable('lake_root') || relative_glob,
+    hive_partitioning = true,
+    hive_types_autocast = false,
+    union_by_name = true);
+
 -- requires: runs/*/*/run.parquet
 CREATE OR REPLACE VIEW runs AS
-SELECT * FROM read_parquet(
-    getvariable('lake_root') || '/runs/*/*/run.parquet',
-    hive_partitioning = true,
-    hive_types = {'robot': 'VARCHAR', 'run': 'VARCHAR'},
-    union_by_name = true);
+SELECT * FROM lake_parquet('/runs/*/*/run.parquet');
 
 -- unless: runs/*/*/run.parquet
 CREATE OR REPLACE VIEW runs AS SELECT * FROM empty_runs;
 
 -- requires: runs/*/*/frames.parquet
 CREATE OR REPLACE VIEW frames AS
-SELECT * FROM read_parquet(
-    getvariable('lake_root') || '/runs/*/*/frames.parquet',
-    hive_partitioning = true,
-    hive_types = {'robot': 'VARCHAR', 'run': 'VARCHAR'},
-    union_by_name = true);
+SELECT * FROM lake_parquet('/runs/*/*/frames.parquet');
 
 -- unless: runs/*/*/frames.parquet
 CREATE OR REPLACE VIEW frames AS SELECT * FROM empty_frames;
 
 -- requires: runs/*/*/targets.parquet
 CREATE OR REPLACE VIEW targets AS
-SELECT * FROM read_parquet(
-    getvariable('lake_root') || '/runs/*/*/targets.parquet',
-    hive_partitioning = true,
-    hive_types = {'robot': 'VARCHAR', 'run': 'VARCHAR'},
-    union_by_name = true);
+SELECT * FROM lake_parquet('/runs/*/*/targets.parquet');
