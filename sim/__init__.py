@@ -7,70 +7,43 @@ Public face (see sim/README.md):
   controllers:  JointImpedanceConfig, CartesianGains
   one arm:      SimFR3, JointImpedanceCommand, IdleCommand, TickOutput
   replay:       ReplayInput, ReplayResult, replay_reference, PopulationEngine, PopulationResult
+
+The names are imported on first use (PEP 562), so that `twinlake --help` does not pay for
+MuJoCo or numba: `from twinlake.sim import SimFR3` works as before.
 """
 
-from pathlib import Path
+from __future__ import annotations
 
-from .arm import (
-    CONTROLLER_CARTESIAN,
-    CONTROLLER_IDLE,
-    CONTROLLER_JOINT_IMPEDANCE,
-    IdleCommand,
-    JointImpedanceCommand,
-    SimFR3,
-    TickOutput,
-)
-from .controllers import CartesianGains, JointImpedanceConfig
-from .model import FR3_MODEL_PATH, HOME_Q, JOINT_COUNT, Q_MAX, Q_MIN, load_model
-from .params import (
-    DEFAULT_BOUNDS,
-    MAX_DELAY_MS,
-    PARAM_COUNT,
-    PARAM_NAMES,
-    PROFILE_SCHEMA,
-    DynamicsParams,
-    load_params,
-    save_profile,
-    to_frankatwin_decoded,
-)
-from .population import PopulationEngine, PopulationResult
-from .replay import ReplayResult, replay_reference
-from .replay_input import CARTESIAN_IMPEDANCE, JOINT_IMPEDANCE, TIME_BASE_ZOH, ReplayInput
+import importlib
+from pathlib import Path
+from typing import Any
 
 DEMO_PROFILE_PATH = Path(__file__).resolve().parent / "profiles" / "demo_robot.json"
 
-__all__ = [
-    "CARTESIAN_IMPEDANCE",
-    "CONTROLLER_CARTESIAN",
-    "CONTROLLER_IDLE",
-    "CONTROLLER_JOINT_IMPEDANCE",
-    "CartesianGains",
-    "DEFAULT_BOUNDS",
-    "DEMO_PROFILE_PATH",
-    "DynamicsParams",
-    "FR3_MODEL_PATH",
-    "HOME_Q",
-    "IdleCommand",
-    "JOINT_COUNT",
-    "JOINT_IMPEDANCE",
-    "JointImpedanceCommand",
-    "JointImpedanceConfig",
-    "MAX_DELAY_MS",
-    "PARAM_COUNT",
-    "PARAM_NAMES",
-    "PROFILE_SCHEMA",
-    "PopulationEngine",
-    "PopulationResult",
-    "Q_MAX",
-    "Q_MIN",
-    "ReplayInput",
-    "ReplayResult",
-    "SimFR3",
-    "TIME_BASE_ZOH",
-    "TickOutput",
-    "load_model",
-    "load_params",
-    "replay_reference",
-    "save_profile",
-    "to_frankatwin_decoded",
-]
+_MODULES = {
+    "arm": ("CONTROLLER_CARTESIAN", "CONTROLLER_IDLE", "CONTROLLER_JOINT_IMPEDANCE", "IdleCommand",
+            "JointImpedanceCommand", "SimFR3", "TickOutput"),
+    "controllers": ("CartesianGains", "JointImpedanceConfig"),
+    "model": ("FR3_MODEL_PATH", "HOME_Q", "JOINT_COUNT", "Q_MAX", "Q_MIN", "load_model"),
+    "params": ("DEFAULT_BOUNDS", "MAX_DELAY_MS", "PARAM_COUNT", "PARAM_NAMES", "PROFILE_SCHEMA", "DynamicsParams",
+               "load_params", "save_profile", "to_frankatwin_decoded"),
+    "population": ("PopulationEngine", "PopulationResult"),
+    "replay": ("ReplayResult", "replay_reference"),
+    "replay_input": ("CARTESIAN_IMPEDANCE", "JOINT_IMPEDANCE", "TIME_BASE_ZOH", "ReplayInput"),
+}
+_PUBLIC = {name: module for module, names in _MODULES.items() for name in names}
+
+__all__ = sorted([*_PUBLIC, "DEMO_PROFILE_PATH"])
+
+
+def __getattr__(name: str) -> Any:
+    module = _PUBLIC.get(name)
+    if module is None:
+        raise AttributeError(f"module 'twinlake.sim' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"twinlake.sim.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_PUBLIC))

@@ -20,13 +20,8 @@ from dataclasses import dataclass, field
 import mujoco
 import numpy as np
 
-from .controllers import (
-    JOINT_SLEW_NM_PER_TICK,
-    JointImpedanceConfig,
-    joint_impedance_torque,
-    mat_to_quat_xyzw,
-    slew_limit_inplace,
-)
+from .controllers import JOINT_SLEW_NM_PER_TICK, JointImpedanceConfig, mat_to_quat_xyzw, slew_limit_inplace
+from .kernels import joint_impedance_tick
 from .model import HOME_Q, load_model
 from .params import DynamicsParams
 from .plant import Plant
@@ -100,8 +95,8 @@ class SimFR3:
         self.tau_prev = np.zeros(7)  # this tick's slew-limited command, updated in place
         self._keep = 1.0  # 1 − α of the active config
         self._alpha_target = np.zeros(7)  # α·q_target, formed once per command
-        self._pre = np.zeros(7)
-        self._work = np.empty(7)
+        self._tau_prev_row = self.tau_prev.reshape(1, 7)  # the kernel's (1, 7) view
+        self._zeros = np.zeros(7)
         self._tau_j = np.zeros(7)
         self._staged = False  # mj_step1 done for this tick
         d, dofs = self.plant.data, self.plant.dofs
@@ -205,16 +200,16 @@ class SimFR3:
             cor = self.coriolis(q_meas, dq_meas)
         else:
             cor = self._views[2] if self._views is not None else self.plant.coriolis()
-        pre = self._pre
         if self.mode == CONTROLLER_JOINT_IMPEDANCE:
             cfg, ema = self.config, self.ema
             ema *= self._keep  # ema ← (1 − α)·ema + α·q_target
             ema += self._alpha_target
-            joint_impedance_torque(q_meas, dq_meas, ema, cfg.k_nm_per_rad, cfg.d_nms_per_rad, cor,
-                                   cfg.use_friction, out=pre, scratch=self._work)
-        else:
-            pre.fill(0.0)
-        return slew_limit_inplace(pre, self.tau_prev, JOINT_SLEW_NM_PER_TICK)
+            joint_impedance_tick(q_meas.reshape(1, 7), dq_meas.reshape(1, 7), ema, cfg.k_nm_per_rad,
+                                 cfg.d_nms_per_rad, cor.reshape(1, 7), cfg.use_friction, self._tau_prev_row)
+        else:  # idle: a zero command through the slew limiter
+            self._zeros.fill(0.0)
+            slew_limit_inplace(self._zeros, self.tau_prev, JOINT_SLEW_NM_PER_TICK)
+        return self.tau_prev
 
     def tick(self, q_meas, dq_meas, command=None) -> TickOutput:
         """One controller tick in fr3_stack's order: command (reset on mode change) → EMA → torque → slew."""

@@ -23,10 +23,9 @@ import mujoco
 import numpy as np
 
 from .model import ArmIndex, arm_index
+from .kernels import NEG_INV_STRIBECK_VELOCITY_SQ as _NEG_INV_VS2
+from .kernels import STRIBECK_VELOCITY_RAD_S, apply_delayed_torque
 from .params import MAX_DELAY_MS, DynamicsParams
-
-STRIBECK_VELOCITY_RAD_S = 0.02
-_NEG_INV_VS2 = -1.0 / STRIBECK_VELOCITY_RAD_S**2
 
 
 class StribeckFriction:
@@ -101,6 +100,13 @@ class DelayLine:
         return self.out
 
 
+    def push_apply(self, tau: np.ndarray, dq: np.ndarray, neg_breakaway: np.ndarray, applied: np.ndarray) -> None:
+        """Store this tick's command (P, 7) and write the torque to apply now into `applied`
+        (P, 7): the delayed command plus the sliding-friction relief at dq (P, 7), where
+        neg_breakaway = −(mu_s − mu_d) (P, 7). One compiled pass (kernels.apply_delayed_torque)."""
+        apply_delayed_torque(self.ring, self.tick, self.delays, tau, dq, neg_breakaway, applied)
+        self.tick += 1
+
 def dof_span(adr: np.ndarray) -> slice | np.ndarray:
     """A slice when the addresses are contiguous (indexing then gives views), else the index array."""
     adr = np.asarray(adr)
@@ -137,11 +143,12 @@ class Plant:
         tau_prev0 = np.zeros(7) if tau_prev0 is None else np.asarray(tau_prev0, dtype=np.float64)
         self.delay = DelayLine(np.array([params.motor_delay_ms]), tau_prev0,
                                None if tau_history is None else np.asarray(tau_history)[:, None, :])
-        self.friction = StribeckFriction(params.mu_static, params.mu_dynamic)
-        self._relief = np.empty(7)
+        self.friction = StribeckFriction(params.mu_static[None], params.mu_dynamic[None])
+        self._neg_breakaway = self.friction._neg_breakaway  # (1, 7)
+        self._applied = np.empty((1, 7))
         self.dofs, self.qadr = dof_span(self.arm.dof_adr), dof_span(self.arm.qpos_adr)
-        # live views of MjData rows (its buffers never move) when the dofs are contiguous
-        self._live = (self.data.qvel[self.dofs], self.data.qfrc_applied[self.dofs]) \
+        # live (1, 7) views of MjData rows (its buffers never move) when the dofs are contiguous
+        self._live = (self.data.qvel[None, self.dofs], self.data.qfrc_applied[None, self.dofs]) \
             if isinstance(self.dofs, slice) else None
 
     @property
@@ -163,18 +170,18 @@ class Plant:
         return self.data.qfrc_bias[self.arm.dof_adr].copy()
 
     def end_tick(self, tau_cmd: np.ndarray) -> None:
-        """Push the commanded torque into the delay line, apply the delayed one plus the sliding
-        friction relief, and integrate 1 ms."""
-        delayed = self.delay.push(tau_cmd)[0]
-        if self._live is not None:
-            qvel, applied = self._live
-            relief = self.friction.sliding_relief(qvel, self._relief)
-            np.add(relief, delayed, out=applied)  # relief + delayed, as the population engine
-        else:
-            d, dofs = self.data, self.dofs
-            relief = self.friction.sliding_relief(d.qvel[dofs], self._relief)
-            d.qfrc_applied[dofs] = relief + delayed
+        """Push the commanded torque (7,) into the delay line, apply the delayed one plus the
+        sliding friction relief, and integrate 1 ms."""
+        self.delay.push_apply(np.reshape(tau_cmd, (1, 7)), self._dq_row(), self._neg_breakaway, self._applied_row())
+        if self._live is None:
+            self.data.qfrc_applied[self.dofs] = self._applied[0]
         mujoco.mj_step2(self.model, self.data)
+
+    def _dq_row(self) -> np.ndarray:
+        return self._live[0] if self._live is not None else self.data.qvel[self.dofs][None]
+
+    def _applied_row(self) -> np.ndarray:
+        return self._live[1] if self._live is not None else self._applied
 
     def link_torque(self) -> np.ndarray:
         """Torque that reached the links in the last step [N·m], (7,): delayed motor torque plus

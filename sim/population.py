@@ -6,12 +6,14 @@ batch step releases the GIL). Shards never wait for each other per tick: one Bat
 nthread threads synchronises its threads 1000 times per simulated second, and on a loaded
 machine one descheduled thread stalls all of them (measured 1.4× slower than shards on the
 shared 2-core machine). Per-candidate model fields (armature, damping,
-breakaway level) are `expand`-ed once per generation and never written during a replay; the
-controller runs once per tick for the whole population in numpy with preallocated arrays.
-Each tick: read qpos/qvel/qfrc_bias (current: every step ends with the position/velocity
-stages), controller → delay line → qfrc_applied (+ the sliding-friction relief of plant.py),
-`batch.step(stage=mjSTAGE_VEL)`. The arithmetic is the reference
-engine's, so both agree to round-off (in practice bit for bit).
+breakaway level) are `expand`-ed once per generation and never written during a replay.
+Joint impedance, per tick: one compiled call (kernels.population_joint_tick: EMA, the law,
+slew, samples, delay line, sliding-friction relief → qfrc_applied) over the shard's
+candidates, reading live views of qpos/qvel/qfrc_bias (current: every step ends with the
+position/velocity stages), then `batch.step(stage=mjSTAGE_VEL)`. The kernel keeps the GIL
+for its few microseconds: releasing and retaking it twice per tick made the two shards wait
+on each other (measured ~4 % slower). The Cartesian law runs in numpy (TickController).
+The arithmetic is the reference engine's (the same kernels), so both agree bit for bit.
 """
 
 from __future__ import annotations
@@ -28,7 +30,8 @@ from .controllers import mat_to_quat_xyzw
 from .model import ArmIndex, arm_index, load_model
 from .params import delay_ticks, params_matrix
 from .plant import DelayLine, StribeckFriction, dof_span
-from .replay import Kinematics, TickController
+from .kernels import population_joint_tick
+from .replay import Kinematics, TickController, joint_tick_table
 from .replay_input import JOINT_IMPEDANCE, ReplayInput
 
 _VEL = mujoco.mjtStage.mjSTAGE_VEL.value
@@ -69,6 +72,7 @@ class _Shard:
             for name in ("site_xpos", "site_xmat", "xanchor", "xaxis"):
                 self.f[name] = b.bind(name)
         self.need_kin = need_kin
+        self._sample_buffers: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         self.dofs, self.qadr = dof_span(arm.dof_adr), dof_span(arm.qpos_adr)
 
     def set_params(self, matrix: np.ndarray) -> None:
@@ -90,52 +94,83 @@ class _Shard:
         f["qvel"][:, self.dofs] = inp.dq0
         self.batch.forward(stage=_VEL)
 
-    def run(self, inp: ReplayInput, out: dict, rows: slice, record_ee: bool) -> None:
-        """Replay `inp` for this shard's candidates, writing into out[name][rows]."""
-        m, size, f, dofs = self.matrix, self.size, self.f, self.dofs
-        friction = StribeckFriction(m[:, 7:14], m[:, 14:21] * m[:, 7:14])
-        relief = np.empty((size, 7))
+    def _buffers(self, index: int, n_samples: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Time-major (S, P, 7) q, dq, τ buffers of input `index`, kept across runs: memory
+        touched once (first writes to fresh pages cost more than the controller itself)."""
+        bufs = self._sample_buffers.get(index)
+        if bufs is None or bufs[0].shape[0] != n_samples:
+            bufs = tuple(np.zeros((n_samples, self.size, 7)) for _ in range(3))
+            self._sample_buffers[index] = bufs
+        return bufs
+
+    def run(self, index: int, inp: ReplayInput, table: np.ndarray | None, out: dict, rows: slice,
+            record_ee: bool) -> None:
+        """Replay input `index` (`inp`) for this shard's candidates, writing into out[name][rows].
+
+        table: joint_tick_table(inp) for a joint-impedance input (then each tick is one
+        compiled kernel call and one batch step), None for the Cartesian law.
+        """
+        m, size = self.matrix, self.size
         self.reset(inp)
-        ctrl = TickController(inp, size)
         delay = DelayLine(delay_ticks(m[:, 28]), inp.tau_prev0, inp.tau_history)
-        n_s = inp.n_samples
+        neg_breakaway = StribeckFriction(m[:, 7:14], m[:, 14:21] * m[:, 7:14])._neg_breakaway
         # time-major buffers: each tick writes contiguous rows; transposed into `out` at the end
-        q_buf, dq_buf, tau_buf = (np.empty((n_s, size, 7)) for _ in range(3))
-        is_sample = np.zeros(inp.n_ticks, dtype=bool)
-        is_sample[inp.sample_ticks] = True
-        is_sample = is_sample.tolist()
-        qpos, qvel, bias = f["qpos"], f["qvel"], f["qfrc_bias"]
-        applied, step, qadr, need_kin = f["qfrc_applied"], self.batch.step, self.qadr, self.need_kin
-        applied_view = applied[:, dofs] if isinstance(dofs, slice) else None
-        torque, sliding_relief, push = ctrl.torque, friction.sliding_relief, delay.push
-        s = 0
-        # contiguous addresses: live views of the state rows and of the bias output (bound
-        # arrays never move); otherwise copies, taken every tick
-        live = isinstance(qadr, slice) and isinstance(dofs, slice)
-        q, dq, cor = qpos[:, qadr], qvel[:, dofs], bias[:, dofs]
-        for k in range(inp.n_ticks):
-            if not live:
-                q, dq, cor = qpos[:, qadr], qvel[:, dofs], bias[:, dofs]
-            kin = self.kinematics() if need_kin else None
-            tau = torque(k, q, dq, cor, kin)
-            if is_sample[k]:
-                q_buf[s], dq_buf[s], tau_buf[s] = q, dq, tau
-                if record_ee:
-                    out["ee_pos"][rows, s], out["ee_mat"][rows, s] = kin.site_pos, kin.site_xmat
-                s += 1
-            sliding_relief(dq, relief)
-            if applied_view is not None:
-                np.add(relief, push(tau), out=applied_view)  # relief + delayed, as the reference engine
-            else:
-                relief += push(tau)
-                applied[:, dofs] = relief
-            step(stage=_VEL)
-        for name, buf in (("q", q_buf), ("dq", dq_buf), ("tau_cmd", tau_buf)):
+        bufs = self._buffers(index, inp.n_samples)
+        sample_of_tick = np.full(inp.n_ticks, -1, dtype=np.int64)
+        sample_of_tick[inp.sample_ticks] = np.arange(inp.n_samples)
+        if table is not None and not (record_ee or self.need_kin):
+            self._run_joint(inp, table, delay, neg_breakaway, sample_of_tick.tolist(), bufs)
+        else:
+            self._run_generic(inp, delay, neg_breakaway, sample_of_tick.tolist(), bufs, out, rows, record_ee)
+        for name, buf in zip(("q", "dq", "tau_cmd"), bufs):
             out[name][rows] = buf.transpose(1, 0, 2)
         diverged = (self.batch.warning[:, _INSTABILITY, 1] > 0).any(axis=1)
         if diverged.any():  # MuJoCo reset these simulations mid-run: their replay is invalid
             for name in ("q", "dq", "tau_cmd"):
                 out[name][rows][diverged] = np.nan
+
+    def _state_views(self):
+        """(q, dq, coriolis, applied) (P, 7) views of the bound rows (they never move)."""
+        f = self.f
+        return f["qpos"][:, self.qadr], f["qvel"][:, self.dofs], f["qfrc_bias"][:, self.dofs], f["qfrc_applied"][:, self.dofs]
+
+    def _run_joint(self, inp, table, delay, neg_breakaway, sample_of_tick, bufs) -> None:
+        """Joint impedance: per tick one kernel call (EMA, law, slew, samples, delay, relief)
+        over the shard's candidates, then one batch step; the kernel releases the GIL."""
+        q, dq, cor, applied = self._state_views()
+        tau_prev = np.tile(np.asarray(inp.tau_prev0, dtype=np.float64), (self.size, 1))
+        ema = np.asarray(inp.ema0 if inp.ema0 is not None else inp.q0, dtype=np.float64).copy()
+        ring, delays, use_ema = delay.ring, delay.delays, bool(inp.use_ema)
+        q_buf, dq_buf, tau_buf = bufs
+        step, tick = self.batch.step, population_joint_tick
+        live = isinstance(self.qadr, slice) and isinstance(self.dofs, slice)
+        for k in range(inp.n_ticks):
+            if not live:  # non-contiguous addresses: gather copies, scatter the torque back
+                q, dq, cor, applied = self._state_views()
+            tick(k, q, dq, cor, applied, table, use_ema, ema, tau_prev, ring, delays, neg_breakaway,
+                 sample_of_tick[k], q_buf, dq_buf, tau_buf)
+            if not live:
+                self.f["qfrc_applied"][:, self.dofs] = applied
+            step(stage=_VEL)
+
+    def _run_generic(self, inp, delay, neg_breakaway, sample_of_tick, bufs, out, rows, record_ee) -> None:
+        """Any controller (the Cartesian law needs kinematics), with the EE pose if asked."""
+        ctrl = TickController(inp, self.size)
+        q_buf, dq_buf, tau_buf = bufs
+        f, step = self.f, self.batch.step
+        applied_rows = np.empty((self.size, 7))
+        for k in range(inp.n_ticks):
+            q, dq, cor, _ = self._state_views()
+            kin = self.kinematics() if self.need_kin else None
+            tau = ctrl.torque(k, q, dq, cor, kin)
+            s = sample_of_tick[k]
+            if s >= 0:
+                q_buf[s], dq_buf[s], tau_buf[s] = q, dq, tau
+                if record_ee:
+                    out["ee_pos"][rows, s], out["ee_mat"][rows, s] = kin.site_pos, kin.site_xmat
+            delay.push_apply(tau, dq, neg_breakaway, applied_rows)
+            f["qfrc_applied"][:, self.dofs] = applied_rows
+            step(stage=_VEL)
 
 
 class PopulationEngine:
@@ -183,11 +218,13 @@ class PopulationEngine:
                 out["ee_pos"], out["ee_mat"] = np.empty((population, n_s, 3)), np.empty((population, n_s, 9))
             outs.append(out)
 
+        tables = [joint_tick_table(inp) if inp.controller == JOINT_IMPEDANCE else None for inp in self.inputs]
+
         def work(i: int) -> None:  # one shard: all inputs, no per-tick sync with other shards
             shard, rows = self._shards[i], self._rows[i]
             shard.set_params(matrix[rows])
-            for inp, out in zip(self.inputs, outs):
-                shard.run(inp, out, rows, self.record_ee)
+            for index, (inp, table, out) in enumerate(zip(self.inputs, tables, outs)):
+                shard.run(index, inp, table, out, rows, self.record_ee)
 
         if self._pool is None or len(self._shards) == 1:
             for i in range(len(self._shards)):

@@ -14,14 +14,12 @@ import mujoco
 import numpy as np
 
 from .controllers import (
-    JOINT_SLEW_NM_PER_TICK,
     cartesian_clamp_and_slew,
     cartesian_impedance_torque,
-    joint_impedance_torque,
     mat_to_quat_xyzw,
     site_jacobian,
-    slew_limit_inplace,
 )
+from .kernels import joint_impedance_tick
 from .model import load_model
 from .params import DynamicsParams
 from .plant import Plant
@@ -61,22 +59,35 @@ class Kinematics:
     xaxis: np.ndarray
 
 
+def joint_tick_table(inp: ReplayInput) -> np.ndarray:
+    """Per-tick joint-impedance inputs of `inp` as one (T, 30) array, the row layout of
+    kernels.population_joint_tick: [1 − α, use_friction, α·q_target (7), q_target (7), K (7), D (7)].
+
+    1 − α and α·q_target are the products SimFR3 forms once per command, so the replay's EMA
+    and the daemon's agree bit for bit.
+    """
+    alpha = np.asarray(inp.filter_alpha, dtype=np.float64)
+    q_target = np.asarray(inp.q_target, dtype=np.float64)
+    table = np.empty((inp.n_ticks, 30))
+    table[:, 0] = 1.0 - alpha
+    table[:, 1] = np.asarray(inp.use_friction, dtype=bool)
+    np.multiply(q_target, alpha[:, None], out=table[:, 2:9])
+    table[:, 9:16] = q_target
+    table[:, 16:23] = inp.k_nm_per_rad
+    table[:, 23:30] = inp.d_nms_per_rad
+    return table
+
+
 class TickController:
     """The controller of one ReplayInput for a population of P candidates (state: EMA, τ_prev)."""
 
     def __init__(self, inp: ReplayInput, population: int):
         self.inp = inp
-        self.ema = np.tile(np.asarray(inp.ema0 if inp.ema0 is not None else inp.q0, dtype=np.float64), (population, 1))
         self.tau_prev = np.tile(np.asarray(inp.tau_prev0, dtype=np.float64), (population, 1))
-        self._pre = np.empty((population, 7))
-        self._scratch = np.empty((population, 7))
         if inp.controller != CARTESIAN_IMPEDANCE:
-            # per tick: (1 − α) as Python floats and α·q_target precomputed, the same products
-            # ema_update forms, so SimFR3 and the replay filter agree bit for bit
-            alpha = np.asarray(inp.filter_alpha, dtype=np.float64)
-            self._keep = (1.0 - alpha).tolist()
-            self._alpha_target = np.asarray(inp.q_target, dtype=np.float64) * alpha[:, None]
-            self._friction = np.asarray(inp.use_friction, dtype=bool).tolist()
+            # the EMA is the same for every candidate (it sees only the targets): one (7,) state
+            self.ema = np.asarray(inp.ema0 if inp.ema0 is not None else inp.q0, dtype=np.float64).copy()
+            self.table = joint_tick_table(inp)
             self.torque = self._joint_torque
         self._gains = inp.cartesian.resolved()
         self._hold_pos: np.ndarray | None = None
@@ -96,17 +107,16 @@ class TickController:
 
     def _joint_torque(self, k: int, q: np.ndarray, dq: np.ndarray, coriolis: np.ndarray,
                       kin: Kinematics | None = None) -> np.ndarray:
-        inp = self.inp
-        if inp.use_ema:  # ema ← (1 − α)·ema + α·q_target
+        row = self.table[k]
+        if self.inp.use_ema:  # ema ← (1 − α)·ema + α·q_target
             ema = self.ema
-            ema *= self._keep[k]
-            ema += self._alpha_target[k]
+            ema *= row[0]
+            ema += row[2:9]
             spring = ema
         else:
-            spring = inp.q_target[k]
-        joint_impedance_torque(q, dq, spring, inp.k_nm_per_rad[k], inp.d_nms_per_rad[k], coriolis,
-                               self._friction[k], out=self._pre, scratch=self._scratch)
-        return slew_limit_inplace(self._pre, self.tau_prev, JOINT_SLEW_NM_PER_TICK)
+            spring = row[9:16]
+        joint_impedance_tick(q, dq, spring, row[16:23], row[23:30], coriolis, bool(row[1]), self.tau_prev)
+        return self.tau_prev
 
     def _cartesian(self, k: int, dq: np.ndarray, coriolis: np.ndarray, kin: Kinematics) -> np.ndarray:
         inp = self.inp
@@ -172,4 +182,4 @@ def replay_reference(inp: ReplayInput, params: DynamicsParams, model: mujoco.MjM
     return ReplayResult(**out)
 
 
-__all__ = ["Kinematics", "ReplayResult", "TickController", "replay_reference"]
+__all__ = ["Kinematics", "ReplayResult", "TickController", "joint_tick_table", "replay_reference"]

@@ -1,0 +1,123 @@
+"""Compiled per-tick kernels: the joint-impedance law and the plant's torque assembly.
+
+The arithmetic of one 1 kHz tick, compiled with numba and shared by every engine (reference,
+population, SimFR3), so that they agree bit for bit. Each loop runs over a (P, 7) population
+and computes every element in the same order as the numpy forms in controllers.py and
+plant.py (the readable definitions, checked against these in tests/sim/test_kernels.py).
+The one-arm kernels release the GIL; the population kernel keeps it (see population.py).
+Compiled on first use and cached on disk (numba's cache). Shapes: P candidates × 7 joints;
+float64.
+
+Public API:
+  joint_impedance_tick(q, dq, spring, k, d, coriolis, use_friction, tau_prev)
+  apply_delayed_torque(ring, tick, delays, tau_cmd, dq, neg_breakaway, applied)
+  population_joint_tick(...)   both of the above plus the EMA and sampling, for one tick
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from .controllers import (
+    FRICTION_FP1_NM,
+    FRICTION_FP2_S_PER_RAD,
+    FRICTION_FP3_NMS_PER_RAD,
+    JOINT_LIMIT_MAX_TAU_NM,
+    JOINT_SLEW_NM_PER_TICK,
+    _LOWER,
+    _REPULSION_GAIN,
+    _UPPER,
+)
+
+STRIBECK_VELOCITY_RAD_S = 0.02  # the plant's Stribeck velocity v_s (plant.py)
+NEG_INV_STRIBECK_VELOCITY_SQ = -1.0 / STRIBECK_VELOCITY_RAD_S**2
+
+# IEEE arithmetic exactly as written (no fast-math, no contraction into FMAs); cached on disk
+_JIT = dict(nogil=True, cache=True, fastmath=False, error_model="numpy", boundscheck=False)
+
+_LOWER_RAD = np.ascontiguousarray(_LOWER, dtype=np.float64)
+_UPPER_RAD = np.ascontiguousarray(_UPPER, dtype=np.float64)
+_GAIN_NM_PER_RAD = np.ascontiguousarray(_REPULSION_GAIN, dtype=np.float64)
+_FP1_NM = np.ascontiguousarray(FRICTION_FP1_NM, dtype=np.float64)
+_FP2 = float(FRICTION_FP2_S_PER_RAD)
+_FP3 = float(FRICTION_FP3_NMS_PER_RAD)
+_CAP_NM = float(JOINT_LIMIT_MAX_TAU_NM)
+_SLEW_NM = float(JOINT_SLEW_NM_PER_TICK)
+
+
+@njit(**_JIT)
+def joint_impedance_tick(q, dq, spring, k, d, coriolis, use_friction, tau_prev):
+    """fr3_stack's joint impedance for one tick, slew-limited into tau_prev in place.
+
+    τ = K∘(spring − q) − D∘dq + C·dq + repulsion(q) [+ fp1·tanh(fp2·dq) + fp3·dq], then
+    τ_prev ← τ_prev + clip(τ − τ_prev, ±1 N·m). q, dq, coriolis, tau_prev (P, 7);
+    spring (post-EMA target [rad]), k [N·m/rad], d [N·m·s/rad] (7,); use_friction bool.
+    """
+    for p in range(q.shape[0]):
+        for j in range(7):
+            qj = q[p, j]
+            dqj = dq[p, j]
+            tau = (spring[j] - qj) * k[j]
+            tau = tau - d[j] * dqj
+            tau = tau + coriolis[p, j]
+            penetration = min(max(qj, _LOWER_RAD[j]), _UPPER_RAD[j]) - qj  # 0 outside the margin
+            if penetration != 0.0:
+                tau = tau + max(min(penetration * _GAIN_NM_PER_RAD[j], _CAP_NM), -_CAP_NM)
+            if use_friction:
+                tau = tau + (math.tanh(_FP2 * dqj) * _FP1_NM[j] + _FP3 * dqj)
+            step = max(min(tau - tau_prev[p, j], _SLEW_NM), -_SLEW_NM)
+            tau_prev[p, j] = tau_prev[p, j] + step
+
+
+@njit(**_JIT)
+def apply_delayed_torque(ring, tick, delays, tau_cmd, dq, neg_breakaway, applied):
+    """Push tick `tick`'s commanded torque into the delay ring and write the joint torque to
+    apply now: τ_cmd of tick − delay plus the sliding-friction relief at dq.
+
+    ring (L, P, 7) commands by tick mod L; delays (P,) int64 ticks < L; tau_cmd, dq, applied
+    (P, 7); neg_breakaway = −(mu_s − mu_d) (P, 7) [N·m]. Relief, as StribeckFriction:
+    −(mu_s − mu_d)·expm1(−dq²/v_s²)·sign(dq).
+    """
+    length = ring.shape[0]
+    slot = tick % length
+    for p in range(tau_cmd.shape[0]):
+        source = (tick - delays[p]) % length
+        for j in range(7):
+            ring[slot, p, j] = tau_cmd[p, j]
+        for j in range(7):
+            dqj = dq[p, j]
+            relief = math.copysign(math.expm1(dqj * dqj * NEG_INV_STRIBECK_VELOCITY_SQ) * neg_breakaway[p, j], dqj)
+            applied[p, j] = relief + ring[source, p, j]
+
+
+@njit(**{**_JIT, "nogil": False})
+def population_joint_tick(k, q, dq, coriolis, applied, table, use_ema, ema, tau_prev,
+                          ring, delays, neg_breakaway, sample, q_buf, dq_buf, tau_buf):
+    """One population tick under joint impedance: EMA, controller, samples, delayed torque.
+
+    table (T, 30) per tick: [1 − α, use_friction, α·q_target (7), q_target (7), K (7), D (7)];
+    ema (7,) the shared EMA state (every candidate sees the same targets); sample = this
+    tick's sample index or −1: then q, dq and the command go to q_buf/dq_buf/tau_buf[sample]
+    (S, P, 7). The rest as joint_impedance_tick and apply_delayed_torque.
+    """
+    row = table[k]
+    if use_ema:  # ema ← (1 − α)·ema + α·q_target, as SimFR3 and TickController form it
+        for j in range(7):
+            ema[j] = ema[j] * row[0] + row[2 + j]
+        spring = ema
+    else:
+        spring = row[9:16]
+    joint_impedance_tick(q, dq, spring, row[16:23], row[23:30], coriolis, row[1] != 0.0, tau_prev)
+    if sample >= 0:
+        for p in range(q.shape[0]):
+            for j in range(7):
+                q_buf[sample, p, j] = q[p, j]
+                dq_buf[sample, p, j] = dq[p, j]
+                tau_buf[sample, p, j] = tau_prev[p, j]
+    apply_delayed_torque(ring, k, delays, tau_prev, dq, neg_breakaway, applied)
+
+
+__all__ = ["STRIBECK_VELOCITY_RAD_S", "apply_delayed_torque", "joint_impedance_tick", "population_joint_tick"]
