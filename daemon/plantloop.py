@@ -127,8 +127,7 @@ class RobotTicker:
         80-value `row` and the EE rotation matrix (9,) into `ee_xmat_out`; other columns untouched.
         """
         sim = self.sim
-        meas = sim.measured(self.noise.next_row(), row[_MEAS])
-        tau = sim.control(meas[0:7], meas[7:14], command)
+        tau = sim.measure_and_control(self.noise.next_row(), row[_MEAS], command)
         if command is not None:
             self._refresh_config()
         row[_TAU_CMD] = tau

@@ -21,7 +21,7 @@ import mujoco
 import numpy as np
 
 from .controllers import JOINT_SLEW_NM_PER_TICK, JointImpedanceConfig, mat_to_quat_xyzw, slew_limit_inplace
-from .kernels import joint_impedance_tick
+from .kernels import arm_tick, joint_impedance_tick, warm_up
 from .model import HOME_Q, load_model
 from .params import DynamicsParams
 from .plant import Plant
@@ -85,6 +85,7 @@ class SimFR3:
         model = load_model() if model is None else model
         q0 = HOME_Q if q0 is None else np.asarray(q0, dtype=np.float64)
         self.plant = Plant(model, params, q0, np.zeros(7), np.zeros(7))
+        warm_up()  # numba's one-time start-up here, not in the first tick of a real-time loop
         self._scratch = mujoco.MjData(self.plant.model)
         self._bias = np.zeros(self.plant.model.nv)
         self.mode = CONTROLLER_IDLE
@@ -211,6 +212,21 @@ class SimFR3:
             slew_limit_inplace(self._zeros, self.tau_prev, JOINT_SLEW_NM_PER_TICK)
         return self.tau_prev
 
+    def measure_and_control(self, offsets: np.ndarray, measured: np.ndarray, command=None) -> np.ndarray:
+        """`measured(offsets, measured)` then `control()` on the measured q, dq, in one compiled
+        pass when no command arrives (kernels.arm_tick). Returns the commanded torque (live)."""
+        if command is not None or self.measured_coriolis or self._views is None:
+            meas = self.measured(offsets, measured)
+            return self.control(meas[0:7], meas[7:14], command)
+        if not self._staged:  # this tick's mj_step1: qfrc_bias = C(q,dq)·dq at the true state
+            self.plant.begin_tick()
+            self._staged = True
+        cfg = self.config
+        arm_tick(self._views[0], self._views[1], self._tau_j, offsets, measured, self._views[2],
+                 self.mode == CONTROLLER_JOINT_IMPEDANCE, self.ema, self._keep, self._alpha_target,
+                 cfg.k_nm_per_rad, cfg.d_nms_per_rad, cfg.use_friction, self.tau_prev)
+        return self.tau_prev
+
     def tick(self, q_meas, dq_meas, command=None) -> TickOutput:
         """One controller tick in fr3_stack's order: command (reset on mode change) → EMA → torque → slew."""
         q_meas = np.asarray(q_meas, dtype=np.float64)
@@ -235,7 +251,7 @@ class SimFR3:
         """Advance the plant 1 ms with the delayed commanded torque of the last tick + friction."""
         if not self._staged:
             self.plant.begin_tick()
-        self.plant.end_tick(self.tau_prev)
+        self.plant.end_tick(self._tau_prev_row)
         self._staged = False
         if self._views is None:
             self._tau_j[:] = self.plant.link_torque()

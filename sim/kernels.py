@@ -4,12 +4,13 @@ The arithmetic of one 1 kHz tick, compiled with numba and shared by every engine
 population, SimFR3), so that they agree bit for bit. Each loop runs over a (P, 7) population
 and computes every element in the same order as the numpy forms in controllers.py and
 plant.py (the readable definitions, checked against these in tests/sim/test_kernels.py).
-The one-arm kernels release the GIL; the population kernel keeps it (see population.py).
+The kernels keep the GIL (see _JIT below and population.py).
 Compiled on first use and cached on disk (numba's cache). Shapes: P candidates × 7 joints;
 float64.
 
 Public API:
   joint_impedance_tick(q, dq, spring, k, d, coriolis, use_friction, tau_prev)
+  arm_tick(...)                measurement noise + EMA + the law, for one arm (SimFR3)
   apply_delayed_torque(ring, tick, delays, tau_cmd, dq, neg_breakaway, applied)
   population_joint_tick(...)   both of the above plus the EMA and sampling, for one tick
 """
@@ -35,8 +36,11 @@ from .controllers import (
 STRIBECK_VELOCITY_RAD_S = 0.02  # the plant's Stribeck velocity v_s (plant.py)
 NEG_INV_STRIBECK_VELOCITY_SQ = -1.0 / STRIBECK_VELOCITY_RAD_S**2
 
-# IEEE arithmetic exactly as written (no fast-math, no contraction into FMAs); cached on disk
-_JIT = dict(nogil=True, cache=True, fastmath=False, error_model="numpy", boundscheck=False)
+# IEEE arithmetic exactly as written (no fast-math, no contraction into FMAs); cached on disk.
+# The GIL is kept: a kernel takes microseconds, and every release is a chance for another
+# thread (the daemon's CSV writer, the other population shard) to take the GIL for up to the
+# interpreter's switch interval while the 1 kHz loop waits for it.
+_JIT = dict(nogil=False, cache=True, fastmath=False, error_model="numpy", boundscheck=False)
 
 _LOWER_RAD = np.ascontiguousarray(_LOWER, dtype=np.float64)
 _UPPER_RAD = np.ascontiguousarray(_UPPER, dtype=np.float64)
@@ -46,6 +50,21 @@ _FP2 = float(FRICTION_FP2_S_PER_RAD)
 _FP3 = float(FRICTION_FP3_NMS_PER_RAD)
 _CAP_NM = float(JOINT_LIMIT_MAX_TAU_NM)
 _SLEW_NM = float(JOINT_SLEW_NM_PER_TICK)
+
+
+@njit(**_JIT, inline="always")
+def _joint_law(j, qj, dqj, spring_j, k_j, d_j, coriolis_j, use_friction, tau_prev_j):
+    """Joint j of one tick: the slew-limited command [N·m] from the previous one (scalars)."""
+    tau = (spring_j - qj) * k_j
+    tau = tau - d_j * dqj
+    tau = tau + coriolis_j
+    penetration = min(max(qj, _LOWER_RAD[j]), _UPPER_RAD[j]) - qj  # 0 outside the margin
+    if penetration != 0.0:
+        tau = tau + max(min(penetration * _GAIN_NM_PER_RAD[j], _CAP_NM), -_CAP_NM)
+    if use_friction:
+        tau = tau + (math.tanh(_FP2 * dqj) * _FP1_NM[j] + _FP3 * dqj)
+    step = max(min(tau - tau_prev_j, _SLEW_NM), -_SLEW_NM)
+    return tau_prev_j + step
 
 
 @njit(**_JIT)
@@ -58,18 +77,31 @@ def joint_impedance_tick(q, dq, spring, k, d, coriolis, use_friction, tau_prev):
     """
     for p in range(q.shape[0]):
         for j in range(7):
-            qj = q[p, j]
-            dqj = dq[p, j]
-            tau = (spring[j] - qj) * k[j]
-            tau = tau - d[j] * dqj
-            tau = tau + coriolis[p, j]
-            penetration = min(max(qj, _LOWER_RAD[j]), _UPPER_RAD[j]) - qj  # 0 outside the margin
-            if penetration != 0.0:
-                tau = tau + max(min(penetration * _GAIN_NM_PER_RAD[j], _CAP_NM), -_CAP_NM)
-            if use_friction:
-                tau = tau + (math.tanh(_FP2 * dqj) * _FP1_NM[j] + _FP3 * dqj)
-            step = max(min(tau - tau_prev[p, j], _SLEW_NM), -_SLEW_NM)
-            tau_prev[p, j] = tau_prev[p, j] + step
+            tau_prev[p, j] = _joint_law(j, q[p, j], dq[p, j], spring[j], k[j], d[j], coriolis[p, j],
+                                        use_friction, tau_prev[p, j])
+
+
+@njit(**_JIT)
+def arm_tick(q_true, dq_true, tau_j, offsets, measured, coriolis, joint_mode, ema, keep, alpha_target,
+             k, d, use_friction, tau_prev):
+    """One arm's controller tick on its measured state, as fr3_stack's RT callback runs it.
+
+    measured (21,) ← [q_true | dq_true | tau_j] + offsets (measurement noise, (21,)); then under
+    joint impedance (joint_mode) ema ← keep·ema + alpha_target and the law on the measured
+    q, dq; otherwise (idle) a zero command. Both through the slew limiter into tau_prev (7,).
+    q_true, dq_true, tau_j, coriolis, ema, alpha_target, k, d (7,); keep = 1 − α.
+    """
+    for j in range(7):
+        measured[j] = q_true[j] + offsets[j]
+        measured[7 + j] = dq_true[j] + offsets[7 + j]
+        measured[14 + j] = tau_j[j] + offsets[14 + j]
+    for j in range(7):
+        if joint_mode:
+            ema[j] = ema[j] * keep + alpha_target[j]
+            tau_prev[j] = _joint_law(j, measured[j], measured[7 + j], ema[j], k[j], d[j], coriolis[j],
+                                     use_friction, tau_prev[j])
+        else:
+            tau_prev[j] = tau_prev[j] + max(min(0.0 - tau_prev[j], _SLEW_NM), -_SLEW_NM)
 
 
 @njit(**_JIT)
@@ -93,7 +125,7 @@ def apply_delayed_torque(ring, tick, delays, tau_cmd, dq, neg_breakaway, applied
             applied[p, j] = relief + ring[source, p, j]
 
 
-@njit(**{**_JIT, "nogil": False})
+@njit(**_JIT)
 def population_joint_tick(k, q, dq, coriolis, applied, table, use_ema, ema, tau_prev,
                           ring, delays, neg_breakaway, sample, q_buf, dq_buf, tau_buf):
     """One population tick under joint impedance: EMA, controller, samples, delayed torque.
@@ -120,4 +152,13 @@ def population_joint_tick(k, q, dq, coriolis, applied, table, use_ema, ema, tau_
     apply_delayed_torque(ring, k, delays, tau_prev, dq, neg_breakaway, applied)
 
 
-__all__ = ["STRIBECK_VELOCITY_RAD_S", "apply_delayed_torque", "joint_impedance_tick", "population_joint_tick"]
+def warm_up() -> None:
+    """Load (or compile) every kernel for the one-arm signatures SimFR3 uses, so that the first
+    real tick is not the one that pays numba's start-up (~0.5 s once per process)."""
+    row, vec = np.zeros((1, 7)), np.zeros(7)
+    joint_impedance_tick(row, row, vec, vec, vec, row, False, np.zeros((1, 7)))
+    arm_tick(vec, vec, vec, np.zeros(21), np.zeros(21), vec, True, np.zeros(7), 1.0, vec, vec, vec, False, np.zeros(7))
+    apply_delayed_torque(np.zeros((2, 1, 7)), 0, np.zeros(1, dtype=np.int64), row, row, row, np.zeros((1, 7)))
+
+
+__all__ = ["STRIBECK_VELOCITY_RAD_S", "apply_delayed_torque", "arm_tick", "joint_impedance_tick", "population_joint_tick", "warm_up"]

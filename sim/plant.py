@@ -170,9 +170,9 @@ class Plant:
         return self.data.qfrc_bias[self.arm.dof_adr].copy()
 
     def end_tick(self, tau_cmd: np.ndarray) -> None:
-        """Push the commanded torque (7,) into the delay line, apply the delayed one plus the
-        sliding friction relief, and integrate 1 ms."""
-        self.delay.push_apply(np.reshape(tau_cmd, (1, 7)), self._dq_row(), self._neg_breakaway, self._applied_row())
+        """Push the commanded torque, (7,) or (1, 7), into the delay line, apply the delayed one
+        plus the sliding friction relief, and integrate 1 ms."""
+        self.delay.push_apply(tau_cmd if tau_cmd.ndim == 2 else tau_cmd.reshape(1, 7), self._dq_row(), self._neg_breakaway, self._applied_row())
         if self._live is None:
             self.data.qfrc_applied[self.dofs] = self._applied[0]
         mujoco.mj_step2(self.model, self.data)
