@@ -137,10 +137,7 @@ class FitProblem:
     def rollout(self, params: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
         """Per interval, (q_sim, dq_sim), each (P, S_b, 7)."""
         params = np.atleast_2d(np.asarray(params, dtype=np.float64))
-        out = self.engine.run(params)
-        if isinstance(out, tuple) and len(out) == 2 and len(out[0]) == self.n_intervals:
-            return list(zip(out[0], out[1]))
-        return [(r[0], r[1]) if isinstance(r, tuple) else (r.q, r.dq) for r in out]
+        return [(r.q, r.dq) for r in self.engine.run(params)]
 
     def _errors(self, params: np.ndarray):
         sc = self.data.scales
@@ -148,12 +145,15 @@ class FitProblem:
             yield (q - inp.q_ref[None]) / sc.q_rad, (dq - inp.dq_ref[None]) / sc.dq_rad_s
 
     def interval_losses(self, params: np.ndarray) -> np.ndarray:
-        """(P, B) per-interval mean squares L_b; a non-finite rollout gives +inf."""
-        cols = []
-        for eq, edq in self._errors(params):
-            lb = np.mean(eq * eq, axis=(1, 2)) + np.mean(edq * edq, axis=(1, 2))
-            cols.append(np.where(np.isfinite(lb), lb, np.inf))
-        return np.stack(cols, axis=1)
+        """(P, B) per-interval mean squares L_b; a non-finite rollout gives +inf.
+
+        The engine sums the errors inside its tick loop (PopulationEngine.mean_square_errors),
+        so a generation never holds the (P, S, 7) trajectories.
+        """
+        params = np.atleast_2d(np.asarray(params, dtype=np.float64))
+        sc = self.data.scales
+        lb = self.engine.mean_square_errors(params, sc.q_rad, sc.dq_rad_s).sum(axis=2)
+        return np.where(np.isfinite(lb), lb, np.inf)
 
     def combine(self, interval_losses: np.ndarray) -> np.ndarray:
         """(P,) weighted mean of (P, B) per-interval losses."""

@@ -13,6 +13,7 @@ Public API:
   arm_tick(...)                measurement noise + EMA + the law, for one arm (SimFR3)
   apply_delayed_torque(ring, tick, delays, tau_cmd, dq, neg_breakaway, applied)
   population_joint_tick(...)   both of the above plus the EMA and sampling, for one tick
+  population_joint_tick_errors(...)  the same, summing a fit's squared errors instead
 """
 
 from __future__ import annotations
@@ -125,6 +126,19 @@ def apply_delayed_torque(ring, tick, delays, tau_cmd, dq, neg_breakaway, applied
             applied[p, j] = relief + ring[source, p, j]
 
 
+@njit(**_JIT, inline="always")
+def _population_control(k, q, dq, coriolis, table, use_ema, ema, tau_prev):
+    """EMA (shared (7,) state) and the law of tick k for the population, into tau_prev."""
+    row = table[k]
+    if use_ema:  # ema ← (1 − α)·ema + α·q_target, as SimFR3 and TickController form it
+        for j in range(7):
+            ema[j] = ema[j] * row[0] + row[2 + j]
+        spring = ema
+    else:
+        spring = row[9:16]
+    joint_impedance_tick(q, dq, spring, row[16:23], row[23:30], coriolis, row[1] != 0.0, tau_prev)
+
+
 @njit(**_JIT)
 def population_joint_tick(k, q, dq, coriolis, applied, table, use_ema, ema, tau_prev,
                           ring, delays, neg_breakaway, sample, q_buf, dq_buf, tau_buf):
@@ -135,20 +149,33 @@ def population_joint_tick(k, q, dq, coriolis, applied, table, use_ema, ema, tau_
     tick's sample index or −1: then q, dq and the command go to q_buf/dq_buf/tau_buf[sample]
     (S, P, 7). The rest as joint_impedance_tick and apply_delayed_torque.
     """
-    row = table[k]
-    if use_ema:  # ema ← (1 − α)·ema + α·q_target, as SimFR3 and TickController form it
-        for j in range(7):
-            ema[j] = ema[j] * row[0] + row[2 + j]
-        spring = ema
-    else:
-        spring = row[9:16]
-    joint_impedance_tick(q, dq, spring, row[16:23], row[23:30], coriolis, row[1] != 0.0, tau_prev)
+    _population_control(k, q, dq, coriolis, table, use_ema, ema, tau_prev)
     if sample >= 0:
         for p in range(q.shape[0]):
             for j in range(7):
                 q_buf[sample, p, j] = q[p, j]
                 dq_buf[sample, p, j] = dq[p, j]
                 tau_buf[sample, p, j] = tau_prev[p, j]
+    apply_delayed_torque(ring, k, delays, tau_prev, dq, neg_breakaway, applied)
+
+
+@njit(**_JIT)
+def population_joint_tick_errors(k, q, dq, coriolis, applied, table, use_ema, ema, tau_prev,
+                                 ring, delays, neg_breakaway, sample, q_ref, dq_ref, q_scale, dq_scale,
+                                 sum_sq):
+    """population_joint_tick that keeps only the fit's error sums instead of the samples.
+
+    At a sample tick: sum_sq[p, 0] += Σ_j ((q − q_ref[sample]) / q_scale)², sum_sq[p, 1] the
+    same for dq; q_ref, dq_ref (S, 7) recorded [rad], [rad/s]; sum_sq (P, 2).
+    """
+    _population_control(k, q, dq, coriolis, table, use_ema, ema, tau_prev)
+    if sample >= 0:
+        for p in range(q.shape[0]):
+            for j in range(7):
+                e_q = (q[p, j] - q_ref[sample, j]) / q_scale
+                e_dq = (dq[p, j] - dq_ref[sample, j]) / dq_scale
+                sum_sq[p, 0] += e_q * e_q
+                sum_sq[p, 1] += e_dq * e_dq
     apply_delayed_torque(ring, k, delays, tau_prev, dq, neg_breakaway, applied)
 
 
@@ -161,4 +188,4 @@ def warm_up() -> None:
     apply_delayed_torque(np.zeros((2, 1, 7)), 0, np.zeros(1, dtype=np.int64), row, row, row, np.zeros((1, 7)))
 
 
-__all__ = ["STRIBECK_VELOCITY_RAD_S", "apply_delayed_torque", "arm_tick", "joint_impedance_tick", "population_joint_tick", "warm_up"]
+__all__ = ["STRIBECK_VELOCITY_RAD_S", "apply_delayed_torque", "arm_tick", "joint_impedance_tick", "population_joint_tick", "population_joint_tick_errors", "warm_up"]

@@ -30,7 +30,7 @@ from .controllers import mat_to_quat_xyzw
 from .model import ArmIndex, arm_index, load_model
 from .params import delay_ticks, params_matrix
 from .plant import DelayLine, StribeckFriction, dof_span
-from .kernels import population_joint_tick
+from .kernels import population_joint_tick, population_joint_tick_errors
 from .replay import Kinematics, TickController, joint_tick_table
 from .replay_input import JOINT_IMPEDANCE, ReplayInput
 
@@ -153,6 +153,30 @@ class _Shard:
                 self.f["qfrc_applied"][:, self.dofs] = applied
             step(stage=_VEL)
 
+    def run_errors(self, inp: ReplayInput, table: np.ndarray, scales: tuple[float, float]) -> np.ndarray:
+        """Joint-impedance replay of `inp` keeping only the error sums: (size, 2) mean squares of
+        (q − q_ref)/q_scale and (dq − dq_ref)/dq_scale over samples and joints; NaN if diverged."""
+        self.reset(inp)
+        m = self.matrix
+        delay = DelayLine(delay_ticks(m[:, 28]), inp.tau_prev0, inp.tau_history)
+        neg_breakaway = StribeckFriction(m[:, 7:14], m[:, 14:21] * m[:, 7:14])._neg_breakaway
+        sample_of_tick = np.full(inp.n_ticks, -1, dtype=np.int64)
+        sample_of_tick[inp.sample_ticks] = np.arange(inp.n_samples)
+        q, dq, cor, applied = self._state_views()
+        tau_prev = np.tile(np.asarray(inp.tau_prev0, dtype=np.float64), (self.size, 1))
+        ema = np.asarray(inp.ema0 if inp.ema0 is not None else inp.q0, dtype=np.float64).copy()
+        q_ref, dq_ref = np.ascontiguousarray(inp.q_ref, dtype=np.float64), np.ascontiguousarray(inp.dq_ref, dtype=np.float64)
+        sum_sq = np.zeros((self.size, 2))
+        args = (table, bool(inp.use_ema), ema, tau_prev, delay.ring, delay.delays, neg_breakaway)
+        step, tick, samples = self.batch.step, population_joint_tick_errors, sample_of_tick.tolist()
+        q_scale, dq_scale = float(scales[0]), float(scales[1])
+        for k in range(inp.n_ticks):  # contiguous addresses (the caller checks): live views
+            tick(k, q, dq, cor, applied, *args, samples[k], q_ref, dq_ref, q_scale, dq_scale, sum_sq)
+            step(stage=_VEL)
+        sum_sq /= max(1, inp.n_samples) * 7
+        sum_sq[(self.batch.warning[:, _INSTABILITY, 1] > 0).any(axis=1)] = np.nan
+        return sum_sq
+
     def _run_generic(self, inp, delay, neg_breakaway, sample_of_tick, bufs, out, rows, record_ee) -> None:
         """Any controller (the Cartesian law needs kinematics), with the EE pose if asked."""
         ctrl = TickController(inp, self.size)
@@ -193,6 +217,7 @@ class PopulationEngine:
         self._rows: list[slice] = []
         self._population = 0
         self._pool: ThreadPoolExecutor | None = None
+        self._joint_tables: list[np.ndarray | None] | None = None
 
     def _ensure_shards(self, population: int) -> None:
         if self._population == population:
@@ -205,11 +230,31 @@ class PopulationEngine:
         if count > 1 and self._pool is None:
             self._pool = ThreadPoolExecutor(max_workers=self.nthread, thread_name_prefix="twinlake-sim")
 
+    def _fan_out(self, matrix: np.ndarray, work) -> None:
+        """Call work(shard, rows) for every shard (its parameters set), on the worker threads."""
+        self._ensure_shards(matrix.shape[0])
+
+        def one(i: int) -> None:  # one shard: all inputs, no per-tick sync with other shards
+            shard, rows = self._shards[i], self._rows[i]
+            shard.set_params(matrix[rows])
+            work(shard, rows)
+
+        if self._pool is None or len(self._shards) == 1:
+            for i in range(len(self._shards)):
+                one(i)
+        else:
+            for future in [self._pool.submit(one, i) for i in range(len(self._shards))]:
+                future.result()
+
+    def _tables(self) -> list[np.ndarray | None]:
+        if self._joint_tables is None:
+            self._joint_tables = [joint_tick_table(i) if i.controller == JOINT_IMPEDANCE else None for i in self.inputs]
+        return self._joint_tables
+
     def run(self, params) -> list[PopulationResult]:
         """Replay every input for params (P, 29) (or a DynamicsParams list); one result per input."""
         matrix = params_matrix(params)
         population = matrix.shape[0]
-        self._ensure_shards(population)
         outs = []
         for inp in self.inputs:
             n_s = inp.n_samples
@@ -217,26 +262,50 @@ class PopulationEngine:
             if self.record_ee:
                 out["ee_pos"], out["ee_mat"] = np.empty((population, n_s, 3)), np.empty((population, n_s, 9))
             outs.append(out)
+        tables = self._tables()
 
-        tables = [joint_tick_table(inp) if inp.controller == JOINT_IMPEDANCE else None for inp in self.inputs]
-
-        def work(i: int) -> None:  # one shard: all inputs, no per-tick sync with other shards
-            shard, rows = self._shards[i], self._rows[i]
-            shard.set_params(matrix[rows])
+        def work(shard: _Shard, rows: slice) -> None:
             for index, (inp, table, out) in enumerate(zip(self.inputs, tables, outs)):
                 shard.run(index, inp, table, out, rows, self.record_ee)
 
-        if self._pool is None or len(self._shards) == 1:
-            for i in range(len(self._shards)):
-                work(i)
-        else:
-            for future in [self._pool.submit(work, i) for i in range(len(self._shards))]:
-                future.result()
+        self._fan_out(matrix, work)
         return [
             PopulationResult(q=o["q"], dq=o["dq"], tau_cmd=o["tau_cmd"], ee_pos=o.get("ee_pos"),
                              ee_quat_xyzw=mat_to_quat_xyzw(o["ee_mat"]) if self.record_ee else None)
             for o in outs
         ]
+
+    def mean_square_errors(self, params, q_scale: float, dq_scale: float) -> np.ndarray:
+        """(P, B, 2): per input, the mean over samples and joints of ((q − q_ref)/q_scale)² and
+        of ((dq − dq_ref)/dq_scale)² (inputs need q_ref, dq_ref); NaN for a diverged candidate.
+
+        What a fit needs of a replay, without keeping the trajectories: joint-impedance inputs
+        sum the errors inside the tick kernel (no (P, S, 7) arrays); others go through run().
+        """
+        matrix = params_matrix(params)
+        population = matrix.shape[0]
+        out = np.empty((population, len(self.inputs), 2))
+        tables = self._tables()
+        live = isinstance(dof_span(self.arm.dof_adr), slice) and isinstance(dof_span(self.arm.qpos_adr), slice)
+        fused = [t is not None and not self.need_kin and live for t in tables]
+        for b, inp in enumerate(self.inputs):
+            if inp.q_ref is None or inp.dq_ref is None:
+                raise ValueError(f"input {b}: q_ref and dq_ref are needed for errors")
+
+        def work(shard: _Shard, rows: slice) -> None:
+            for b, (inp, table) in enumerate(zip(self.inputs, tables)):
+                if fused[b]:
+                    out[rows, b] = shard.run_errors(inp, table, (q_scale, dq_scale))
+
+        self._fan_out(matrix, work)
+        if not all(fused):
+            rest = [b for b in range(len(self.inputs)) if not fused[b]]
+            results = self.run(matrix)
+            for b in rest:
+                inp, res = self.inputs[b], results[b]
+                out[:, b, 0] = np.mean(((res.q - inp.q_ref[None]) / q_scale) ** 2, axis=(1, 2))
+                out[:, b, 1] = np.mean(((res.dq - inp.dq_ref[None]) / dq_scale) ** 2, axis=(1, 2))
+        return out
 
     def close(self) -> None:
         """Stop the worker threads; a later run() starts new ones."""

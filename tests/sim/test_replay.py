@@ -214,3 +214,27 @@ def test_an_unstable_candidate_is_nan_in_both_engines(model):
     assert np.isnan(replay_reference(inp, DynamicsParams.nominal(), model).q).all()
     fine = PopulationEngine([joint_input(50)], model=model, nthread=1).run(params)[0]
     assert np.isfinite(fine.q).all()
+
+
+def test_mean_square_errors_in_the_kernel_equal_those_of_the_full_replay(model):
+    truth = load_params(DEMO_PROFILE_PATH)
+    joint = ReplayInput.from_frames(record_synthetic(truth, 600, noise_q=2e-4, noise_dq=2e-3, seed=3))
+    cartesian = ReplayInput.from_frames(cartesian_frames_50hz(model, 12), controller="cartesian_impedance",
+                                        time_base="zoh_1khz_ticks_per_csv_row", warmup_ticks=20)
+    cartesian.q_ref, cartesian.dq_ref = np.full((12, 7), 0.1), np.zeros((12, 7))
+    params = distinct_params(5, seed=9)
+    params[0] = truth.to_vector()
+    for inputs in ([joint], [joint, cartesian]):  # kernel sums; then a Cartesian input through run()
+        engine = PopulationEngine(inputs, model=model, nthread=2)
+        errors = engine.mean_square_errors(params, 1e-3, 1e-2)
+        assert errors.shape == (5, len(inputs), 2)
+        for b, (inp, res) in enumerate(zip(inputs, engine.run(params))):
+            want_q = np.mean(((res.q - inp.q_ref[None]) / 1e-3) ** 2, axis=(1, 2))
+            want_dq = np.mean(((res.dq - inp.dq_ref[None]) / 1e-2) ** 2, axis=(1, 2))
+            np.testing.assert_allclose(errors[:, b, 0], want_q, rtol=1e-12)
+            np.testing.assert_allclose(errors[:, b, 1], want_dq, rtol=1e-12)
+    assert errors[0, 0, 0] < errors[1:, 0, 0].min()  # the truth fits best
+    unstable = joint_input(50)
+    unstable.q_ref, unstable.dq_ref = np.zeros((50, 7)), np.zeros((50, 7))
+    unstable.dq0 = np.array([0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1e12])
+    assert np.isnan(PopulationEngine([unstable], model=model, nthread=1).mean_square_errors(params[:2], 1.0, 1.0)).all()
