@@ -9,6 +9,7 @@ time with a hybrid sleep: `time.sleep` until `spin_s` before the deadline, then 
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 import threading
@@ -176,6 +177,9 @@ class Fr3Daemon:
             t.start()
         old_switch = sys.getswitchinterval()
         sys.setswitchinterval(0.0002)  # hand the GIL back to the loop quickly after its sleep
+        # everything alive now (the interpreter, MuJoCo, numba, zmq) is never scanned by the
+        # cyclic GC again: a full collection over it would be a multi-millisecond pause
+        gc.freeze()
         self.running = True
         startup_failed = False
         try:
@@ -190,6 +194,7 @@ class Fr3Daemon:
         finally:
             self.running = False
             sys.setswitchinterval(old_switch)
+            gc.unfreeze()
             self._stop.set()
             self.manager.shutdown()
             for t in threads:
