@@ -36,7 +36,6 @@ from .controllers import (
 
 STRIBECK_VELOCITY_RAD_S = 0.02  # the plant's Stribeck velocity v_s (plant.py)
 NEG_INV_STRIBECK_VELOCITY_SQ = -1.0 / STRIBECK_VELOCITY_RAD_S**2
-_EXPM1_IS_MINUS_ONE = -40.0  # e^−40 = 4e−18, far below 2^−54 = 5.6e−17: expm1 rounds to −1.0
 
 # IEEE arithmetic exactly as written (no fast-math, no contraction into FMAs); cached on disk.
 # The GIL is kept: a kernel takes microseconds, and every release is a chance for another
@@ -123,9 +122,7 @@ def apply_delayed_torque(ring, tick, delays, tau_cmd, dq, neg_breakaway, applied
             ring[slot, p, j] = tau_cmd[p, j]
         for j in range(7):
             dqj = dq[p, j]
-            x = dqj * dqj * NEG_INV_STRIBECK_VELOCITY_SQ
-            # expm1(x) is exactly −1.0 once e^x < 2^−54 (half an ulp of 1): skip the call there
-            relief = math.copysign((math.expm1(x) if x > _EXPM1_IS_MINUS_ONE else -1.0) * neg_breakaway[p, j], dqj)
+            relief = math.copysign(math.expm1(dqj * dqj * NEG_INV_STRIBECK_VELOCITY_SQ) * neg_breakaway[p, j], dqj)
             applied[p, j] = relief + ring[source, p, j]
 
 
