@@ -127,14 +127,12 @@ class RobotTicker:
         80-value `row` and the EE rotation matrix (9,) into `ee_xmat_out`; other columns untouched.
         """
         sim = self.sim
-        tau = sim.measure_and_control(self.noise.next_row(), row[_MEAS], command)
+        sim.stage()  # mj_step1: the flange pose of the tick's true state
+        row[_EE_POS] = self._ee_xpos
+        ee_xmat_out[:] = self._ee_xmat
+        sim.step_recorded(self.noise.next_row(), row[_MEAS], row[_TAU_CMD], row[_Q_FILTERED], command)
         if command is not None:
             self._refresh_config()
-        row[_TAU_CMD] = tau
-        row[_EE_POS] = self._ee_xpos  # the tick's true state (mj_step1 of this tick)
-        ee_xmat_out[:] = self._ee_xmat
-        row[_Q_FILTERED] = sim.ema if sim.mode == CONTROLLER_JOINT else 0.0
-        sim.physics_step()
 
     def step(self, command=None, control_period_s: float = TICK_S, out: np.ndarray | None = None,
              ee_xmat_out: np.ndarray | None = None) -> np.ndarray:

@@ -21,7 +21,7 @@ import mujoco
 import numpy as np
 
 from .controllers import JOINT_SLEW_NM_PER_TICK, JointImpedanceConfig, mat_to_quat_xyzw, slew_limit_inplace
-from .kernels import arm_tick, joint_impedance_tick, warm_up
+from .kernels import arm_step, arm_tick, joint_impedance_tick, warm_up
 from .model import HOME_Q, load_model
 from .params import DynamicsParams
 from .plant import Plant
@@ -226,6 +226,36 @@ class SimFR3:
                  self.mode == CONTROLLER_JOINT_IMPEDANCE, self.ema, self._keep, self._alpha_target,
                  cfg.k_nm_per_rad, cfg.d_nms_per_rad, cfg.use_friction, self.tau_prev)
         return self.tau_prev
+
+    def stage(self) -> None:
+        """This tick's mj_step1 (once per tick): qfrc_bias = C(q,dq)·dq and the flange pose at
+        the true state. control() and physics_step() call it when needed."""
+        if not self._staged:
+            self.plant.begin_tick()
+            self._staged = True
+
+    def step_recorded(self, offsets: np.ndarray, measured: np.ndarray, tau_out: np.ndarray,
+                      ema_out: np.ndarray, command=None) -> None:
+        """A recorder's whole tick: `measure_and_control`, the command into tau_out (7,) and
+        the EMA (zeros when idle) into ema_out (7,), then `physics_step`. Without a command
+        it is one compiled call (kernels.arm_step) around the two halves of the MuJoCo step."""
+        if command is not None or self.measured_coriolis or self._views is None:
+            tau_out[:] = self.measure_and_control(offsets, measured, command)
+            ema_out[:] = self.ema if self.mode == CONTROLLER_JOINT_IMPEDANCE else 0.0
+            self.physics_step()
+            return
+        self.stage()
+        plant, views, cfg = self.plant, self._views, self.config
+        delay = plant.delay
+        arm_step(views[0], views[1], self._tau_j, offsets, measured, views[2],
+                 self.mode == CONTROLLER_JOINT_IMPEDANCE, self.ema, self._keep, self._alpha_target,
+                 cfg.k_nm_per_rad, cfg.d_nms_per_rad, cfg.use_friction, self.tau_prev,
+                 delay.ring, delay.tick, delay.delays, plant._neg_breakaway, views[3], tau_out, ema_out)
+        delay.tick += 1
+        mujoco.mj_step2(plant.model, plant.data)
+        self._staged = False
+        np.add(views[3], views[4], out=self._tau_j)  # link torque, as physics_step
+        self._tau_j += views[5]
 
     def tick(self, q_meas, dq_meas, command=None) -> TickOutput:
         """One controller tick in fr3_stack's order: command (reset on mode change) → EMA → torque → slew."""

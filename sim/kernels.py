@@ -11,6 +11,7 @@ float64.
 Public API:
   joint_impedance_tick(q, dq, spring, k, d, coriolis, use_friction, tau_prev)
   arm_tick(...)                measurement noise + EMA + the law, for one arm (SimFR3)
+  arm_step(...)                arm_tick + the outputs + the delayed torque (the recorders' tick)
   apply_delayed_torque(ring, tick, delays, tau_cmd, dq, neg_breakaway, applied)
   population_joint_tick(...)   both of the above plus the EMA and sampling, for one tick
   population_joint_tick_errors(...)  the same, summing a fit's squared errors instead
@@ -106,6 +107,22 @@ def arm_tick(q_true, dq_true, tau_j, offsets, measured, coriolis, joint_mode, em
 
 
 @njit(**_JIT)
+def arm_step(q_true, dq_true, tau_j, offsets, measured, coriolis, joint_mode, ema, keep, alpha_target,
+             k, d, use_friction, tau_prev, ring, tick, delays, neg_breakaway, applied, tau_out, ema_out):
+    """arm_tick, then the command into tau_out (7,) and the EMA (zeros when idle) into
+    ema_out (7,), then apply_delayed_torque for the one arm (ring (L, 1, 7), delays (1,),
+    neg_breakaway (1, 7), applied (7,) the arm's qfrc_applied): a recorder's whole tick up to
+    the integration, in one call."""
+    arm_tick(q_true, dq_true, tau_j, offsets, measured, coriolis, joint_mode, ema, keep, alpha_target,
+             k, d, use_friction, tau_prev)
+    for j in range(7):
+        tau_out[j] = tau_prev[j]
+        ema_out[j] = ema[j] if joint_mode else 0.0
+    apply_delayed_torque(ring, tick, delays, tau_prev.reshape((1, 7)), dq_true.reshape((1, 7)), neg_breakaway,
+                         applied.reshape((1, 7)))
+
+
+@njit(**_JIT)
 def apply_delayed_torque(ring, tick, delays, tau_cmd, dq, neg_breakaway, applied):
     """Push tick `tick`'s commanded torque into the delay ring and write the joint torque to
     apply now: τ_cmd of tick − delay plus the sliding-friction relief at dq.
@@ -186,6 +203,8 @@ def warm_up() -> None:
     joint_impedance_tick(row, row, vec, vec, vec, row, False, np.zeros((1, 7)))
     arm_tick(vec, vec, vec, np.zeros(21), np.zeros(21), vec, True, np.zeros(7), 1.0, vec, vec, vec, False, np.zeros(7))
     apply_delayed_torque(np.zeros((2, 1, 7)), 0, np.zeros(1, dtype=np.int64), row, row, row, np.zeros((1, 7)))
+    arm_step(vec, vec, vec, np.zeros(21), np.zeros(21), vec, True, np.zeros(7), 1.0, vec, vec, vec, False,
+             np.zeros(7), np.zeros((2, 1, 7)), 0, np.zeros(1, dtype=np.int64), row, np.zeros(7), np.zeros(7), np.zeros(7))
 
 
-__all__ = ["STRIBECK_VELOCITY_RAD_S", "apply_delayed_torque", "arm_tick", "joint_impedance_tick", "population_joint_tick", "population_joint_tick_errors", "warm_up"]
+__all__ = ["STRIBECK_VELOCITY_RAD_S", "apply_delayed_torque", "arm_step", "arm_tick", "joint_impedance_tick", "population_joint_tick", "population_joint_tick_errors", "warm_up"]

@@ -97,14 +97,14 @@ def test_population_tick_filters_the_target_samples_and_applies_the_delayed_comm
     np.testing.assert_allclose(bufs[2][2], 100.0 * 0.02 * (1 - 0.5 ** 3), rtol=1e-12)
 
 
-def test_fused_arm_tick_equals_measure_then_control():
+def test_fused_arm_tick_and_recorder_step_equal_measure_then_control_then_physics():
     from twinlake.sim import DEMO_PROFILE_PATH, HOME_Q, IdleCommand, JointImpedanceCommand, SimFR3, load_params
 
     params = load_params(DEMO_PROFILE_PATH)
-    fused, split = SimFR3(params), SimFR3(params)
+    fused, split, recorder = SimFR3(params), SimFR3(params), SimFR3(params)
     rng = np.random.default_rng(6)
     commands = {0: JointImpedanceCommand(HOME_Q + 0.05), 120: IdleCommand(), 150: JointImpedanceCommand(HOME_Q - 0.04)}
-    got, want = np.empty(21), np.empty(21)
+    got, want, rec_meas, rec_tau, rec_ema = np.empty(21), np.empty(21), np.empty(21), np.empty(7), np.empty(7)
     for tick in range(300):
         offsets = rng.normal(scale=1e-3, size=21)
         command = commands.get(tick)
@@ -114,6 +114,12 @@ def test_fused_arm_tick_equals_measure_then_control():
         np.testing.assert_array_equal(got, want)
         np.testing.assert_array_equal(tau_fused, tau_split)
         np.testing.assert_array_equal(fused.ema, split.ema)
+        recorder.step_recorded(offsets, rec_meas, rec_tau, rec_ema, command)  # the recorders' whole tick
+        np.testing.assert_array_equal(rec_meas, want)
+        np.testing.assert_array_equal(rec_tau, tau_split)
+        np.testing.assert_array_equal(rec_ema, split.ema if tick < 120 or tick >= 150 else 0.0)
         fused.physics_step()
         split.physics_step()
+        np.testing.assert_array_equal(recorder.q, split.q)
+        np.testing.assert_array_equal(recorder.tau_J(), split.tau_J())
     assert np.abs(tau_fused).max() > 0.1  # the arm was driven, not idle throughout
