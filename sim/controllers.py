@@ -36,6 +36,8 @@ _MARGIN = JOINT_LIMIT_MARGIN * _RANGE
 _UPPER = Q_MAX - _MARGIN
 _LOWER = Q_MIN + _MARGIN
 _REPULSION_GAIN = JOINT_LIMIT_MAX_TAU_NM / _MARGIN  # [N·m per rad of penetration]
+# the repulsion zone's inner edges [rad] and its gain, for the compiled kernels (kernels.py)
+REPULSION_LOWER_RAD, REPULSION_UPPER_RAD, REPULSION_GAIN_NM_PER_RAD = _LOWER, _UPPER, _REPULSION_GAIN
 
 
 @dataclass

@@ -13,7 +13,7 @@ Public API:
   arm_tick(...)                measurement noise + EMA + the law, for one arm (SimFR3)
   arm_step(...)                arm_tick + the outputs + the delayed torque (the recorders' tick)
   apply_delayed_torque(ring, tick, delays, tau_cmd, dq, neg_breakaway, applied)
-  population_joint_tick(...)   both of the above plus the EMA and sampling, for one tick
+  population_joint_tick(...)   EMA + joint_impedance_tick + samples + apply_delayed_torque
   population_joint_tick_errors(...)  the same, summing a fit's squared errors instead
 """
 
@@ -30,9 +30,9 @@ from .controllers import (
     FRICTION_FP3_NMS_PER_RAD,
     JOINT_LIMIT_MAX_TAU_NM,
     JOINT_SLEW_NM_PER_TICK,
-    _LOWER,
-    _REPULSION_GAIN,
-    _UPPER,
+    REPULSION_GAIN_NM_PER_RAD,
+    REPULSION_LOWER_RAD,
+    REPULSION_UPPER_RAD,
 )
 
 STRIBECK_VELOCITY_RAD_S = 0.02  # the plant's Stribeck velocity v_s (plant.py)
@@ -44,9 +44,9 @@ NEG_INV_STRIBECK_VELOCITY_SQ = -1.0 / STRIBECK_VELOCITY_RAD_S**2
 # interpreter's switch interval while the 1 kHz loop waits for it.
 _JIT = dict(nogil=False, cache=True, fastmath=False, error_model="numpy", boundscheck=False)
 
-_LOWER_RAD = np.ascontiguousarray(_LOWER, dtype=np.float64)
-_UPPER_RAD = np.ascontiguousarray(_UPPER, dtype=np.float64)
-_GAIN_NM_PER_RAD = np.ascontiguousarray(_REPULSION_GAIN, dtype=np.float64)
+_LOWER_RAD = np.ascontiguousarray(REPULSION_LOWER_RAD, dtype=np.float64)
+_UPPER_RAD = np.ascontiguousarray(REPULSION_UPPER_RAD, dtype=np.float64)
+_GAIN_NM_PER_RAD = np.ascontiguousarray(REPULSION_GAIN_NM_PER_RAD, dtype=np.float64)
 _FP1_NM = np.ascontiguousarray(FRICTION_FP1_NM, dtype=np.float64)
 _FP2 = float(FRICTION_FP2_S_PER_RAD)
 _FP3 = float(FRICTION_FP3_NMS_PER_RAD)
