@@ -10,8 +10,7 @@ the simulator: `from twinlake.daemon import Fr3Daemon` works as before.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from twinlake.lazy import lazy_exports
 
 _MODULES = {
     "client": ("ClientState", "Fr3Client", "RecordingError", "RecordingTimeout", "request_recording"),
@@ -24,19 +23,4 @@ _MODULES = {
     "service": ("RecordingService",),
     "status": ("STATUS_KEYS", "RecordingStatus"),
 }
-_PUBLIC = {name: module for module, names in _MODULES.items() for name in names}
-
-__all__ = sorted(_PUBLIC)
-
-
-def __getattr__(name: str) -> Any:
-    module = _PUBLIC.get(name)
-    if module is None:
-        raise AttributeError(f"module 'twinlake.daemon' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"twinlake.daemon.{module}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_PUBLIC))
+__getattr__, __dir__, __all__ = lazy_exports(__name__, globals(), _MODULES)

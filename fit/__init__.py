@@ -14,40 +14,13 @@ cma, scipy and MuJoCo: `from twinlake.fit import run_fit` works as before.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from twinlake.lazy import lazy_exports
 
-_PUBLIC = {
-    "IntervalRef": "intervals",
-    "resolve": "intervals",
-    "FitProblem": "objective",
-    "LossScales": "objective",
-    "ProblemData": "objective",
-    "build_data": "objective",
-    "FitRecord": "record",
-    "IntervalUse": "record",
-    "SeedResult": "record",
-    "list_fits": "record",
-    "load_fit": "record",
-    "publish_fit": "record",
-    "FitSettings": "run",
-    "run_fit": "run",
-    "MixedSearch": "search",
-    "ParameterSpace": "space",
-    "parse_space": "space",
-}
-
-__all__ = sorted(_PUBLIC)
-
-
-def __getattr__(name: str) -> Any:
-    module = _PUBLIC.get(name)
-    if module is None:
-        raise AttributeError(f"module 'twinlake.fit' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"twinlake.fit.{module}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_PUBLIC))
+__getattr__, __dir__, __all__ = lazy_exports(__name__, globals(), {
+    "intervals": ("IntervalRef", "resolve"),
+    "objective": ("FitProblem", "LossScales", "ProblemData", "build_data"),
+    "record": ("FitRecord", "IntervalUse", "SeedResult", "list_fits", "load_fit", "publish_fit"),
+    "run": ("FitSettings", "run_fit"),
+    "search": ("MixedSearch",),
+    "space": ("ParameterSpace", "parse_space"),
+})

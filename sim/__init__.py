@@ -14,9 +14,9 @@ MuJoCo or numba: `from twinlake.sim import SimFR3` works as before.
 
 from __future__ import annotations
 
-import importlib
 from pathlib import Path
-from typing import Any
+
+from twinlake.lazy import lazy_exports
 
 DEMO_PROFILE_PATH = Path(__file__).resolve().parent / "profiles" / "demo_robot.json"
 
@@ -31,19 +31,5 @@ _MODULES = {
     "replay": ("ReplayResult", "replay_reference"),
     "replay_input": ("CARTESIAN_IMPEDANCE", "JOINT_IMPEDANCE", "TIME_BASE_ZOH", "ReplayInput"),
 }
-_PUBLIC = {name: module for module, names in _MODULES.items() for name in names}
-
-__all__ = sorted([*_PUBLIC, "DEMO_PROFILE_PATH"])
-
-
-def __getattr__(name: str) -> Any:
-    module = _PUBLIC.get(name)
-    if module is None:
-        raise AttributeError(f"module 'twinlake.sim' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"twinlake.sim.{module}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_PUBLIC))
+__getattr__, __dir__, _names = lazy_exports(__name__, globals(), _MODULES)
+__all__ = sorted([*_names, "DEMO_PROFILE_PATH"])
