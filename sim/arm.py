@@ -1,8 +1,9 @@
 """SimFR3: one simulated FR3 stepped tick by tick, as the fr3_stack daemon's RT callback runs.
 
 Used by the daemon's real-time loop and by the offline recorder: they add measurement noise
-to `q`/`dq`, call `tick()` (controller) and then `physics_step()` (plant). The physics and the
-control law are the same code the replay engines use (plant.Plant, controllers.*).
+to `q`/`dq`, call `tick()` (controller) and then `physics_step()` (plant), or
+`step_recorded()` for both. The physics and the control law are the same code the replay
+engines use (plant.Plant, kernels.*).
 
 One tick costs one MuJoCo split step: the controller's first call of a tick runs `mj_step1`
 (position/velocity stages at the true state: `qfrc_bias` = C(q,dq)·dq and the flange pose),
@@ -10,7 +11,7 @@ One tick costs one MuJoCo split step: the controller's first call of a tick runs
 true state, as in the replay engines (not at the noisy measured state: the difference is of
 the order of the velocity noise times ∂C/∂dq, ~1e-4 N·m; `measured_coriolis=True` restores
 the measured-state term at the cost of one more kinematics pass per tick). `control()` is `tick()` without
-the TickOutput copies, for the recorders' hot loop.
+the TickOutput copies; `step_recorded()` is the recorders' hot loop.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import mujoco
 import numpy as np
 
 from .controllers import JOINT_SLEW_NM_PER_TICK, JointImpedanceConfig, mat_to_quat_xyzw, slew_limit_inplace
-from .kernels import arm_step, arm_tick, joint_impedance_tick, warm_up
+from .kernels import arm_step, joint_impedance_tick, warm_up
 from .model import HOME_Q, load_model
 from .params import DynamicsParams
 from .plant import Plant
@@ -194,9 +195,7 @@ class SimFR3:
         """
         if command is not None:
             self._apply(command, q_meas)
-        if not self._staged:  # this tick's mj_step1: qfrc_bias = C(q,dq)·dq at the true state
-            self.plant.begin_tick()
-            self._staged = True
+        self.stage()
         if self.measured_coriolis:
             cor = self.coriolis(q_meas, dq_meas)
         else:
@@ -212,21 +211,6 @@ class SimFR3:
             slew_limit_inplace(self._zeros, self.tau_prev, JOINT_SLEW_NM_PER_TICK)
         return self.tau_prev
 
-    def measure_and_control(self, offsets: np.ndarray, measured: np.ndarray, command=None) -> np.ndarray:
-        """`measured(offsets, measured)` then `control()` on the measured q, dq, in one compiled
-        pass when no command arrives (kernels.arm_tick). Returns the commanded torque (live)."""
-        if command is not None or self.measured_coriolis or self._views is None:
-            meas = self.measured(offsets, measured)
-            return self.control(meas[0:7], meas[7:14], command)
-        if not self._staged:  # this tick's mj_step1: qfrc_bias = C(q,dq)·dq at the true state
-            self.plant.begin_tick()
-            self._staged = True
-        cfg = self.config
-        arm_tick(self._views[0], self._views[1], self._tau_j, offsets, measured, self._views[2],
-                 self.mode == CONTROLLER_JOINT_IMPEDANCE, self.ema, self._keep, self._alpha_target,
-                 cfg.k_nm_per_rad, cfg.d_nms_per_rad, cfg.use_friction, self.tau_prev)
-        return self.tau_prev
-
     def stage(self) -> None:
         """This tick's mj_step1 (once per tick): qfrc_bias = C(q,dq)·dq and the flange pose at
         the true state. control() and physics_step() call it when needed."""
@@ -236,11 +220,13 @@ class SimFR3:
 
     def step_recorded(self, offsets: np.ndarray, measured: np.ndarray, tau_out: np.ndarray,
                       ema_out: np.ndarray, command=None) -> None:
-        """A recorder's whole tick: `measure_and_control`, the command into tau_out (7,) and
-        the EMA (zeros when idle) into ema_out (7,), then `physics_step`. Without a command
-        it is one compiled call (kernels.arm_step) around the two halves of the MuJoCo step."""
+        """A recorder's whole tick: `measured(offsets, measured)`, `control()` on the measured
+        q, dq, the command into tau_out (7,) and the EMA (zeros when idle) into ema_out (7,),
+        then `physics_step()`. Without a command (and with the Coriolis term at the true state)
+        it is one compiled call (kernels.arm_step) between the two halves of the MuJoCo step."""
         if command is not None or self.measured_coriolis or self._views is None:
-            tau_out[:] = self.measure_and_control(offsets, measured, command)
+            meas = self.measured(offsets, measured)
+            tau_out[:] = self.control(meas[0:7], meas[7:14], command)
             ema_out[:] = self.ema if self.mode == CONTROLLER_JOINT_IMPEDANCE else 0.0
             self.physics_step()
             return
@@ -250,12 +236,11 @@ class SimFR3:
         arm_step(views[0], views[1], self._tau_j, offsets, measured, views[2],
                  self.mode == CONTROLLER_JOINT_IMPEDANCE, self.ema, self._keep, self._alpha_target,
                  cfg.k_nm_per_rad, cfg.d_nms_per_rad, cfg.use_friction, self.tau_prev,
-                 delay.ring, delay.tick, delay.delays, plant._neg_breakaway, views[3], tau_out, ema_out)
+                 delay.ring, delay.tick, delay.delays, plant.friction.neg_breakaway, views[3], tau_out, ema_out)
         delay.tick += 1
         mujoco.mj_step2(plant.model, plant.data)
         self._staged = False
-        np.add(views[3], views[4], out=self._tau_j)  # link torque, as physics_step
-        self._tau_j += views[5]
+        self._store_link_torque()
 
     def tick(self, q_meas, dq_meas, command=None) -> TickOutput:
         """One controller tick in fr3_stack's order: command (reset on mode change) → EMA → torque → slew."""
@@ -279,13 +264,16 @@ class SimFR3:
 
     def physics_step(self) -> None:
         """Advance the plant 1 ms with the delayed commanded torque of the last tick + friction."""
-        if not self._staged:
-            self.plant.begin_tick()
+        self.stage()
         self.plant.end_tick(self._tau_prev_row)
         self._staged = False
+        self._store_link_torque()
+
+    def _store_link_torque(self) -> None:
+        """tau_J of the step just taken, as Plant.link_torque: applied + passive + constraint."""
         if self._views is None:
             self._tau_j[:] = self.plant.link_torque()
-        else:  # link torque of this step, as Plant.link_torque: applied + passive + constraint
+        else:
             np.add(self._views[3], self._views[4], out=self._tau_j)
             self._tau_j += self._views[5]
 

@@ -34,7 +34,7 @@ class StribeckFriction:
     def __init__(self, mu_static: np.ndarray, mu_dynamic: np.ndarray):
         self.mu_dynamic = np.ascontiguousarray(mu_dynamic, dtype=np.float64)
         self.breakaway = np.ascontiguousarray(mu_static, dtype=np.float64) - self.mu_dynamic
-        self._neg_breakaway = -self.breakaway
+        self.neg_breakaway = -self.breakaway  # −(mu_s − mu_d), the kernels' input
 
     def sliding_relief(self, dq: np.ndarray, out: np.ndarray) -> np.ndarray:
         """Explicit torque (mu_s − mu_d)·(1 − exp(−(dq/v_s)²))·sign(dq) [N·m] into out (P, 7).
@@ -44,7 +44,7 @@ class StribeckFriction:
         np.multiply(dq, dq, out=out)
         out *= _NEG_INV_VS2
         np.expm1(out, out=out)
-        out *= self._neg_breakaway
+        out *= self.neg_breakaway
         np.copysign(out, dq, out=out)
         return out
 
@@ -99,13 +99,13 @@ class DelayLine:
         self._flat.take(self._index[slot], axis=0, out=self.out)
         return self.out
 
-
     def push_apply(self, tau: np.ndarray, dq: np.ndarray, neg_breakaway: np.ndarray, applied: np.ndarray) -> None:
         """Store this tick's command (P, 7) and write the torque to apply now into `applied`
         (P, 7): the delayed command plus the sliding-friction relief at dq (P, 7), where
         neg_breakaway = −(mu_s − mu_d) (P, 7). One compiled pass (kernels.apply_delayed_torque)."""
         apply_delayed_torque(self.ring, self.tick, self.delays, tau, dq, neg_breakaway, applied)
         self.tick += 1
+
 
 def dof_span(adr: np.ndarray) -> slice | np.ndarray:
     """A slice when the addresses are contiguous (indexing then gives views), else the index array."""
@@ -143,8 +143,7 @@ class Plant:
         tau_prev0 = np.zeros(7) if tau_prev0 is None else np.asarray(tau_prev0, dtype=np.float64)
         self.delay = DelayLine(np.array([params.motor_delay_ms]), tau_prev0,
                                None if tau_history is None else np.asarray(tau_history)[:, None, :])
-        self.friction = StribeckFriction(params.mu_static[None], params.mu_dynamic[None])
-        self._neg_breakaway = self.friction._neg_breakaway  # (1, 7)
+        self.friction = StribeckFriction(params.mu_static[None], params.mu_dynamic[None])  # (1, 7)
         self._applied = np.empty((1, 7))
         self.dofs, self.qadr = dof_span(self.arm.dof_adr), dof_span(self.arm.qpos_adr)
         # live (1, 7) views of MjData rows (its buffers never move) when the dofs are contiguous
@@ -172,16 +171,13 @@ class Plant:
     def end_tick(self, tau_cmd: np.ndarray) -> None:
         """Push the commanded torque, (7,) or (1, 7), into the delay line, apply the delayed one
         plus the sliding friction relief, and integrate 1 ms."""
-        self.delay.push_apply(tau_cmd if tau_cmd.ndim == 2 else tau_cmd.reshape(1, 7), self._dq_row(), self._neg_breakaway, self._applied_row())
-        if self._live is None:
+        tau_row = tau_cmd if tau_cmd.ndim == 2 else tau_cmd.reshape(1, 7)
+        if self._live is not None:  # straight into MjData's qfrc_applied row
+            self.delay.push_apply(tau_row, self._live[0], self.friction.neg_breakaway, self._live[1])
+        else:  # gathered dq, scattered torque
+            self.delay.push_apply(tau_row, self.data.qvel[self.dofs][None], self.friction.neg_breakaway, self._applied)
             self.data.qfrc_applied[self.dofs] = self._applied[0]
         mujoco.mj_step2(self.model, self.data)
-
-    def _dq_row(self) -> np.ndarray:
-        return self._live[0] if self._live is not None else self.data.qvel[self.dofs][None]
-
-    def _applied_row(self) -> np.ndarray:
-        return self._live[1] if self._live is not None else self._applied
 
     def link_torque(self) -> np.ndarray:
         """Torque that reached the links in the last step [N·m], (7,): delayed motor torque plus

@@ -74,6 +74,7 @@ class _Shard:
         self.need_kin = need_kin
         self._sample_buffers: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         self.dofs, self.qadr = dof_span(arm.dof_adr), dof_span(arm.qpos_adr)
+        self.live = isinstance(self.dofs, slice) and isinstance(self.qadr, slice)  # views, not copies
 
     def set_params(self, matrix: np.ndarray) -> None:
         self.f["armature"][:, self.dofs] = matrix[:, 0:7]
@@ -87,16 +88,30 @@ class _Shard:
         return Kinematics(site_pos=f["site_xpos"][:, arm.ee_site], site_xmat=f["site_xmat"][:, arm.ee_site],
                           xanchor=f["xanchor"][:, arm.jnt_ids], xaxis=f["xaxis"][:, arm.jnt_ids])
 
-    def reset(self, inp: ReplayInput) -> None:
-        f = self.f
+    def _start(self, inp: ReplayInput) -> _ReplayState:
+        """Reset the batch to `inp`'s initial state and make the state of one replay."""
+        f, m = self.f, self.matrix
         self.batch.reset(stage=_NONE)
         f["qpos"][:, self.qadr] = inp.q0
         f["qvel"][:, self.dofs] = inp.dq0
         self.batch.forward(stage=_VEL)
+        sample_of_tick = np.full(inp.n_ticks, -1, dtype=np.int64)
+        sample_of_tick[inp.sample_ticks] = np.arange(inp.n_samples)
+        return _ReplayState(
+            delay=DelayLine(delay_ticks(m[:, 28]), inp.tau_prev0, inp.tau_history),
+            neg_breakaway=StribeckFriction(m[:, 7:14], m[:, 14:21] * m[:, 7:14]).neg_breakaway,
+            sample_of_tick=sample_of_tick.tolist(),
+            tau_prev=np.tile(np.asarray(inp.tau_prev0, dtype=np.float64), (self.size, 1)),
+            ema=np.asarray(inp.ema0 if inp.ema0 is not None else inp.q0, dtype=np.float64).copy(),
+        )
+
+    def _diverged(self) -> np.ndarray:
+        """(size,) True where MuJoCo reset the simulation mid-run: its replay is invalid."""
+        return (self.batch.warning[:, _INSTABILITY, 1] > 0).any(axis=1)
 
     def _buffers(self, index: int, n_samples: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Time-major (S, P, 7) q, dq, τ buffers of input `index`, kept across runs: memory
-        touched once (first writes to fresh pages cost more than the controller itself)."""
+        """Time-major (S, P, 7) q, dq, τ buffers of input `index`, kept across runs (each
+        tick writes contiguous rows; transposed into the results at the end)."""
         bufs = self._sample_buffers.get(index)
         if bufs is None or bufs[0].shape[0] != n_samples:
             bufs = tuple(np.zeros((n_samples, self.size, 7)) for _ in range(3))
@@ -110,74 +125,60 @@ class _Shard:
         table: joint_tick_table(inp) for a joint-impedance input (then each tick is one
         compiled kernel call and one batch step), None for the Cartesian law.
         """
-        m, size = self.matrix, self.size
-        self.reset(inp)
-        delay = DelayLine(delay_ticks(m[:, 28]), inp.tau_prev0, inp.tau_history)
-        neg_breakaway = StribeckFriction(m[:, 7:14], m[:, 14:21] * m[:, 7:14])._neg_breakaway
-        # time-major buffers: each tick writes contiguous rows; transposed into `out` at the end
+        state = self._start(inp)
         bufs = self._buffers(index, inp.n_samples)
-        sample_of_tick = np.full(inp.n_ticks, -1, dtype=np.int64)
-        sample_of_tick[inp.sample_ticks] = np.arange(inp.n_samples)
         if table is not None and not (record_ee or self.need_kin):
-            self._run_joint(inp, table, delay, neg_breakaway, sample_of_tick.tolist(), bufs)
+            self._run_joint(inp, table, state, bufs)
         else:
-            self._run_generic(inp, delay, neg_breakaway, sample_of_tick.tolist(), bufs, out, rows, record_ee)
+            self._run_generic(inp, state, bufs, out, rows, record_ee)
         for name, buf in zip(("q", "dq", "tau_cmd"), bufs):
             out[name][rows] = buf.transpose(1, 0, 2)
-        diverged = (self.batch.warning[:, _INSTABILITY, 1] > 0).any(axis=1)
-        if diverged.any():  # MuJoCo reset these simulations mid-run: their replay is invalid
+        diverged = self._diverged()
+        if diverged.any():
             for name in ("q", "dq", "tau_cmd"):
                 out[name][rows][diverged] = np.nan
 
     def _state_views(self):
-        """(q, dq, coriolis, applied) (P, 7) views of the bound rows (they never move)."""
+        """(q, dq, coriolis, applied) (P, 7): views of the bound rows (they never move) when
+        the addresses are contiguous (`live`), else copies."""
         f = self.f
         return f["qpos"][:, self.qadr], f["qvel"][:, self.dofs], f["qfrc_bias"][:, self.dofs], f["qfrc_applied"][:, self.dofs]
 
-    def _run_joint(self, inp, table, delay, neg_breakaway, sample_of_tick, bufs) -> None:
+    def _run_joint(self, inp: ReplayInput, table: np.ndarray, state: _ReplayState, bufs) -> None:
         """Joint impedance: per tick one kernel call (EMA, law, slew, samples, delay, relief)
-        over the shard's candidates, then one batch step; the kernel releases the GIL."""
+        over the shard's candidates, then one batch step."""
         q, dq, cor, applied = self._state_views()
-        tau_prev = np.tile(np.asarray(inp.tau_prev0, dtype=np.float64), (self.size, 1))
-        ema = np.asarray(inp.ema0 if inp.ema0 is not None else inp.q0, dtype=np.float64).copy()
-        ring, delays, use_ema = delay.ring, delay.delays, bool(inp.use_ema)
-        q_buf, dq_buf, tau_buf = bufs
-        step, tick = self.batch.step, population_joint_tick
-        live = isinstance(self.qadr, slice) and isinstance(self.dofs, slice)
+        args = (table, bool(inp.use_ema), state.ema, state.tau_prev, state.delay.ring, state.delay.delays,
+                state.neg_breakaway)
+        step, tick, samples, live = self.batch.step, population_joint_tick, state.sample_of_tick, self.live
         for k in range(inp.n_ticks):
             if not live:  # non-contiguous addresses: gather copies, scatter the torque back
                 q, dq, cor, applied = self._state_views()
-            tick(k, q, dq, cor, applied, table, use_ema, ema, tau_prev, ring, delays, neg_breakaway,
-                 sample_of_tick[k], q_buf, dq_buf, tau_buf)
+            tick(k, q, dq, cor, applied, *args, samples[k], *bufs)
             if not live:
                 self.f["qfrc_applied"][:, self.dofs] = applied
             step(stage=_VEL)
 
     def run_errors(self, inp: ReplayInput, table: np.ndarray, scales: tuple[float, float]) -> np.ndarray:
         """Joint-impedance replay of `inp` keeping only the error sums: (size, 2) mean squares of
-        (q − q_ref)/q_scale and (dq − dq_ref)/dq_scale over samples and joints; NaN if diverged."""
-        self.reset(inp)
-        m = self.matrix
-        delay = DelayLine(delay_ticks(m[:, 28]), inp.tau_prev0, inp.tau_history)
-        neg_breakaway = StribeckFriction(m[:, 7:14], m[:, 14:21] * m[:, 7:14])._neg_breakaway
-        sample_of_tick = np.full(inp.n_ticks, -1, dtype=np.int64)
-        sample_of_tick[inp.sample_ticks] = np.arange(inp.n_samples)
+        (q − q_ref)/q_scale and (dq − dq_ref)/dq_scale over samples and joints; NaN if diverged.
+        Needs `live` views (the caller checks)."""
+        state = self._start(inp)
         q, dq, cor, applied = self._state_views()
-        tau_prev = np.tile(np.asarray(inp.tau_prev0, dtype=np.float64), (self.size, 1))
-        ema = np.asarray(inp.ema0 if inp.ema0 is not None else inp.q0, dtype=np.float64).copy()
         q_ref, dq_ref = np.ascontiguousarray(inp.q_ref, dtype=np.float64), np.ascontiguousarray(inp.dq_ref, dtype=np.float64)
         sum_sq = np.zeros((self.size, 2))
-        args = (table, bool(inp.use_ema), ema, tau_prev, delay.ring, delay.delays, neg_breakaway)
-        step, tick, samples = self.batch.step, population_joint_tick_errors, sample_of_tick.tolist()
+        args = (table, bool(inp.use_ema), state.ema, state.tau_prev, state.delay.ring, state.delay.delays,
+                state.neg_breakaway)
+        step, tick, samples = self.batch.step, population_joint_tick_errors, state.sample_of_tick
         q_scale, dq_scale = float(scales[0]), float(scales[1])
-        for k in range(inp.n_ticks):  # contiguous addresses (the caller checks): live views
+        for k in range(inp.n_ticks):
             tick(k, q, dq, cor, applied, *args, samples[k], q_ref, dq_ref, q_scale, dq_scale, sum_sq)
             step(stage=_VEL)
         sum_sq /= max(1, inp.n_samples) * 7
-        sum_sq[(self.batch.warning[:, _INSTABILITY, 1] > 0).any(axis=1)] = np.nan
+        sum_sq[self._diverged()] = np.nan
         return sum_sq
 
-    def _run_generic(self, inp, delay, neg_breakaway, sample_of_tick, bufs, out, rows, record_ee) -> None:
+    def _run_generic(self, inp: ReplayInput, state: _ReplayState, bufs, out, rows, record_ee) -> None:
         """Any controller (the Cartesian law needs kinematics), with the EE pose if asked."""
         ctrl = TickController(inp, self.size)
         q_buf, dq_buf, tau_buf = bufs
@@ -187,14 +188,25 @@ class _Shard:
             q, dq, cor, _ = self._state_views()
             kin = self.kinematics() if self.need_kin else None
             tau = ctrl.torque(k, q, dq, cor, kin)
-            s = sample_of_tick[k]
+            s = state.sample_of_tick[k]
             if s >= 0:
                 q_buf[s], dq_buf[s], tau_buf[s] = q, dq, tau
                 if record_ee:
                     out["ee_pos"][rows, s], out["ee_mat"][rows, s] = kin.site_pos, kin.site_xmat
-            delay.push_apply(tau, dq, neg_breakaway, applied_rows)
+            state.delay.push_apply(tau, dq, state.neg_breakaway, applied_rows)
             f["qfrc_applied"][:, self.dofs] = applied_rows
             step(stage=_VEL)
+
+
+@dataclass
+class _ReplayState:
+    """What one replay of one input carries from tick to tick, for a shard of P candidates."""
+
+    delay: DelayLine  # commanded torques by tick, per-candidate delays
+    neg_breakaway: np.ndarray  # (P, 7) −(mu_s − mu_d) [N·m]
+    sample_of_tick: list[int]  # (T,) sample index of each tick, −1 for none
+    tau_prev: np.ndarray  # (P, 7) slew-limiter state [N·m]
+    ema: np.ndarray  # (7,) the EMA of the targets, shared by every candidate [rad]
 
 
 class PopulationEngine:
@@ -286,8 +298,8 @@ class PopulationEngine:
         population = matrix.shape[0]
         out = np.empty((population, len(self.inputs), 2))
         tables = self._tables()
-        live = isinstance(dof_span(self.arm.dof_adr), slice) and isinstance(dof_span(self.arm.qpos_adr), slice)
-        fused = [t is not None and not self.need_kin and live for t in tables]
+        self._ensure_shards(population)
+        fused = [t is not None and not self.need_kin and self._shards[0].live for t in tables]
         for b, inp in enumerate(self.inputs):
             if inp.q_ref is None or inp.dq_ref is None:
                 raise ValueError(f"input {b}: q_ref and dq_ref are needed for errors")
