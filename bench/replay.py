@@ -5,7 +5,9 @@ The rollout peer runs the same candidates' models (armature, damping, breakaway 
 open loop by the joint torques the population engine applied (delayed commands + sliding
 friction relief), so it integrates the same trajectories: the same physics without the
 controller, the delay line or any Python in the loop.
-The engine and rollout runs are interleaved `--repeat` times (the machine's load changes from
+The engine runs its compiled loop (the tick as MuJoCo's control callback, one batch call per
+interval); its per-tick loop (one kernel call and one batch step per tick) is timed alongside
+for comparison. The runs are interleaved `--repeat` times (the machine's load changes from
 minute to minute, and noise only ever adds time): the ratio of the best runs (as `timeit`
 recommends) is the headline, the median ratio and the ratio of process CPU times follow.
 Prints sim-steps/s of each and the ratios (targets: ≥ 0.8× rollout, ≥ 5× per-candidate loop).
@@ -114,7 +116,11 @@ def main() -> None:
     steps = args.population * n
 
     engine = PopulationEngine([inp], model=model, nthread=args.nthread)
+    if engine.compiled_loop_error is not None:
+        print(f"note: the compiled loop is unavailable ({engine.compiled_loop_error}); timing the per-tick loop")
+    per_tick = PopulationEngine([inp], model=model, nthread=args.nthread, compiled_loop=False)
     result = engine.run(params)[0]  # builds the batch (excluded from timing: reused across generations)
+    per_tick.run(params)
     applied = applied_torques(params, result.tau_cmd, result.dq)
     models = candidate_models(model, params)
     runs = []
@@ -125,9 +131,13 @@ def main() -> None:
         cpu = time.process_time()
         t_roll = bench_rollout(models, n, args.nthread, applied)
         c_roll = time.process_time() - cpu
-        runs.append((t_pop, t_roll, c_pop, c_roll))
+        wall = time.perf_counter()
+        per_tick.run(params)
+        t_tick = time.perf_counter() - wall
+        runs.append((t_pop, t_roll, c_pop, c_roll, t_tick))
         print(f"  run {len(runs)}: population {steps / t_pop:10,.0f} steps/s, rollout {steps / t_roll:10,.0f} steps/s, "
-              f"ratio {t_roll / t_pop:.2f}x (CPU-time ratio {c_roll / c_pop:.2f}x)", flush=True)
+              f"ratio {t_roll / t_pop:.2f}x (CPU-time ratio {c_roll / c_pop:.2f}x); per-tick loop "
+              f"{t_roll / t_tick:.2f}x", flush=True)
 
     start = time.perf_counter()
     for i in range(args.ref_candidates):
@@ -135,15 +145,17 @@ def main() -> None:
     t_ref = (time.perf_counter() - start) / args.ref_candidates * args.population
 
     med = statistics.median
-    t_pop, t_roll = min(r[0] for r in runs), min(r[1] for r in runs)
+    t_pop, t_roll, t_tick = min(r[0] for r in runs), min(r[1] for r in runs), min(r[4] for r in runs)
     ratio, cpu_ratio = med(r[1] / r[0] for r in runs), med(r[3] / r[2] for r in runs)
     print(f"P={args.population}, {n} ticks, nthread={args.nthread}, best of {args.repeat} interleaved runs")
     print(f"population engine : {steps / t_pop:12,.0f} sim-steps/s  ({t_pop:.2f} s)")
     print(f"mujoco.rollout    : {steps / t_roll:12,.0f} sim-steps/s  ({t_roll:.2f} s, open loop)")
+    print(f"per-tick loop     : {steps / t_tick:12,.0f} sim-steps/s  ({t_tick:.2f} s, the engine without its compiled loop)")
     print(f"reference loop    : {steps / t_ref:12,.0f} sim-steps/s  ({t_ref:.2f} s extrapolated from {args.ref_candidates})")
     print(f"ratio vs rollout  : {t_roll / t_pop:.2f}x best/best (target >= 0.8x); median of the run ratios "
           f"{ratio:.2f}x, CPU-time ratio {cpu_ratio:.2f}x")
     print(f"ratio vs reference: {t_ref / t_pop:.2f}x   (target >= 5x)")
+    print(f"per-tick loop vs rollout: {t_roll / t_tick:.2f}x best/best; compiled loop vs per-tick: {t_tick / t_pop:.2f}x")
 
 
 if __name__ == "__main__":

@@ -13,6 +13,8 @@ Public API:
   arm_tick(...)                measurement noise + EMA + the law, for one arm (SimFR3)
   arm_step(...)                arm_tick + the outputs + the delayed torque (the recorders' tick)
   apply_delayed_torque(ring, tick, delays, tau_cmd, dq, neg_breakaway, applied)
+  sliding_relief(dq_j, neg_breakaway_j)  one joint's Stribeck relief (inlined where used)
+  ema_springs(table, use_ema, ema, springs)  a whole interval's spring targets
   population_joint_tick(...)   EMA + joint_impedance_tick + samples + apply_delayed_torque
   population_joint_tick_errors(...)  the same, summing a fit's squared errors instead
 """
@@ -138,9 +140,14 @@ def apply_delayed_torque(ring, tick, delays, tau_cmd, dq, neg_breakaway, applied
         for j in range(7):
             ring[slot, p, j] = tau_cmd[p, j]
         for j in range(7):
-            dqj = dq[p, j]
-            relief = math.copysign(math.expm1(dqj * dqj * NEG_INV_STRIBECK_VELOCITY_SQ) * neg_breakaway[p, j], dqj)
-            applied[p, j] = relief + ring[source, p, j]
+            applied[p, j] = sliding_relief(dq[p, j], neg_breakaway[p, j]) + ring[source, p, j]
+
+
+@njit(**_JIT, inline="always")
+def sliding_relief(dqj, neg_breakaway_j):
+    """StribeckFriction's sliding relief of one joint [N·m] at velocity dqj [rad/s]:
+    −(mu_s − mu_d)·expm1(−dq²/v_s²)·sign(dq), with neg_breakaway_j = −(mu_s − mu_d)."""
+    return math.copysign(math.expm1(dqj * dqj * NEG_INV_STRIBECK_VELOCITY_SQ) * neg_breakaway_j, dqj)
 
 
 @njit(**_JIT, inline="always")
@@ -154,6 +161,20 @@ def _population_control(k, q, dq, coriolis, table, use_ema, ema, tau_prev):
     else:
         spring = row[9:16]
     joint_impedance_tick(q, dq, spring, row[16:23], row[23:30], coriolis, row[1] != 0.0, tau_prev)
+
+
+@njit(**_JIT)
+def ema_springs(table, use_ema, ema, springs):
+    """springs (T, 7) ← each tick's spring target: the EMA after that tick's update (ema (7,),
+    updated in place, as _population_control does it) or, without the EMA, the target itself.
+    The EMA sees only the targets, so a whole interval's springs can be formed up front."""
+    for k in range(table.shape[0]):
+        for j in range(7):
+            if use_ema:
+                ema[j] = ema[j] * table[k, 0] + table[k, 2 + j]
+                springs[k, j] = ema[j]
+            else:
+                springs[k, j] = table[k, 9 + j]
 
 
 @njit(**_JIT)
@@ -207,4 +228,4 @@ def warm_up() -> None:
              np.zeros(7), np.zeros((2, 1, 7)), 0, np.zeros(1, dtype=np.int64), row, np.zeros(7), np.zeros(7), np.zeros(7))
 
 
-__all__ = ["STRIBECK_VELOCITY_RAD_S", "apply_delayed_torque", "arm_step", "arm_tick", "joint_impedance_tick", "population_joint_tick", "population_joint_tick_errors", "warm_up"]
+__all__ = ["STRIBECK_VELOCITY_RAD_S", "apply_delayed_torque", "arm_step", "arm_tick", "ema_springs", "joint_impedance_tick", "population_joint_tick", "population_joint_tick_errors", "sliding_relief", "warm_up"]

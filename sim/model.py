@@ -1,8 +1,9 @@
 """The FR3 MuJoCo model: our mesh-free MJCF, or a user's MJCF with its arm joints mapped.
 
 Every model handed to the engines is normalised the same way: 1 ms step, zero gravity (the
-firmware compensates gravity), the 7 arm joints named `fr3_joint1..7` and a site `ee` at the
-flange (`0 0 0.107` on the body of joint 7) unless the file already has a site named `ee`.
+firmware compensates gravity), the 7 arm joints named `fr3_joint1..7`, a site `ee` at the
+flange (`0 0 0.107` on the body of joint 7) unless the file already has a site named `ee`,
+and at least callback.USERDATA_SLOTS userdata entries (for the population engine).
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from typing import Mapping
 
 import mujoco
 import numpy as np
+
+from .callback import USERDATA_SLOTS
 
 JOINT_COUNT = 7
 FR3_MODEL_PATH = Path(__file__).resolve().parent / "models" / "fr3.xml"
@@ -85,6 +88,9 @@ def load_model(path: str | Path | None = None, joint_map: Mapping[int, str] | No
     spec.option.gravity = [0.0, 0.0, 0.0]
     if spec.option.integrator == mujoco.mjtIntegrator.mjINT_RK4:
         spec.option.integrator = mujoco.mjtIntegrator.mjINT_IMPLICITFAST
+    # userdata slots for the population engine's compiled control callback (callback.py);
+    # userdata is never read by the physics
+    spec.nuserdata = max(spec.nuserdata, USERDATA_SLOTS)
     if "ee" not in {s.name for s in spec.sites}:
         flange_body = joints[-1].parent
         flange_body.add_site(name="ee", pos=list(FLANGE_OFFSET_M))

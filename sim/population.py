@@ -2,24 +2,29 @@
 
 The population is split into `nthread` shards; each is a persistent single-threaded
 `mujoco.batch.Batch` over its share of the candidates, driven by its own worker thread (the
-batch step releases the GIL). Shards never wait for each other per tick: one Batch with
-nthread threads synchronises its threads 1000 times per simulated second, and on a loaded
-machine one descheduled thread stalls all of them (measured 1.4× slower than shards on the
-shared 2-core machine). Per-candidate model fields (armature, damping,
-breakaway level) are `expand`-ed once per generation and never written during a replay.
-Joint impedance, per tick: one compiled call (kernels.population_joint_tick: EMA, the law,
-slew, samples, delay line, sliding-friction relief → qfrc_applied) over the shard's
-candidates, reading live views of qpos/qvel/qfrc_bias (current: every step ends with the
-position/velocity stages), then `batch.step(stage=mjSTAGE_VEL)`. The kernel keeps the GIL
-for its few microseconds: releasing and retaking it twice per tick made the two shards wait
-on each other (measured ~4 % slower). The Cartesian law runs in numpy (TickController).
-The arithmetic is the reference engine's (the same kernels), so both agree bit for bit.
+batch step releases the GIL). Shards never wait for each other: one Batch with nthread
+threads synchronises its threads at every call, and on a loaded machine one descheduled
+thread stalls all of them (measured 1.4× slower than shards on the shared 2-core machine).
+Per-candidate model fields (armature, damping, breakaway level) are `expand`-ed once per
+generation and never written during a replay.
+
+Joint impedance runs one of two loops, with the same arithmetic (kernels.py), bit for bit:
+- compiled (the default where callback.compiled_loop_error(model) is None): the tick is
+  MuJoCo's control callback (callback.py), so one `batch.step(nstep=T)` replays the whole
+  interval per candidate with no Python between ticks;
+- per tick (any model, or when another mjcb_control is installed): one compiled call
+  (kernels.population_joint_tick: EMA, the law, slew, samples, delay line, sliding-friction
+  relief → qfrc_applied) over the shard's candidates on live views of qpos/qvel/qfrc_bias,
+  then `batch.step(stage=mjSTAGE_VEL)`.
+The Cartesian law (and any replay that records the EE pose) runs per tick in numpy
+(TickController). Both engines agree with the reference engine bit for bit.
 """
 
 from __future__ import annotations
 
 import os
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext
 from dataclasses import dataclass
 
 import mujoco
@@ -30,7 +35,8 @@ from .controllers import mat_to_quat_xyzw
 from .model import ArmIndex, arm_index, load_model
 from .params import delay_ticks, params_matrix
 from .plant import DelayLine, StribeckFriction, dof_span
-from .kernels import population_joint_tick, population_joint_tick_errors
+from . import callback
+from .kernels import ema_springs, population_joint_tick, population_joint_tick_errors
 from .replay import Kinematics, TickController, joint_tick_table
 from .replay_input import JOINT_IMPEDANCE, ReplayInput
 
@@ -66,12 +72,13 @@ class _Shard:
             "qpos": b.bind("qpos"), "qvel": b.bind("qvel"),
             "qfrc_applied": b.bind("qfrc_applied"), "qfrc_bias": b.bind("qfrc_bias"),
             "armature": b.expand("dof_armature"), "damping": b.expand("dof_damping"),
-            "frictionloss": b.expand("dof_frictionloss"),
+            "frictionloss": b.expand("dof_frictionloss"), "userdata": b.bind("userdata"),
         }
         if need_kin:
             for name in ("site_xpos", "site_xmat", "xanchor", "xaxis"):
                 self.f[name] = b.bind(name)
         self.need_kin = need_kin
+        self.use_callback = False  # set per call by PopulationEngine._fan_out
         self._sample_buffers: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         self.dofs, self.qadr = dof_span(arm.dof_adr), dof_span(arm.qpos_adr)
         self.live = isinstance(self.dofs, slice) and isinstance(self.qadr, slice)  # views, not copies
@@ -144,9 +151,27 @@ class _Shard:
         f = self.f
         return f["qpos"][:, self.qadr], f["qvel"][:, self.dofs], f["qfrc_bias"][:, self.dofs], f["qfrc_applied"][:, self.dofs]
 
+    def _run_callback(self, inp: ReplayInput, table: np.ndarray, state: _ReplayState, **io) -> None:
+        """Joint impedance in one batch call: the control callback runs every tick (callback.py).
+        io: outputs=(q, dq, τ) (S, P, 7) buffers, or errors=(q_ref, dq_ref, scales, sum_sq)."""
+        springs = np.empty((inp.n_ticks, 7))
+        ema_springs(table, bool(inp.use_ema), state.ema, springs)
+        context = callback.ReplayContext(
+            springs=springs, table=table, sample_of_tick=np.asarray(state.sample_of_tick, dtype=np.int64),
+            tau_prev=state.tau_prev, ring=state.delay.ring, delays=np.ascontiguousarray(state.delay.delays, dtype=np.int64),
+            neg_breakaway=np.ascontiguousarray(state.neg_breakaway), qpos_adr=self.arm.qpos_adr.astype(np.int64),
+            dof_adr=self.arm.dof_adr.astype(np.int64), **io)
+        self.f["userdata"][:, : callback.USERDATA_SLOTS] = context.userdata_rows()
+        if inp.n_ticks:
+            self.batch.step(nstep=inp.n_ticks, stage=_VEL)
+        self.f["userdata"][:] = 0.0  # the context's arrays die with this call
+
     def _run_joint(self, inp: ReplayInput, table: np.ndarray, state: _ReplayState, bufs) -> None:
-        """Joint impedance: per tick one kernel call (EMA, law, slew, samples, delay, relief)
-        over the shard's candidates, then one batch step."""
+        """Joint impedance: the compiled loop when this call installed it, else per tick one
+        kernel call (EMA, law, slew, samples, delay, relief) over the shard's candidates, then
+        one batch step."""
+        if self.use_callback:
+            return self._run_callback(inp, table, state, outputs=bufs)
         q, dq, cor, applied = self._state_views()
         args = (table, bool(inp.use_ema), state.ema, state.tau_prev, state.delay.ring, state.delay.delays,
                 state.neg_breakaway)
@@ -167,6 +192,10 @@ class _Shard:
         q, dq, cor, applied = self._state_views()
         q_ref, dq_ref = np.ascontiguousarray(inp.q_ref, dtype=np.float64), np.ascontiguousarray(inp.dq_ref, dtype=np.float64)
         sum_sq = np.zeros((self.size, 2))
+        if self.use_callback:
+            scales_arr = np.array([scales[0], scales[1]], dtype=np.float64)
+            self._run_callback(inp, table, state, errors=(q_ref, dq_ref, scales_arr, sum_sq))
+            return self._finish_errors(inp, sum_sq)
         args = (table, bool(inp.use_ema), state.ema, state.tau_prev, state.delay.ring, state.delay.delays,
                 state.neg_breakaway)
         step, tick, samples = self.batch.step, population_joint_tick_errors, state.sample_of_tick
@@ -174,6 +203,9 @@ class _Shard:
         for k in range(inp.n_ticks):
             tick(k, q, dq, cor, applied, *args, samples[k], q_ref, dq_ref, q_scale, dq_scale, sum_sq)
             step(stage=_VEL)
+        return self._finish_errors(inp, sum_sq)
+
+    def _finish_errors(self, inp: ReplayInput, sum_sq: np.ndarray) -> np.ndarray:
         sum_sq /= max(1, inp.n_samples) * 7
         sum_sq[self._diverged()] = np.nan
         return sum_sq
@@ -214,11 +246,13 @@ class PopulationEngine:
 
     model: an MjModel from load_model (ours if None); nthread: worker threads (default: CPUs),
     each driving one single-threaded batch over its share of the candidates; record_ee: also
-    return the EE pose per sample. Call close() (or use `with`) to stop the workers early.
+    return the EE pose per sample; compiled_loop: run joint-impedance replays through the
+    control callback when the model allows (`compiled_loop_error` says why not), False for
+    the per-tick loop. Call close() (or use `with`) to stop the workers early.
     """
 
     def __init__(self, inputs: list[ReplayInput], model: mujoco.MjModel | None = None,
-                 nthread: int | None = None, record_ee: bool = False):
+                 nthread: int | None = None, record_ee: bool = False, compiled_loop: bool = True):
         self.inputs = list(inputs)
         self.model = load_model() if model is None else model
         self.arm = arm_index(self.model)
@@ -230,6 +264,7 @@ class PopulationEngine:
         self._population = 0
         self._pool: ThreadPoolExecutor | None = None
         self._joint_tables: list[np.ndarray | None] | None = None
+        self.compiled_loop_error = callback.compiled_loop_error(self.model) if compiled_loop else "turned off"
 
     def _ensure_shards(self, population: int) -> None:
         if self._population == population:
@@ -251,12 +286,16 @@ class PopulationEngine:
             shard.set_params(matrix[rows])
             work(shard, rows)
 
-        if self._pool is None or len(self._shards) == 1:
-            for i in range(len(self._shards)):
-                one(i)
-        else:
-            for future in [self._pool.submit(one, i) for i in range(len(self._shards))]:
-                future.result()
+        wanted = self.compiled_loop_error is None
+        with callback.installed() if wanted else nullcontext(False) as compiled:
+            for shard in self._shards:
+                shard.use_callback = compiled
+            if self._pool is None or len(self._shards) == 1:
+                for i in range(len(self._shards)):
+                    one(i)
+            else:
+                for future in [self._pool.submit(one, i) for i in range(len(self._shards))]:
+                    future.result()
 
     def _tables(self) -> list[np.ndarray | None]:
         if self._joint_tables is None:

@@ -1,10 +1,10 @@
-"""Synthetic recordings for tests/sim: drive SimFR3 tick by tick, as the daemon does."""
+"""Synthetic recordings and replay inputs for tests/sim: SimFR3 driven tick by tick, as the daemon does."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from twinlake.sim import HOME_Q, JointImpedanceCommand, JointImpedanceConfig, SimFR3
+from twinlake.sim import DEFAULT_BOUNDS, HOME_Q, JointImpedanceCommand, JointImpedanceConfig, ReplayInput, SimFR3
 
 
 def target_trajectory(n_ticks: int, amplitude_rad: float = 0.15, freq_hz: float = 1.1) -> np.ndarray:
@@ -50,3 +50,21 @@ def record_synthetic(params, n_ticks: int, noise_q: float = 0.0, noise_dq: float
     for key, values in scalar.items():
         frame[key] = np.array(values)
     return frame
+
+
+def joint_input(n_ticks: int, q0=HOME_Q, use_ema=True) -> ReplayInput:
+    cfg = JointImpedanceConfig()
+    return ReplayInput(
+        controller="joint_impedance", q0=np.array(q0), dq0=np.zeros(7), tau_prev0=np.zeros(7),
+        tau_history=np.zeros((0, 7)), sample_ticks=np.arange(n_ticks), n_ticks=n_ticks,
+        q_target=target_trajectory(n_ticks, amplitude_rad=0.3, freq_hz=0.6), use_ema=use_ema,
+        k_nm_per_rad=np.tile(cfg.k_nm_per_rad, (n_ticks, 1)), d_nms_per_rad=np.tile(cfg.d_nms_per_rad, (n_ticks, 1)),
+        filter_alpha=np.full(n_ticks, cfg.filter_alpha),
+    )
+
+
+def distinct_params(count: int, seed: int = 7) -> np.ndarray:
+    lo, hi = DEFAULT_BOUNDS[:, 0], DEFAULT_BOUNDS[:, 1]
+    params = lo + np.random.default_rng(seed).uniform(0.05, 0.95, size=(count, 29)) * (hi - lo)
+    params[:, 28] = np.arange(count) * 2 % 5  # delays 0, 2, 4, 1, ...
+    return params

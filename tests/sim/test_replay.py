@@ -2,38 +2,18 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from sim_recording import record_synthetic, target_trajectory
+from sim_recording import distinct_params, joint_input, record_synthetic, target_trajectory
 from twinlake.sim import (
-    DEFAULT_BOUNDS,
     DEMO_PROFILE_PATH,
     HOME_Q,
     CartesianGains,
     DynamicsParams,
-    JointImpedanceConfig,
     PopulationEngine,
     ReplayInput,
     load_params,
     replay_reference,
 )
 from twinlake.sim.plant import DelayLine
-
-
-def joint_input(n_ticks: int, q0=HOME_Q, use_ema=True) -> ReplayInput:
-    cfg = JointImpedanceConfig()
-    return ReplayInput(
-        controller="joint_impedance", q0=np.array(q0), dq0=np.zeros(7), tau_prev0=np.zeros(7),
-        tau_history=np.zeros((0, 7)), sample_ticks=np.arange(n_ticks), n_ticks=n_ticks,
-        q_target=target_trajectory(n_ticks, amplitude_rad=0.3, freq_hz=0.6), use_ema=use_ema,
-        k_nm_per_rad=np.tile(cfg.k_nm_per_rad, (n_ticks, 1)), d_nms_per_rad=np.tile(cfg.d_nms_per_rad, (n_ticks, 1)),
-        filter_alpha=np.full(n_ticks, cfg.filter_alpha),
-    )
-
-
-def distinct_params(count: int, seed: int = 7) -> np.ndarray:
-    lo, hi = DEFAULT_BOUNDS[:, 0], DEFAULT_BOUNDS[:, 1]
-    params = lo + np.random.default_rng(seed).uniform(0.05, 0.95, size=(count, 29)) * (hi - lo)
-    params[:, 28] = np.arange(count) * 2 % 5  # delays 0, 2, 4, 1, ...
-    return params
 
 
 def test_delay_line_returns_history_then_commands_delay_ticks_later():

@@ -1,0 +1,110 @@
+"""The compiled loop (the tick as MuJoCo's control callback) against the per-tick loop."""
+
+import ctypes
+
+import mujoco
+import numpy as np
+import pytest
+
+from sim_recording import distinct_params, joint_input
+from twinlake.sim import DynamicsParams, PopulationEngine, replay_reference
+from twinlake.sim import callback
+from twinlake.sim.model import FR3_MODEL_PATH, HOME_Q, arm_index
+
+
+def both_loops(model, inputs, nthread=2):
+    compiled = PopulationEngine(inputs, model=model, nthread=nthread)
+    per_tick = PopulationEngine(inputs, model=model, nthread=nthread, compiled_loop=False)
+    return compiled, per_tick
+
+
+@pytest.mark.parametrize("use_ema", [True, False])
+def test_compiled_loop_equals_the_per_tick_loop_bit_for_bit(model, use_ema):
+    inp = joint_input(1500, use_ema=use_ema)
+    inp.use_friction = np.arange(1500) % 700 < 350  # friction compensation on and off
+    inp.tau_history = np.linspace(-1.0, 1.0, 4 * 7).reshape(4, 7)  # commands before tick 0
+    params = distinct_params(5)  # delays 0, 2, 4, 1, 3
+    compiled, per_tick = both_loops(model, [inp])
+    assert compiled.compiled_loop_error is None and per_tick.compiled_loop_error == "turned off"
+    fast, slow = compiled.run(params)[0], per_tick.run(params)[0]
+    for name in ("q", "dq", "tau_cmd"):
+        np.testing.assert_array_equal(getattr(fast, name), getattr(slow, name))
+    assert np.abs(fast.q[:, -1] - fast.q[0, -1]).max() > 1e-4  # distinct candidates moved apart
+    ref = replay_reference(inp, DynamicsParams.from_vector(params[2]), model)
+    assert np.abs(fast.q[2] - ref.q).max() <= 1e-9
+
+
+def test_compiled_errors_equal_the_per_tick_errors_and_the_engine_is_reusable(model):
+    inputs = [joint_input(800), joint_input(300, use_ema=False)]
+    for inp in inputs:
+        inp.q_ref, inp.dq_ref = inp.q_target + 0.01, np.full((inp.n_ticks, 7), 0.05)
+    params = distinct_params(6, seed=3)
+    compiled, per_tick = both_loops(model, inputs)
+    first = compiled.mean_square_errors(params, 1e-3, 1e-2)
+    assert first.shape == (6, 2, 2)
+    np.testing.assert_array_equal(first, per_tick.mean_square_errors(params, 1e-3, 1e-2))
+    assert np.isfinite(first).all() and np.ptp(first[:, 0, 0]) > 0
+    np.testing.assert_array_equal(compiled.mean_square_errors(params[::-1], 1e-3, 1e-2), first[::-1])
+
+
+def test_a_model_without_userdata_keeps_the_per_tick_loop(model):
+    spec = mujoco.MjSpec.from_file(str(FR3_MODEL_PATH))
+    bare = spec.compile()  # not through load_model: no userdata slots, gravity on
+    assert bare.nuserdata == 0
+    assert "nuserdata 0" in callback.compiled_loop_error(bare)
+    inp = joint_input(200)
+    params = distinct_params(2)
+    engine = PopulationEngine([inp], model=bare, nthread=1)
+    got = engine.run(params)[0]
+    want = PopulationEngine([inp], model=bare, nthread=1, compiled_loop=False).run(params)[0]
+    np.testing.assert_array_equal(got.q, want.q)
+
+
+def test_another_installed_callback_is_left_in_place_and_the_result_is_unchanged(model):
+    calls = []
+    foreign = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p)(lambda m, d: calls.append(1))
+    inp = joint_input(100)
+    params = distinct_params(2)
+    want = PopulationEngine([inp], model=model, nthread=1, compiled_loop=False).run(params)[0]
+    mujoco.set_mjcb_control(foreign)
+    try:
+        with callback.installed() as ours:
+            assert not ours and mujoco.get_mjcb_control() is foreign
+        got = PopulationEngine([inp], model=model, nthread=1).run(params)[0]
+        assert mujoco.get_mjcb_control() is foreign
+    finally:
+        mujoco.set_mjcb_control(None)
+    np.testing.assert_array_equal(got.q, want.q)
+    assert len(calls) >= 2 * 100  # the foreign callback ran on every step of the per-tick loop
+
+
+def test_installs_nest_and_other_simulations_are_left_alone(model):
+    data, plain = mujoco.MjData(model), mujoco.MjData(model)
+    for d in (data, plain):
+        d.qpos[arm_index(model).qpos_adr] = HOME_Q
+        d.qvel[:] = 0.3
+        d.qfrc_applied[:] = 0.5
+    with callback.installed() as outer:
+        assert outer
+        with callback.installed() as inner:
+            assert inner
+        assert mujoco.get_mjcb_control() is not None  # still installed for the outer user
+        for _ in range(20):
+            mujoco.mj_step(model, data)  # userdata without the magic: the callback does nothing
+    assert mujoco.get_mjcb_control() is None
+    for _ in range(20):
+        mujoco.mj_step(model, plain)
+    np.testing.assert_array_equal(data.qpos, plain.qpos)
+    np.testing.assert_array_equal(data.qfrc_applied, plain.qfrc_applied)
+
+
+def test_replay_context_checks_its_arrays():
+    good = dict(springs=np.zeros((3, 7)), table=np.zeros((3, 30)), sample_of_tick=np.zeros(3, dtype=np.int64),
+                tau_prev=np.zeros((2, 7)), ring=np.zeros((1, 2, 7)), delays=np.zeros(2, dtype=np.int64),
+                neg_breakaway=np.zeros((2, 7)), qpos_adr=np.arange(7), dof_adr=np.arange(7),
+                outputs=tuple(np.zeros((3, 2, 7)) for _ in range(3)))
+    context = callback.ReplayContext(**good)
+    rows = context.userdata_rows()
+    assert rows.shape == (2, callback.USERDATA_SLOTS) and int(rows[0, 1]) == context.address_table.ctypes.data
+    with pytest.raises(ValueError, match="ReplayContext.delays: expected a C-contiguous int64"):
+        callback.ReplayContext(**{**good, "delays": np.zeros(2)})
