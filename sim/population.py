@@ -162,9 +162,11 @@ class _Shard:
             neg_breakaway=np.ascontiguousarray(state.neg_breakaway), qpos_adr=self.arm.qpos_adr.astype(np.int64),
             dof_adr=self.arm.dof_adr.astype(np.int64), **io)
         self.f["userdata"][:, : callback.USERDATA_SLOTS] = context.userdata_rows()
-        if inp.n_ticks:
-            self.batch.step(nstep=inp.n_ticks, stage=_VEL)
-        self.f["userdata"][:] = 0.0  # the context's arrays die with this call
+        try:
+            if inp.n_ticks:
+                self.batch.step(nstep=inp.n_ticks, stage=_VEL)
+        finally:
+            self.f["userdata"][:] = 0.0  # the context's arrays die with this call
 
     def _run_joint(self, inp: ReplayInput, table: np.ndarray, state: _ReplayState, bufs) -> None:
         """Joint impedance: the compiled loop when this call installed it, else per tick one
