@@ -85,6 +85,7 @@ def excite(
         from .excitation import validate_plan
 
         validate_plan(plan)
+        experiment = load_experiment(experiment_metadata)  # before anything is written
         out_dir = new_output_dir(output)
         if not execute:
             meta = run_preview(plan, out_dir, q0, robot_id=robot_id, guards=guards)
@@ -92,7 +93,7 @@ def excite(
                                    "total_s": plan.total_s}))
             return
         _execute(plan, out_dir, host, robot_id, guards, record, kp, kd, filter_alpha, finish,
-                 load_experiment(experiment_metadata), nuc_log, cmd_port, state_port, recording_port)
+                 experiment, nuc_log, cmd_port, state_port, recording_port)
     except KeyboardInterrupt:
         typer.echo("twinlake excite: interrupted", err=True)
         raise typer.Exit(130)

@@ -11,7 +11,6 @@ with the anchor; we implement what it documents). A fault requests termination.
 
 from __future__ import annotations
 
-import json
 import math
 import time
 import uuid
@@ -19,6 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+
+from twinlake.jsonfile import read_json_object
 
 from .client import DEFAULT_D_JOINT, DEFAULT_FILTER_ALPHA, DEFAULT_K_JOINT, ClientState, Fr3Client
 from .companions import recording_meta, write_companions
@@ -275,7 +276,4 @@ def load_experiment(path: str | None) -> dict | None:
     """The user's experiment JSON object (or None); raises ValueError if it is not an object."""
     if path is None:
         return None
-    data = json.loads(Path(path).read_text())
-    if not isinstance(data, dict):
-        raise ValueError(f"{path}: expected a JSON object")
-    return data
+    return read_json_object(path, "experiment metadata file")

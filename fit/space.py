@@ -18,7 +18,6 @@ Spec syntax (`--params`, repeatable, comma-separated items; or a JSON file of th
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +25,7 @@ from typing import Any, Iterable
 
 import numpy as np
 
+from twinlake.jsonfile import read_json_object
 from twinlake.sim import DEFAULT_BOUNDS, PARAM_NAMES
 
 PARAM_COUNT = len(PARAM_NAMES)
@@ -191,14 +191,7 @@ def parse_space(specs: Iterable[str] = (), base: ParameterSpace | None = None) -
     for spec in specs:
         path = Path(spec)
         if "=" not in spec and (spec.endswith(".json") or _is_file(path)):
-            try:
-                doc = json.loads(path.read_text())
-            except FileNotFoundError:
-                raise ValueError(f"{path}: parameter spec file not found") from None
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"{path}: line {exc.lineno}: not valid JSON ({exc.msg})") from None
-            if not isinstance(doc, dict):
-                raise ValueError(f"{path}: expected a JSON object of NAME: value or [lo, hi]")
+            doc = read_json_object(path, "parameter spec file", "a JSON object of NAME: value or [lo, hi]")
             for name, value in doc.items():
                 _apply(bounds, frozen, name, value, str(path))
             continue

@@ -17,6 +17,8 @@ from typing import Any
 
 import numpy as np
 
+from twinlake.jsonfile import read_json_object
+
 JOINT_COUNT = 7
 PARAM_COUNT = 29
 PROFILE_SCHEMA = "twinlake.profile/v1"
@@ -145,14 +147,7 @@ def _from_block(block: dict, path: Path, delay_key: str) -> DynamicsParams:
 def load_params(path: str | Path) -> DynamicsParams:
     """Read our profile JSON (`schema: twinlake.profile/v1`) or FrankaTwin's sysid_best_params.json."""
     path = Path(path)
-    try:
-        doc = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise ValueError(f"{path}: file not found") from None
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{path}: not valid JSON (line {exc.lineno}: {exc.msg})") from None
-    if not isinstance(doc, dict):
-        raise ValueError(f"{path}: expected a JSON object")
+    doc = read_json_object(path, "parameter file")
     if doc.get("schema") == PROFILE_SCHEMA:
         if not isinstance(doc.get("params"), dict):
             raise ValueError(f"{path}: field 'params' must be an object")

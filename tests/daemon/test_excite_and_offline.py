@@ -143,6 +143,19 @@ def test_execute_refuses_without_robot_id_or_with_preview_anchor(tmp_path):
     assert r.exit_code == 1 and "q0-rad" in r.output
 
 
+def test_a_bad_experiment_metadata_file_is_named_before_anything_is_written(tmp_path):
+    bad = tmp_path / "experiment.json"
+    bad.write_text('{"operator": "ana",\n "payload_kg": }')
+    r = CliRunner().invoke(app, ["excite", "--execute", "--host", "h", "--robot-id", "x", "--experiment-metadata",
+                                 str(bad), "--output", str(tmp_path / "c")])
+    assert r.exit_code == 1 and "experiment.json: line 2: not valid JSON" in r.output
+    assert not (tmp_path / "c").exists()
+    bad.write_text('["not", "an", "object"]')
+    r = CliRunner().invoke(app, ["excite", *SHORT_MULTISINE, "--experiment-metadata", str(bad), "--output",
+                                 str(tmp_path / "d")])
+    assert r.exit_code == 1 and "expected a JSON object, found a JSON list" in r.output
+
+
 def test_finish_terminate_stops_recording_first(start_daemon, tmp_path):
     d = start_daemon(initial_controller="joint_impedance")
     d.wait_state(lambda s: s.controller == "joint_impedance")

@@ -80,7 +80,9 @@ def test_reads_frankatwin_sysid_best_params(tmp_path):
 @pytest.mark.parametrize(
     "content, message",
     [
-        ("{not json", "not valid JSON"),
+        ("{not json", "line 1: not valid JSON"),
+        ("[1, 2, 3]", "expected a JSON object, found a JSON list"),
+        (b"\xff\xfe{}", "parameter file is not UTF-8 text"),
         ('{"schema": "twinlake.profile/v1", "params": {"armature": [1, 2]}}', "missing field"),
         ('{"best_params_decoded": {"armature": [1,2,3], "mu_static": [1,1,1,1,1,1,1], "dynamic_ratio": [1,1,1,1,1,1,1],'
          ' "mu_viscous": [1,1,1,1,1,1,1], "motor_delay_steps": 1}}', "armature: expected 7 values"),
@@ -89,7 +91,14 @@ def test_reads_frankatwin_sysid_best_params(tmp_path):
 )
 def test_bad_parameter_files_name_the_file_and_the_problem(tmp_path, content, message):
     path = tmp_path / "bad.json"
-    path.write_text(content)
+    path.write_bytes(content) if isinstance(content, bytes) else path.write_text(content)
     with pytest.raises(ValueError, match=message) as info:
         load_params(path)
     assert str(path) in str(info.value)
+
+
+def test_a_missing_or_directory_parameter_file_is_named(tmp_path):
+    with pytest.raises(ValueError, match="missing.json: parameter file not found"):
+        load_params(tmp_path / "missing.json")
+    with pytest.raises(ValueError, match="parameter file is a directory, expected a file"):
+        load_params(tmp_path)
