@@ -207,8 +207,8 @@ def installed():
         if ours:
             with _install_lock:
                 _install_count -= 1
-                if _install_count == 0:
-                    mujoco.set_mjcb_control(None)
+                if _install_count == 0 and mujoco.get_mjcb_control() is pointer:
+                    mujoco.set_mjcb_control(None)  # one installed meanwhile by someone else stays
 
 
 @functools.cache

@@ -92,6 +92,13 @@ def test_installs_nest_and_other_simulations_are_left_alone(model):
         for _ in range(20):
             mujoco.mj_step(model, data)  # userdata without the magic: the callback does nothing
     assert mujoco.get_mjcb_control() is None
+    other = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p)(lambda m, d: None)
+    try:
+        with callback.installed():
+            mujoco.set_mjcb_control(other)  # a user's callback installed meanwhile is not removed
+        assert mujoco.get_mjcb_control() is other
+    finally:
+        mujoco.set_mjcb_control(None)
     for _ in range(20):
         mujoco.mj_step(model, plain)
     np.testing.assert_array_equal(data.qpos, plain.qpos)
