@@ -11,8 +11,11 @@ for comparison. The runs are interleaved `--repeat` times (the machine's load ch
 minute to minute, and noise only ever adds time): the ratio of the best runs (as `timeit`
 recommends) is the headline, the median ratio and the ratio of process CPU times follow.
 Prints sim-steps/s of each and the ratios (targets: ≥ 0.8× rollout, ≥ 5× per-candidate loop).
+Then the Cartesian law on a 50 Hz FrankaTwin-like log: the compiled loop against the per-tick
+numpy loop.
 
     /work/venv/bin/python bench/replay.py [--population 64] [--seconds 10] [--nthread 2] [--ref-candidates 2] [--repeat 5]
+                                          [--cartesian-seconds 2]
 """
 
 from __future__ import annotations
@@ -45,6 +48,43 @@ def make_input(seconds: float) -> ReplayInput:
         k_nm_per_rad=np.tile(cfg.k_nm_per_rad, (n, 1)), d_nms_per_rad=np.tile(cfg.d_nms_per_rad, (n, 1)),
         filter_alpha=np.full(n, cfg.filter_alpha),
     )
+
+
+def make_cartesian_input(seconds: float, model: mujoco.MjModel) -> ReplayInput:
+    """A FrankaTwin-like 50 Hz Cartesian log (ZOH time base): the target circles 3 cm around
+    the home flange pose."""
+    rows = int(round(seconds * 50)) + 1
+    home = replay_reference(make_input(0.001), DynamicsParams.nominal(), model)
+    t = np.arange(rows) / 50.0
+    cols = {"t_s": t}
+    for j in range(7):
+        cols[f"q{j + 1}"], cols[f"dq{j + 1}"] = np.full(rows, HOME_Q[j]), np.zeros(rows)
+    for a in range(3):
+        cols["tgt_p" + "xyz"[a]] = home.ee_pos[0, a] + 0.03 * np.sin(2 * np.pi * 0.8 * t + a)
+    for a in range(4):
+        cols["tgt_q" + "xyzw"[a]] = np.full(rows, home.ee_quat_xyzw[0, a])
+    return ReplayInput.from_frames(cols, controller="cartesian_impedance", time_base="zoh_1khz_ticks_per_csv_row",
+                                   warmup_ticks=50)
+
+
+def bench_cartesian(model: mujoco.MjModel, params: np.ndarray, seconds: float, nthread: int, repeat: int) -> None:
+    """The Cartesian law: the compiled loop against the per-tick numpy loop (same engine)."""
+    inp = make_cartesian_input(seconds, model)
+    compiled = PopulationEngine([inp], model=model, nthread=nthread)
+    numpy_loop = PopulationEngine([inp], model=model, nthread=nthread, compiled_loop=False)
+    a, b = compiled.run(params)[0], numpy_loop.run(params)[0]
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        compiled.run(params)
+        middle = time.perf_counter()
+        numpy_loop.run(params)
+        times.append((middle - start, time.perf_counter() - middle))
+    steps = len(params) * inp.n_ticks
+    t_c, t_n = min(t[0] for t in times), min(t[1] for t in times)
+    print(f"Cartesian law, {inp.n_ticks} ticks: compiled loop {steps / t_c:10,.0f} sim-steps/s, per-tick numpy "
+          f"{steps / t_n:10,.0f} sim-steps/s, ratio {t_n / t_c:.2f}x (max |Δq| between them "
+          f"{np.abs(a.q - b.q).max():.1e} rad)")
 
 
 def sample_params(population: int, seed: int = 0) -> np.ndarray:
@@ -108,6 +148,7 @@ def main() -> None:
     ap.add_argument("--nthread", type=int, default=2)
     ap.add_argument("--ref-candidates", type=int, default=2, help="reference runs timed (steps/s extrapolated)")
     ap.add_argument("--repeat", type=int, default=5, help="interleaved engine/rollout repetitions")
+    ap.add_argument("--cartesian-seconds", type=float, default=2.0, help="Cartesian-law comparison (0: skip)")
     args = ap.parse_args()
     model = load_model()
     inp = make_input(args.seconds)
@@ -156,6 +197,8 @@ def main() -> None:
           f"{ratio:.2f}x, CPU-time ratio {cpu_ratio:.2f}x")
     print(f"ratio vs reference: {t_ref / t_pop:.2f}x   (target >= 5x)")
     print(f"per-tick loop vs rollout: {t_roll / t_tick:.2f}x best/best; compiled loop vs per-tick: {t_tick / t_pop:.2f}x")
+    if args.cartesian_seconds > 0:
+        bench_cartesian(model, params, args.cartesian_seconds, args.nthread, max(1, args.repeat // 2))
 
 
 if __name__ == "__main__":

@@ -3,8 +3,11 @@
 make_callback(offsets, magic, slots) → a numba cfunc `void(const mjModel*, mjData*)`; its
 `.ctypes` is what mujoco.set_mjcb_control takes. Per call (one simulation, one tick k):
   1. skip unless the model has ≥ slots userdata and userdata[0] == magic;
-  2. the law of kernels._joint_law on this candidate's q, dq and qfrc_bias with tick k's
-     spring target, gains and friction flag, slew-limited into its tau_prev row;
+  2. the law, slew-limited into this candidate's tau_prev row: joint impedance
+     (kernels._joint_law on q, dq and qfrc_bias with tick k's spring target, gains and
+     friction flag), or FrankaTwin's Cartesian law (_cartesian_command: the element-wise
+     form of controllers.cartesian_impedance_torque and cartesian_clamp_and_slew, which agree
+     with it to round-off, not bit for bit: numpy's einsum sums in its own order);
   3. at a sample tick: q, dq, τ into the outputs (samples mode) or the squared scaled errors
      into sum_sq (errors mode);
   4. the delay ring and qfrc_applied = τ_cmd(k − delay) + sliding relief, as
@@ -19,7 +22,10 @@ from numba import carray, cfunc, njit, types
 from numba.extending import intrinsic
 
 from . import callback as cb
+from .controllers import CART_TORQUE_LIMIT_NM
 from .kernels import _joint_law, sliding_relief
+
+_CART_LIMIT_NM = np.ascontiguousarray(CART_TORQUE_LIMIT_NM, dtype=np.float64)
 
 
 @intrinsic
@@ -51,11 +57,80 @@ def _word(address):
     return carray(_i64_at(address), 1)[0]
 
 
+@njit(inline="always")
+def _quat_xyzw(m):
+    """The unit xyzw quaternion (w ≥ 0) of row-major rotation m (9,), as
+    controllers.mat_to_quat_xyzw."""
+    w = 0.5 * np.sqrt(max(1.0 + m[0] + m[4] + m[8], 0.0))
+    x = np.copysign(0.5 * np.sqrt(max(1.0 + m[0] - m[4] - m[8], 0.0)), m[7] - m[5])
+    y = np.copysign(0.5 * np.sqrt(max(1.0 - m[0] + m[4] - m[8], 0.0)), m[2] - m[6])
+    z = np.copysign(0.5 * np.sqrt(max(1.0 - m[0] - m[4] + m[8], 0.0)), m[3] - m[1])
+    norm = np.sqrt(x * x + y * y + z * z + w * w)
+    return x / norm, y / norm, z / norm, w / norm
+
+
+@njit(inline="always")
+def _jacobian_column(j, site, xanchor, xaxis, jnt_ids):
+    """Column j of the site Jacobian, [axis × (site − anchor); axis] (6 scalars)."""
+    a = 3 * jnt_ids[j]
+    ax, ay, az = xaxis[a], xaxis[a + 1], xaxis[a + 2]
+    lx, ly, lz = site[0] - xanchor[a], site[1] - xanchor[a + 1], site[2] - xanchor[a + 2]
+    return ay * lz - az * ly, az * lx - ax * lz, ax * ly - ay * lx, ax, ay, az
+
+
+@njit(inline="always")
+def _cartesian_command(k, p, ctx, data_address, off, qvel, bias, dofadr, tau_prev):
+    """FrankaTwin's Cartesian law for candidate p at tick k, clamped and slew-limited into
+    tau_prev[p]. off: (site_xpos, site_xmat, xanchor, xaxis) offsets in mjData."""
+    n_ticks, population = ctx[cb._T], ctx[cb._P]
+    params = carray(_f64_at(ctx[cb._CART_PARAMS]), cb.CART_PARAMS_SIZE)
+    hold = carray(_f64_at(ctx[cb._HOLD]), (population, 7))
+    jnt_ids = carray(_i64_at(ctx[cb._JNT_IDS]), 7)
+    site_id = ctx[cb._SITE_ID]
+    site = carray(_f64_at(_word(data_address + off[0]) + 24 * site_id), 3)
+    mat = carray(_f64_at(_word(data_address + off[1]) + 72 * site_id), 9)
+    xanchor = carray(_f64_at(_word(data_address + off[2])), 1 << 40)
+    xaxis = carray(_f64_at(_word(data_address + off[3])), 1 << 40)
+    qx, qy, qz, qw = _quat_xyzw(mat)
+    if k == 0:  # the pose held during warm-up
+        hold[p, 0], hold[p, 1], hold[p, 2] = site[0], site[1], site[2]
+        hold[p, 3], hold[p, 4], hold[p, 5], hold[p, 6] = qx, qy, qz, qw
+    target = hold[p] if k < params[6] else carray(_f64_at(ctx[cb._CART_TARGETS]), (n_ticks, 7))[k]
+    v0 = v1 = v2 = v3 = v4 = v5 = 0.0  # twist J·dq
+    for j in range(7):
+        c0, c1, c2, c3, c4, c5 = _jacobian_column(j, site, xanchor, xaxis, jnt_ids)
+        dqj = qvel[dofadr[j]]
+        v0, v1, v2, v3, v4, v5 = v0 + c0 * dqj, v1 + c1 * dqj, v2 + c2 * dqj, v3 + c3 * dqj, v4 + c4 * dqj, v5 + c5 * dqj
+    # orientation error 2·vec(q_des ⊗ conj(q)), sign flipped for the shortest path
+    tx, ty, tz, tw = target[3], target[4], target[5], target[6]
+    cx, cy, cz, cw = -qx, -qy, -qz, qw
+    ex = tw * cx + tx * cw + ty * cz - tz * cy
+    ey = tw * cy - tx * cz + ty * cw + tz * cx
+    ez = tw * cz + tx * cy - ty * cx + tz * cw
+    sign = -2.0 if tw * cw - tx * cx - ty * cy - tz * cz < 0.0 else 2.0
+    kp_pos, kp_ori, kd_pos, kd_ori, use_coriolis, slew = params[0], params[1], params[2], params[3], params[4], params[5]
+    w0 = kp_pos * (target[0] - site[0]) - kd_pos * v0
+    w1 = kp_pos * (target[1] - site[1]) - kd_pos * v1
+    w2 = kp_pos * (target[2] - site[2]) - kd_pos * v2
+    w3, w4, w5 = kp_ori * (ex * sign) - kd_ori * v3, kp_ori * (ey * sign) - kd_ori * v4, kp_ori * (ez * sign) - kd_ori * v5
+    for j in range(7):  # τ = Jᵀ·wrench (+ C·dq), clamp, slew
+        c0, c1, c2, c3, c4, c5 = _jacobian_column(j, site, xanchor, xaxis, jnt_ids)
+        tau = c0 * w0 + c1 * w1 + c2 * w2 + c3 * w3 + c4 * w4 + c5 * w5
+        if use_coriolis != 0.0:
+            tau = tau + bias[dofadr[j]]
+        tau = min(max(tau, -_CART_LIMIT_NM[j]), _CART_LIMIT_NM[j])
+        if slew > 0.0:
+            tau = tau_prev[p, j] + max(min(tau - tau_prev[p, j], slew), -slew)
+        tau_prev[p, j] = tau
+
+
 def make_callback(offsets: dict[str, int], magic: float, slots: int):
-    """The cfunc for a layout: offsets of qpos, qvel, qfrc_bias, qfrc_applied and userdata in
-    mjData and of nuserdata in mjModel (callback._pointer_offsets)."""
+    """The cfunc for a layout: offsets of qpos, qvel, qfrc_bias, qfrc_applied, userdata,
+    site_xpos, site_xmat, xanchor and xaxis in mjData and of nuserdata in mjModel
+    (callback._pointer_offsets)."""
     off_qpos, off_qvel, off_bias = offsets["qpos"], offsets["qvel"], offsets["qfrc_bias"]
     off_applied, off_userdata, off_nuserdata = offsets["qfrc_applied"], offsets["userdata"], offsets["nuserdata"]
+    off_kin = (offsets["site_xpos"], offsets["site_xmat"], offsets["xanchor"], offsets["xaxis"])
     n_context = cb._CONTEXT_SIZE
     big = 1 << 40  # carray lengths for MjData's arrays: indexed only at the arm's addresses
 
@@ -75,8 +150,6 @@ def make_callback(offsets: dict[str, int], magic: float, slots: int):
         if k >= n_ticks:
             return
         counter[p] = k + 1
-        table = carray(_f64_at(ctx[cb._TABLE]), (n_ticks, 30))
-        springs = carray(_f64_at(ctx[cb._SPRINGS]), (n_ticks, 7))
         tau_prev = carray(_f64_at(ctx[cb._TAU_PREV]), (population, 7))
         qadr = carray(_i64_at(ctx[cb._QADR]), 7)
         dofadr = carray(_i64_at(ctx[cb._DOFADR]), 7)
@@ -84,10 +157,15 @@ def make_callback(offsets: dict[str, int], magic: float, slots: int):
         qvel = carray(_f64_at(_word(data_address + off_qvel)), big)
         bias = carray(_f64_at(_word(data_address + off_bias)), big)
         applied = carray(_f64_at(_word(data_address + off_applied)), big)
-        use_friction = table[k, 1] != 0.0
-        for j in range(7):
-            tau_prev[p, j] = _joint_law(j, qpos[qadr[j]], qvel[dofadr[j]], springs[k, j], table[k, 16 + j],
-                                        table[k, 23 + j], bias[dofadr[j]], use_friction, tau_prev[p, j])
+        if ctx[cb._CONTROLLER] == cb.CARTESIAN:
+            _cartesian_command(k, p, ctx, data_address, off_kin, qvel, bias, dofadr, tau_prev)
+        else:
+            table = carray(_f64_at(ctx[cb._TABLE]), (n_ticks, 30))
+            springs = carray(_f64_at(ctx[cb._SPRINGS]), (n_ticks, 7))
+            use_friction = table[k, 1] != 0.0
+            for j in range(7):
+                tau_prev[p, j] = _joint_law(j, qpos[qadr[j]], qvel[dofadr[j]], springs[k, j], table[k, 16 + j],
+                                            table[k, 23 + j], bias[dofadr[j]], use_friction, tau_prev[p, j])
         sample = carray(_i64_at(ctx[cb._SAMPLES]), n_ticks)[k]
         if sample >= 0:
             if ctx[cb._MODE] == cb.MODE_SAMPLES:

@@ -8,16 +8,17 @@ thread stalls all of them (measured 1.4× slower than shards on the shared 2-cor
 Per-candidate model fields (armature, damping, breakaway level) are `expand`-ed once per
 generation and never written during a replay.
 
-Joint impedance runs one of two loops, with the same arithmetic (kernels.py), bit for bit:
-- compiled (the default where callback.compiled_loop_error(model) is None): the tick is
-  MuJoCo's control callback (callback.py), so one `batch.step(nstep=T)` replays the whole
-  interval per candidate with no Python between ticks;
-- per tick (any model, or when another mjcb_control is installed): one compiled call
-  (kernels.population_joint_tick: EMA, the law, slew, samples, delay line, sliding-friction
-  relief → qfrc_applied) over the shard's candidates on live views of qpos/qvel/qfrc_bias,
-  then `batch.step(stage=mjSTAGE_VEL)`.
-The Cartesian law (and any replay that records the EE pose) runs per tick in numpy
-(TickController). Both engines agree with the reference engine bit for bit.
+Two loops:
+- compiled (the default where callback.compiled_loop_error(model) is None): the tick, under
+  either law, is MuJoCo's control callback (callback.py), so one `batch.step(nstep=T)`
+  replays the whole interval per candidate with no Python between ticks;
+- per tick (any model, when another mjcb_control is installed, and for replays that record
+  the EE pose): under joint impedance one compiled call (kernels.population_joint_tick: EMA,
+  the law, slew, samples, delay line, sliding-friction relief → qfrc_applied) over the
+  shard's candidates on live views of qpos/qvel/qfrc_bias, then
+  `batch.step(stage=mjSTAGE_VEL)`; the Cartesian law in numpy (TickController).
+Joint impedance agrees with the reference engine bit for bit in both loops; the compiled
+Cartesian law agrees with the numpy one to round-off (≤ 1e-9 rad tested).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ import numpy as np
 from mujoco.batch import Batch
 
 from .controllers import mat_to_quat_xyzw
-from .model import ArmIndex, arm_index, load_model
+from .model import TIMESTEP_S, ArmIndex, arm_index, load_model
 from .params import delay_ticks, params_matrix
 from .plant import DelayLine, StribeckFriction, dof_span
 from . import callback
@@ -129,12 +130,15 @@ class _Shard:
             record_ee: bool) -> None:
         """Replay input `index` (`inp`) for this shard's candidates, writing into out[name][rows].
 
-        table: joint_tick_table(inp) for a joint-impedance input (then each tick is one
-        compiled kernel call and one batch step), None for the Cartesian law.
+        table: joint_tick_table(inp) for a joint-impedance input, None for the Cartesian law.
+        Loops: the compiled one when this call installed it (any law, without the EE pose);
+        else per tick, one kernel call and one batch step (joint impedance) or numpy.
         """
         state = self._start(inp)
         bufs = self._buffers(index, inp.n_samples)
-        if table is not None and not (record_ee or self.need_kin):
+        if self.use_callback and not record_ee:
+            self._run_callback(inp, table, state, outputs=bufs)
+        elif table is not None and not (record_ee or self.need_kin):
             self._run_joint(inp, table, state, bufs)
         else:
             self._run_generic(inp, state, bufs, out, rows, record_ee)
@@ -151,16 +155,28 @@ class _Shard:
         f = self.f
         return f["qpos"][:, self.qadr], f["qvel"][:, self.dofs], f["qfrc_bias"][:, self.dofs], f["qfrc_applied"][:, self.dofs]
 
-    def _run_callback(self, inp: ReplayInput, table: np.ndarray, state: _ReplayState, **io) -> None:
-        """Joint impedance in one batch call: the control callback runs every tick (callback.py).
+    def _law_arrays(self, inp: ReplayInput, table: np.ndarray | None, state: _ReplayState) -> dict:
+        """The control law's arrays for a ReplayContext: the joint springs and table, or the
+        Cartesian targets, gains and the warm-up hold."""
+        if table is not None:
+            springs = np.empty((inp.n_ticks, 7))
+            ema_springs(table, bool(inp.use_ema), state.ema, springs)
+            return {"springs": springs, "table": table}
+        gains, cart = inp.cartesian.resolved(), inp.cartesian
+        slew = cart.max_torque_rate_nm_s * TIMESTEP_S if cart.max_torque_rate_nm_s > 0 else 0.0
+        return {"cart_targets": np.ascontiguousarray(np.hstack([inp.target_pos, inp.target_quat_xyzw]), dtype=np.float64),
+                "cart_params": np.array([*gains, float(bool(cart.use_coriolis)), slew, float(inp.warmup_ticks), 0.0]),
+                "hold": np.zeros((self.size, 7)), "jnt_ids": self.arm.jnt_ids.astype(np.int64),
+                "site_id": int(self.arm.ee_site)}
+
+    def _run_callback(self, inp: ReplayInput, table: np.ndarray | None, state: _ReplayState, **io) -> None:
+        """One batch call: the control callback runs every tick (callback.py). table as run();
         io: outputs=(q, dq, τ) (S, P, 7) buffers, or errors=(q_ref, dq_ref, scales, sum_sq)."""
-        springs = np.empty((inp.n_ticks, 7))
-        ema_springs(table, bool(inp.use_ema), state.ema, springs)
         context = callback.ReplayContext(
-            springs=springs, table=table, sample_of_tick=np.asarray(state.sample_of_tick, dtype=np.int64),
+            sample_of_tick=np.asarray(state.sample_of_tick, dtype=np.int64),
             tau_prev=state.tau_prev, ring=state.delay.ring, delays=np.ascontiguousarray(state.delay.delays, dtype=np.int64),
             neg_breakaway=np.ascontiguousarray(state.neg_breakaway), qpos_adr=self.arm.qpos_adr.astype(np.int64),
-            dof_adr=self.arm.dof_adr.astype(np.int64), **io)
+            dof_adr=self.arm.dof_adr.astype(np.int64), **self._law_arrays(inp, table, state), **io)
         self.f["userdata"][:, : callback.USERDATA_SLOTS] = context.userdata_rows()
         try:
             if inp.n_ticks:
@@ -169,11 +185,8 @@ class _Shard:
             self.f["userdata"][:] = 0.0  # the context's arrays die with this call
 
     def _run_joint(self, inp: ReplayInput, table: np.ndarray, state: _ReplayState, bufs) -> None:
-        """Joint impedance: the compiled loop when this call installed it, else per tick one
-        kernel call (EMA, law, slew, samples, delay, relief) over the shard's candidates, then
-        one batch step."""
-        if self.use_callback:
-            return self._run_callback(inp, table, state, outputs=bufs)
+        """Joint impedance per tick: one kernel call (EMA, law, slew, samples, delay, relief)
+        over the shard's candidates, then one batch step."""
         q, dq, cor, applied = self._state_views()
         args = (table, bool(inp.use_ema), state.ema, state.tau_prev, state.delay.ring, state.delay.delays,
                 state.neg_breakaway)
@@ -186,18 +199,22 @@ class _Shard:
                 self.f["qfrc_applied"][:, self.dofs] = applied
             step(stage=_VEL)
 
-    def run_errors(self, inp: ReplayInput, table: np.ndarray, scales: tuple[float, float]) -> np.ndarray:
-        """Joint-impedance replay of `inp` keeping only the error sums: (size, 2) mean squares of
+    def run_errors(self, index: int, inp: ReplayInput, table: np.ndarray | None,
+                   scales: tuple[float, float]) -> np.ndarray:
+        """Replay input `index` (`inp`) keeping only the error sums: (size, 2) mean squares of
         (q − q_ref)/q_scale and (dq − dq_ref)/dq_scale over samples and joints; NaN if diverged.
-        Needs `live` views (the caller checks)."""
-        state = self._start(inp)
-        q, dq, cor, applied = self._state_views()
+        Summed tick by tick in the compiled loop or the per-tick kernel (joint impedance, live
+        views); otherwise from the replayed samples."""
         q_ref, dq_ref = np.ascontiguousarray(inp.q_ref, dtype=np.float64), np.ascontiguousarray(inp.dq_ref, dtype=np.float64)
+        if not self.use_callback and (table is None or self.need_kin or not self.live):
+            return self._errors_from_samples(index, inp, table, q_ref, dq_ref, scales)
+        state = self._start(inp)
         sum_sq = np.zeros((self.size, 2))
         if self.use_callback:
             scales_arr = np.array([scales[0], scales[1]], dtype=np.float64)
             self._run_callback(inp, table, state, errors=(q_ref, dq_ref, scales_arr, sum_sq))
             return self._finish_errors(inp, sum_sq)
+        q, dq, cor, applied = self._state_views()
         args = (table, bool(inp.use_ema), state.ema, state.tau_prev, state.delay.ring, state.delay.delays,
                 state.neg_breakaway)
         step, tick, samples = self.batch.step, population_joint_tick_errors, state.sample_of_tick
@@ -206,6 +223,14 @@ class _Shard:
             tick(k, q, dq, cor, applied, *args, samples[k], q_ref, dq_ref, q_scale, dq_scale, sum_sq)
             step(stage=_VEL)
         return self._finish_errors(inp, sum_sq)
+
+    def _errors_from_samples(self, index, inp, table, q_ref, dq_ref, scales) -> np.ndarray:
+        out = {name: np.empty((self.size, inp.n_samples, 7)) for name in ("q", "dq", "tau_cmd")}
+        self.run(index, inp, table, out, slice(None), False)
+        errors = np.empty((self.size, 2))
+        errors[:, 0] = np.mean(((out["q"] - q_ref[None]) / scales[0]) ** 2, axis=(1, 2))
+        errors[:, 1] = np.mean(((out["dq"] - dq_ref[None]) / scales[1]) ** 2, axis=(1, 2))
+        return errors
 
     def _finish_errors(self, inp: ReplayInput, sum_sq: np.ndarray) -> np.ndarray:
         sum_sq /= max(1, inp.n_samples) * 7
@@ -332,32 +357,22 @@ class PopulationEngine:
         """(P, B, 2): per input, the mean over samples and joints of ((q − q_ref)/q_scale)² and
         of ((dq − dq_ref)/dq_scale)² (inputs need q_ref, dq_ref); NaN for a diverged candidate.
 
-        What a fit needs of a replay, without keeping the trajectories: joint-impedance inputs
-        sum the errors inside the tick kernel (no (P, S, 7) arrays); others go through run().
+        What a fit needs of a replay, without keeping the trajectories: the compiled loop (and
+        the per-tick loop under joint impedance) sums the errors tick by tick, so no (P, S, 7)
+        arrays are made; other replays reduce their samples shard by shard.
         """
         matrix = params_matrix(params)
-        population = matrix.shape[0]
-        out = np.empty((population, len(self.inputs), 2))
+        out = np.empty((matrix.shape[0], len(self.inputs), 2))
         tables = self._tables()
-        self._ensure_shards(population)
-        fused = [t is not None and not self.need_kin and self._shards[0].live for t in tables]
         for b, inp in enumerate(self.inputs):
             if inp.q_ref is None or inp.dq_ref is None:
                 raise ValueError(f"input {b}: q_ref and dq_ref are needed for errors")
 
         def work(shard: _Shard, rows: slice) -> None:
             for b, (inp, table) in enumerate(zip(self.inputs, tables)):
-                if fused[b]:
-                    out[rows, b] = shard.run_errors(inp, table, (q_scale, dq_scale))
+                out[rows, b] = shard.run_errors(b, inp, table, (q_scale, dq_scale))
 
         self._fan_out(matrix, work)
-        if not all(fused):
-            rest = [b for b in range(len(self.inputs)) if not fused[b]]
-            results = self.run(matrix)
-            for b in rest:
-                inp, res = self.inputs[b], results[b]
-                out[:, b, 0] = np.mean(((res.q - inp.q_ref[None]) / q_scale) ** 2, axis=(1, 2))
-                out[:, b, 1] = np.mean(((res.dq - inp.dq_ref[None]) / dq_scale) ** 2, axis=(1, 2))
         return out
 
     def close(self) -> None:

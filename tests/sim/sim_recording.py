@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from twinlake.sim import DEFAULT_BOUNDS, HOME_Q, JointImpedanceCommand, JointImpedanceConfig, ReplayInput, SimFR3
+from twinlake.sim import (DEFAULT_BOUNDS, HOME_Q, DynamicsParams, JointImpedanceCommand, JointImpedanceConfig, ReplayInput,
+                          SimFR3, replay_reference)
 
 
 def target_trajectory(n_ticks: int, amplitude_rad: float = 0.15, freq_hz: float = 1.1) -> np.ndarray:
@@ -68,3 +69,19 @@ def distinct_params(count: int, seed: int = 7) -> np.ndarray:
     params = lo + np.random.default_rng(seed).uniform(0.05, 0.95, size=(count, 29)) * (hi - lo)
     params[:, 28] = np.arange(count) * 2 % 5  # delays 0, 2, 4, 1, ...
     return params
+
+
+def cartesian_frames_50hz(model, n_rows: int) -> dict:
+    """A FrankaTwin-like 50 Hz log: the target circles around the home flange pose."""
+    ref = replay_reference(joint_input(1), DynamicsParams.nominal(), model)
+    pos0, quat0 = ref.ee_pos[0], ref.ee_quat_xyzw[0]
+    t = np.arange(n_rows) / 50.0
+    cols = {"t_s": t}
+    for j in range(7):
+        cols[f"q{j + 1}"] = np.full(n_rows, HOME_Q[j])
+        cols[f"dq{j + 1}"] = np.zeros(n_rows)
+    for a, name in enumerate(("tgt_px", "tgt_py", "tgt_pz")):
+        cols[name] = pos0[a] + 0.03 * np.sin(2 * np.pi * 0.8 * t + a)
+    for a, name in enumerate(("tgt_qx", "tgt_qy", "tgt_qz", "tgt_qw")):
+        cols[name] = np.full(n_rows, quat0[a])
+    return cols

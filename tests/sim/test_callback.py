@@ -6,8 +6,8 @@ import mujoco
 import numpy as np
 import pytest
 
-from sim_recording import distinct_params, joint_input
-from twinlake.sim import DynamicsParams, PopulationEngine, replay_reference
+from sim_recording import cartesian_frames_50hz, distinct_params, joint_input
+from twinlake.sim import CartesianGains, DynamicsParams, PopulationEngine, ReplayInput, replay_reference
 from twinlake.sim import callback
 from twinlake.sim.model import FR3_MODEL_PATH, HOME_Q, arm_index
 
@@ -115,3 +115,22 @@ def test_replay_context_checks_its_arrays():
     assert rows.shape == (2, callback.USERDATA_SLOTS) and int(rows[0, 1]) == context.address_table.ctypes.data
     with pytest.raises(ValueError, match="ReplayContext.delays: expected a C-contiguous int64"):
         callback.ReplayContext(**{**good, "delays": np.zeros(2)})
+
+
+def test_cartesian_compiled_loop_agrees_with_the_numpy_law_to_round_off(model):
+    inp = ReplayInput.from_frames(cartesian_frames_50hz(model, 41), controller="cartesian_impedance",
+                                  time_base="zoh_1khz_ticks_per_csv_row", warmup_ticks=20)
+    inp.q_ref, inp.dq_ref = np.tile(HOME_Q, (inp.n_samples, 1)), np.zeros((inp.n_samples, 7))
+    params = distinct_params(4)
+    compiled, per_tick = both_loops(model, [inp])
+    fast, slow = compiled.run(params)[0], per_tick.run(params)[0]
+    assert np.abs(fast.q - slow.q).max() <= 1e-9 and np.abs(fast.dq - slow.dq).max() <= 1e-7
+    assert np.abs(fast.tau_cmd - slow.tau_cmd).max() <= 1e-6
+    assert np.abs(fast.q[:, -1] - HOME_Q).max() > 1e-3  # the arm followed the moving target
+    errors = compiled.mean_square_errors(params, 1e-3, 1e-2)
+    np.testing.assert_allclose(errors, per_tick.mean_square_errors(params, 1e-3, 1e-2), rtol=1e-6)
+    gentle = ReplayInput.from_frames(cartesian_frames_50hz(model, 41), controller="cartesian_impedance",
+                                     time_base="zoh_1khz_ticks_per_csv_row", warmup_ticks=20,
+                                     cartesian=CartesianGains(max_torque_rate_nm_s=0.0, use_coriolis=False))
+    a, b = both_loops(model, [gentle])
+    assert np.abs(a.run(params)[0].q - b.run(params)[0].q).max() <= 1e-9  # no slew limiter, no Coriolis

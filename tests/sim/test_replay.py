@@ -2,7 +2,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from sim_recording import distinct_params, joint_input, record_synthetic, target_trajectory
+from sim_recording import cartesian_frames_50hz, distinct_params, joint_input, record_synthetic
 from twinlake.sim import (
     DEMO_PROFILE_PATH,
     HOME_Q,
@@ -61,22 +61,6 @@ def test_delay_changes_the_replay(model):
     params[1, 28] = 4
     q = PopulationEngine([inp], model=model, nthread=1).run(params)[0].q
     assert np.abs(q[0] - q[1]).max() > 1e-5
-
-
-def cartesian_frames_50hz(model, n_rows: int) -> dict:
-    """A FrankaTwin-like 50 Hz log: the target circles around the home flange pose."""
-    ref = replay_reference(joint_input(1), DynamicsParams.nominal(), model)
-    pos0, quat0 = ref.ee_pos[0], ref.ee_quat_xyzw[0]
-    t = np.arange(n_rows) / 50.0
-    cols = {"t_s": t}
-    for j in range(7):
-        cols[f"q{j + 1}"] = np.full(n_rows, HOME_Q[j])
-        cols[f"dq{j + 1}"] = np.zeros(n_rows)
-    for a, name in enumerate(("tgt_px", "tgt_py", "tgt_pz")):
-        cols[name] = pos0[a] + 0.03 * np.sin(2 * np.pi * 0.8 * t + a)
-    for a, name in enumerate(("tgt_qx", "tgt_qy", "tgt_qz", "tgt_qw")):
-        cols[name] = np.full(n_rows, quat0[a])
-    return cols
 
 
 def test_cartesian_zoh_replay_engines_agree_and_track(model):
