@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from sim_recording import cartesian_frames_50hz, distinct_params, joint_input
-from twinlake.sim import CartesianGains, DynamicsParams, PopulationEngine, ReplayInput, replay_reference
+from twinlake.sim import CartesianGains, DynamicsParams, PopulationEngine, ReplayInput, load_model, replay_reference
 from twinlake.sim import callback
 from twinlake.sim.model import FR3_MODEL_PATH, HOME_Q, arm_index
 
@@ -134,3 +134,23 @@ def test_cartesian_compiled_loop_agrees_with_the_numpy_law_to_round_off(model):
                                      cartesian=CartesianGains(max_torque_rate_nm_s=0.0, use_coriolis=False))
     a, b = both_loops(model, [gentle])
     assert np.abs(a.run(params)[0].q - b.run(params)[0].q).max() <= 1e-9  # no slew limiter, no Coriolis
+
+
+def test_a_user_model_with_shifted_addresses_runs_the_compiled_loop(tmp_path):
+    extra = ('<worldbody><body name="cart" pos="1 0 0"><joint name="slide_x" type="slide"/>'
+             '<geom type="sphere" size="0.1" mass="1"/><site name="marker"/></body>')
+    path = tmp_path / "user.xml"
+    path.write_text(FR3_MODEL_PATH.read_text().replace("<worldbody>", extra, 1))
+    user = load_model(path)
+    arm = arm_index(user)
+    assert arm.qpos_adr[0] == 1 and arm.ee_site == 1  # the slide joint and its site come first
+    assert callback.compiled_loop_error(user) is None
+    joint = joint_input(300)
+    cart = ReplayInput.from_frames(cartesian_frames_50hz(user, 9), controller="cartesian_impedance",
+                                   time_base="zoh_1khz_ticks_per_csv_row", warmup_ticks=20)
+    params = distinct_params(3)
+    compiled, per_tick = both_loops(user, [joint, cart])
+    fast, slow = compiled.run(params), per_tick.run(params)
+    np.testing.assert_array_equal(fast[0].q, slow[0].q)
+    assert np.abs(fast[1].q - slow[1].q).max() <= 1e-9
+    assert np.abs(fast[1].q[:, -1] - fast[1].q[:, 0]).max() > 1e-4
