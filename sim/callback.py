@@ -21,7 +21,7 @@ MuJoCo's own introspection gives the field order (every field from `buffer` on i
 array addresses. If that check fails (a MuJoCo whose layout differs) compiled_loop_error()
 says why and the engine keeps its per-tick loop.
 
-The cfunc is compiled on first use in each process (~2 s; not cached on disk, because the
+The cfunc is compiled on first use in each process (~3.5–4 s; not cached on disk, because the
 offsets are compile-time constants that a MuJoCo upgrade would change under the cache).
 
 Public API:
