@@ -214,8 +214,8 @@ def installed():
     """Install the control callback for the duration (nested and thread-safe); yields True
     when it is installed, False when another mjcb_control is in place (left untouched)."""
     global _install_count
-    pointer = _callback().ctypes
-    with _install_lock:
+    with _install_lock:  # also makes the first compile happen once when threads race to it
+        pointer = _callback().ctypes
         current = mujoco.get_mjcb_control()
         ours = current is None or current is pointer
         if ours:
