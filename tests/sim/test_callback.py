@@ -154,3 +154,17 @@ def test_a_user_model_with_shifted_addresses_runs_the_compiled_loop(tmp_path):
     np.testing.assert_array_equal(fast[0].q, slow[0].q)
     assert np.abs(fast[1].q - slow[1].q).max() <= 1e-9
     assert np.abs(fast[1].q[:, -1] - fast[1].q[:, 0]).max() > 1e-4
+
+
+def test_two_engines_replaying_at_once_share_the_callback(model):
+    from concurrent.futures import ThreadPoolExecutor
+
+    inputs = [joint_input(400), joint_input(600, use_ema=False)]
+    params = [distinct_params(3, seed=1), distinct_params(4, seed=2)]
+    engines = [PopulationEngine([inp], model=model, nthread=1) for inp in inputs]
+    alone = [e.run(p)[0].q for e, p in zip(engines, params)]
+    with ThreadPoolExecutor(2) as pool:
+        together = list(pool.map(lambda i: engines[i].run(params[i])[0].q, [0, 1, 0, 1]))
+    for i, q in enumerate(together):
+        np.testing.assert_array_equal(q, alone[i % 2])
+    assert mujoco.get_mjcb_control() is None
