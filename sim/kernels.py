@@ -14,6 +14,7 @@ Public API:
   arm_step(...)                arm_tick + the outputs + the delayed torque (the recorders' tick)
   apply_delayed_torque(ring, tick, delays, tau_cmd, dq, neg_breakaway, applied)
   sliding_relief(dq_j, neg_breakaway_j)  one joint's Stribeck relief (inlined where used)
+  population_control(k, q, dq, coriolis, table, use_ema, ema, tau_prev)  EMA + the law, one tick
   ema_springs(table, use_ema, ema, springs)  a whole interval's spring targets
   population_joint_tick(...)   EMA + joint_impedance_tick + samples + apply_delayed_torque
   population_joint_tick_errors(...)  the same, summing a fit's squared errors instead
@@ -151,10 +152,12 @@ def sliding_relief(dqj, neg_breakaway_j):
 
 
 @njit(**_JIT, inline="always")
-def _population_control(k, q, dq, coriolis, table, use_ema, ema, tau_prev):
-    """EMA (shared (7,) state) and the law of tick k for the population, into tau_prev."""
+def population_control(k, q, dq, coriolis, table, use_ema, ema, tau_prev):
+    """EMA (shared (7,) state) and the law of tick k for the population, slew-limited into
+    tau_prev (P, 7); table as population_joint_tick. The per-tick controller of every joint-
+    impedance replay (TickController, population_joint_tick and its errors twin)."""
     row = table[k]
-    if use_ema:  # ema ← (1 − α)·ema + α·q_target, as SimFR3 and TickController form it
+    if use_ema:  # ema ← (1 − α)·ema + α·q_target, as SimFR3 forms it
         for j in range(7):
             ema[j] = ema[j] * row[0] + row[2 + j]
         spring = ema
@@ -166,7 +169,7 @@ def _population_control(k, q, dq, coriolis, table, use_ema, ema, tau_prev):
 @njit(**_JIT)
 def ema_springs(table, use_ema, ema, springs):
     """springs (T, 7) ← each tick's spring target: the EMA after that tick's update (ema (7,),
-    updated in place, as _population_control does it) or, without the EMA, the target itself.
+    updated in place, as population_control does it) or, without the EMA, the target itself.
     The EMA sees only the targets, so a whole interval's springs can be formed up front."""
     for k in range(table.shape[0]):
         for j in range(7):
@@ -187,7 +190,7 @@ def population_joint_tick(k, q, dq, coriolis, applied, table, use_ema, ema, tau_
     tick's sample index or −1: then q, dq and the command go to q_buf/dq_buf/tau_buf[sample]
     (S, P, 7). The rest as joint_impedance_tick and apply_delayed_torque.
     """
-    _population_control(k, q, dq, coriolis, table, use_ema, ema, tau_prev)
+    population_control(k, q, dq, coriolis, table, use_ema, ema, tau_prev)
     if sample >= 0:
         for p in range(q.shape[0]):
             for j in range(7):
@@ -206,7 +209,7 @@ def population_joint_tick_errors(k, q, dq, coriolis, applied, table, use_ema, em
     At a sample tick: sum_sq[p, 0] += Σ_j ((q − q_ref[sample]) / q_scale)², sum_sq[p, 1] the
     same for dq; q_ref, dq_ref (S, 7) recorded [rad], [rad/s]; sum_sq (P, 2).
     """
-    _population_control(k, q, dq, coriolis, table, use_ema, ema, tau_prev)
+    population_control(k, q, dq, coriolis, table, use_ema, ema, tau_prev)
     if sample >= 0:
         for p in range(q.shape[0]):
             for j in range(7):
@@ -228,4 +231,4 @@ def warm_up() -> None:
              np.zeros(7), np.zeros((2, 1, 7)), 0, np.zeros(1, dtype=np.int64), row, np.zeros(7), np.zeros(7), np.zeros(7))
 
 
-__all__ = ["STRIBECK_VELOCITY_RAD_S", "apply_delayed_torque", "arm_step", "arm_tick", "ema_springs", "joint_impedance_tick", "population_joint_tick", "population_joint_tick_errors", "sliding_relief", "warm_up"]
+__all__ = ["STRIBECK_VELOCITY_RAD_S", "apply_delayed_torque", "arm_step", "arm_tick", "ema_springs", "joint_impedance_tick", "population_control", "population_joint_tick", "population_joint_tick_errors", "sliding_relief", "warm_up"]

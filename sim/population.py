@@ -108,7 +108,7 @@ class _Shard:
         return _ReplayState(
             delay=DelayLine(delay_ticks(m[:, 28]), inp.tau_prev0, inp.tau_history),
             neg_breakaway=StribeckFriction(m[:, 7:14], m[:, 14:21] * m[:, 7:14]).neg_breakaway,
-            sample_of_tick=sample_of_tick.tolist(),
+            sample_of_tick=sample_of_tick,
             tau_prev=np.tile(np.asarray(inp.tau_prev0, dtype=np.float64), (self.size, 1)),
             ema=np.asarray(inp.ema0 if inp.ema0 is not None else inp.q0, dtype=np.float64).copy(),
         )
@@ -173,7 +173,7 @@ class _Shard:
         """One batch call: the control callback runs every tick (callback.py). table as run();
         io: outputs=(q, dq, τ) (S, P, 7) buffers, or errors=(q_ref, dq_ref, scales, sum_sq)."""
         context = callback.ReplayContext(
-            sample_of_tick=np.asarray(state.sample_of_tick, dtype=np.int64),
+            sample_of_tick=state.sample_of_tick,
             tau_prev=state.tau_prev, ring=state.delay.ring, delays=np.ascontiguousarray(state.delay.delays, dtype=np.int64),
             neg_breakaway=np.ascontiguousarray(state.neg_breakaway), qpos_adr=self.arm.qpos_adr.astype(np.int64),
             dof_adr=self.arm.dof_adr.astype(np.int64), **self._law_arrays(inp, table, state), **io)
@@ -190,7 +190,7 @@ class _Shard:
         q, dq, cor, applied = self._state_views()
         args = (table, bool(inp.use_ema), state.ema, state.tau_prev, state.delay.ring, state.delay.delays,
                 state.neg_breakaway)
-        step, tick, samples, live = self.batch.step, population_joint_tick, state.sample_of_tick, self.live
+        step, tick, samples, live = self.batch.step, population_joint_tick, state.sample_of_tick.tolist(), self.live
         for k in range(inp.n_ticks):
             if not live:  # non-contiguous addresses: gather copies, scatter the torque back
                 q, dq, cor, applied = self._state_views()
@@ -217,7 +217,7 @@ class _Shard:
         q, dq, cor, applied = self._state_views()
         args = (table, bool(inp.use_ema), state.ema, state.tau_prev, state.delay.ring, state.delay.delays,
                 state.neg_breakaway)
-        step, tick, samples = self.batch.step, population_joint_tick_errors, state.sample_of_tick
+        step, tick, samples = self.batch.step, population_joint_tick_errors, state.sample_of_tick.tolist()
         q_scale, dq_scale = float(scales[0]), float(scales[1])
         for k in range(inp.n_ticks):
             tick(k, q, dq, cor, applied, *args, samples[k], q_ref, dq_ref, q_scale, dq_scale, sum_sq)
@@ -243,11 +243,12 @@ class _Shard:
         q_buf, dq_buf, tau_buf = bufs
         f, step = self.f, self.batch.step
         applied_rows = np.empty((self.size, 7))
+        sample_of_tick = state.sample_of_tick.tolist()
         for k in range(inp.n_ticks):
             q, dq, cor, _ = self._state_views()
             kin = self.kinematics() if self.need_kin else None
             tau = ctrl.torque(k, q, dq, cor, kin)
-            s = state.sample_of_tick[k]
+            s = sample_of_tick[k]
             if s >= 0:
                 q_buf[s], dq_buf[s], tau_buf[s] = q, dq, tau
                 if record_ee:
@@ -263,7 +264,7 @@ class _ReplayState:
 
     delay: DelayLine  # commanded torques by tick, per-candidate delays
     neg_breakaway: np.ndarray  # (P, 7) −(mu_s − mu_d) [N·m]
-    sample_of_tick: list[int]  # (T,) sample index of each tick, −1 for none
+    sample_of_tick: np.ndarray  # (T,) int64 sample index of each tick, −1 for none (per-tick loops iterate a list of it)
     tau_prev: np.ndarray  # (P, 7) slew-limiter state [N·m]
     ema: np.ndarray  # (7,) the EMA of the targets, shared by every candidate [rad]
 

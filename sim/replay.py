@@ -19,7 +19,7 @@ from .controllers import (
     mat_to_quat_xyzw,
     site_jacobian,
 )
-from .kernels import joint_impedance_tick
+from .kernels import population_control
 from .model import load_model
 from .params import DynamicsParams
 from .plant import Plant
@@ -107,15 +107,7 @@ class TickController:
 
     def _joint_torque(self, k: int, q: np.ndarray, dq: np.ndarray, coriolis: np.ndarray,
                       kin: Kinematics | None = None) -> np.ndarray:
-        row = self.table[k]
-        if self.inp.use_ema:  # ema ← (1 − α)·ema + α·q_target
-            ema = self.ema
-            ema *= row[0]
-            ema += row[2:9]
-            spring = ema
-        else:
-            spring = row[9:16]
-        joint_impedance_tick(q, dq, spring, row[16:23], row[23:30], coriolis, bool(row[1]), self.tau_prev)
+        population_control(k, q, dq, coriolis, self.table, bool(self.inp.use_ema), self.ema, self.tau_prev)
         return self.tau_prev
 
     def _cartesian(self, k: int, dq: np.ndarray, coriolis: np.ndarray, kin: Kinematics) -> np.ndarray:
