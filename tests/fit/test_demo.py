@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pytest
 from typer.testing import CliRunner
 
 from twinlake.catalog import connect
@@ -15,6 +16,7 @@ from twinlake.fit.record import list_fits, load_fit
 from twinlake.sim import DEMO_PROFILE_PATH, PARAM_NAMES, load_params
 
 
+@pytest.mark.slow
 def test_reduced_demo_end_to_end(tmp_path, ray_cluster):
     lake, out = tmp_path / "lake", tmp_path / "out"
     args = ["demo", "--lake", str(lake), "--out", str(out), "--population", "6", "--generations", "2",

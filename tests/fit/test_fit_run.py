@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-
+import pytest
 from typer.testing import CliRunner
 
 from twinlake.catalog import Lake, connect
@@ -123,6 +123,7 @@ def _cli_fit(lake: Path, fit_id: str, address: str) -> list[str]:
                        "--address", address, "--id", fit_id, "--json"]
 
 
+@pytest.mark.slow
 def test_resume_after_sigkill_of_the_driver_gives_the_uninterrupted_result(synth_lake, ray_cluster):
     lake = Lake(synth_lake)
     proc = subprocess.Popen(_cli_fit(synth_lake, "killed", ray_cluster), stdout=subprocess.PIPE,
