@@ -8,6 +8,7 @@ import io
 import json
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -76,10 +77,15 @@ def test_catalog_runs(cli, lake, tmp_path):
     assert empty.exit_code == 0 and json.loads(empty.stdout) == []
 
 
-@pytest.mark.skipif(shutil.which("twinlake") is None and not Path("/work/venv/bin/twinlake").exists(),
-                    reason="console script not installed")
+def _installed_script() -> str | None:
+    """The `twinlake` console script of the running interpreter's environment, else on PATH."""
+    beside = Path(sys.executable).with_name("twinlake")
+    return str(beside) if beside.exists() else shutil.which("twinlake")
+
+
+@pytest.mark.skipif(_installed_script() is None, reason="console script not installed")
 def test_new_user_path_through_installed_script(tmp_path):
-    exe = shutil.which("twinlake") or "/work/venv/bin/twinlake"
+    exe = _installed_script()
     csv_path = write_sample(tmp_path / "run7.csv", SampleSpec(rows=500, gap_at=(9,)))
     env_lake = tmp_path / "lake"
     run = subprocess.run([exe, "ingest", csv_path, "--robot", "fr3-new", "--lake", env_lake],
