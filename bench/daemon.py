@@ -1,6 +1,6 @@
 """Benchmark the sim daemon in real time and the offline recorder (plain script, not a test).
 
-    /work/venv/bin/python bench/daemon.py [--seconds 60] [--offline-only]
+    python bench/daemon.py [--seconds 60] [--offline-only]
 
 1. Starts `twinlake daemon serve` logic in a separate process on ephemeral ports, records a
    joint-impedance multisine run of `--seconds` streamed at 60 Hz, and prints dropped frames,
@@ -27,7 +27,6 @@ import time
 from pathlib import Path
 
 import numpy as np
-import zmq
 
 from twinlake.daemon import csv_v2 as C
 from twinlake.daemon.client import Fr3Client

@@ -8,7 +8,7 @@ chunk of ≤ 64 candidates per Ray actor); the first generation (which also buil
 batch and buffers) is timed apart from the `--generations` after it. The peer is FrankaTwin's published ≈378 s per iteration (128 envs, 3 runs,
 one GPU, old sequential code) — a published figure, not re-measured here.
 
-    /work/venv/bin/python bench/fit_scale.py [--population 128] [--seconds 12] [--runs 3]
+    python bench/fit_scale.py [--population 128] [--seconds 12] [--runs 3]
                                              [--generations 2] [--workers 1,2]
 
 Target: ≤ 20 s per generation (a 40-generation fit in under 15 minutes).

@@ -14,7 +14,7 @@ Each is run `--repeat` times (alternating, fresh output each time); the best wal
 each is reported with rows/s and the ratio twinlake/duckdb (throughput; target >= 0.8),
 plus the same ratio in process CPU seconds, which a busy shared machine disturbs less.
 
-    /work/venv/bin/python bench/ingest.py [--rows 600000] [--repeat 2] [--keep DIR]
+    python bench/ingest.py [--rows 600000] [--repeat 2] [--keep DIR]
                                           [--raw-codec zstd none]
 """
 

@@ -15,7 +15,7 @@ and prints (a)/peer, (a)/scan, (a)/(b) and (a)/(b'). Every run carries a seq gap
 period outlier; every tenth run also records its gap in run.parquet, so each run has 4
 intervals and the result is checked. The lake is deleted afterwards unless `--keep`.
 
-    /work/venv/bin/python bench/intervals.py [--runs 100] [--minutes 10] [--repeat 2]
+    python bench/intervals.py [--runs 100] [--minutes 10] [--repeat 2]
 """
 
 from __future__ import annotations

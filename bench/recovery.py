@@ -18,7 +18,7 @@ Prints per parameter the relative error of both, the delay found, and the held-o
 against the noise floor (the truth replayed). Targets: armature, Coulomb (dynamic) and
 viscous within 5 % on excited joints, delay exact, held-out q RMSE ≤ 1.2× the floor.
 
-    /work/venv/bin/python bench/recovery.py [--seed 0] [--seconds 6] [--population 24]
+    python bench/recovery.py [--seed 0] [--seconds 6] [--population 24]
                                             [--generations 15] [--refine 12] [--workers 2]
 """
 

@@ -14,7 +14,7 @@ Prints sim-steps/s of each and the ratios (targets: ≥ 0.8× rollout, ≥ 5× p
 Then the Cartesian law on a 50 Hz FrankaTwin-like log: the compiled loop against the per-tick
 numpy loop.
 
-    /work/venv/bin/python bench/replay.py [--population 64] [--seconds 10] [--nthread 2] [--ref-candidates 2] [--repeat 5]
+    python bench/replay.py [--population 64] [--seconds 10] [--nthread 2] [--ref-candidates 2] [--repeat 5]
                                           [--cartesian-seconds 2]
 """
 

@@ -7,7 +7,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "fit"))  
 from test_trust_identifiability import _problem, TRUTH
 from test_trust_quick import _open_loop
 from twinlake.fit.identifiability import fd_jacobian
-from twinlake.fit.quick import fit_first_order, select_windows, WINDOW_FRAMES
+from twinlake.fit.quick import fit_first_order, WINDOW_FRAMES
 from twinlake.sim import PARAM_NAMES, DEFAULT_BOUNDS
 
 free = [f"{g}_j{j}" for g in ("armature", "mu_viscous") for j in range(1, 5)]

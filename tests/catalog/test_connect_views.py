@@ -8,7 +8,6 @@ import json
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
-import pytest
 
 from twinlake.catalog import FRAME_SCHEMA, RUN_SCHEMA, SQL_FILES, Lake, connect, load_sql
 from twinlake.catalog.sql import sql_blocks

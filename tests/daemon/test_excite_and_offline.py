@@ -86,8 +86,8 @@ def test_offline_is_deterministic_for_a_seed(tmp_path):
     result = CliRunner().invoke(app, ["excite", *SHORT_MULTISINE, "--output", str(out)])
     assert result.exit_code == 0, result.output
     a = record_offline(out / "reference.csv", tmp_path / "a.csv", seed=7, tail_s=0.1)
-    b = record_offline(out / "reference.csv", tmp_path / "b.csv", seed=7, tail_s=0.1)
-    c = record_offline(out / "reference.csv", tmp_path / "c.csv", seed=8, tail_s=0.1)
+    record_offline(out / "reference.csv", tmp_path / "b.csv", seed=7, tail_s=0.1)
+    record_offline(out / "reference.csv", tmp_path / "c.csv", seed=8, tail_s=0.1)
     assert (tmp_path / "a.csv").read_bytes() == (tmp_path / "b.csv").read_bytes()
     meta_a, meta_b = (json.loads((tmp_path / f"{x}.meta.json").read_text()) for x in "ab")
     assert meta_a.pop("recording_id") == "offline-a" and meta_b.pop("recording_id") == "offline-b"

@@ -5,7 +5,7 @@ import pytest
 
 from twinlake.sim import Q_MAX, Q_MIN
 from twinlake.sim.controllers import JOINT_SLEW_NM_PER_TICK, joint_impedance_torque, slew_limit
-from twinlake.sim.kernels import apply_delayed_torque, joint_impedance_tick, population_joint_tick
+from twinlake.sim.kernels import joint_impedance_tick, population_joint_tick
 from twinlake.sim.plant import DelayLine, StribeckFriction
 
 
