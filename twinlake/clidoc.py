@@ -93,7 +93,8 @@ def _option_names(param: Any) -> str:
         return f"{names} / {', '.join(param.secondary_opts)}"
     if getattr(param, "is_flag", False) or getattr(param, "count", False):
         return names
-    return f"{names} {param.metavar or (param.name or 'value').upper()}"
+    spelled = max(param.opts, key=len).lstrip("-").replace("-", "_").upper()
+    return f"{names} {param.metavar or spelled}"
 
 
 def _bounds(param: Any) -> str:
