@@ -17,15 +17,21 @@ SCRIPT = Path(sys.executable).parent / "twinlake"
 
 
 @pytest.fixture
-def twinlake_script():
-    """A function: (command line, cwd) -> CompletedProcess of the installed console script."""
+def twinlake_path() -> Path:
+    """The installed `twinlake` console script (the test is skipped without one)."""
     if not SCRIPT.exists():
         pytest.skip(f"console script not installed beside {sys.executable}")
+    return SCRIPT
+
+
+@pytest.fixture
+def twinlake_script(twinlake_path):
+    """A function: (command line, cwd) -> CompletedProcess of the installed console script."""
 
     def run(line: str | list[str], cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess:
         args = shlex.split(line) if isinstance(line, str) else list(line)
         assert args[0] == "twinlake", args
-        return subprocess.run([str(SCRIPT), *args[1:]], cwd=cwd, capture_output=True, text=True,
+        return subprocess.run([str(twinlake_path), *args[1:]], cwd=cwd, capture_output=True, text=True,
                               timeout=timeout)
 
     return run
