@@ -30,7 +30,7 @@ def intervals_command(
     period_s: float = typer.Option(0.001, "--period-s", help="Nominal control period, seconds."),
     period_tol_s: float = typer.Option(0.0005, "--period-tol-s", help="Allowed |period - nominal|, seconds."),
     no_split: list[str] = typer.Option(
-        [], "--no-split", help=f"Switch an optional rule off (repeatable): {', '.join(OPTIONAL_SPLITS)}."
+        [], "--no-split", help=f"Switch optional rules off (one or more): {', '.join(OPTIONAL_SPLITS)}."
     ),
     as_json: bool = typer.Option(False, "--json", help="Print a JSON array of interval rows."),
     lake: Optional[Path] = typer.Option(None, "--lake", help="Lake root (default $TWINLAKE_LAKE, else ./lake)."),
@@ -39,7 +39,9 @@ def intervals_command(
     with why each starts and ends (the `intervals` view; join it to `frames` in SQL)."""
     from twinlake.catalog import connect, resolve_lake
     from twinlake.catalog.intervals import clean_intervals
+    from twinlake.option_lists import split_values
 
+    no_split = split_values(no_split)
     for name in no_split:
         if name not in OPTIONAL_SPLITS:
             _fail(f"--no-split {name!r}: expected one of {', '.join(OPTIONAL_SPLITS)}")

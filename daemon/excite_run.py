@@ -15,6 +15,7 @@ import math
 import time
 import uuid
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
@@ -93,10 +94,10 @@ def unhealthy_reason(state: ClientState | None, now: float, stale_after: float, 
 
 
 def new_output_dir(output: str | None) -> Path:
-    """The run directory: must be new (default recordings/joint-<UTC timestamp>)."""
+    """The run directory: must be new. Default, as fr3_stack's `examples/joint_sysid.py`:
+    `recordings/joint-%Y%m%dT%H%M%S-%fZ` (UTC, microseconds), relative to the working directory."""
     if output is None:
-        stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime()) + f"-{time.time_ns() % 10**6:06d}Z"
-        output = f"recordings/joint-{stamp}"
+        output = datetime.now(timezone.utc).strftime("recordings/joint-%Y%m%dT%H%M%S-%fZ")
     path = Path(output)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.mkdir(exist_ok=False)

@@ -31,6 +31,22 @@ from .wire import CONTROLLER_NAMES, BadCommand, StateMessage, decode_command, en
 STATE_PERIOD_S = 0.005
 
 
+def unsupported_controller_message(controller: str) -> str:
+    """`lastError` for a command selecting a controller this daemon does not run.
+
+    fr3_stack's daemon runs every controller of its wire protocol, so it never refuses one; this
+    daemon runs joint impedance and idle only. It refuses the others (Cartesian impedance, moveTo,
+    admittance, hybrid) with this message, and clears it when it next accepts a command, so a
+    client that refuses a daemon with a `lastError` (fr3_stack's `Robot.observe()`,
+    `joint_sysid.py`'s health check) can carry on once it is back in joint impedance. Malformed
+    commands (wrong list lengths, undecodable bytes) are errors on any daemon: their `lastError`
+    stays until a later error replaces it (fr3_stack documents `lastError` as the last
+    bad-command, RT-abort or hybrid-trip message).
+    """
+    return (f"bad command: controller {controller} is not available in this daemon "
+            "(joint_impedance and idle only; the command was ignored)")
+
+
 @dataclass
 class DaemonConfig:
     """Daemon settings. Port 0 binds an ephemeral port (see `Fr3Daemon.ports`)."""
@@ -91,7 +107,8 @@ class Fr3Daemon:
         self._stop = threading.Event()
         self._pending = None  # latest sim command (conflated), taken by the loop
         self._pending_lock = threading.Lock()
-        self.last_error = ""
+        self.last_error = ""  # the state's lastError
+        self._error_is_refusal = False  # last_error refuses an unsupported controller (cleared when one is accepted)
         self.running = False
         self.controller_name = "idle" if config.initial_controller == "idle" else "joint_impedance"
         self._snapshot: tuple | None = None  # (q, dq, pos, quat, robot_time) for the publisher
@@ -116,18 +133,25 @@ class Fr3Daemon:
             try:
                 decoded = decode_command(data)
             except BadCommand as exc:
-                self.last_error = str(exc)
+                self._set_error(str(exc), refusal=False)
                 continue
             if decoded.termination:
                 self._stop.set()
                 continue
             command = to_sim_command(decoded)
             if command is None:
-                self.last_error = (f"bad command: controller {CONTROLLER_NAMES[decoded.controller]} is not "
-                                   "available in this daemon (joint_impedance and idle only)")
+                self._set_error(unsupported_controller_message(CONTROLLER_NAMES[decoded.controller]), refusal=True)
                 continue
             with self._pending_lock:
                 self._pending = command
+            if self._error_is_refusal:
+                self._set_error("", refusal=False)  # accepted: the refusal no longer describes the session
+
+    def _set_error(self, message: str, *, refusal: bool) -> None:
+        """Publish `message` as `lastError`. refusal: it only refuses a controller this daemon does not
+        run, and the next accepted command clears it (see `unsupported_controller_message`)."""
+        self._error_is_refusal = refusal
+        self.last_error = message
 
     def _publish_state(self) -> None:
         zero6 = np.zeros(6)
@@ -169,7 +193,7 @@ class Fr3Daemon:
         self.ticks += 1
 
     def run(self, duration_s: float | None = None) -> int:
-        """Run until termination, `stop()` or `duration_s`; returns the exit status (§1.5)."""
+        """Run until termination, `stop()` or `duration_s`; returns the exit status (docs/daemon.md §1)."""
         threads = [threading.Thread(target=f, name=n, daemon=True)
                    for f, n in ((self._receive_commands, "cmd-pull"), (self._publish_state, "state-pub"))]
         self.service.start()

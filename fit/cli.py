@@ -41,13 +41,13 @@ def _weights(items: list[str]) -> dict[str, float]:
 
 @fit_app.command("run")
 def run_cmd(
-    train: list[str] = typer.Option([], "--train", help="Training data [ROBOT/]RUN[:INTERVAL] (repeat)."),
-    holdout: list[str] = typer.Option([], "--holdout", help="Held-out runs, never seen by the search (repeat)."),
-    params: list[str] = typer.Option([], "--params", help="Freeze/re-bound: 'armature=0:0.6,dynamic_ratio=1' or a JSON file (repeat)."),
+    train: list[str] = typer.Option([], "--train", help="Training data [ROBOT/]RUN[:INTERVAL], one or more (--train a b, a,b or repeated)."),
+    holdout: list[str] = typer.Option([], "--holdout", help="Held-out runs, never seen by the search (one or more)."),
+    params: list[str] = typer.Option([], "--params", help="Freeze/re-bound: 'armature=0:0.6 dynamic_ratio=1' (or comma-separated) or JSON files."),
     population: int = typer.Option(32, "--population", min=2, help="CMA-ES population per generation."),
     generations: int = typer.Option(20, "--generations", min=1, help="Generations to run."),
     seed: int = typer.Option(0, "--seed", help="Seed: the same seed and data give the same fit, bit for bit."),
-    weights: list[str] = typer.Option([], "--weights", help="Per-run loss weights RUN=W[,RUN=W] (default 1)."),
+    weights: list[str] = typer.Option([], "--weights", help="Per-run loss weights RUN=W, one or more (default 1)."),
     sigma0: float = typer.Option(0.3, "--sigma", help="Initial CMA-ES step in the normalised box."),
     q_scale: float = typer.Option(0.01, "--q-scale", help="Declared joint position error scale [rad]."),
     dq_scale: float = typer.Option(0.01 / 0.1**0.5, "--dq-scale", help="Declared joint velocity error scale [rad/s]."),
@@ -69,6 +69,7 @@ def run_cmd(
     from twinlake.fit.objective import LossScales
     from twinlake.fit.run import FitSettings, run_fit
     from twinlake.fit.space import parse_space
+    from twinlake.option_lists import split_values
 
     root = resolve_lake(lake)
     try:
@@ -76,11 +77,11 @@ def run_cmd(
             rec = run_fit(root, fit_id=resume, resume=True, workers=workers, address=address,
                           progress=sys.stderr.isatty() or not as_json)
         else:
-            if not train:
+            if not split_values(train):
                 fail("give at least one --train [ROBOT/]RUN[:INTERVAL]")
             LossScales(q_scale, dq_scale)
             settings = FitSettings(
-                train=list(train), holdout=list(holdout), space=parse_space(params).to_json(),
+                train=split_values(train), holdout=split_values(holdout), space=parse_space(params).to_json(),
                 population=population, generations=generations, seed=seed, sigma0=sigma0,
                 weights=_weights(weights), q_scale_rad=q_scale, dq_scale_rad_s=dq_scale,
                 max_duration_s=max_seconds, min_duration_s=min_seconds,

@@ -27,7 +27,7 @@ def _load_profile(path: Optional[Path]):
 
 def validate_cmd(
     fit: str = typer.Argument(..., help="Fit id (see `twinlake fit list`)."),
-    runs: list[str] = typer.Option(..., "--runs", help="Held-out run [ROBOT/]RUN (repeat)."),
+    runs: list[str] = typer.Option(..., "--runs", help="Held-out runs [ROBOT/]RUN, one or more (--runs a b, a,b or repeated)."),
     max_q_rmse_rad: Optional[float] = typer.Option(None, "--max-q-rmse-rad", help="Pass only if joint position RMSE over all joints <= X [rad]."),
     max_joint_q_rmse_rad: Optional[float] = typer.Option(None, "--max-joint-q-rmse-rad", help="... and every joint's position RMSE <= X [rad]."),
     max_dq_rmse_rad_s: Optional[float] = typer.Option(None, "--max-dq-rmse-rad-s", help="... and joint velocity RMSE (all joints) <= X [rad/s]."),
@@ -44,14 +44,16 @@ def validate_cmd(
 
     from twinlake.catalog import resolve_lake
     from twinlake.fit.validate import Thresholds, validate_fit
+    from twinlake.option_lists import split_values
 
+    runs = split_values(runs)
     try:
         thresholds = Thresholds(max_q_rmse_rad, max_joint_q_rmse_rad, max_dq_rmse_rad_s, max_ee_pos_rmse_m,
                                 max_ee_ori_rmse_rad)
         params, _ = _load_profile(nominal)
         console = Console(stderr=True)
         with console.status(f"replaying {len(runs)} held-out run(s), fitted and nominal in one batch"):
-            outs = validate_fit(resolve_lake(lake), fit, list(runs), thresholds, nominal=params,
+            outs = validate_fit(resolve_lake(lake), fit, runs, thresholds, nominal=params,
                                 allow_train=allow_train)
     except ValueError as exc:
         _fail(str(exc))

@@ -1,4 +1,8 @@
-"""The root `twinlake` command: composes the sub-commands each folder owns in its cli.py."""
+"""The root `twinlake` command: composes the sub-commands each folder owns in its cli.py.
+
+Its group (`ListOptionGroup`) gives every sub-command argparse-style value lists:
+`--joints 1 2 3` is `--joints 1 --joints 2 --joints 3` (twinlake/option_lists.py).
+"""
 
 from __future__ import annotations
 
@@ -6,8 +10,11 @@ import importlib
 
 import typer
 
+from twinlake.option_lists import ListOptionGroup
+
 app = typer.Typer(
     name="twinlake",
+    cls=ListOptionGroup,
     help="FR3 recordings into a Parquet lake, SQL over runs, and population-based MuJoCo sysid.",
     no_args_is_help=True,
     add_completion=False,
