@@ -1,13 +1,13 @@
 """Benchmark: recovery of a synthetic truth, twinlake's fit beside MuJoCo's own Gauss–Newton.
 
 1. A truth is sampled per joint uniformly inside the span of the published figures
-   (specs/fr3_model.md: FrankaTwin 0.3.0 and v3 fits, Menagerie): armature, static and
+   (FrankaTwin 0.3.0 and v3 fits, Menagerie's fr3.xml): armature, static and
    dynamic friction, viscous; the delay uniformly in 1..3 ms.
 2. Training and held-out runs: multisine excitations of all 7 joints from the daemon's
    planner (held-out: other tones and phases), recorded by the offline recorder on the truth
    with its default measurement noise (q 2e-5 rad, dq 5e-4 rad/s), ingested into a lake.
 3. twinlake: `run_fit` on a local Ray (CMA-ES + categorical delay, then LM refinement), all
-   29 parameters free with FrankaTwin's bounds.
+   parameters (`twinlake.sim.LAYOUT`, FrankaTwin's 29) free with FrankaTwin's bounds.
 4. Peer: MuJoCo's Gauss–Newton / Levenberg–Marquardt (`mujoco.minimize.least_squares`, the
    optimizer `mujoco.sysid.optimize` runs) on the parameters a MuJoCo joint can express —
    armature, damping (= viscous) and frictionloss (one Coulomb level; static = dynamic) —
@@ -33,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-# published per-joint figures (specs/fr3_model.md): FrankaTwin 0.3.0, FrankaTwin v3, Menagerie
+# published per-joint figures: FrankaTwin 0.3.0, FrankaTwin v3, Menagerie
 ARMATURE = [[.425, .281, .185, .189, .182, .159, .106], [.382, .159, .157, .174, .239, .180, .060],
             [.195, .195, .195, .195, .074, .074, .074]]
 STATIC = [[1.13, 1.04, 1.58, 1.74, 1.17, 1.38, 1.02], [.73, 1.17, .59, 1.03, 1.63, 1.14, 1.06],
@@ -79,28 +79,34 @@ def record(root: Path, truth_path: Path, name: str, tones, seed: int, seconds: f
     return f"bench/{name}"
 
 
+# what a MuJoCo joint expresses, in the peer's x order: armature, damping (= viscous), frictionloss
+PEER_GROUPS = ("armature", "mu_viscous", "mu_static")
+
+
 def mujoco_peer(lake: Path, train: list[str], max_iter: int) -> tuple[np.ndarray, float, float]:
-    """MuJoCo's LM on (armature, damping, frictionloss) × 7, no delay; returns (29,), loss, s."""
+    """MuJoCo's LM on (armature, damping, frictionloss) × 7, no delay; returns (n,), loss, s."""
     from mujoco import minimize
 
     from twinlake.fit.objective import FitProblem
-    from twinlake.sim import DEFAULT_BOUNDS, DynamicsParams
+    from twinlake.sim import LAYOUT, DynamicsParams
 
     problem = FitProblem.from_lake(lake, train)
     nominal = DynamicsParams.nominal()
-    x0 = np.concatenate([nominal.armature, nominal.mu_viscous, nominal.mu_static])
+    x0 = np.concatenate([getattr(nominal, g) for g in PEER_GROUPS])
+    rows = [LAYOUT.slice(g) for g in PEER_GROUPS]
 
-    def full(x: np.ndarray) -> np.ndarray:  # x (21, k) → (k, 29)
-        p = np.zeros((x.shape[1], 29))
-        p[:, 0:7], p[:, 21:28], p[:, 7:14] = x[0:7].T, x[7:14].T, x[14:21].T
-        p[:, 14:21] = 1.0  # one Coulomb level: static = dynamic
+    def full(x: np.ndarray) -> np.ndarray:  # x (21, k) → (k, n), every other parameter 0
+        p = np.zeros((x.shape[1], LAYOUT.size))
+        for part, where in zip(np.split(x, len(PEER_GROUPS)), rows):
+            p[:, where] = part.T
+        p[:, LAYOUT.slice("dynamic_ratio")] = 1.0  # one Coulomb level: static = dynamic
         return p
 
     def residual(x: np.ndarray) -> np.ndarray:
         return problem.residuals(full(np.atleast_2d(x.T).T if x.ndim == 1 else x)).T
 
-    lo = np.concatenate([DEFAULT_BOUNDS[0:7, 0], DEFAULT_BOUNDS[21:28, 0], DEFAULT_BOUNDS[7:14, 0]])
-    hi = np.concatenate([DEFAULT_BOUNDS[0:7, 1], DEFAULT_BOUNDS[21:28, 1], DEFAULT_BOUNDS[7:14, 1]])
+    lo = np.concatenate([LAYOUT.bounds[where, 0] for where in rows])
+    hi = np.concatenate([LAYOUT.bounds[where, 1] for where in rows])
     started = time.perf_counter()
     x, _log = minimize.least_squares(x0, residual, bounds=[lo, hi], max_iter=max_iter, verbose=0, eps=1e-6)
     params = full(x.reshape(-1, 1))[0]
@@ -132,7 +138,7 @@ def main() -> None:
     import ray
 
     from twinlake.fit.run import FitSettings, run_fit
-    from twinlake.sim import PARAM_NAMES, save_profile
+    from twinlake.sim import LAYOUT, save_profile
 
     truth = sample_truth(args.seed)
     with tempfile.TemporaryDirectory() as tmp:
@@ -158,20 +164,23 @@ def main() -> None:
           f"MuJoCo LM {peer_s:.0f} s (loss {peer_loss:.3g})")
     print(f"{'parameter':16s} {'truth':>8s} {'twinlake':>9s} {'err %':>7s} {'mujoco':>8s} {'err %':>7s}")
     rows = {}
-    for i, name in enumerate(PARAM_NAMES[:28]):
-        group, j = name.rsplit("_j", 1)
-        mj = {"armature": peer[i], "mu_viscous": peer[i], "mu_static": peer[i]}.get(group)
+    for i, name in enumerate(LAYOUT.names):
+        group = LAYOUT.group_of(name).name
+        if group not in {g.name for g in LAYOUT.joint_groups}:
+            continue  # the delay: printed below
+        mj = peer[i] if group in PEER_GROUPS else None
         err = 100 * (rec.vector[i] - t[i]) / t[i]
         mj_err = 100 * (mj - t[i]) / t[i] if mj is not None and group != "mu_static" else None
         rows[name] = err
         print(f"{name:16s} {t[i]:8.3f} {rec.vector[i]:9.3f} {err:+7.1f} "
               + (f"{mj:8.3f} {mj_err:+7.1f}" if mj_err is not None else f"{'-':>8s} {'-':>7s}"))
+    peer_coulomb = LAYOUT.take(peer, "mu_static")  # its one Coulomb level
     for j in range(7):
         err = 100 * (mu_dyn_fit[j] - mu_dyn_truth[j]) / mu_dyn_truth[j]
-        mj_err = 100 * (peer[7 + j] - mu_dyn_truth[j]) / mu_dyn_truth[j]  # its one Coulomb level
+        mj_err = 100 * (peer_coulomb[j] - mu_dyn_truth[j]) / mu_dyn_truth[j]
         rows[f"mu_dynamic_j{j + 1}"] = err
         print(f"mu_dynamic_j{j + 1:<5d} {mu_dyn_truth[j]:8.3f} {mu_dyn_fit[j]:9.3f} {err:+7.1f} "
-              f"{peer[7 + j]:8.3f} {mj_err:+7.1f}")
+              f"{peer_coulomb[j]:8.3f} {mj_err:+7.1f}")
     print(f"motor_delay_ms   truth {truth.motor_delay_ms}, twinlake {rec.params.motor_delay_ms}, mujoco - (not expressible)")
     floor = rmse["truth"]
     print(f"held-out q RMSE [mrad]: twinlake {1e3 * rmse['twinlake']:.4f} ({rmse['twinlake'] / floor:.2f}× floor), "

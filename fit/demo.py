@@ -117,14 +117,11 @@ def holdout_rmse(lake: Path, holdout: list[str], candidates: dict) -> dict[str, 
     return {n: np.sqrt(sq[i] / count) for i, n in enumerate(names)}
 
 
-GROUPS = ("armature", "mu_static", "dynamic_ratio", "mu_viscous")  # the fitted parameters
-
-
 def truth_in_intervals(truth, ident: dict | None) -> dict[str, dict]:
     """Per parameter name with a finite stored 95 % interval: {low, high, truth, inside}."""
-    from twinlake.sim import PARAM_NAMES
+    from twinlake.sim import LAYOUT
 
-    values = dict(zip(PARAM_NAMES, truth.to_vector().tolist()))
+    values = dict(zip(LAYOUT.names, truth.to_vector().tolist()))
     out = {}
     for p in (ident or {}).get("parameters", []):
         lo, hi = p.get("ci95_low"), p.get("ci95_high")
@@ -137,15 +134,18 @@ def truth_in_intervals(truth, ident: dict | None) -> dict[str, dict]:
 def truth_table(truth, fit, console: Console, ident: dict | None = None) -> dict[str, dict]:
     """Print truth / fit ± 95 % half-width per joint and group, ✓ when the truth lies inside
     the interval (✗ outside); returns `truth_in_intervals`."""
+    from twinlake.sim import LAYOUT
+
     cover = truth_in_intervals(truth, ident)
     title = "demo robot: truth (never shown to the fit) / fit"
     table = Table(title=title + (" ± 95 % half-width, ✓ truth inside" if cover else " (error %)"))
+    groups = [g.name for g in LAYOUT.joint_groups]  # the fitted per-joint parameters
     table.add_column("joint")
-    for g in GROUPS:
+    for g in groups:
         table.add_column(g, justify="right")
     for j in range(7):
         cells = [f"J{j + 1}"]
-        for g in GROUPS:
+        for g in groups:
             t, f = float(getattr(truth, g)[j]), float(getattr(fit, g)[j])
             c = cover.get(f"{g}_j{j + 1}")
             if c is not None:

@@ -16,7 +16,7 @@ import json
 from pathlib import Path
 
 from twinlake.fit.record import FitRecord
-from twinlake.sim import PARAM_NAMES, save_profile, to_frankatwin_decoded
+from twinlake.sim import LAYOUT, save_profile, to_frankatwin_decoded
 
 FORMATS = ("profile", "frankatwin", "mjcf")
 HISTORY_KEYS = ("iter", "min", "mean", "best", "iter_s", "ms_per_tick", "eta_s", "per_traj_min",
@@ -31,11 +31,12 @@ def default_name(rec: FitRecord, fmt: str) -> str:
 def frankatwin_doc(rec: FitRecord) -> dict:
     """FrankaTwin's sysid_best_params.json object for a twinlake fit."""
     space = rec.settings.get("space", {})
-    bounds = [space.get("bounds", {}).get(n) for n in PARAM_NAMES]
+    ft = list(LAYOUT.frankatwin_indices)  # the values FrankaTwin's vector holds, in its order
+    bounds = [space.get("bounds", {}).get(LAYOUT.names[i]) for i in ft]
     train = rec.train
     return {
         "best_score": rec.best_loss,
-        "best_params_raw": rec.vector.tolist(),
+        "best_params_raw": rec.vector[ft].tolist(),
         "best_params_decoded": to_frankatwin_decoded(rec.params),
         "history": [{k: h.get(k) for k in HISTORY_KEYS} for h in rec.history],
         "bounds": bounds,

@@ -34,13 +34,16 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
+from twinlake.sim.params import LAYOUT
+
+DISCRETE_NAMES = frozenset(LAYOUT.names[i] for i in LAYOUT.integer_indices)  # never in J
+
 AT_BOUND_FRACTION = 0.005
 NEAR_BOUND_FRACTION = 0.05
 UNIDENTIFIABLE_HALF_WIDTH = 0.5  # of the bound range
 DIRECTION_WEIGHT = 0.3
 SEED_SPREAD_FRACTION = 0.10  # of the bound range
 INSENSITIVE_FRACTION = 0.02  # of the most important parameter's range-scaled sensitivity
-DELAY_NAME = "motor_delay_ms"
 
 ResidualFn = Callable[[np.ndarray], np.ndarray]
 
@@ -182,7 +185,7 @@ def _flag(res: IdentifiabilityResult, s: np.ndarray, vt: np.ndarray, free_idx: n
             lst.append(flag)
 
     for i, name in enumerate(names):
-        if name == DELAY_NAME:
+        if name in DISCRETE_NAMES:
             add(i, "discrete")
     for i in free_idx:
         frac = min(res.values[i] - res.lower_bound[i], res.upper_bound[i] - res.values[i]) / rng_all[i] \
@@ -215,20 +218,19 @@ def _flag(res: IdentifiabilityResult, s: np.ndarray, vt: np.ndarray, free_idx: n
 def identifiability_summary(problem: Any, best: np.ndarray, *, free: Sequence[str] | None = None,
                             bounds: np.ndarray | None = None, seed_optima: np.ndarray | None = None,
                             rel_step: float = 1e-3, names: Sequence[str] | None = None) -> IdentifiabilityResult:
-    """Error bars at ``best`` (29,) for a ``FitProblem`` (anything with ``residuals(P×n)``).
+    """Error bars at ``best`` (n,) for a ``FitProblem`` (anything with ``residuals(P×n)``).
 
-    free: names of the fitted parameters (default: all but the delay); bounds (n, 2): default
-    ``twinlake.sim.DEFAULT_BOUNDS``; seed_optima (S, n): the best vectors of several seeds, for
-    the spread. Intended for ``twinlake fit show`` and the fit record (``to_json()``).
+    free: names of the fitted parameters (default: all but the discrete delay); bounds (n, 2):
+    default ``LAYOUT.bounds``; seed_optima (S, n): the best vectors of several seeds, for the
+    spread; names: default ``LAYOUT.names``. Intended for ``twinlake fit show`` and the fit
+    record (``to_json()``).
     """
-    from twinlake.sim import DEFAULT_BOUNDS, PARAM_NAMES
-
-    names = tuple(names or PARAM_NAMES)
-    b = np.asarray(DEFAULT_BOUNDS if bounds is None else bounds, dtype=np.float64)
-    free_names = [n for n in names if n != DELAY_NAME] if free is None else [n for n in free if n != DELAY_NAME]
+    names = tuple(names or LAYOUT.names)
+    b = np.asarray(LAYOUT.bounds if bounds is None else bounds, dtype=np.float64)
+    free_names = [n for n in (names if free is None else free) if n not in DISCRETE_NAMES]
     unknown = [n for n in free_names if n not in names]
     if unknown:
-        raise ValueError(f"identifiability: unknown parameter name(s) {unknown}; expected names of PARAM_NAMES")
+        raise ValueError(f"identifiability: unknown parameter name(s) {unknown}; expected names of LAYOUT.names")
     free_idx = [names.index(n) for n in free_names]
     x = np.asarray(best, dtype=np.float64)
     jac, r0 = fd_jacobian(problem.residuals, x, free_idx, b[:, 0], b[:, 1], rel_step)

@@ -75,19 +75,19 @@ def _lm(pool, combine, space, z, delay, loss, iterations, rows, on_iteration):
 
 def refine(pool, combine, space: ParameterSpace, best: np.ndarray, best_loss: float, iterations: int,
            on_iteration=None) -> tuple[np.ndarray, float, list[dict]]:
-    """Refine a (29,) best vector; returns (params, loss, one history dict per iteration).
+    """Refine an (n,) best vector (`LAYOUT` order); returns (params, loss, one history dict per iteration).
 
     LM runs at the best candidate's delay; then each neighbouring delay (±1 ms, within the
     choices) is probed with PROBE_ITERATIONS LM iterations from the converged point, since
     the other parameters partly compensate a wrong delay; a better neighbour becomes the
     delay and LM continues (at most MAX_DELAY_ROUNDS switches).
-    `pool` has `.residuals(params (P,29)) -> (P, M)` and `.evaluate(params) -> (P, B)`;
+    `pool` has `.residuals(params (P, n)) -> (P, M)` and `.evaluate(params) -> (P, B)`;
     `combine((P, B)) -> (P,)` is the weighted loss.
     """
     if len(space.free_indices) == 0 or iterations <= 0:
         return best, best_loss, []
     z = space.encode(best[None])[0]
-    delay, loss = int(round(best[-1])), best_loss
+    delay, loss = space.delay_of(best), best_loss
     rows: list[dict] = []
     z, loss = _lm(pool, combine, space, z, delay, loss, iterations, rows, on_iteration)
     choices = set(space.delay_choices.tolist())

@@ -21,8 +21,9 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
+from twinlake.sim.params import LAYOUT  # noqa: E402
+
 _PNG_META = {"Software": None}
-_GROUPS = (("armature", "kg·m²"), ("mu_static", "N·m"), ("dynamic_ratio", "-"), ("mu_viscous", "N·m·s/rad"))
 
 
 @dataclass(frozen=True)
@@ -95,14 +96,14 @@ def plot_convergence(history: list[dict[str, Any]], path: Path) -> bytes:
 
 
 def plot_parameters(params: list[ParamRow], path: Path) -> bytes:
-    """Per group, each joint's value with its 95 % interval, the nominal value, the range over
-    seeds (when known) and the bounds (grey)."""
+    """Per group (`LAYOUT`), each joint's value with its 95 % interval, the nominal value, the
+    range over seeds (when known) and the bounds (grey)."""
     by_name = {p.name: p for p in params}
-    fig, axes = plt.subplots(1, 5, figsize=(15, 3.6), gridspec_kw={"width_ratios": [7, 7, 7, 7, 1.4]})
-    for ax, (group, unit) in zip(axes[:4], _GROUPS):
-        rows = [by_name.get(f"{group}_j{j}") for j in range(1, 8)]
-        _param_axis(ax, rows, [f"J{j}" for j in range(1, 8)], f"{group} [{unit}]")
-    _param_axis(axes[4], [by_name.get("motor_delay_ms")], ["delay"], "delay [ms]")
+    widths = [g.size if g.per_joint else 1.4 for g in LAYOUT.groups]
+    fig, axes = plt.subplots(1, len(widths), figsize=(15, 3.6), gridspec_kw={"width_ratios": widths})
+    for ax, g in zip(axes, LAYOUT.groups):
+        labels = [f"J{j}" for j in range(1, g.size + 1)] if g.per_joint else [g.display]
+        _param_axis(ax, [by_name.get(n) for n in g.names], labels, f"{g.display} [{g.unit}]")
     fig.tight_layout()
     return _save(fig, path)
 
@@ -265,13 +266,11 @@ def report_data_from_lake(lake: Any, fit_id: str, *, nominal: Any = None, error_
 
 def _param_rows(rec: Any, nominal: Any, ident: dict | None) -> tuple[list[ParamRow], list[str]]:
     """One ParamRow per parameter (bounds from the fit's settings) and the parameter flags."""
-    from twinlake.sim import DEFAULT_BOUNDS, PARAM_NAMES
-
     space = (rec.settings or {}).get("space")
-    bounds = np.array([space["bounds"][n] for n in PARAM_NAMES]) if space else np.asarray(DEFAULT_BOUNDS)
+    bounds = np.array([space["bounds"][n] for n in LAYOUT.names]) if space else np.asarray(LAYOUT.bounds)
     by_name = {p["name"]: p for p in (ident or {}).get("parameters", [])}
     params, flags = [], []
-    for i, (name, value, nom) in enumerate(zip(PARAM_NAMES, rec.vector, nominal.to_vector())):
+    for i, (name, value, nom) in enumerate(zip(LAYOUT.names, rec.vector, nominal.to_vector())):
         p = by_name.get(name, {})
         row = ParamRow(name, float(value), float(nom), float(bounds[i, 0]), float(bounds[i, 1]), p.get("ci95_low"),
                        p.get("ci95_high"), tuple(f for f in p.get("flags", []) if f != "discrete"),

@@ -320,13 +320,13 @@ def _finish(lk: Lake, fit_id: str, settings: FitSettings, data: ProblemData, res
 
 
 def error_bars(pool, settings: FitSettings, best: np.ndarray, seed_optima: np.ndarray | None):
-    """`identifiability_summary` at `best` (29,) over the training data held by `pool` (its
+    """`identifiability_summary` at `best` (n,) over the training data held by `pool` (its
     `residuals` fan out like a generation); the same result as `identifiability_for_fit`
     on the stored record. None when no continuous parameter is free."""
-    from twinlake.fit.identifiability import DELAY_NAME, identifiability_summary
+    from twinlake.fit.identifiability import DISCRETE_NAMES, identifiability_summary
 
     space = settings.parameter_space
-    free = [n for n in space.free_names if n != DELAY_NAME]
+    free = [n for n in space.free_names if n not in DISCRETE_NAMES]
     if not free:
         return None
     chunk = pool.chunk  # one bigger chunk per worker for the 2k+1 rows (results never depend on it)

@@ -82,13 +82,15 @@ def print_fit(rec, validations: list[dict[str, Any]] | None = None) -> None:
 def _parameters(out, rec) -> None:
     from rich.table import Table
 
+    from twinlake.sim import LAYOUT
+
     p = rec.params
     table = Table(title=f"fit {rec.fit_id} ({rec.fit_source}, {rec.status}), best loss {rec.best_loss:.6g}")
-    for col in ("joint", "armature [kg·m²]", "mu_static [N·m]", "dynamic_ratio", "mu_viscous [N·m·s/rad]"):
+    groups = LAYOUT.joint_groups
+    for col in ("joint", *(g.name if g.unit == "-" else f"{g.name} [{g.unit}]" for g in groups)):
         table.add_column(col, justify="right")
     for j in range(7):
-        table.add_row(f"J{j + 1}", f"{p.armature[j]:.4f}", f"{p.mu_static[j]:.4f}",
-                      f"{p.dynamic_ratio[j]:.4f}", f"{p.mu_viscous[j]:.4f}")
+        table.add_row(f"J{j + 1}", *(f"{getattr(p, g.name)[j]:.4f}" for g in groups))
     out.print(table)
     out.print(f"motor delay: {p.motor_delay_ms} ms; history rows: {len(rec.history)}; seed: {rec.seed}")
 

@@ -1,9 +1,10 @@
-"""The parameter space of a fit: which of the 29 parameters are searched, their bounds, and
-which are frozen at a value.
+"""The parameter space of a fit: which parameters are searched, their bounds, and which are
+frozen at a value.
 
-The 29 parameters are FrankaTwin's (`twinlake.sim.PARAM_NAMES`): armature, mu_static,
-dynamic_ratio, mu_viscous per joint, then `motor_delay_ms`. Continuous parameters are
-searched in the normalised box [0, 1] (`lo + z·(hi − lo)`); the delay is an integer number of
+The parameters, their order, names and default bounds are `twinlake.sim.LAYOUT`'s (today
+FrankaTwin's 29: armature, mu_static, dynamic_ratio, mu_viscous per joint, then
+`motor_delay_ms`). Continuous parameters are searched in the normalised box [0, 1]
+(`lo + z·(hi − lo)`); the layout's one integer parameter, the delay, is a whole number of
 1 kHz ticks searched as a categorical choice among `delay_choices` (see fit/search.py).
 
 Spec syntax (`--params`, repeatable, comma-separated items; or a JSON file of the same):
@@ -26,89 +27,81 @@ from typing import Any, Iterable
 import numpy as np
 
 from twinlake.jsonfile import read_json_object
-from twinlake.sim import DEFAULT_BOUNDS, PARAM_NAMES
+from twinlake.sim.params import LAYOUT
 
-PARAM_COUNT = len(PARAM_NAMES)
-DELAY_INDEX = PARAM_NAMES.index("motor_delay_ms")
-GROUPS = ("armature", "mu_static", "dynamic_ratio", "mu_viscous")
-_ALIASES = {"delay": "motor_delay_ms", "motor_delay_steps": "motor_delay_ms"}
+(_DELAY,) = LAYOUT.integer_indices  # the search's one categorical coordinate (fit/search.py)
 
 
 def select(selector: str) -> list[int]:
-    """Indices (into PARAM_NAMES) named by a selector: a group (`armature`), a joint (`j3`),
+    """Indices (into `LAYOUT.names`) named by a selector: a group (`armature`), a joint (`j3`),
     a parameter name (`mu_static_j3`) or `delay`. ValueError with the choices otherwise."""
-    key = _ALIASES.get(selector.strip(), selector.strip())
-    if key in PARAM_NAMES:
-        return [PARAM_NAMES.index(key)]
-    if key in GROUPS:
-        return [i for i, n in enumerate(PARAM_NAMES) if n.rsplit("_j", 1)[0] == key]
-    if len(key) == 2 and key[0] == "j" and key[1] in "1234567":
-        return [i for i, n in enumerate(PARAM_NAMES) if n.endswith(f"_{key}")]
-    raise ValueError(
-        f"unknown parameter selector {selector!r}: expected a group ({', '.join(GROUPS)}), "
-        "a joint (j1..j7), a name such as mu_static_j3, or motor_delay_ms"
-    )
+    return LAYOUT.select(selector)
 
 
 @dataclass(frozen=True)
 class ParameterSpace:
-    """Bounds (29, 2) and frozen values of the 29 parameters.
+    """Bounds (n, 2) and frozen values of the n = `LAYOUT.size` parameters.
 
     `frozen` maps a parameter index to its fixed value. Everything else is free: the
     continuous free indices are `free_indices`, the delay (if free) takes values
     `delay_choices` (whole ms within its bounds).
     """
 
-    bounds: np.ndarray = field(default_factory=lambda: np.array(DEFAULT_BOUNDS, dtype=np.float64))
+    bounds: np.ndarray = field(default_factory=lambda: np.array(LAYOUT.bounds, dtype=np.float64))
     frozen: dict[int, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        b = np.array(self.bounds, dtype=np.float64).reshape(PARAM_COUNT, 2)
+        b = np.array(self.bounds, dtype=np.float64).reshape(LAYOUT.size, 2)
         for i, (lo, hi) in enumerate(b):
             if not (np.isfinite(lo) and np.isfinite(hi) and lo <= hi):
-                raise ValueError(f"bounds of {PARAM_NAMES[i]}: expected finite lo <= hi, got [{lo}, {hi}]")
+                raise ValueError(f"bounds of {LAYOUT.names[i]}: expected finite lo <= hi, got [{lo}, {hi}]")
         b.setflags(write=False)
         object.__setattr__(self, "bounds", b)
         object.__setattr__(self, "frozen", {int(k): float(v) for k, v in sorted(self.frozen.items())})
-        if DELAY_INDEX not in self.frozen and not self.delay_choices.size:
-            raise ValueError(f"motor_delay_ms bounds {b[DELAY_INDEX].tolist()} contain no whole ms")
+        if _DELAY not in self.frozen and not self.delay_choices.size:
+            raise ValueError(f"{LAYOUT.names[_DELAY]} bounds {b[_DELAY].tolist()} contain no whole "
+                             f"{LAYOUT.units[_DELAY]}")
 
     @property
     def free_indices(self) -> np.ndarray:
         """Indices of the continuous parameters CMA-ES searches, (n_free,) int64."""
         return np.array(
-            [i for i in range(PARAM_COUNT) if i != DELAY_INDEX and i not in self.frozen], dtype=np.int64
+            [i for i in range(LAYOUT.size) if i != _DELAY and i not in self.frozen], dtype=np.int64
         )
 
     @property
     def delay_choices(self) -> np.ndarray:
         """Whole-ms delays the search may choose, (n_delays,) int64 (one value if frozen)."""
-        if DELAY_INDEX in self.frozen:
-            return np.array([int(round(self.frozen[DELAY_INDEX]))], dtype=np.int64)
-        lo, hi = self.bounds[DELAY_INDEX]
+        if _DELAY in self.frozen:
+            return np.array([int(round(self.frozen[_DELAY]))], dtype=np.int64)
+        lo, hi = self.bounds[_DELAY]
         return np.arange(math.ceil(lo), math.floor(hi) + 1, dtype=np.int64)
 
     @property
     def free_names(self) -> list[str]:
-        names = [PARAM_NAMES[i] for i in self.free_indices]
-        return names + (["motor_delay_ms"] if len(self.delay_choices) > 1 else [])
+        names = [LAYOUT.names[i] for i in self.free_indices]
+        return names + ([LAYOUT.names[_DELAY]] if len(self.delay_choices) > 1 else [])
+
+    def delay_of(self, params: np.ndarray) -> int:
+        """The whole-ms delay of an (n,) parameter vector."""
+        return int(round(np.asarray(params)[_DELAY]))
 
     def decode(self, z: np.ndarray, delays: np.ndarray) -> np.ndarray:
-        """Full (P, 29) parameter matrix from normalised free coordinates z (P, n_free) in
+        """Full (P, n) parameter matrix from normalised free coordinates z (P, n_free) in
         [0, 1] (clipped) and integer delays (P,)."""
         z = np.clip(np.asarray(z, dtype=np.float64).reshape(len(delays), -1), 0.0, 1.0)
-        out = np.empty((len(delays), PARAM_COUNT), dtype=np.float64)
+        out = np.empty((len(delays), LAYOUT.size), dtype=np.float64)
         lo, hi = self.bounds[:, 0], self.bounds[:, 1]
         out[:] = 0.5 * (lo + hi)
         for i, v in self.frozen.items():
             out[:, i] = v
         free = self.free_indices
         out[:, free] = lo[free] + z * (hi[free] - lo[free])
-        out[:, DELAY_INDEX] = np.asarray(delays, dtype=np.float64)
+        out[:, _DELAY] = np.asarray(delays, dtype=np.float64)
         return out
 
     def encode(self, params: np.ndarray) -> np.ndarray:
-        """Normalised free coordinates (P, n_free) of a (P, 29) matrix (inverse of decode)."""
+        """Normalised free coordinates (P, n_free) of a (P, n) matrix (inverse of decode)."""
         p = np.atleast_2d(np.asarray(params, dtype=np.float64))
         free = self.free_indices
         lo, hi = self.bounds[free, 0], self.bounds[free, 1]
@@ -116,27 +109,27 @@ class ParameterSpace:
         return np.clip((p[:, free] - lo) / span, 0.0, 1.0)
 
     def at_bounds(self, params: np.ndarray, rel_tol: float = 0.01) -> list[str]:
-        """Names of free parameters of a (29,) vector within rel_tol of the range of a bound."""
-        p = np.asarray(params, dtype=np.float64).reshape(PARAM_COUNT)
+        """Names of free parameters of an (n,) vector within rel_tol of the range of a bound."""
+        p = np.asarray(params, dtype=np.float64).reshape(LAYOUT.size)
         hits = []
         for i in self.free_indices:
             lo, hi = self.bounds[i]
             tol = rel_tol * (hi - lo)
             if hi > lo and (p[i] <= lo + tol or p[i] >= hi - tol):
-                hits.append(PARAM_NAMES[i])
+                hits.append(LAYOUT.names[i])
         return hits
 
     def to_json(self) -> dict:
         """Plain JSON form (stored in the fit's settings)."""
         return {
-            "bounds": {n: self.bounds[i].tolist() for i, n in enumerate(PARAM_NAMES)},
-            "frozen": {PARAM_NAMES[i]: v for i, v in self.frozen.items()},
+            "bounds": {n: self.bounds[i].tolist() for i, n in enumerate(LAYOUT.names)},
+            "frozen": {LAYOUT.names[i]: v for i, v in self.frozen.items()},
         }
 
     @classmethod
     def from_json(cls, doc: dict) -> "ParameterSpace":
-        bounds = np.array([doc["bounds"][n] for n in PARAM_NAMES], dtype=np.float64)
-        frozen = {PARAM_NAMES.index(n): float(v) for n, v in doc.get("frozen", {}).items()}
+        bounds = np.array([doc["bounds"][n] for n in LAYOUT.names], dtype=np.float64)
+        frozen = {LAYOUT.index(n): float(v) for n, v in doc.get("frozen", {}).items()}
         return cls(bounds=bounds, frozen=frozen)
 
 
@@ -155,8 +148,12 @@ def _apply(bounds: np.ndarray, frozen: dict[int, float], selector: str, value: A
         v = float(value)
         if not math.isfinite(v):
             raise ValueError(f"{where}: {selector}: expected a finite value, got {value!r}")
-        if DELAY_INDEX in idx and (v != round(v) or not 0 <= v <= 4):
-            raise ValueError(f"{where}: motor_delay_ms: expected a whole number of ms in 0..4, got {v}")
+        for i in set(idx) & set(LAYOUT.integer_indices):
+            group = LAYOUT.group_of(LAYOUT.names[i])
+            lo, hi = group.bounds
+            if v != round(v) or not lo <= v <= hi:
+                raise ValueError(f"{where}: {LAYOUT.names[i]}: expected a whole number of {group.unit} in "
+                                 f"{lo:g}..{hi:g}, got {v}")
         for i in idx:
             frozen[i] = v
 
@@ -184,7 +181,7 @@ def _is_file(path: Path) -> bool:
 def parse_space(specs: Iterable[str] = (), base: ParameterSpace | None = None) -> ParameterSpace:
     """Apply `--params` specs (items like `armature=0:0.6`, `dynamic_ratio=1`, or a path to a
     JSON file `{"armature": [0, 0.6], "dynamic_ratio": 1}`) in order, on top of `base`
-    (FrankaTwin's default bounds, nothing frozen)."""
+    (the layout's default bounds, FrankaTwin's, nothing frozen)."""
     base = base or ParameterSpace()
     bounds = np.array(base.bounds, dtype=np.float64)
     frozen = dict(base.frozen)

@@ -30,7 +30,6 @@ from twinlake.ingest.registry import Detection, IngestError, ReadOptions, regist
 
 FIT_SOURCE = "frankatwin_import"
 HISTORY_FLOATS = ("min", "mean", "best", "iter_s", "ms_per_tick", "eta_s")
-DECODED_GROUPS = ("armature", "mu_static", "dynamic_ratio", "mu_viscous")
 
 
 @dataclass(frozen=True)
@@ -64,8 +63,6 @@ def _utc_mtime(path: Path) -> str:
 
 def fit_row(path: Path, body: dict) -> dict[str, Any]:
     """`fit.parquet` row from a sysid_best_params.json body (IngestError on bad fields)."""
-    from twinlake.sim import PARAM_NAMES
-
     dec = body.get("best_params_decoded")
     row: dict[str, Any] = {"fit_source": FIT_SOURCE, "created_utc": _utc_mtime(path),
                            "status": "imported"}
@@ -73,21 +70,7 @@ def fit_row(path: Path, body: dict) -> dict[str, Any]:
     if not isinstance(score, (int, float)):
         raise IngestError(path, f"expected a number, got {score!r}", field="best_score")
     row["best_loss"] = float(score)
-    values: list[float] = []
-    for group in DECODED_GROUPS:
-        vec = dec.get(group)
-        if group == "dynamic_ratio" and vec is None and dec.get("mu_dynamic") is not None:
-            vec = [d / s if s else 1.0 for d, s in zip(dec["mu_dynamic"], dec["mu_static"])]
-        if not isinstance(vec, list) or len(vec) != 7:
-            raise IngestError(path, f"expected a list of 7 numbers, got {vec!r:.60}",
-                              field=f"best_params_decoded.{group}")
-        values += [float(v) for v in vec]
-    delay = dec.get("motor_delay_steps")
-    if not isinstance(delay, (int, float)):
-        raise IngestError(path, f"expected an integer, got {delay!r}",
-                          field="best_params_decoded.motor_delay_steps")
-    values.append(float(int(delay)))  # whole 1 ms ticks
-    row.update(zip(PARAM_NAMES, values))
+    row.update(decoded_values(path, dec))
     args = body.get("args") if isinstance(body.get("args"), dict) else {}
     row["seed"] = args.get("seed") if isinstance(args.get("seed"), int) else None
     row["settings_json"] = dumps({"args": args, "bounds": body.get("bounds"),
@@ -96,6 +79,31 @@ def fit_row(path: Path, body: dict) -> dict[str, Any]:
     row["source_file"] = path.name
     row["source_sha256"] = sha256_file(path)
     return row
+
+
+def decoded_values(path: Path, dec: dict) -> dict[str, float]:
+    """The parameters of a `best_params_decoded` block by name (`twinlake.sim.LAYOUT`: names,
+    order, FrankaTwin's keys; `dynamic_ratio` derived from `mu_dynamic` when only that is
+    given; the delay's whole ticks as written). IngestError naming the field otherwise."""
+    from twinlake.sim import LAYOUT
+
+    values: list[float] = []
+    for group in LAYOUT.groups:
+        field = f"best_params_decoded.{group.frankatwin_key}"
+        try:
+            vec = LAYOUT.block_value(dec, group.name, frankatwin=True)
+        except ValueError as exc:
+            raise IngestError(path, str(exc), field=field) from None
+        if not group.per_joint:
+            kind = "an integer" if group.integer else "a number"
+            if not isinstance(vec, (int, float)):
+                raise IngestError(path, f"expected {kind}, got {vec!r}", field=field)
+            values.append(float(int(vec)) if group.integer else float(vec))  # whole 1 ms ticks
+        elif not isinstance(vec, list) or len(vec) != group.size:
+            raise IngestError(path, f"expected a list of {group.size} numbers, got {vec!r:.60}", field=field)
+        else:
+            values += [float(v) for v in vec]
+    return dict(zip(LAYOUT.names, values))
 
 
 def history_table(body: dict) -> pa.Table:

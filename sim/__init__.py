@@ -2,8 +2,9 @@
 
 Public face (see sim/README.md):
   model:        FR3_MODEL_PATH, load_model, Q_MIN, Q_MAX, JOINT_COUNT, HOME_Q
-  parameters:   DynamicsParams, PARAM_NAMES, DEFAULT_BOUNDS, load_params, save_profile,
-                to_frankatwin_decoded, DEMO_PROFILE_PATH
+  parameters:   LAYOUT (the parameter vector's groups, names, bounds, units), DynamicsParams,
+                PARAM_NAMES, DEFAULT_BOUNDS, load_params, save_profile, to_frankatwin_decoded,
+                DEMO_PROFILE_PATH
   controllers:  JointImpedanceConfig, CartesianGains
   one arm:      SimFR3, JointImpedanceCommand, IdleCommand, TickOutput
   replay:       ReplayInput, ReplayResult, replay_reference, PopulationEngine, PopulationResult
@@ -25,8 +26,8 @@ _MODULES = {
             "JointImpedanceCommand", "SimFR3", "TickOutput"),
     "controllers": ("CartesianGains", "JointImpedanceConfig"),
     "model": ("FR3_MODEL_PATH", "HOME_Q", "JOINT_COUNT", "Q_MAX", "Q_MIN", "load_model"),
-    "params": ("DEFAULT_BOUNDS", "MAX_DELAY_MS", "PARAM_COUNT", "PARAM_NAMES", "PROFILE_SCHEMA", "DynamicsParams",
-               "load_params", "save_profile", "to_frankatwin_decoded"),
+    "params": ("DEFAULT_BOUNDS", "LAYOUT", "MAX_DELAY_MS", "PARAM_COUNT", "PARAM_NAMES", "PROFILE_SCHEMA", "DynamicsParams",
+               "ParameterGroup", "ParameterLayout", "load_params", "save_profile", "to_frankatwin_decoded"),
     "population": ("PopulationEngine", "PopulationResult"),
     "replay": ("ReplayResult", "replay_reference"),
     "replay_input": ("CARTESIAN_IMPEDANCE", "JOINT_IMPEDANCE", "TIME_BASE_ZOH", "ReplayInput"),

@@ -1,11 +1,14 @@
-"""FrankaTwin's 29 dynamics parameters: named form, vector form, bounds and JSON.
+"""FrankaTwin's dynamics parameters of the simulated FR3: the registry `LAYOUT` (names, order in
+the vector, units, bounds, nominal values, FrankaTwin's names), the named form
+`DynamicsParams`, and profile / `sysid_best_params.json` I/O.
 
-Layout of the (29,) vector (specs/frankatwin.md §3.1):
-    0-6   armature_j1..j7       [kg·m²]
-    7-13  mu_static_j1..j7      [N·m]     static (breakaway) friction
-    14-20 dynamic_ratio_j1..j7  [-]       mu_dynamic = dynamic_ratio · mu_static
-    21-27 mu_viscous_j1..j7     [N·m·s/rad]
-    28    motor_delay_ms        [ms]      whole ticks of the 1 kHz loop (rounded, clamped 0..4)
+`LAYOUT` is the one place that knows the parameter vector: the population engine, the fit's
+parameter space, identifiability, the FrankaTwin importer and the benchmarks ask it for names,
+indices and slices (`LAYOUT.take(matrix, "mu_static")`, `LAYOUT.index("motor_delay_ms")`).
+Today it is FrankaTwin's 29-value vector (isaaclab_sysid `sysid_franka_osc.py`, `NUM_PARAMS`):
+armature, mu_static, dynamic_ratio, mu_viscous per joint J1..J7, then motor_delay_ms.
+Adding a parameter is one `ParameterGroup` in `_GROUPS` and a `DynamicsParams` field of the
+same name (plus its physics); see docs/simulation.md, "Parameters".
 """
 
 from __future__ import annotations
@@ -13,37 +16,58 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 import numpy as np
 
 from twinlake.jsonfile import read_json_object
 
-JOINT_COUNT = 7
-PARAM_COUNT = 29
+from .layout import JOINT_COUNT, ParameterGroup, ParameterLayout
+
 PROFILE_SCHEMA = "twinlake.profile/v1"
 MAX_DELAY_MS = 4
 
-_GROUPS = ("armature", "mu_static", "dynamic_ratio", "mu_viscous")
-PARAM_NAMES: tuple[str, ...] = tuple(
-    f"{g}_j{j}" for g in _GROUPS for j in range(1, JOINT_COUNT + 1)
-) + ("motor_delay_ms",)
 
-# FrankaTwin sysid CLI defaults: armature [0,0.5], friction [0,5], ratio [0,1], viscous [0,5], delay [0,4]
-DEFAULT_BOUNDS = np.array(
-    [[0.0, 0.5]] * 7 + [[0.0, 5.0]] * 7 + [[0.0, 1.0]] * 7 + [[0.0, 5.0]] * 7 + [[0.0, 4.0]],
-    dtype=np.float64,
+def _joint_array(value: Any) -> np.ndarray | None:
+    try:
+        arr = np.asarray(value, dtype=np.float64)
+    except (ValueError, TypeError):
+        return None
+    return arr if arr.shape == (JOINT_COUNT,) else None
+
+
+def _ratio_from_mu_dynamic(block: Mapping[str, Any]) -> list[float] | None:
+    """dynamic_ratio = mu_dynamic / mu_static (1 where mu_static is not > 0), for a FrankaTwin
+    block that gives mu_dynamic only; None without mu_dynamic. A malformed mu_static gives
+    ratio 1 (its own check names it)."""
+    if block.get("mu_dynamic") is None:
+        return None
+    mu_d = _joint_array(block["mu_dynamic"])
+    if mu_d is None:
+        raise ValueError(f"mu_dynamic: expected {JOINT_COUNT} numbers, got {block['mu_dynamic']!r:.60}")
+    mu_s = _joint_array(block.get("mu_static"))
+    mu_s = np.full(JOINT_COUNT, np.nan) if mu_s is None else mu_s
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(mu_s > 0, mu_d / mu_s, 1.0).tolist()
+
+
+# The parameter vector, in order. Bounds: FrankaTwin's sysid CLI defaults (armature [0, 0.5],
+# friction [0, 5], ratio [0, 1], viscous [0, 5], delay [0, delay_max = 4]); nominal: Menagerie's
+# fr3.xml joint dynamics (armature, frictionloss as both Coulomb levels, damping 0.21), no delay.
+_GROUPS = (
+    ParameterGroup("armature", "kg·m²", (0.0, 0.5), (0.195,) * 4 + (0.074,) * 3, "armature"),
+    ParameterGroup("mu_static", "N·m", (0.0, 5.0), (1.137,) * 4 + (0.763, 0.44, 0.248), "mu_static"),
+    ParameterGroup("dynamic_ratio", "-", (0.0, 1.0), (1.0,) * 7, "dynamic_ratio",
+                   companion="mu_dynamic", derive=_ratio_from_mu_dynamic),
+    ParameterGroup("mu_viscous", "N·m·s/rad", (0.0, 5.0), (0.21,) * 7, "mu_viscous"),
+    ParameterGroup("motor_delay_ms", "ms", (0.0, float(MAX_DELAY_MS)), (0.0,), "motor_delay_steps",
+                   per_joint=False, integer=True, aliases=("delay", "motor_delay_steps"), label="delay"),
 )
-DEFAULT_BOUNDS.setflags(write=False)
+LAYOUT = ParameterLayout(_GROUPS)
 
-
-def _vec7(value: Any, name: str) -> np.ndarray:
-    arr = np.asarray(value, dtype=np.float64).reshape(-1)
-    if arr.shape != (JOINT_COUNT,):
-        raise ValueError(f"{name}: expected 7 values, got {arr.size}")
-    if not np.all(np.isfinite(arr)):
-        raise ValueError(f"{name}: expected finite values, got {arr.tolist()}")
-    return arr
+PARAM_NAMES: tuple[str, ...] = LAYOUT.names
+PARAM_COUNT = LAYOUT.size
+DEFAULT_BOUNDS = LAYOUT.bounds  # (n, 2) read-only
 
 
 def delay_ticks(value: float | np.ndarray) -> np.ndarray | int:
@@ -54,18 +78,18 @@ def delay_ticks(value: float | np.ndarray) -> np.ndarray | int:
 
 @dataclass
 class DynamicsParams:
-    """Per-joint dynamics of the simulated FR3; each array is float64 (7,), joints J1..J7."""
+    """Dynamics of the simulated FR3, one field per `LAYOUT` group (same names, same order);
+    each per-joint array is float64 (7,), joints J1..J7."""
 
     armature: np.ndarray  # rotor inertia reflected to the joint [kg·m²]
     mu_static: np.ndarray  # breakaway (static) Coulomb level [N·m]
     dynamic_ratio: np.ndarray  # mu_dynamic / mu_static [-]
     mu_viscous: np.ndarray  # viscous coefficient [N·m·s/rad]
-    motor_delay_ms: int = 0  # commanded torque applied this many whole ticks later
+    motor_delay_ms: int = 0  # commanded torque applied this many whole ticks later (0..4)
 
     def __post_init__(self) -> None:
-        for name in _GROUPS:
-            setattr(self, name, _vec7(getattr(self, name), name))
-        self.motor_delay_ms = int(delay_ticks(self.motor_delay_ms))
+        for group in LAYOUT.groups:
+            setattr(self, group.name, group.coerce(getattr(self, group.name)))
 
     @property
     def mu_dynamic(self) -> np.ndarray:
@@ -73,73 +97,44 @@ class DynamicsParams:
         return self.dynamic_ratio * self.mu_static
 
     def to_vector(self) -> np.ndarray:
-        """The (29,) float64 vector in FrankaTwin's layout."""
-        return np.concatenate(
-            [self.armature, self.mu_static, self.dynamic_ratio, self.mu_viscous, [float(self.motor_delay_ms)]]
-        )
+        """The (n,) float64 vector in `LAYOUT` order (FrankaTwin's 29)."""
+        return LAYOUT.vector(self)
 
     @classmethod
     def from_vector(cls, vector: Any) -> "DynamicsParams":
-        """Build from a (29,) vector (delay rounded to whole ms and clamped to 0..4)."""
+        """Build from an (n,) vector in `LAYOUT` order (the delay rounded to whole ms and
+        clamped to 0..4)."""
         v = np.asarray(vector, dtype=np.float64).reshape(-1)
-        if v.shape != (PARAM_COUNT,):
-            raise ValueError(f"parameter vector: expected 29 values, got {v.size}")
-        return cls(v[0:7], v[7:14], v[14:21], v[21:28], int(delay_ticks(v[28])))
+        if v.shape != (LAYOUT.size,):
+            raise ValueError(f"parameter vector: expected {LAYOUT.size} values, got {v.size}")
+        return cls(**LAYOUT.split(v))
 
     @classmethod
     def nominal(cls) -> "DynamicsParams":
         """Menagerie fr3.xml joint dynamics (armature, frictionloss as both levels, damping 0.21), no delay."""
-        return cls(
-            armature=[0.195] * 4 + [0.074] * 3,
-            mu_static=[1.137] * 4 + [0.763, 0.44, 0.248],
-            dynamic_ratio=[1.0] * 7,
-            mu_viscous=[0.21] * 7,
-            motor_delay_ms=0,
-        )
+        return cls.from_vector(np.array(LAYOUT.nominal))
 
 
 def params_matrix(params: Any) -> np.ndarray:
-    """(P,29) float64 from a DynamicsParams, a list of them, a (29,) or a (P,29) array."""
+    """(P, n) float64 from a DynamicsParams, a list of them, an (n,) or a (P, n) array."""
     if isinstance(params, DynamicsParams):
         return params.to_vector()[None, :]
     if isinstance(params, (list, tuple)) and params and isinstance(params[0], DynamicsParams):
         return np.stack([p.to_vector() for p in params])
     arr = np.atleast_2d(np.asarray(params, dtype=np.float64))
-    if arr.ndim != 2 or arr.shape[1] != PARAM_COUNT:
-        raise ValueError(f"parameters: expected shape (P, 29), got {arr.shape}")
+    if arr.ndim != 2 or arr.shape[1] != LAYOUT.size:
+        raise ValueError(f"parameters: expected shape (P, {LAYOUT.size}), got {arr.shape}")
     return arr
 
 
 def to_frankatwin_decoded(params: DynamicsParams) -> dict:
     """FrankaTwin's `best_params_decoded` block for these parameters."""
-    return {
-        "armature": params.armature.tolist(),
-        "mu_static": params.mu_static.tolist(),
-        "dynamic_ratio": params.dynamic_ratio.tolist(),
-        "mu_dynamic": params.mu_dynamic.tolist(),
-        "mu_viscous": params.mu_viscous.tolist(),
-        "motor_delay_steps": int(params.motor_delay_ms),
-    }
+    return LAYOUT.frankatwin_block(params)
 
 
-def _from_block(block: dict, path: Path, delay_key: str) -> DynamicsParams:
-    missing = [k for k in (*_GROUPS, delay_key) if k not in block]
-    if "dynamic_ratio" in missing and "mu_dynamic" in block:
-        missing.remove("dynamic_ratio")
-        mu_s = np.asarray(block.get("mu_static", [np.nan] * 7), dtype=np.float64)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            ratio = np.where(mu_s > 0, np.asarray(block["mu_dynamic"], dtype=np.float64) / mu_s, 1.0)
-        block = {**block, "dynamic_ratio": ratio.tolist()}
-    if missing:
-        raise ValueError(f"{path}: missing field(s) {', '.join(missing)}")
+def _from_block(block: dict, path: Path, frankatwin: bool) -> DynamicsParams:
     try:
-        return DynamicsParams(
-            armature=block["armature"],
-            mu_static=block["mu_static"],
-            dynamic_ratio=block["dynamic_ratio"],
-            mu_viscous=block["mu_viscous"],
-            motor_delay_ms=int(block[delay_key]),
-        )
+        return DynamicsParams(**LAYOUT.from_block(block, frankatwin))
     except (ValueError, TypeError) as exc:
         raise ValueError(f"{path}: {exc}") from None
 
@@ -151,11 +146,11 @@ def load_params(path: str | Path) -> DynamicsParams:
     if doc.get("schema") == PROFILE_SCHEMA:
         if not isinstance(doc.get("params"), dict):
             raise ValueError(f"{path}: field 'params' must be an object")
-        return _from_block(doc["params"], path, "motor_delay_ms")
+        return _from_block(doc["params"], path, frankatwin=False)
     if isinstance(doc.get("best_params_decoded"), dict):
-        return _from_block(doc["best_params_decoded"], path, "motor_delay_steps")
-    if "motor_delay_steps" in doc:  # FrankaTwin --eval_params also accepts the block at top level
-        return _from_block(doc, path, "motor_delay_steps")
+        return _from_block(doc["best_params_decoded"], path, frankatwin=True)
+    if LAYOUT.group("motor_delay_ms").frankatwin_key in doc:  # FrankaTwin --eval_params also takes the block at top level
+        return _from_block(doc, path, frankatwin=True)
     raise ValueError(
         f"{path}: expected schema '{PROFILE_SCHEMA}' or a FrankaTwin 'best_params_decoded' block"
     )
@@ -165,14 +160,8 @@ def profile_dict(params: DynamicsParams, **provenance: Any) -> dict:
     """The profile JSON object: schema, params (named), vector, FrankaTwin block, provenance."""
     return {
         "schema": PROFILE_SCHEMA,
-        "params": {
-            "armature": params.armature.tolist(),
-            "mu_static": params.mu_static.tolist(),
-            "dynamic_ratio": params.dynamic_ratio.tolist(),
-            "mu_viscous": params.mu_viscous.tolist(),
-            "motor_delay_ms": int(params.motor_delay_ms),
-        },
-        "vector": dict(zip(PARAM_NAMES, params.to_vector().tolist())),
+        "params": LAYOUT.named(params),
+        "vector": dict(zip(LAYOUT.names, params.to_vector().tolist())),
         "best_params_decoded": to_frankatwin_decoded(params),
         "provenance": provenance,
     }
@@ -189,12 +178,15 @@ def save_profile(params: DynamicsParams, path: str | Path, **provenance: Any) ->
 
 __all__ = [
     "DEFAULT_BOUNDS",
+    "LAYOUT",
     "DynamicsParams",
     "JOINT_COUNT",
     "MAX_DELAY_MS",
     "PARAM_COUNT",
     "PARAM_NAMES",
     "PROFILE_SCHEMA",
+    "ParameterGroup",
+    "ParameterLayout",
     "delay_ticks",
     "load_params",
     "params_matrix",

@@ -34,7 +34,7 @@ from mujoco.batch import Batch
 
 from .controllers import mat_to_quat_xyzw
 from .model import TIMESTEP_S, ArmIndex, arm_index, load_model
-from .params import delay_ticks, params_matrix
+from .params import LAYOUT, delay_ticks, params_matrix
 from .plant import DelayLine, StribeckFriction, dof_span
 from . import callback
 from .kernels import ema_springs, population_joint_tick, population_joint_tick_errors
@@ -85,9 +85,9 @@ class _Shard:
         self.live = isinstance(self.dofs, slice) and isinstance(self.qadr, slice)  # views, not copies
 
     def set_params(self, matrix: np.ndarray) -> None:
-        self.f["armature"][:, self.dofs] = matrix[:, 0:7]
-        self.f["damping"][:, self.dofs] = matrix[:, 21:28]
-        self.f["frictionloss"][:, self.dofs] = matrix[:, 7:14]
+        self.f["armature"][:, self.dofs] = LAYOUT.take(matrix, "armature")
+        self.f["damping"][:, self.dofs] = LAYOUT.take(matrix, "mu_viscous")
+        self.f["frictionloss"][:, self.dofs] = LAYOUT.take(matrix, "mu_static")
         self.batch.set_const()
         self.matrix = matrix
 
@@ -106,8 +106,8 @@ class _Shard:
         sample_of_tick = np.full(inp.n_ticks, -1, dtype=np.int64)
         sample_of_tick[inp.sample_ticks] = np.arange(inp.n_samples)
         return _ReplayState(
-            delay=DelayLine(delay_ticks(m[:, 28]), inp.tau_prev0, inp.tau_history),
-            neg_breakaway=StribeckFriction(m[:, 7:14], m[:, 14:21] * m[:, 7:14]).neg_breakaway,
+            delay=DelayLine(delay_ticks(LAYOUT.take(m, "motor_delay_ms")), inp.tau_prev0, inp.tau_history),
+            neg_breakaway=StribeckFriction(LAYOUT.take(m, "mu_static"), LAYOUT.take(m, "dynamic_ratio") * LAYOUT.take(m, "mu_static")).neg_breakaway,
             sample_of_tick=sample_of_tick,
             tau_prev=np.tile(np.asarray(inp.tau_prev0, dtype=np.float64), (self.size, 1)),
             ema=np.asarray(inp.ema0 if inp.ema0 is not None else inp.q0, dtype=np.float64).copy(),

@@ -6,7 +6,10 @@ import numpy as np
 import pytest
 
 from twinlake.fit.search import MixedSearch, stratified_counts
-from twinlake.fit.space import DELAY_INDEX, parse_space
+from twinlake.fit.space import parse_space
+from twinlake.sim import LAYOUT
+
+DELAY_INDEX = LAYOUT.index("motor_delay_ms")
 
 
 def _toy(space, delay_true=3):

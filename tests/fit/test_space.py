@@ -9,8 +9,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from twinlake.fit.space import DELAY_INDEX, ParameterSpace, parse_space, select
-from twinlake.sim import DEFAULT_BOUNDS, PARAM_NAMES
+from twinlake.fit.space import ParameterSpace, parse_space, select
+from twinlake.sim import DEFAULT_BOUNDS, LAYOUT, PARAM_NAMES
+
+DELAY_INDEX = LAYOUT.index("motor_delay_ms")
 
 
 def test_default_space_is_frankatwins_29_with_five_delays():
