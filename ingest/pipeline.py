@@ -30,7 +30,7 @@ from twinlake.catalog import (
 from twinlake.ingest.companions import companion_candidates
 from twinlake.ingest.registry import IngestError, IngestUnit, ReadOptions, SourceReader, detect
 from twinlake.ingest.rawstore import DEFAULT_RAW_CODEC, RawStore
-from twinlake.ingest.runstats import flags_for, frame_stats
+from twinlake.ingest.runstats import flags_for, frame_stats, verdict_for
 from twinlake.ingest.validate import validate_frames
 
 EXIT_OK, EXIT_REJECTED, EXIT_USAGE = 0, 1, 2
@@ -263,7 +263,7 @@ def run_row(unit: IngestUnit, stored: list, manifest_hash: bool = False) -> dict
     complete = fields.get("complete")
     confirmed = _completion_confirmed(fields, stats["frame_count"], reasons)
     flags = list(dict.fromkeys(unit.flags + flags_for(stats, complete)))
-    verdict = "partial" if complete is False else ("flagged" if flags else "ok")
+    verdict = verdict_for(flags, complete)
     row = {name: None for name in RUN_SCHEMA.names}
     row.update({k: v for k, v in stats.items() if k in row})
     row.update({k: v for k, v in fields.items() if k in row})
