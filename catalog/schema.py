@@ -55,6 +55,9 @@ RAW_FILE_TYPE = pa.struct(
     ]
 )
 
+NONFINITE_COUNT_TYPE = pa.struct([pa.field("column", pa.string()), pa.field("frames", pa.int64())])
+"""Frames of one canonical column holding NaN or ±inf (stored as recorded, never null)."""
+
 RECORDED_GAP_TYPE = pa.struct([pa.field("seq_from", pa.int64()), pa.field("seq_to", pa.int64())])
 """One lost seq range a source recorded (FrankaTwin ring log `gaps`), inclusive."""
 
@@ -84,6 +87,8 @@ RUN_SCHEMA: pa.Schema = pa.schema(
         pa.field("joint_use_friction", pa.bool_()),
         pa.field("gain_changes", pa.int64()),  # rows where K/D/alpha/friction changed (JI)
         pa.field("nan_tau_J", pa.int64()),  # rows with a non-finite torque-sensor value
+        # per canonical column with NaN/±inf: how many frames (only such columns, in order)
+        pa.field("nonfinite_frames", pa.list_(NONFINITE_COUNT_TYPE)),
         pa.field("complete", pa.bool_()),  # null when no status file says so
         pa.field("completion_confirmed", pa.bool_()),  # a status file confirmed completion
         pa.field("status_written", pa.int64()),

@@ -29,8 +29,10 @@ def ingest_command(
 ) -> None:
     """Ingest fr3_stack 1 kHz recording CSVs (v2, legacy v1) and other known formats into the lake.
 
-    Exit status: 0 all published / already ingested; 1 some input rejected (quarantined);
-    2 usage error (robot not named, run exists with different bytes, missing path).
+    Exit status: 0 all published / already ingested; 1 some input rejected (quarantined:
+    broken, or a FrankaTwin sidecar whose 1 kHz log was not saved) or a directory in which
+    nothing was recognised; 2 usage error (robot not named, run exists with different
+    bytes, missing path).
     """
     from rich.console import Console
 

@@ -18,6 +18,7 @@ import pyarrow.csv as pacsv
 
 from twinlake.catalog import FRAME_SCHEMA, JOINTS
 from twinlake.ingest.companions import Companions, find_companions
+from twinlake.ingest.csv_integers import as_double, float_text_in_int_column, integral_to_int
 from twinlake.ingest.registry import (
     Detection,
     IngestError,
@@ -191,15 +192,28 @@ def _column_types(header: list[str]) -> dict[str, pa.DataType]:
 
 
 def _read_csv(path: Path, buf: pa.Buffer, header: list[str]) -> pa.Table:
-    convert = pacsv.ConvertOptions(column_types=_column_types(header), null_values=[],
+    """Parse with the column types; integer columns written as integral floats (`17.0`)
+    are re-read as doubles and cast back (csv_integers), `0.5` there is an error."""
+    types = _column_types(header)
+    try:
+        return _arrow_csv(buf, types)
+    except pa.ArrowInvalid as exc:
+        if not float_text_in_int_column(str(exc), header, frozenset(_INT_TYPES)):
+            raise locate_csv_error(path, buf, header, str(exc)) from None
+    try:
+        table = _arrow_csv(buf, as_double(types))
+    except pa.ArrowInvalid as exc:
+        raise locate_csv_error(path, buf, header, str(exc), frozenset(_INT_TYPES)) from None
+    return integral_to_int(path, table, types, first_line=2)
+
+
+def _arrow_csv(buf: pa.Buffer, types: dict[str, pa.DataType]) -> pa.Table:
+    convert = pacsv.ConvertOptions(column_types=types, null_values=[],
                                    strings_can_be_null=False, quoted_strings_can_be_null=False)
     parse = pacsv.ParseOptions(quote_char=False, ignore_empty_lines=False)
     read = pacsv.ReadOptions(use_threads=True, block_size=1 << 20)  # 1 MiB: cache-friendly
-    try:
-        return pacsv.read_csv(pa.BufferReader(buf), read_options=read, parse_options=parse,
-                              convert_options=convert)
-    except pa.ArrowInvalid as exc:
-        raise locate_csv_error(path, buf, header, str(exc)) from None
+    return pacsv.read_csv(pa.BufferReader(buf), read_options=read, parse_options=parse,
+                          convert_options=convert)
 
 
 _CONV = re.compile(r"In CSV column #(\d+): CSV conversion error to (\w+): invalid value '(.*)'")
@@ -208,13 +222,16 @@ _NUMBER = {"int": r"^[0-9]+$", "float": r"^[+-]?((nan|inf|infinity)|([0-9]+\.?[0
                                          r"([eE][+-]?[0-9]+)?)$"}
 
 
-def locate_csv_error(path: Path, buf: pa.Buffer, header: list[str], message: str) -> IngestError:
-    """Turn a pyarrow CSV error into an IngestError naming the line and the field."""
+def locate_csv_error(path: Path, buf: pa.Buffer, header: list[str], message: str,
+                     integer_columns: frozenset[str] = frozenset()) -> IngestError:
+    """Turn a pyarrow CSV error into an IngestError naming the line and the field
+    (`integer_columns`: columns parsed as doubles but meant as integers)."""
     data = memoryview(buf).tobytes()
     m = _CONV.search(message)
     if m:
         col = header[int(m.group(1))]
-        return IngestError(path, f"not a valid {m.group(2)}: {m.group(3)!r}",
+        kind = "integer" if col in integer_columns else m.group(2)
+        return IngestError(path, f"not a valid {kind}: {m.group(3)!r}",
                            line=_bad_value_line(buf, header, col, m.group(2)), field=col,
                            kind="non_numeric")
     m = _PARSE.search(message)

@@ -19,6 +19,7 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 
 from twinlake.catalog import FRAME_SCHEMA
+from twinlake.ingest.csv_integers import as_double, float_text_in_int_column, integral_to_int
 from twinlake.ingest.registry import IngestError
 
 
@@ -54,16 +55,29 @@ def read_header(path: Path) -> list[str]:
 def read_typed_csv(path: Path, types: dict[str, pa.DataType], *,
                    data: bytes | None = None, strict_columns: bool = True) -> pa.Table:
     """Read a headed CSV with Arrow, columns cast to `types` (others inferred). Empty fields
-    are null; `nan`/`inf` text stays a float NaN/inf. Errors name the line and column."""
+    are null; `nan`/`inf` text stays a float NaN/inf; integer columns written as integral
+    floats (`17.0`, as pandas writes them) are integers. Errors name the line and column."""
     raw = read_bytes(path) if data is None else data
-    convert = pacsv.ConvertOptions(column_types=types, null_values=[""],
-                                   strings_can_be_null=True, quoted_strings_can_be_null=True)
     try:
-        # one thread: on the shared 2-core machines this is faster than Arrow's thread pool
-        return pacsv.read_csv(io.BytesIO(raw), read_options=pacsv.ReadOptions(use_threads=False),
-                              convert_options=convert)
+        return _arrow_csv(raw, types)
+    except pa.ArrowInvalid as exc:
+        header = raw.split(b"\n", 1)[0].decode("utf-8", "replace").rstrip("\r").split(",")
+        ints = frozenset(n for n, t in types.items() if pa.types.is_integer(t))
+        if not float_text_in_int_column(str(exc), header, ints):
+            raise _locate(path, raw, types, str(exc)) from None
+    try:
+        table = _arrow_csv(raw, as_double(types))
     except pa.ArrowInvalid as exc:
         raise _locate(path, raw, types, str(exc)) from None
+    return integral_to_int(path, table, types, first_line=2)
+
+
+def _arrow_csv(raw: bytes, types: dict[str, pa.DataType]) -> pa.Table:
+    convert = pacsv.ConvertOptions(column_types=types, null_values=[""],
+                                   strings_can_be_null=True, quoted_strings_can_be_null=True)
+    # one thread: on the shared 2-core machines this is faster than Arrow's thread pool
+    return pacsv.read_csv(io.BytesIO(raw), read_options=pacsv.ReadOptions(use_threads=False),
+                          convert_options=convert)
 
 
 def _locate(path: Path, raw: bytes, types: dict[str, pa.DataType], message: str) -> IngestError:
@@ -93,7 +107,9 @@ def _parses(cell: str, typ: pa.DataType | None) -> bool:
     if cell == "" or typ is None:
         return True
     try:
-        int(cell) if pa.types.is_integer(typ) else float(cell)
+        if pa.types.is_integer(typ):
+            return cell.strip().lstrip("+-").isdigit() or float(cell).is_integer()
+        float(cell)
         return True
     except ValueError:
         return False

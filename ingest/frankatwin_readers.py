@@ -93,6 +93,11 @@ class Log50Reader:
         frames = ftcsv.read_log50(path)
         flags: list[str] = ["state_staleness_0_10ms"]
         notes = ["each 50 Hz row's state is 0-10 ms older than its nominal t_s"]
+        failure = side.ring_log_failure(body)
+        if failure is not None:  # the 50 Hz log is fine; the run's 1 kHz log is missing
+            flags.append("ring_log_not_saved")
+            notes.append(f"the run's 1 kHz ring log was not saved ({failure[1]}): "
+                         f"{side.LOG_SAVE_REMEDY}")
         _completeness(fields, frames.num_rows, flags, notes)
         fields.update(source_format=self.name, fit_eligible=False, controller=1,
                       state_staleness_ms_max=side.STALENESS_50HZ_MS, source_kind="real",
@@ -177,5 +182,38 @@ class SimCsvReader:
         return _unit(path, options, frames, raw, fields, flags=flags)
 
 
-for _reader in (Log50Reader(), RingReader(), TargetCsvReader(), SimCsvReader()):
+class SidecarAloneReader:
+    """A FrankaTwin sidecar JSON with no recording beside it. Never ingested (it holds no
+    frames) and never skipped silently: reading it refuses with the reason, e.g. the 1 kHz
+    fetch failed (`ring_log.save_error`, null paths) and how to recover the log."""
+
+    name = "frankatwin_sidecar"
+
+    def detect(self, path: Path) -> Detection:
+        if not path.is_file():
+            return Detection.no("not a file")
+        if side.sidecar_alone(path) is None:
+            return Detection.no("not a FrankaTwin sidecar JSON (schema_version, controller, "
+                                "csv_path)")
+        owner = next((c for c in side.owner_csvs(path) if c.is_file()), None)
+        if owner is not None:
+            return Detection.no(f"the sidecar of {owner.name}, read with that file")
+        return Detection(True, "FrankaTwin sidecar JSON without its recording beside it")
+
+    def read(self, path: Path, options: ReadOptions) -> IngestUnit:
+        body = load_json(path)
+        failure = side.ring_log_failure(body)
+        if failure is not None:
+            field, what = failure
+            raise IngestError(path, f"the run's 1 kHz ring log was not saved ({what}), so "
+                              f"there are no frames to ingest: {side.LOG_SAVE_REMEDY}",
+                              field=field, kind="fetch_failed")
+        names = " or ".join(c.name for c in side.owner_csvs(path))
+        raise IngestError(path, f"FrankaTwin sidecar without its recording: {names} is not "
+                          f"beside it (csv_path {body.get('csv_path')!r}); put the CSV next "
+                          "to this file and ingest the CSV", kind="missing")
+
+
+for _reader in (Log50Reader(), RingReader(), TargetCsvReader(), SimCsvReader(),
+                SidecarAloneReader()):
     register(_reader)

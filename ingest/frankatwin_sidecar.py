@@ -39,6 +39,56 @@ def find_sidecar(csv_path: Path) -> tuple[Path | None, dict | None]:
     return None, None
 
 
+SIDECAR_MAX_BYTES = 1 << 22
+"""A sidecar is a few kB; a larger JSON is not read as one during detection."""
+
+LOG_SAVE_REMEDY = ("fetch the log again from the daemon with robot.log_save(path) "
+                   "(FrankaTwin's remedy for a failed 1 kHz fetch, docs/troubleshooting.md), "
+                   "then ingest the CSV it writes with this sidecar beside it")
+
+
+def is_sidecar(body: Any) -> bool:
+    """A FrankaTwin sidecar object: integer `schema_version`, a `controller` name, and
+    `csv_path` (real logs, generated targets) or a `sim` block (sim replays)."""
+    return (isinstance(body, dict) and isinstance(body.get("schema_version"), int)
+            and isinstance(body.get("controller"), str) and ("csv_path" in body or "sim" in body))
+
+
+def sidecar_alone(path: Path) -> dict | None:
+    """`path` parsed as a FrankaTwin sidecar, or None. Cheap for other files: anything not
+    starting with `{` or larger than `SIDECAR_MAX_BYTES` is not opened further."""
+    with open(path, "rb") as fh:
+        if fh.read(64).lstrip()[:1] != b"{" or path.stat().st_size > SIDECAR_MAX_BYTES:
+            return None
+    body = try_json(path)
+    return body if is_sidecar(body) else None
+
+
+def owner_csvs(sidecar: Path) -> list[Path]:
+    """The recordings whose sidecar `sidecar` would be (the inverse of
+    `sidecar_candidates`): `<csv>.json` → `<csv>`, `<stem>.json` → `<stem>.csv`."""
+    if not sidecar.name.endswith(".json"):
+        return []
+    base = sidecar.name[: -len(".json")]
+    owners = [sidecar.with_name(base)] if base.endswith(".csv") else []
+    return owners + [sidecar.with_name(base + ".csv")]
+
+
+def ring_log_failure(body: dict) -> tuple[str, str] | None:
+    """`(field, what)` when the sidecar says the 1 kHz ring log was not saved: `save_error`
+    (the fetch or the save failed; paths stay null), `error` (log_stop itself raised), or a
+    `ring_log` block whose `path` is null. None otherwise (also without a `ring_log`)."""
+    ring = body.get("ring_log")
+    if not isinstance(ring, dict):
+        return None
+    for key in ("save_error", "error"):
+        if ring.get(key):
+            return f"ring_log.{key}", f"ring_log.{key} = {ring[key]!r}"
+    if "path" in ring and ring["path"] is None:
+        return "ring_log.path", "ring_log.path is null (the 1 kHz log was never written)"
+    return None
+
+
 def _floats(path: Path, body: dict, key: str, n: int | None) -> list[float] | None:
     value = body.get(key)
     if value is None:

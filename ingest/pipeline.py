@@ -30,21 +30,23 @@ from twinlake.catalog import (
 from twinlake.ingest.companions import companion_candidates
 from twinlake.ingest.registry import IngestError, IngestUnit, ReadOptions, SourceReader, detect
 from twinlake.ingest.rawstore import DEFAULT_RAW_CODEC, RawStore
-from twinlake.ingest.runstats import flags_for, frame_stats
+from twinlake.ingest.runstats import flags_for, frame_stats, verdict_for
 from twinlake.ingest.validate import validate_frames
 
 EXIT_OK, EXIT_REJECTED, EXIT_USAGE = 0, 1, 2
 PARQUET_COMPRESSION = "snappy"  # DuckDB's default too; ~20% faster to write than zstd
 ROW_GROUP_ROWS = 122_880  # DuckDB's own row-group size: lets one run's scan use every core
 _EXIT = {"published": EXIT_OK, "replaced": EXIT_OK, "already_ingested": EXIT_OK,
-         "skipped": EXIT_OK, "rejected": EXIT_REJECTED, "refused": EXIT_USAGE,
-         "error": EXIT_USAGE}
+         "skipped": EXIT_OK, "rejected": EXIT_REJECTED, "unrecognised": EXIT_REJECTED,
+         "refused": EXIT_USAGE, "error": EXIT_USAGE}
 
 
 @dataclass
 class Outcome:
     """What happened to one input. `status`: published | replaced | already_ingested |
-    skipped | rejected (quarantined) | refused (exists, different bytes) | error (usage)."""
+    skipped (a directory entry no reader matched, beside recognised ones) | rejected
+    (quarantined) | unrecognised (a directory in which no reader matched anything) |
+    refused (exists, different bytes) | error (usage)."""
 
     path: str
     status: str
@@ -95,10 +97,13 @@ def ingest_paths(lake: Lake, paths: list[Path], options: ReadOptions = ReadOptio
 def _ingest_dir(lake: Lake, folder: Path, options: ReadOptions, replace: bool,
                 raw_codec: str, consumed: set[Path] | None = None,
                 quiet: bool = False) -> Iterator[Outcome]:
-    """Every recognisable entry of `folder` not in `consumed`; `quiet`: say nothing of the
-    entries no reader recognises (they belong to a unit already ingested)."""
+    """Every recognisable entry of `folder` not in `consumed`, then a `skipped` note for
+    each entry no reader recognises, or, when nothing at all was, one `unrecognised`
+    outcome listing them. `quiet`: say nothing of unrecognised entries (they belong to a
+    unit already ingested)."""
     consumed = set(consumed or ())
     unrecognised: list[tuple[Path, list[tuple[str, str]]]] = []
+    recognised = 0
     for entry in sorted(folder.iterdir()):
         if entry in consumed or entry.name.startswith("."):
             continue
@@ -108,15 +113,36 @@ def _ingest_dir(lake: Lake, folder: Path, options: ReadOptions, replace: bool,
             continue
         outcome = ingest_one(lake, entry, reader, options, replace=replace, raw_codec=raw_codec)
         consumed.update(Path(p) for p in outcome.files)
+        recognised += 1
         yield outcome
     results = set()
     for item in _import_results(lake, folder, options, replace):
         results.add(Path(item.path))
         yield item
-    for entry, tried in ([] if quiet else unrecognised):
-        if entry not in consumed and entry not in results:
-            why = "; ".join(f"{name}: {reason}" for name, reason in tried)
-            yield Outcome(str(entry), "skipped", f"{entry.name}: skipped, not recognised ({why})")
+    left = [(e, tried) for e, tried in unrecognised if e not in consumed and e not in results]
+    if quiet:
+        return
+    if not recognised and not results:
+        yield _nothing_recognised(folder, left)
+        return
+    for entry, tried in left:
+        why = "; ".join(f"{name}: {reason}" for name, reason in tried)
+        yield Outcome(str(entry), "skipped", f"{entry.name}: skipped, not recognised ({why})")
+
+
+def _nothing_recognised(folder: Path, seen: list[tuple[Path, list[tuple[str, str]]]]) -> Outcome:
+    """The outcome of a directory argument in which no reader matched anything: every entry
+    seen, with why each reader declined it (exit 1, nothing quarantined)."""
+    if not seen:
+        return Outcome(str(folder), "unrecognised", f"{folder}: nothing to ingest: the "
+                       "directory is empty (names starting with '.' are ignored)")
+    lines = [f"{folder}: nothing recognised: no reader matched any of its {len(seen)} "
+             f"entr{'y' if len(seen) == 1 else 'ies'}:"]
+    for entry, tried in seen:
+        why = "; ".join(f"{name}: {reason}" for name, reason in tried)
+        lines.append(f"  {entry.name}{'/' if entry.is_dir() else ''}: {why}")
+    return Outcome(str(folder), "unrecognised", "\n".join(lines),
+                   files=[str(e) for e, _ in seen])
 
 
 def _import_results(lake: Lake, folder: Path, options: ReadOptions,
@@ -263,7 +289,7 @@ def run_row(unit: IngestUnit, stored: list, manifest_hash: bool = False) -> dict
     complete = fields.get("complete")
     confirmed = _completion_confirmed(fields, stats["frame_count"], reasons)
     flags = list(dict.fromkeys(unit.flags + flags_for(stats, complete)))
-    verdict = "partial" if complete is False else ("flagged" if flags else "ok")
+    verdict = verdict_for(flags, complete)
     row = {name: None for name in RUN_SCHEMA.names}
     row.update({k: v for k, v in stats.items() if k in row})
     row.update({k: v for k, v in fields.items() if k in row})

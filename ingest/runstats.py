@@ -2,7 +2,9 @@
 
 Everything here describes honest data; nothing is interpolated or dropped. Flags:
 `seq_gaps`, `controller_switches`, `resets`, `gain_changes`, `nan_torque_sensor`,
-`non_finite_values`, `truncated`, `incomplete`.
+`nonfinite`, `truncated`, `incomplete`. The sample flags (`SAMPLE_FLAGS`: a NaN or ±inf
+value at some ticks) leave the verdict `ok`: the run as a whole is sound, the intervals
+SQL excludes those ticks, and `nonfinite_frames` says how many there are per column.
 """
 
 from __future__ import annotations
@@ -20,6 +22,9 @@ _GAIN_COLS = ([f"K_joint{j}" for j in range(1, JOINTS + 1)]
               + [f"D_joint{j}" for j in range(1, JOINTS + 1)]
               + ["filter_alpha", "joint_use_friction"])
 _TAU_J = [f"tau_J{j}" for j in range(1, JOINTS + 1)]
+_FLOAT_COLUMNS = [f.name for f in FRAME_SCHEMA if pa.types.is_floating(f.type)]
+SAMPLE_FLAGS = ("nan_torque_sensor", "nonfinite")
+"""Flags about single samples, not the run: they do not turn the verdict to `flagged`."""
 
 
 def _np(frames: pa.Table, name: str, fill: float = np.nan) -> np.ndarray:
@@ -50,10 +55,25 @@ def frame_stats(frames: pa.Table) -> dict[str, Any]:
     out.update(_controller_stats(frames))
     out.update(_gain_stats(frames))
     out["nan_tau_J"] = _nonfinite_rows(frames, _TAU_J)
-    others = [f.name for f in FRAME_SCHEMA if pa.types.is_floating(f.type)
-              and f.name not in _TAU_J and f.name in frames.column_names]
+    others = [c for c in _FLOAT_COLUMNS if c not in _TAU_J and c in frames.column_names]
     out["_non_finite_other"] = _nonfinite_rows(frames, others)
+    out["nonfinite_frames"] = nonfinite_counts(frames)
     return out
+
+
+def nonfinite_counts(frames: pa.Table) -> list[dict[str, Any]]:
+    """`[{column, frames}]`: for each canonical float column holding NaN or ±inf (null is
+    "not recorded" and does not count), the number of frames where it does; canonical
+    column order, columns without any left out."""
+    counts = []
+    for name in _FLOAT_COLUMNS:
+        col = frames.column(name)
+        if col.null_count == len(col):
+            continue
+        bad = int(pc.sum(pc.invert(pc.is_finite(col))).as_py() or 0)
+        if bad:
+            counts.append({"column": name, "frames": bad})
+    return counts
 
 
 def _controller_stats(frames: pa.Table) -> dict[str, Any]:
@@ -123,7 +143,15 @@ def flags_for(stats: dict[str, Any], complete: bool | None) -> list[str]:
     if stats["nan_tau_J"]:
         flags.append("nan_torque_sensor")
     if stats["_non_finite_other"]:
-        flags.append("non_finite_values")
+        flags.append("nonfinite")
     if complete is False:
         flags.append("incomplete")
     return flags
+
+
+def verdict_for(flags: list[str], complete: bool | None) -> str:
+    """`partial` (known incomplete), `flagged` (a flag about the run, not only about
+    samples, see `SAMPLE_FLAGS`), else `ok`."""
+    if complete is False:
+        return "partial"
+    return "flagged" if any(f not in SAMPLE_FLAGS for f in flags) else "ok"

@@ -1,9 +1,12 @@
 """Validation of canonical frames: a pandera schema (polars backend, zero-copy from Arrow)
-for types, required finiteness, value sets and joint limits, plus Arrow-compute checks
-across rows (seq strictly increasing) and columns (`joint_target_valid` ⇔ joint impedance).
+for types, value sets and physical limits, plus Arrow-compute checks across rows (seq
+strictly increasing) and columns (`joint_target_valid` ⇔ joint impedance).
 
-Any violation raises `IngestError` naming the file, line and field. Imperfect but honest
-data (gaps, switches, NaN torque sensor) passes here and is flagged by `runstats`.
+Any violation raises `IngestError` naming the file, line and field. Only what makes the file
+untrustworthy as a whole is a violation. A non-finite sample (NaN, ±inf: a sensor dropout in
+`q`, `dq`, a target or a torque) is data: it passes here, is stored as recorded, counted per
+column by `runstats` and excluded tick by tick by the intervals SQL (`nonfinite`). Limits
+apply to finite values only. `t_s` (the time axis every tick is placed on) must be finite.
 """
 
 from __future__ import annotations
@@ -21,14 +24,13 @@ from twinlake.catalog import FRAME_SCHEMA, JOINTS
 from twinlake.ingest.registry import IngestError
 
 # Physical joint position limits [rad]: the wider of fr3_stack's Q_MIN/Q_MAX
-# (specs/fr3_stack.md §4) and the FR3 model ranges (specs/fr3_model.md), plus a margin.
+# (its controllers_common.hpp) and the MuJoCo Menagerie FR3 joint ranges, plus a margin.
 Q_MIN = np.minimum([-2.7437, -1.7837, -2.9007, -3.0421, -2.8065, 0.5445, -3.0159],
                    [-2.9007, -1.8361, -2.9007, -3.0770, -2.8763, 0.4398, -3.0508])
 Q_MAX = np.maximum([2.7437, 1.7837, 2.9007, -0.1518, 2.8065, 4.5169, 3.0159],
                    [2.9007, 1.8361, 2.9007, -0.1169, 2.8763, 4.6216, 3.0508])
 Q_MARGIN_RAD = 0.05
 DQ_MAX_RAD_S = 10.0  # FR3 rates are 2.62 (J1-4) / 5.26 (J5-7) rad/s; this catches unit errors
-FINITE = 1e12  # |x| below this means finite (NaN and ±inf fail in_range)
 CONTROLLERS = [0, 1, 2, 3, 4]
 JOINT_IMPEDANCE = 2
 
@@ -36,19 +38,32 @@ _PL_TYPES = {pa.int64(): pl.Int64, pa.int32(): pl.Int32, pa.int8(): pl.Int8,
              pa.float64(): pl.Float64}
 
 
-def _finite(lo: float = -FINITE, hi: float = FINITE) -> pap.Check:
-    return pap.Check.in_range(lo, hi)
+def _within_when_finite(lo: float, hi: float, unit: str) -> pap.Check:
+    """Finite values in [lo, hi]; NaN, ±inf and null pass (non-finite samples are data)."""
+
+    def check(data: pap.PolarsData) -> pl.LazyFrame:
+        col = pl.col(data.key)
+        return data.lazyframe.select(col.is_between(lo, hi) | ~col.is_finite())
+
+    return pap.Check(check, name="within_when_finite",
+                     error=f"finite values within [{lo:.4f}, {hi:.4f}] {unit}")
+
+
+def _finite() -> pap.Check:
+    def check(data: pap.PolarsData) -> pl.LazyFrame:
+        return data.lazyframe.select(pl.col(data.key).is_finite())
+
+    return pap.Check(check, name="finite", error="a finite number")
 
 
 def _column_checks(name: str, schema_version: int | None) -> tuple[list, bool]:
     """(checks, nullable) for one canonical column."""
     for j in range(1, JOINTS + 1):
         if name == f"q{j}":
-            return [_finite(Q_MIN[j - 1] - Q_MARGIN_RAD, Q_MAX[j - 1] + Q_MARGIN_RAD)], True
+            lo, hi = Q_MIN[j - 1] - Q_MARGIN_RAD, Q_MAX[j - 1] + Q_MARGIN_RAD
+            return [_within_when_finite(float(lo), float(hi), "rad")], True
         if name == f"dq{j}":
-            return [_finite(-DQ_MAX_RAD_S, DQ_MAX_RAD_S)], True
-        if name == f"tau_cmd{j}":
-            return [_finite()], True
+            return [_within_when_finite(-DQ_MAX_RAD_S, DQ_MAX_RAD_S, "rad/s")], True
     if name == "seq":
         return [pap.Check.ge(0)], False
     if name == "t_s":
@@ -104,8 +119,14 @@ def _first_failure(path: Path, cases: pl.DataFrame, frames: pa.Table,
         return IngestError(path, f"wrong type {value}, expected {check}", field=column,
                            kind="schema")
     msg = f"value {value} fails {check}"
-    if column and column.startswith("q") and column[1:].isdigit():
-        msg += " (outside the joint's physical limits, or not finite)"
+    if column and column[:1] == "q" and column[1:].isdigit():
+        msg = f"value {value} is outside the joint's physical limits (expected {check})"
+    elif column and column.startswith("dq") and column[2:].isdigit():
+        msg = f"value {value} is beyond the joint velocity bound (expected {check})"
+    elif check == "a finite number" or (check == "not_nullable" and value not in (None, "null")):
+        msg = f"value {value} is not finite (expected a finite number)"  # polars: NaN ~ null
+    elif check == "not_nullable":
+        msg = "value missing (expected a number on every row)"
     return IngestError(path, msg, line=_where(first_line, index), field=column, kind="value")
 
 

@@ -76,6 +76,12 @@ tick AS (
                     f.q1 + f.q2 + f.q3 + f.q4 + f.q5 + f.q6 + f.q7
                   + f.dq1 + f.dq2 + f.dq3 + f.dq4 + f.dq5 + f.dq6 + f.dq7), false)
                 THEN 9
+            -- commanded torque: null (not recorded) is fine, NaN or ±inf is not
+            WHEN NOT isfinite(
+                    coalesce(f.tau_cmd1, 0) + coalesce(f.tau_cmd2, 0) + coalesce(f.tau_cmd3, 0)
+                  + coalesce(f.tau_cmd4, 0) + coalesce(f.tau_cmd5, 0) + coalesce(f.tau_cmd6, 0)
+                  + coalesce(f.tau_cmd7, 0))
+                THEN 9
             WHEN f.controller = 2 AND NOT coalesce(isfinite(
                     f.q_target1 + f.q_target2 + f.q_target3 + f.q_target4 + f.q_target5
                   + f.q_target6 + f.q_target7 + f.q_target_filtered1 + f.q_target_filtered2

@@ -150,6 +150,31 @@ def write_ring(directory: Path, stem: str = "ring_run", n: int = 400, seq_start:
     return path
 
 
+def failed_ring_log(save_error: str = "log_fetch: daemon did not reply within 5.0s",
+                    num_frames: int = 40_000) -> dict:
+    """The `ring_log` summary when the 1 kHz fetch failed: paths stay null, `save_error` set."""
+    return {"path": None, "targets_path": None, "num_frames": num_frames, "seq_start": 5000,
+            "seq_first": 5001, "seq_last": 5000 + num_frames, "duration_s": num_frames * 1e-3,
+            "num_targets": num_frames // 20, "gaps": [], "dropped_frames": 0, "resets": 0,
+            "poll_hz": 100.0, "log_id": 3, "save_error": save_error}
+
+
+def write_failed_fetch(directory: Path, stem: str = "chirp_low", ring_csv: str = "chirp_low_1khz.csv",
+                       *, with_50hz_log: bool = True, n: int = 60, **ring_kw) -> Path:
+    """`cart_impedance.py --log <stem>.csv --log-1khz <ring_csv>` whose 1 kHz fetch failed:
+    the 50 Hz log and its sidecar (when `with_50hz_log`), and the sidecar always written
+    as `<ring_csv>.json`, but no ring CSV and no targets file. Returns that sidecar's path."""
+    ring = failed_ring_log(**ring_kw)
+    ring_path = directory / ring_csv
+    if with_50hz_log:
+        log = write_log50(directory, stem, n=n, ring_log=ring)
+        body = json.loads(log.with_suffix(".json").read_text())  # csv_path names the 50 Hz CSV
+    else:
+        body = sidecar(ring_path, n=n, duration=n / 50.0, ring_log=ring)
+    body["sidecar_path"] = str(ring_path) + ".json"
+    return write_json(directory / f"{ring_csv}.json", body)
+
+
 def write_target_csv(directory: Path, stem: str = "chirp_target", n: int = 500) -> Path:
     """`gen_*_traj.py` output: 1 kHz reference (11 columns) + sidecar."""
     t = np.arange(n) * 1e-3

@@ -54,7 +54,9 @@ CASES = {
     "duplicate_seq": (lambda p: _duplicate_row(p, 30), [":31:", "'seq'", "duplicate seq 28"]),
     "joint_limit": (lambda p: _edit_cell(p, 12, "q3", "-0.05"), [":12:", "'q4'", "limits"]),
     "jtv_mismatch": (lambda p: _edit_cell(p, 9, "joint_target_valid", "0"), [":9:", "'joint_target_valid'"]),
-    "nan_position": (lambda p: _edit_cell(p, 20, "q1", "nan"), [":20:", "'q2'"]),
+    # a NaN position is data (tests/ingest/test_nonfinite_samples.py); a finite one beyond
+    # the physical bounds is not
+    "velocity_limit": (lambda p: _edit_cell(p, 20, "dq1", "-11"), [":20:", "'dq2'", "velocity"]),
     "short_row": (lambda p: _edit_cell(p, 66, "seq", "65,"), [":66:", "fields"]),
     "header_only": (lambda p: p.write_text(p.read_text().split("\n")[0] + "\n"),
                     [":2:", "no data rows"]),
@@ -102,7 +104,9 @@ def test_c_printf_nan_spellings_are_accepted_and_flagged(ingest, make_csv, lake)
     result = ingest(path, "--robot", "r")
     assert result.exit_code == 0, result.output
     run = runs_of(lake)[0]
-    assert run["nan_tau_J"] == 4 and "nan_torque_sensor" in run["flags"]
+    assert run["nan_tau_J"] == 4 and run["flags"] == ["nan_torque_sensor"]
+    assert run["verdict"] == "ok"  # a sensor dropout is about samples, not the run
+    assert run["nonfinite_frames"] == [{"column": f"tau_J{j}", "frames": 1} for j in (2, 3, 4, 5)]
 
 
 def test_allow_partial_keeps_complete_rows(ingest, make_csv, lake):

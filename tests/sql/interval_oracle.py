@@ -11,6 +11,7 @@ ALL_SPLITS = ("reset", "gain_change", "target_invalid", "nonfinite", "period_out
 JOINT_TARGETS = [f"q_target{j}" for j in range(1, 8)] + [f"q_target_filtered{j}" for j in range(1, 8)]
 GAINS = [f"K_joint{j}" for j in range(1, 8)] + [f"D_joint{j}" for j in range(1, 8)]
 CART_TARGETS = [f"tgt_{s}" for s in ("px", "py", "pz", "qx", "qy", "qz", "qw")]
+TAU_CMD = [f"tau_cmd{j}" for j in range(1, 8)]
 
 
 def _value(rec: Recording, name: str, i: int):
@@ -35,6 +36,9 @@ def _excluded(rec: Recording, i: int, splits) -> str | None:
         return None
     state = [c[f"{p}{j}"][i] for p in ("q", "dq") for j in range(1, 8)]
     if not all(_finite(v) for v in state):
+        return "nonfinite"
+    torque = [_value(rec, k, i) for k in TAU_CMD]  # null: not recorded, fine
+    if not all(v is None or math.isfinite(float(v)) for v in torque):
         return "nonfinite"
     if ctrl == 2 and not all(_finite(c[k][i]) for k in JOINT_TARGETS):
         return "nonfinite"

@@ -23,7 +23,7 @@ N_TICKS = 160
 KINDS = ("drop", "recorded_drop", "recorded_present", "gain", "reset", "idle", "invalid",
          "nonfinite", "period")
 GAIN_COLUMNS = ("K_joint1", "K_joint6", "D_joint3", "filter_alpha", "joint_use_friction")
-BAD_COLUMNS = ("q1", "dq5", "q_target7", "q_target_filtered2")
+BAD_COLUMNS = ("q1", "dq5", "q_target7", "q_target_filtered2", "tau_cmd4")
 PERIODS = (0.0, 0.00049, 0.0016, 0.0031)
 
 event = st.tuples(
@@ -89,7 +89,8 @@ SELECT i.run || '#' || i.interval_index AS interval, i.frame_count, i.start_reas
                          + f.q_target3 + f.q_target4 + f.q_target5 + f.q_target6 + f.q_target7
                          + f.q_target_filtered1 + f.q_target_filtered2 + f.q_target_filtered3
                          + f.q_target_filtered4 + f.q_target_filtered5 + f.q_target_filtered6
-                         + f.q_target_filtered7)) AS finite,
+                         + f.q_target_filtered7 + f.tau_cmd1 + f.tau_cmd2 + f.tau_cmd3
+                         + f.tau_cmd4 + f.tau_cmd5 + f.tau_cmd6 + f.tau_cmd7)) AS finite,
        bool_and(f.controller <> 2 OR f.joint_target_valid = 1) AS targets_valid,
        count(*) FILTER (WHERE f.seq > i.seq_first
                         AND abs(f.control_period_s - 0.001) > 0.0005) AS inner_outliers,

@@ -123,6 +123,23 @@ def test_nonfinite_state_or_target_excludes_the_tick(lake, column, value):
     assert spans(rows) == [(0, 69, "run_start", "nonfinite"), (71, 99, "nonfinite", "run_end")]
 
 
+@pytest.mark.parametrize("value", [np.nan, -np.inf])
+def test_nonfinite_commanded_torque_excludes_the_tick(lake, value):
+    rec = joint_recording(100)
+    rec.cols["tau_cmd6"][40] = value
+    lake.add(rec)
+    assert spans(lake.intervals()) == [(0, 39, "run_start", "nonfinite"), (41, 99, "nonfinite", "run_end")]
+    assert spans(lake.intervals(split_on=["reset"])) == [(0, 99, "run_start", "run_end")]
+
+
+def test_nonfinite_torque_sensor_or_unrecorded_torque_does_not_split(lake):
+    rec = joint_recording(60)
+    rec.cols["tau_J2"][30] = np.nan  # the torque sensor is not part of the rule
+    rec.cols["tau_cmd1"] = np.full(60, None, dtype=object)  # not recorded: null
+    lake.add(rec)
+    assert spans(lake.intervals()) == [(0, 59, "run_start", "run_end")]
+
+
 def test_null_measured_state_counts_as_nonfinite(lake):
     rec = joint_recording(50)
     q = rec.cols["q1"].astype(object)
