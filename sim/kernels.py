@@ -3,7 +3,8 @@
 The arithmetic of one 1 kHz tick, compiled with numba and shared by every engine (reference,
 population, SimFR3), so that they agree bit for bit. Each loop runs over a (P, 7) population
 and computes every element in the same order as the numpy forms in controllers.py and
-plant.py (the readable definitions, checked against these in tests/sim/test_kernels.py).
+plant.py (the readable definitions, checked against these in tests/sim/test_kernels.py);
+the constants come from fr3.py.
 The kernels keep the GIL (see _JIT below and population.py).
 Compiled on first use and cached on disk (numba's cache). Shapes: P candidates × 7 joints;
 float64.
@@ -27,7 +28,7 @@ import math
 import numpy as np
 from numba import njit
 
-from .controllers import (
+from .fr3 import (
     FRICTION_FP1_NM,
     FRICTION_FP2_S_PER_RAD,
     FRICTION_FP3_NMS_PER_RAD,
