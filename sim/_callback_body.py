@@ -1,5 +1,7 @@
 """The compiled body of callback.py's control callback (numba), built for one MjData layout.
 
+It reads the replay context as replay_context.py lays it out (the slot numbers it imports).
+
 make_callback(offsets, magic, slots) → a numba cfunc `void(const mjModel*, mjData*)`; its
 `.ctypes` is what mujoco.set_mjcb_control takes. Per call (one simulation, one tick k):
   1. skip unless the model has ≥ slots userdata and userdata[0] == magic;
@@ -21,9 +23,14 @@ import numpy as np
 from numba import carray, cfunc, njit, types
 from numba.extending import intrinsic
 
-from . import callback as cb
-from .controllers import CART_TORQUE_LIMIT_NM
+from .fr3 import CART_TORQUE_LIMIT_NM
 from .kernels import _joint_law, sliding_relief
+from .replay_context import (  # the context table's slots and values
+    CARTESIAN, CART_PARAMS, CART_PARAMS_SIZE, CART_TARGETS, CONTEXT_SIZE, CONTROLLER, COUNTER, DELAYS,
+    DOF_ADR, DQ_OUT, DQ_REF, HOLD, JNT_IDS, MODE, MODE_SAMPLES, NEG_BREAKAWAY, N_CANDIDATES, N_SAMPLES,
+    N_TICKS, QPOS_ADR, Q_OUT, Q_REF, RING, RING_LENGTH, SAMPLE_OF_TICK, SCALES, SITE_ID, SPRINGS,
+    SUM_SQ, TABLE, TAU_OUT, TAU_PREV,
+)
 
 _CART_LIMIT_NM = np.ascontiguousarray(CART_TORQUE_LIMIT_NM, dtype=np.float64)
 
@@ -82,11 +89,11 @@ def _jacobian_column(j, site, xanchor, xaxis, jnt_ids):
 def _cartesian_command(k, p, ctx, data_address, off, qvel, bias, dofadr, tau_prev):
     """FrankaTwin's Cartesian law for candidate p at tick k, clamped and slew-limited into
     tau_prev[p]. off: (site_xpos, site_xmat, xanchor, xaxis) offsets in mjData."""
-    n_ticks, population = ctx[cb._T], ctx[cb._P]
-    params = carray(_f64_at(ctx[cb._CART_PARAMS]), cb.CART_PARAMS_SIZE)
-    hold = carray(_f64_at(ctx[cb._HOLD]), (population, 7))
-    jnt_ids = carray(_i64_at(ctx[cb._JNT_IDS]), 7)
-    site_id = ctx[cb._SITE_ID]
+    n_ticks, population = ctx[N_TICKS], ctx[N_CANDIDATES]
+    params = carray(_f64_at(ctx[CART_PARAMS]), CART_PARAMS_SIZE)
+    hold = carray(_f64_at(ctx[HOLD]), (population, 7))
+    jnt_ids = carray(_i64_at(ctx[JNT_IDS]), 7)
+    site_id = ctx[SITE_ID]
     site = carray(_f64_at(_word(data_address + off[0]) + 24 * site_id), 3)
     mat = carray(_f64_at(_word(data_address + off[1]) + 72 * site_id), 9)
     xanchor = carray(_f64_at(_word(data_address + off[2])), 1 << 40)
@@ -95,7 +102,7 @@ def _cartesian_command(k, p, ctx, data_address, off, qvel, bias, dofadr, tau_pre
     if k == 0:  # the pose held during warm-up
         hold[p, 0], hold[p, 1], hold[p, 2] = site[0], site[1], site[2]
         hold[p, 3], hold[p, 4], hold[p, 5], hold[p, 6] = qx, qy, qz, qw
-    target = hold[p] if k < params[6] else carray(_f64_at(ctx[cb._CART_TARGETS]), (n_ticks, 7))[k]
+    target = hold[p] if k < params[6] else carray(_f64_at(ctx[CART_TARGETS]), (n_ticks, 7))[k]
     v0 = v1 = v2 = v3 = v4 = v5 = 0.0  # twist J·dq
     for j in range(7):
         c0, c1, c2, c3, c4, c5 = _jacobian_column(j, site, xanchor, xaxis, jnt_ids)
@@ -127,11 +134,11 @@ def _cartesian_command(k, p, ctx, data_address, off, qvel, bias, dofadr, tau_pre
 def make_callback(offsets: dict[str, int], magic: float, slots: int):
     """The cfunc for a layout: offsets of qpos, qvel, qfrc_bias, qfrc_applied, userdata,
     site_xpos, site_xmat, xanchor and xaxis in mjData and of nuserdata in mjModel
-    (callback._pointer_offsets)."""
+    (callback._pointer_offsets); magic, slots: replay_context.MAGIC and USERDATA_SLOTS."""
     off_qpos, off_qvel, off_bias = offsets["qpos"], offsets["qvel"], offsets["qfrc_bias"]
     off_applied, off_userdata, off_nuserdata = offsets["qfrc_applied"], offsets["userdata"], offsets["nuserdata"]
     off_kin = (offsets["site_xpos"], offsets["site_xmat"], offsets["xanchor"], offsets["xaxis"])
-    n_context = cb._CONTEXT_SIZE
+    n_context = CONTEXT_SIZE
     big = 1 << 40  # carray lengths for MjData's arrays: indexed only at the arm's addresses
 
     @cfunc(types.void(types.voidptr, types.voidptr), nopython=True, error_model="numpy", boundscheck=False)
@@ -144,51 +151,52 @@ def make_callback(offsets: dict[str, int], magic: float, slots: int):
             return
         ctx = carray(_i64_at(np.int64(userdata[1])), n_context)
         p = np.int64(userdata[2])
-        n_ticks, n_samples, population, ring_length = ctx[cb._T], ctx[cb._S], ctx[cb._P], ctx[cb._L]
-        counter = carray(_i64_at(ctx[cb._COUNTER]), population)
+        n_ticks, n_samples = ctx[N_TICKS], ctx[N_SAMPLES]
+        population, ring_length = ctx[N_CANDIDATES], ctx[RING_LENGTH]
+        counter = carray(_i64_at(ctx[COUNTER]), population)
         k = counter[p]
         if k >= n_ticks:
             return
         counter[p] = k + 1
-        tau_prev = carray(_f64_at(ctx[cb._TAU_PREV]), (population, 7))
-        qadr = carray(_i64_at(ctx[cb._QADR]), 7)
-        dofadr = carray(_i64_at(ctx[cb._DOFADR]), 7)
+        tau_prev = carray(_f64_at(ctx[TAU_PREV]), (population, 7))
+        qadr = carray(_i64_at(ctx[QPOS_ADR]), 7)
+        dofadr = carray(_i64_at(ctx[DOF_ADR]), 7)
         qpos = carray(_f64_at(_word(data_address + off_qpos)), big)
         qvel = carray(_f64_at(_word(data_address + off_qvel)), big)
         bias = carray(_f64_at(_word(data_address + off_bias)), big)
         applied = carray(_f64_at(_word(data_address + off_applied)), big)
-        if ctx[cb._CONTROLLER] == cb.CARTESIAN:
+        if ctx[CONTROLLER] == CARTESIAN:
             _cartesian_command(k, p, ctx, data_address, off_kin, qvel, bias, dofadr, tau_prev)
         else:
-            table = carray(_f64_at(ctx[cb._TABLE]), (n_ticks, 30))
-            springs = carray(_f64_at(ctx[cb._SPRINGS]), (n_ticks, 7))
+            table = carray(_f64_at(ctx[TABLE]), (n_ticks, 30))
+            springs = carray(_f64_at(ctx[SPRINGS]), (n_ticks, 7))
             use_friction = table[k, 1] != 0.0
             for j in range(7):
                 tau_prev[p, j] = _joint_law(j, qpos[qadr[j]], qvel[dofadr[j]], springs[k, j], table[k, 16 + j],
                                             table[k, 23 + j], bias[dofadr[j]], use_friction, tau_prev[p, j])
-        sample = carray(_i64_at(ctx[cb._SAMPLES]), n_ticks)[k]
+        sample = carray(_i64_at(ctx[SAMPLE_OF_TICK]), n_ticks)[k]
         if sample >= 0:
-            if ctx[cb._MODE] == cb.MODE_SAMPLES:
-                q_out = carray(_f64_at(ctx[cb._Q_OUT]), (n_samples, population, 7))
-                dq_out = carray(_f64_at(ctx[cb._DQ_OUT]), (n_samples, population, 7))
-                tau_out = carray(_f64_at(ctx[cb._TAU_OUT]), (n_samples, population, 7))
+            if ctx[MODE] == MODE_SAMPLES:
+                q_out = carray(_f64_at(ctx[Q_OUT]), (n_samples, population, 7))
+                dq_out = carray(_f64_at(ctx[DQ_OUT]), (n_samples, population, 7))
+                tau_out = carray(_f64_at(ctx[TAU_OUT]), (n_samples, population, 7))
                 for j in range(7):
                     q_out[sample, p, j] = qpos[qadr[j]]
                     dq_out[sample, p, j] = qvel[dofadr[j]]
                     tau_out[sample, p, j] = tau_prev[p, j]
             else:
-                q_ref = carray(_f64_at(ctx[cb._Q_REF]), (n_samples, 7))
-                dq_ref = carray(_f64_at(ctx[cb._DQ_REF]), (n_samples, 7))
-                scales = carray(_f64_at(ctx[cb._SCALES]), 2)
-                sum_sq = carray(_f64_at(ctx[cb._SUM_SQ]), (population, 2))
+                q_ref = carray(_f64_at(ctx[Q_REF]), (n_samples, 7))
+                dq_ref = carray(_f64_at(ctx[DQ_REF]), (n_samples, 7))
+                scales = carray(_f64_at(ctx[SCALES]), 2)
+                sum_sq = carray(_f64_at(ctx[SUM_SQ]), (population, 2))
                 for j in range(7):
                     e_q = (qpos[qadr[j]] - q_ref[sample, j]) / scales[0]
                     e_dq = (qvel[dofadr[j]] - dq_ref[sample, j]) / scales[1]
                     sum_sq[p, 0] += e_q * e_q
                     sum_sq[p, 1] += e_dq * e_dq
-        ring = carray(_f64_at(ctx[cb._RING]), (ring_length, population, 7))
-        delays = carray(_i64_at(ctx[cb._DELAYS]), population)
-        neg_breakaway = carray(_f64_at(ctx[cb._NEG_BREAKAWAY]), (population, 7))
+        ring = carray(_f64_at(ctx[RING]), (ring_length, population, 7))
+        delays = carray(_i64_at(ctx[DELAYS]), population)
+        neg_breakaway = carray(_f64_at(ctx[NEG_BREAKAWAY]), (population, 7))
         slot, source = k % ring_length, (k - delays[p]) % ring_length
         for j in range(7):
             ring[slot, p, j] = tau_prev[p, j]

@@ -3,13 +3,13 @@
 Every function takes arrays shaped (P, 7) for joints (or (P, 3)/(P, 4) for poses) and writes
 into a caller-provided `out` array where one is given, so a replay loop allocates nothing per
 tick. The reference engine calls the same functions with P = 1, so both engines share every
-floating-point operation.
+floating-point operation. The constants (limits, gains, clamps) live in fr3.py.
 
-Joint impedance (fr3_stack, specs/fr3_stack.md §5), per tick in this order:
+Joint impedance (fr3_stack's daemon), per tick in this order:
     ema   = (1 − α)·ema + α·q_target                       (reset: ema = measured q)
     τ     = K∘(ema − q) − D∘dq + C(q,dq)·dq + repulsion(q) [+ fp1·tanh(fp2·dq) + fp3·dq]
     τ_out = τ_prev + clip(τ − τ_prev, ±1 N·m)              (slew limit per 1 ms tick)
-Cartesian impedance (FrankaTwin osc_shm, specs/frankatwin.md §2.1):
+Cartesian impedance (FrankaTwin's osc_shm.cpp):
     F = [kp·(x_des − x) − kd·v ; kp_ori·2·vec(q_des ⊗ q̄) − kd_ori·ω],  τ = Jᵀ F + C·dq
     clip to ±[87,87,87,87,12,12,12] N·m, then slew ≤ 800 N·m/s.
 """
@@ -20,24 +20,18 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .model import Q_MAX, Q_MIN
-
-JOINT_LIMIT_MARGIN = 0.1  # fraction of the range (kJointLimitMargin)
-JOINT_LIMIT_MAX_TAU_NM = 10.0  # repulsion cap (kJointLimitMaxTau)
-JOINT_SLEW_NM_PER_TICK = 1.0  # kDeltaTauMax, per 1 kHz callback
-FRICTION_FP1_NM = np.array([0.5, 0.5, 0.5, 0.5, 0.3, 0.3, 0.2])
-FRICTION_FP2_S_PER_RAD = 50.0
-FRICTION_FP3_NMS_PER_RAD = 0.05
-CART_TORQUE_LIMIT_NM = np.array([87.0, 87.0, 87.0, 87.0, 12.0, 12.0, 12.0])
-CART_MAX_TORQUE_RATE_NM_S = 800.0
-
-_RANGE = Q_MAX - Q_MIN
-_MARGIN = JOINT_LIMIT_MARGIN * _RANGE
-_UPPER = Q_MAX - _MARGIN
-_LOWER = Q_MIN + _MARGIN
-_REPULSION_GAIN = JOINT_LIMIT_MAX_TAU_NM / _MARGIN  # [N·m per rad of penetration]
-# the repulsion zone's inner edges [rad] and its gain, for the compiled kernels (kernels.py)
-REPULSION_LOWER_RAD, REPULSION_UPPER_RAD, REPULSION_GAIN_NM_PER_RAD = _LOWER, _UPPER, _REPULSION_GAIN
+from .fr3 import (
+    CART_MAX_TORQUE_RATE_NM_S,
+    CART_TORQUE_LIMIT_NM,
+    FRICTION_FP1_NM,
+    FRICTION_FP2_S_PER_RAD,
+    FRICTION_FP3_NMS_PER_RAD,
+    JOINT_LIMIT_MAX_TAU_NM,
+    JOINT_SLEW_NM_PER_TICK,
+    REPULSION_GAIN_NM_PER_RAD as _REPULSION_GAIN,
+    REPULSION_LOWER_RAD as _LOWER,
+    REPULSION_UPPER_RAD as _UPPER,
+)
 
 
 @dataclass

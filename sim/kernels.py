@@ -3,7 +3,8 @@
 The arithmetic of one 1 kHz tick, compiled with numba and shared by every engine (reference,
 population, SimFR3), so that they agree bit for bit. Each loop runs over a (P, 7) population
 and computes every element in the same order as the numpy forms in controllers.py and
-plant.py (the readable definitions, checked against these in tests/sim/test_kernels.py).
+plant.py (the readable definitions, checked against these in tests/sim/test_kernels.py);
+the constants come from fr3.py.
 The kernels keep the GIL (see _JIT below and population.py).
 Compiled on first use and cached on disk (numba's cache). Shapes: P candidates × 7 joints;
 float64.
@@ -16,8 +17,7 @@ Public API:
   sliding_relief(dq_j, neg_breakaway_j)  one joint's Stribeck relief (inlined where used)
   population_control(k, q, dq, coriolis, table, use_ema, ema, tau_prev)  EMA + the law, one tick
   ema_springs(table, use_ema, ema, springs)  a whole interval's spring targets
-  population_joint_tick(...)   EMA + joint_impedance_tick + samples + apply_delayed_torque
-  population_joint_tick_errors(...)  the same, summing a fit's squared errors instead
+  add_square_errors(sample, q, dq, q_ref, dq_ref, q_scale, dq_scale, sum_sq)  a fit's error sums
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ import math
 import numpy as np
 from numba import njit
 
-from .controllers import (
+from .fr3 import (
     FRICTION_FP1_NM,
     FRICTION_FP2_S_PER_RAD,
     FRICTION_FP3_NMS_PER_RAD,
@@ -154,8 +154,12 @@ def sliding_relief(dqj, neg_breakaway_j):
 @njit(**_JIT, inline="always")
 def population_control(k, q, dq, coriolis, table, use_ema, ema, tau_prev):
     """EMA (shared (7,) state) and the law of tick k for the population, slew-limited into
-    tau_prev (P, 7); table as population_joint_tick. The per-tick controller of every joint-
-    impedance replay (TickController, population_joint_tick and its errors twin)."""
+    tau_prev (P, 7). The per-tick controller of every joint-impedance replay (TickController).
+
+    table (T, 30) per tick (replay.joint_tick_table): [1 − α, use_friction, α·q_target (7),
+    q_target (7), K (7), D (7)]; ema (7,) the shared EMA state (every candidate sees the same
+    targets); q, dq, coriolis (P, 7).
+    """
     row = table[k]
     if use_ema:  # ema ← (1 − α)·ema + α·q_target, as SimFR3 forms it
         for j in range(7):
@@ -181,43 +185,19 @@ def ema_springs(table, use_ema, ema, springs):
 
 
 @njit(**_JIT)
-def population_joint_tick(k, q, dq, coriolis, applied, table, use_ema, ema, tau_prev,
-                          ring, delays, neg_breakaway, sample, q_buf, dq_buf, tau_buf):
-    """One population tick under joint impedance: EMA, controller, samples, delayed torque.
+def add_square_errors(sample, q, dq, q_ref, dq_ref, q_scale, dq_scale, sum_sq):
+    """A fit's error sums at one sample: sum_sq[p, 0] += Σ_j ((q − q_ref[sample]) / q_scale)²,
+    sum_sq[p, 1] the same for dq, joint by joint in order (as the compiled loop sums them).
 
-    table (T, 30) per tick: [1 − α, use_friction, α·q_target (7), q_target (7), K (7), D (7)];
-    ema (7,) the shared EMA state (every candidate sees the same targets); sample = this
-    tick's sample index or −1: then q, dq and the command go to q_buf/dq_buf/tau_buf[sample]
-    (S, P, 7). The rest as joint_impedance_tick and apply_delayed_torque.
+    q, dq (P, 7) the state at the sample; q_ref, dq_ref (S, 7) recorded [rad], [rad/s];
+    q_scale [rad], dq_scale [rad/s]; sum_sq (P, 2).
     """
-    population_control(k, q, dq, coriolis, table, use_ema, ema, tau_prev)
-    if sample >= 0:
-        for p in range(q.shape[0]):
-            for j in range(7):
-                q_buf[sample, p, j] = q[p, j]
-                dq_buf[sample, p, j] = dq[p, j]
-                tau_buf[sample, p, j] = tau_prev[p, j]
-    apply_delayed_torque(ring, k, delays, tau_prev, dq, neg_breakaway, applied)
-
-
-@njit(**_JIT)
-def population_joint_tick_errors(k, q, dq, coriolis, applied, table, use_ema, ema, tau_prev,
-                                 ring, delays, neg_breakaway, sample, q_ref, dq_ref, q_scale, dq_scale,
-                                 sum_sq):
-    """population_joint_tick that keeps only the fit's error sums instead of the samples.
-
-    At a sample tick: sum_sq[p, 0] += Σ_j ((q − q_ref[sample]) / q_scale)², sum_sq[p, 1] the
-    same for dq; q_ref, dq_ref (S, 7) recorded [rad], [rad/s]; sum_sq (P, 2).
-    """
-    population_control(k, q, dq, coriolis, table, use_ema, ema, tau_prev)
-    if sample >= 0:
-        for p in range(q.shape[0]):
-            for j in range(7):
-                e_q = (q[p, j] - q_ref[sample, j]) / q_scale
-                e_dq = (dq[p, j] - dq_ref[sample, j]) / dq_scale
-                sum_sq[p, 0] += e_q * e_q
-                sum_sq[p, 1] += e_dq * e_dq
-    apply_delayed_torque(ring, k, delays, tau_prev, dq, neg_breakaway, applied)
+    for p in range(q.shape[0]):
+        for j in range(7):
+            e_q = (q[p, j] - q_ref[sample, j]) / q_scale
+            e_dq = (dq[p, j] - dq_ref[sample, j]) / dq_scale
+            sum_sq[p, 0] += e_q * e_q
+            sum_sq[p, 1] += e_dq * e_dq
 
 
 def warm_up() -> None:
@@ -231,4 +211,5 @@ def warm_up() -> None:
              np.zeros(7), np.zeros((2, 1, 7)), 0, np.zeros(1, dtype=np.int64), row, np.zeros(7), np.zeros(7), np.zeros(7))
 
 
-__all__ = ["STRIBECK_VELOCITY_RAD_S", "apply_delayed_torque", "arm_step", "arm_tick", "ema_springs", "joint_impedance_tick", "population_control", "population_joint_tick", "population_joint_tick_errors", "sliding_relief", "warm_up"]
+__all__ = ["STRIBECK_VELOCITY_RAD_S", "add_square_errors", "apply_delayed_torque", "arm_step", "arm_tick", "ema_springs",
+           "joint_impedance_tick", "population_control", "sliding_relief", "warm_up"]

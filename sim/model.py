@@ -3,7 +3,8 @@
 Every model handed to the engines is normalised the same way: 1 ms step, zero gravity (the
 firmware compensates gravity), the 7 arm joints named `fr3_joint1..7`, a site `ee` at the
 flange (`0 0 0.107` on the body of joint 7) unless the file already has a site named `ee`,
-and at least callback.USERDATA_SLOTS userdata entries (for the population engine).
+and at least replay_context.USERDATA_SLOTS userdata entries (for the population engine's
+compiled loop). The FR3's numbers (joint limits, home pose, flange offset) live in fr3.py.
 """
 
 from __future__ import annotations
@@ -16,19 +17,10 @@ from typing import Mapping
 import mujoco
 import numpy as np
 
-from .callback import USERDATA_SLOTS
+from .fr3 import FLANGE_OFFSET_M, HOME_Q, JOINT_COUNT, Q_MAX, Q_MIN, TIMESTEP_S
+from .replay_context import USERDATA_SLOTS
 
-JOINT_COUNT = 7
 FR3_MODEL_PATH = Path(__file__).resolve().parent / "models" / "fr3.xml"
-TIMESTEP_S = 0.001
-FLANGE_OFFSET_M = (0.0, 0.0, 0.107)
-HOME_Q = np.array([0.0, 0.0, 0.0, -1.57079, 0.0, 1.57079, -0.7853])
-
-# fr3_stack daemon joint limits (controllers_common.hpp; specs/fr3_stack.md §4) [rad]
-Q_MIN = np.array([-2.7437, -1.7837, -2.9007, -3.0421, -2.8065, 0.5445, -3.0159])
-Q_MAX = np.array([2.7437, 1.7837, 2.9007, -0.1518, 2.8065, 4.5169, 3.0159])
-for _a in (Q_MIN, Q_MAX, HOME_Q):
-    _a.setflags(write=False)
 
 
 @dataclass(frozen=True)
@@ -88,7 +80,7 @@ def load_model(path: str | Path | None = None, joint_map: Mapping[int, str] | No
     spec.option.gravity = [0.0, 0.0, 0.0]
     if spec.option.integrator == mujoco.mjtIntegrator.mjINT_RK4:
         spec.option.integrator = mujoco.mjtIntegrator.mjINT_IMPLICITFAST
-    # userdata slots for the population engine's compiled control callback (callback.py);
+    # userdata slots for the population engine's compiled control callback (replay_context.py);
     # userdata is never read by the physics
     spec.nuserdata = max(spec.nuserdata, USERDATA_SLOTS)
     if "ee" not in {s.name for s in spec.sites}:

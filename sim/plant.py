@@ -48,17 +48,6 @@ class StribeckFriction:
         np.copysign(out, dq, out=out)
         return out
 
-    def level(self, dq: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
-        """The net sliding friction level F(dq) = mu_d + (mu_s − mu_d)·exp(−(dq/v_s)²) [N·m], (P, 7)."""
-        out = np.empty(np.broadcast_shapes(self.mu_dynamic.shape, np.shape(dq))) if out is None else out
-        np.multiply(dq, 1.0 / STRIBECK_VELOCITY_RAD_S, out=out)
-        np.square(out, out=out)
-        np.negative(out, out=out)
-        np.exp(out, out=out)
-        out *= self.breakaway
-        out += self.mu_dynamic
-        return out
-
 
 class DelayLine:
     """Per-candidate ring of commanded torques: push(τ_k) returns τ_{k−delay} per candidate.

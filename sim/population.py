@@ -8,17 +8,18 @@ thread stalls all of them (measured 1.4× slower than shards on the shared 2-cor
 Per-candidate model fields (armature, damping, breakaway level) are `expand`-ed once per
 generation and never written during a replay.
 
-Two loops:
+Two loops, chosen per replay in one place (_Shard._replay):
 - compiled (the default where callback.compiled_loop_error(model) is None): the tick, under
   either law, is MuJoCo's control callback (callback.py), so one `batch.step(nstep=T)`
   replays the whole interval per candidate with no Python between ticks;
-- per tick (any model, when another mjcb_control is installed, and for replays that record
-  the EE pose): under joint impedance one compiled call (kernels.population_joint_tick: EMA,
-  the law, slew, samples, delay line, sliding-friction relief → qfrc_applied) over the
-  shard's candidates on live views of qpos/qvel/qfrc_bias, then
-  `batch.step(stage=mjSTAGE_VEL)`; the Cartesian law in numpy (TickController).
-Joint impedance agrees with the reference engine bit for bit in both loops; the compiled
-Cartesian law agrees with the numpy one to round-off (≤ 1e-9 rad tested).
+- generic (any model, when another mjcb_control is installed, and for replays that record
+  the EE pose): per tick the controller on views of qpos/qvel/qfrc_bias (replay's
+  TickController: the joint law's compiled kernel, or the Cartesian law in numpy), the
+  sample, the delay line and sliding-friction relief into qfrc_applied, then
+  `batch.step(stage=mjSTAGE_VEL)`.
+Both sum a fit's errors tick by tick in the same order. Joint impedance agrees with the
+reference engine (replay.replay_reference, the definition of correct) bit for bit in both
+loops; the compiled Cartesian law agrees with the numpy one to round-off (≤ 1e-9 rad tested).
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from .model import TIMESTEP_S, ArmIndex, arm_index, load_model
 from .params import LAYOUT, delay_ticks, params_matrix
 from .plant import DelayLine, StribeckFriction, dof_span
 from . import callback
-from .kernels import ema_springs, population_joint_tick, population_joint_tick_errors
+from .kernels import add_square_errors, ema_springs
 from .replay import Kinematics, TickController, joint_tick_table
 from .replay_input import JOINT_IMPEDANCE, ReplayInput
 
@@ -78,7 +79,6 @@ class _Shard:
         if need_kin:
             for name in ("site_xpos", "site_xmat", "xanchor", "xaxis"):
                 self.f[name] = b.bind(name)
-        self.need_kin = need_kin
         self.use_callback = False  # set per call by PopulationEngine._fan_out
         self._sample_buffers: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         self.dofs, self.qadr = dof_span(arm.dof_adr), dof_span(arm.qpos_adr)
@@ -128,26 +128,43 @@ class _Shard:
 
     def run(self, index: int, inp: ReplayInput, table: np.ndarray | None, out: dict, rows: slice,
             record_ee: bool) -> None:
-        """Replay input `index` (`inp`) for this shard's candidates, writing into out[name][rows].
+        """Replay input `index` (`inp`) for this shard's candidates, writing q, dq, tau_cmd (and
+        with record_ee the EE pose) into out[name][rows]; NaN where a candidate diverged.
 
         table: joint_tick_table(inp) for a joint-impedance input, None for the Cartesian law.
-        Loops: the compiled one when this call installed it (any law, without the EE pose);
-        else per tick, one kernel call and one batch step (joint impedance) or numpy.
         """
-        state = self._start(inp)
         bufs = self._buffers(index, inp.n_samples)
-        if self.use_callback and not record_ee:
-            self._run_callback(inp, table, state, outputs=bufs)
-        elif table is not None and not (record_ee or self.need_kin):
-            self._run_joint(inp, table, state, bufs)
-        else:
-            self._run_generic(inp, state, bufs, out, rows, record_ee)
+        ee = (out["ee_pos"][rows], out["ee_mat"][rows]) if record_ee else ()
+        diverged = self._replay(inp, table, _Sink(outputs=bufs, ee=ee))
         for name, buf in zip(("q", "dq", "tau_cmd"), bufs):
             out[name][rows] = buf.transpose(1, 0, 2)
-        diverged = self._diverged()
         if diverged.any():
             for name in ("q", "dq", "tau_cmd"):
                 out[name][rows][diverged] = np.nan
+
+    def run_errors(self, index: int, inp: ReplayInput, table: np.ndarray | None,
+                   scales: tuple[float, float]) -> np.ndarray:
+        """Replay input `index` (`inp`) keeping only the error sums: (size, 2) mean squares of
+        (q − q_ref)/q_scale and (dq − dq_ref)/dq_scale over samples and joints; NaN if diverged.
+        Summed tick by tick, in the same order in either loop. table as run()."""
+        q_ref, dq_ref = np.ascontiguousarray(inp.q_ref, dtype=np.float64), np.ascontiguousarray(inp.dq_ref, dtype=np.float64)
+        sum_sq = np.zeros((self.size, 2))
+        scales_arr = np.array([scales[0], scales[1]], dtype=np.float64)
+        diverged = self._replay(inp, table, _Sink(errors=(q_ref, dq_ref, scales_arr, sum_sq)))
+        sum_sq /= max(1, inp.n_samples) * 7
+        sum_sq[diverged] = np.nan
+        return sum_sq
+
+    def _replay(self, inp: ReplayInput, table: np.ndarray | None, sink: _Sink) -> np.ndarray:
+        """Replay `inp` from its initial state into `sink`; returns (size,) True where MuJoCo
+        reset a candidate. The one choice of loop: the compiled one when this call installed
+        the control callback and no EE pose is asked for, else the generic loop."""
+        state = self._start(inp)
+        if self.use_callback and not sink.ee:
+            self._run_compiled(inp, table, state, sink)
+        else:
+            self._run_ticks(inp, state, sink)
+        return self._diverged()
 
     def _state_views(self):
         """(q, dq, coriolis, applied) (P, 7): views of the bound rows (they never move) when
@@ -169,14 +186,14 @@ class _Shard:
                 "hold": np.zeros((self.size, 7)), "jnt_ids": self.arm.jnt_ids.astype(np.int64),
                 "site_id": int(self.arm.ee_site)}
 
-    def _run_callback(self, inp: ReplayInput, table: np.ndarray | None, state: _ReplayState, **io) -> None:
-        """One batch call: the control callback runs every tick (callback.py). table as run();
-        io: outputs=(q, dq, τ) (S, P, 7) buffers, or errors=(q_ref, dq_ref, scales, sum_sq)."""
+    def _run_compiled(self, inp: ReplayInput, table: np.ndarray | None, state: _ReplayState, sink: _Sink) -> None:
+        """The compiled loop: one batch call, the control callback runs every tick (callback.py)."""
         context = callback.ReplayContext(
             sample_of_tick=state.sample_of_tick,
             tau_prev=state.tau_prev, ring=state.delay.ring, delays=np.ascontiguousarray(state.delay.delays, dtype=np.int64),
             neg_breakaway=np.ascontiguousarray(state.neg_breakaway), qpos_adr=self.arm.qpos_adr.astype(np.int64),
-            dof_adr=self.arm.dof_adr.astype(np.int64), **self._law_arrays(inp, table, state), **io)
+            dof_adr=self.arm.dof_adr.astype(np.int64), **self._law_arrays(inp, table, state),
+            outputs=sink.outputs, errors=sink.errors)
         self.f["userdata"][:, : callback.USERDATA_SLOTS] = context.userdata_rows()
         try:
             if inp.n_ticks:
@@ -184,78 +201,48 @@ class _Shard:
         finally:
             self.f["userdata"][:] = 0.0  # the context's arrays die with this call
 
-    def _run_joint(self, inp: ReplayInput, table: np.ndarray, state: _ReplayState, bufs) -> None:
-        """Joint impedance per tick: one kernel call (EMA, law, slew, samples, delay, relief)
-        over the shard's candidates, then one batch step."""
+    def _run_ticks(self, inp: ReplayInput, state: _ReplayState, sink: _Sink) -> None:
+        """The generic loop, any law: per tick the controller (TickController: the joint law's
+        kernel, or the Cartesian law in numpy), the sample into `sink`, the delayed torque and
+        sliding relief into qfrc_applied (kernels.apply_delayed_torque), one batch step."""
+        ctrl = TickController(inp, self.size)
+        need_kin = ctrl.needs_kinematics or bool(sink.ee)
         q, dq, cor, applied = self._state_views()
-        args = (table, bool(inp.use_ema), state.ema, state.tau_prev, state.delay.ring, state.delay.delays,
-                state.neg_breakaway)
-        step, tick, samples, live = self.batch.step, population_joint_tick, state.sample_of_tick.tolist(), self.live
+        f, step, live, samples = self.f, self.batch.step, self.live, state.sample_of_tick.tolist()
+        delay, neg_breakaway, record = state.delay, state.neg_breakaway, sink.record
         for k in range(inp.n_ticks):
             if not live:  # non-contiguous addresses: gather copies, scatter the torque back
                 q, dq, cor, applied = self._state_views()
-            tick(k, q, dq, cor, applied, *args, samples[k], *bufs)
-            if not live:
-                self.f["qfrc_applied"][:, self.dofs] = applied
-            step(stage=_VEL)
-
-    def run_errors(self, index: int, inp: ReplayInput, table: np.ndarray | None,
-                   scales: tuple[float, float]) -> np.ndarray:
-        """Replay input `index` (`inp`) keeping only the error sums: (size, 2) mean squares of
-        (q − q_ref)/q_scale and (dq − dq_ref)/dq_scale over samples and joints; NaN if diverged.
-        Summed tick by tick in the compiled loop or the per-tick kernel (joint impedance, live
-        views); otherwise from the replayed samples."""
-        q_ref, dq_ref = np.ascontiguousarray(inp.q_ref, dtype=np.float64), np.ascontiguousarray(inp.dq_ref, dtype=np.float64)
-        if not self.use_callback and (table is None or self.need_kin or not self.live):
-            return self._errors_from_samples(index, inp, table, q_ref, dq_ref, scales)
-        state = self._start(inp)
-        sum_sq = np.zeros((self.size, 2))
-        if self.use_callback:
-            scales_arr = np.array([scales[0], scales[1]], dtype=np.float64)
-            self._run_callback(inp, table, state, errors=(q_ref, dq_ref, scales_arr, sum_sq))
-            return self._finish_errors(inp, sum_sq)
-        q, dq, cor, applied = self._state_views()
-        args = (table, bool(inp.use_ema), state.ema, state.tau_prev, state.delay.ring, state.delay.delays,
-                state.neg_breakaway)
-        step, tick, samples = self.batch.step, population_joint_tick_errors, state.sample_of_tick.tolist()
-        q_scale, dq_scale = float(scales[0]), float(scales[1])
-        for k in range(inp.n_ticks):
-            tick(k, q, dq, cor, applied, *args, samples[k], q_ref, dq_ref, q_scale, dq_scale, sum_sq)
-            step(stage=_VEL)
-        return self._finish_errors(inp, sum_sq)
-
-    def _errors_from_samples(self, index, inp, table, q_ref, dq_ref, scales) -> np.ndarray:
-        out = {name: np.empty((self.size, inp.n_samples, 7)) for name in ("q", "dq", "tau_cmd")}
-        self.run(index, inp, table, out, slice(None), False)
-        errors = np.empty((self.size, 2))
-        errors[:, 0] = np.mean(((out["q"] - q_ref[None]) / scales[0]) ** 2, axis=(1, 2))
-        errors[:, 1] = np.mean(((out["dq"] - dq_ref[None]) / scales[1]) ** 2, axis=(1, 2))
-        return errors
-
-    def _finish_errors(self, inp: ReplayInput, sum_sq: np.ndarray) -> np.ndarray:
-        sum_sq /= max(1, inp.n_samples) * 7
-        sum_sq[self._diverged()] = np.nan
-        return sum_sq
-
-    def _run_generic(self, inp: ReplayInput, state: _ReplayState, bufs, out, rows, record_ee) -> None:
-        """Any controller (the Cartesian law needs kinematics), with the EE pose if asked."""
-        ctrl = TickController(inp, self.size)
-        q_buf, dq_buf, tau_buf = bufs
-        f, step = self.f, self.batch.step
-        applied_rows = np.empty((self.size, 7))
-        sample_of_tick = state.sample_of_tick.tolist()
-        for k in range(inp.n_ticks):
-            q, dq, cor, _ = self._state_views()
-            kin = self.kinematics() if self.need_kin else None
+            kin = self.kinematics() if need_kin else None
             tau = ctrl.torque(k, q, dq, cor, kin)
-            s = sample_of_tick[k]
-            if s >= 0:
-                q_buf[s], dq_buf[s], tau_buf[s] = q, dq, tau
-                if record_ee:
-                    out["ee_pos"][rows, s], out["ee_mat"][rows, s] = kin.site_pos, kin.site_xmat
-            state.delay.push_apply(tau, dq, state.neg_breakaway, applied_rows)
-            f["qfrc_applied"][:, self.dofs] = applied_rows
+            if samples[k] >= 0:
+                record(samples[k], q, dq, tau, kin)
+            delay.push_apply(tau, dq, neg_breakaway, applied)
+            if not live:
+                f["qfrc_applied"][:, self.dofs] = applied
             step(stage=_VEL)
+
+
+@dataclass
+class _Sink:
+    """Where one replay's samples go: time-major (S, P, 7) q, dq, τ buffers (`outputs`) and,
+    if asked, the EE pose (`ee`: (P, S, 3) positions, (P, S, 9) rotation matrices); or a fit's
+    error sums (`errors`: q_ref, dq_ref (S, 7), scales (2,) [q_scale, dq_scale], sum_sq (P, 2))."""
+
+    outputs: tuple[np.ndarray, ...] = ()
+    ee: tuple[np.ndarray, ...] = ()
+    errors: tuple[np.ndarray, ...] = ()
+
+    def record(self, s: int, q: np.ndarray, dq: np.ndarray, tau: np.ndarray, kin: Kinematics | None) -> None:
+        """Sample s: the state q, dq and command tau (P, 7) before the tick's torque is applied."""
+        if self.errors:
+            q_ref, dq_ref, scales, sum_sq = self.errors
+            add_square_errors(s, q, dq, q_ref, dq_ref, scales[0], scales[1], sum_sq)
+            return
+        q_buf, dq_buf, tau_buf = self.outputs
+        q_buf[s], dq_buf[s], tau_buf[s] = q, dq, tau
+        if self.ee:
+            self.ee[0][:, s], self.ee[1][:, s] = kin.site_pos, kin.site_xmat
 
 
 @dataclass
@@ -264,7 +251,7 @@ class _ReplayState:
 
     delay: DelayLine  # commanded torques by tick, per-candidate delays
     neg_breakaway: np.ndarray  # (P, 7) −(mu_s − mu_d) [N·m]
-    sample_of_tick: np.ndarray  # (T,) int64 sample index of each tick, −1 for none (per-tick loops iterate a list of it)
+    sample_of_tick: np.ndarray  # (T,) int64 sample index of each tick, −1 for none (the generic loop iterates a list of it)
     tau_prev: np.ndarray  # (P, 7) slew-limiter state [N·m]
     ema: np.ndarray  # (7,) the EMA of the targets, shared by every candidate [rad]
 
@@ -274,9 +261,9 @@ class PopulationEngine:
 
     model: an MjModel from load_model (ours if None); nthread: worker threads (default: CPUs),
     each driving one single-threaded batch over its share of the candidates; record_ee: also
-    return the EE pose per sample; compiled_loop: run joint-impedance replays through the
-    control callback when the model allows (`compiled_loop_error` says why not), False for
-    the per-tick loop. Call close() (or use `with`) to stop the workers early.
+    return the EE pose per sample; compiled_loop: run replays through the control callback
+    when the model allows (`compiled_loop_error` says why not), False for the generic loop.
+    Call close() (or use `with`) to stop the workers early.
     """
 
     def __init__(self, inputs: list[ReplayInput], model: mujoco.MjModel | None = None,
@@ -358,9 +345,8 @@ class PopulationEngine:
         """(P, B, 2): per input, the mean over samples and joints of ((q − q_ref)/q_scale)² and
         of ((dq − dq_ref)/dq_scale)² (inputs need q_ref, dq_ref); NaN for a diverged candidate.
 
-        What a fit needs of a replay, without keeping the trajectories: the compiled loop (and
-        the per-tick loop under joint impedance) sums the errors tick by tick, so no (P, S, 7)
-        arrays are made; other replays reduce their samples shard by shard.
+        What a fit needs of a replay, without keeping the trajectories: either loop sums the
+        errors tick by tick, so no (P, S, 7) arrays are made.
         """
         matrix = params_matrix(params)
         out = np.empty((matrix.shape[0], len(self.inputs), 2))

@@ -61,7 +61,7 @@ class Kinematics:
 
 def joint_tick_table(inp: ReplayInput) -> np.ndarray:
     """Per-tick joint-impedance inputs of `inp` as one (T, 30) array, the row layout of
-    kernels.population_joint_tick: [1 − α, use_friction, α·q_target (7), q_target (7), K (7), D (7)].
+    kernels.population_control: [1 − α, use_friction, α·q_target (7), q_target (7), K (7), D (7)].
 
     1 − α and α·q_target are the products SimFR3 forms once per command, so the replay's EMA
     and the daemon's agree bit for bit.

@@ -168,3 +168,21 @@ def test_two_engines_replaying_at_once_share_the_callback(model):
     for i, q in enumerate(together):
         np.testing.assert_array_equal(q, alone[i % 2])
     assert mujoco.get_mjcb_control() is None
+
+
+@pytest.mark.parametrize("compiled_loop", [True, False])
+def test_either_loop_writes_exactly_the_sample_ticks(model, compiled_loop):
+    every = joint_input(300)
+    some = joint_input(300)
+    some.sample_ticks = np.arange(0, 300, 7)
+    some.q_ref, some.dq_ref = every.q_target[some.sample_ticks] + 0.01, np.full((len(some.sample_ticks), 7), 0.05)
+    params = distinct_params(3)
+    full = PopulationEngine([every], model=model, nthread=1, compiled_loop=compiled_loop).run(params)[0]
+    engine = PopulationEngine([some], model=model, nthread=1, compiled_loop=compiled_loop)
+    part = engine.run(params)[0]
+    assert part.q.shape == (3, len(some.sample_ticks), 7)
+    for name in ("q", "dq", "tau_cmd"):
+        np.testing.assert_array_equal(getattr(part, name), getattr(full, name)[:, some.sample_ticks])
+    errors = engine.mean_square_errors(params, 1e-3, 1e-2)
+    want = np.mean(((part.q - some.q_ref[None]) / 1e-3) ** 2, axis=(1, 2))
+    np.testing.assert_allclose(errors[:, 0, 0], want, rtol=1e-12)

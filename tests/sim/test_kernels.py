@@ -5,7 +5,7 @@ import pytest
 
 from twinlake.sim import Q_MAX, Q_MIN
 from twinlake.sim.controllers import JOINT_SLEW_NM_PER_TICK, joint_impedance_torque, slew_limit
-from twinlake.sim.kernels import joint_impedance_tick, population_joint_tick
+from twinlake.sim.kernels import add_square_errors, apply_delayed_torque, joint_impedance_tick, population_control
 from twinlake.sim.plant import DelayLine, StribeckFriction
 
 
@@ -69,7 +69,8 @@ def test_delay_and_relief_kernel_equals_delay_line_push_plus_stribeck_relief():
     assert kernel_line.tick == ticks
 
 
-def test_population_tick_filters_the_target_samples_and_applies_the_delayed_command():
+def test_population_tick_filters_the_target_and_applies_the_delayed_command():
+    """The generic loop's tick: population_control (EMA + law) then apply_delayed_torque."""
     count, n = 3, 4
     q = np.zeros((count, 7))
     dq = np.zeros((count, 7))
@@ -82,10 +83,9 @@ def test_population_tick_filters_the_target_samples_and_applies_the_delayed_comm
     ema, tau_prev = q[0].copy(), np.zeros((count, 7))
     ring = np.zeros((31, count, 7))
     delays = np.array([0, 1, 2])
-    bufs = [np.full((n, count, 7), np.nan) for _ in range(3)]
     for k in range(n):
-        population_joint_tick(k, q, dq, cor, applied, table, True, ema, tau_prev, ring, delays,
-                              np.zeros((count, 7)), k if k % 2 == 0 else -1, *bufs)
+        population_control(k, q, dq, cor, table, True, ema, tau_prev)
+        apply_delayed_torque(ring, k, delays, tau_prev, dq, np.zeros((count, 7)), applied)
         # EMA halves the distance to the target each tick: 0.01, 0.015, 0.0175, ... → 100·that
         spring_nm = 100.0 * 0.02 * (1 - 0.5 ** (k + 1))
         np.testing.assert_allclose(tau_prev, spring_nm, rtol=1e-12)
@@ -93,8 +93,28 @@ def test_population_tick_filters_the_target_samples_and_applies_the_delayed_comm
         for c, delay in enumerate(delays):
             want = 0.0 if k < delay else 100.0 * 0.02 * (1 - 0.5 ** (k - delay + 1))
             np.testing.assert_allclose(applied[c], want, rtol=1e-12, atol=1e-15)
-    assert np.isnan(bufs[0][1]).all() and not np.isnan(bufs[0][2]).any()  # only sample ticks written
-    np.testing.assert_allclose(bufs[2][2], 100.0 * 0.02 * (1 - 0.5 ** 3), rtol=1e-12)
+    table[:, 9:16] = target + 0.1  # without the EMA the spring is the raw target
+    population_control(0, q, dq, cor, table, False, ema, tau_prev)
+    np.testing.assert_allclose(tau_prev, 100.0 * 0.02 * (1 - 0.5 ** n) + 1.0, rtol=1e-12)  # slew: +1 N·m
+
+
+def test_square_errors_are_summed_sample_by_sample_joint_by_joint():
+    rng = np.random.default_rng(8)
+    count, n_samples = 4, 9
+    q_ref, dq_ref = rng.normal(size=(n_samples, 7)), rng.normal(size=(n_samples, 7))
+    states = [(rng.normal(size=(count, 7)), rng.normal(size=(count, 7))) for _ in range(n_samples)]
+    sum_sq = np.zeros((count, 2))
+    for s in (0, 3, 8):  # the sample ticks only
+        add_square_errors(s, *states[s], q_ref, dq_ref, 1e-3, 1e-2, sum_sq)
+    want = np.zeros((count, 2))
+    for p in range(count):  # in order: the compiled loop's summation, bit for bit
+        for s in (0, 3, 8):
+            for j in range(7):
+                e_q, e_dq = (states[s][0][p, j] - q_ref[s, j]) / 1e-3, (states[s][1][p, j] - dq_ref[s, j]) / 1e-2
+                want[p, 0] += e_q * e_q
+                want[p, 1] += e_dq * e_dq
+    np.testing.assert_array_equal(sum_sq, want)
+    assert sum_sq.min() > 0
 
 
 def test_recorder_step_equals_measure_then_control_then_physics():
