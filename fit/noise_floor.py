@@ -102,6 +102,7 @@ def estimate_noise_floor(q_segments: Sequence[np.ndarray], dq_segments: Sequence
     """The noise floor of recorded q (and dq) given as one (S_i, 7) array per clean interval."""
     sigma_q, count = difference_sigma(q_segments, order)
     check, _ = difference_sigma(q_segments, order + 1)
+    dq_segments = [d for d in dq_segments or () if d is not None]
     sigma_dq = difference_sigma(dq_segments, order)[0] if dq_segments else None
     with np.errstate(divide="ignore", invalid="ignore"):
         leak = sigma_q / check

@@ -91,14 +91,24 @@ def flange_gravity_torque(q_rad: np.ndarray, t_s: np.ndarray | None = None, mode
     return np.column_stack([np.interp(samples, idx, coarse[:, j]) for j in range(7)])
 
 
-def _loop_filter(seg: ResidualSegment, arm: _Arm, armature, viscous):
+def _time_base(t_s: np.ndarray) -> np.ndarray:
+    """`t_s` when strictly increasing, else a uniform grid of its median step (1 ms if none)."""
+    t = np.asarray(t_s, dtype=np.float64)
+    steps = np.diff(t)
+    if len(t) < 2 or np.all(steps > 0):
+        return t
+    dt = float(np.median(steps[steps > 0])) if np.any(steps > 0) else 1e-3
+    return np.arange(len(t)) * dt
+
+
+def _loop_filter(seg: ResidualSegment, t_s: np.ndarray, arm: _Arm, armature, viscous):
     """u (S, 7) -> each joint's closed-loop deflection under torque u (S, 7) [rad]; identity
     for a Cartesian interval."""
     from scipy.signal import bilinear, lfilter
 
-    if seg.k_nm_per_rad is None or seg.d_nms_per_rad is None or len(seg.t_s) < 2:
+    if seg.k_nm_per_rad is None or seg.d_nms_per_rad is None or len(t_s) < 2:
         return lambda u: u
-    dt = float(np.median(np.diff(seg.t_s)))
+    dt = float(np.median(np.diff(t_s)))
     inertia = arm.link_inertia(np.mean(seg.q_real_rad, axis=0)) + np.asarray(armature)
     k = np.median(seg.k_nm_per_rad, axis=0)
     d = np.median(seg.d_nms_per_rad, axis=0) + np.asarray(viscous)
@@ -141,17 +151,18 @@ def residual_signatures(segments: Sequence[ResidualSegment], floor: NoiseFloor, 
     bias_sum = np.zeros(7)
     for seg, r in zip(segments, res):
         bias_sum += r.sum(axis=0)
-        loop = _loop_filter(seg, arm, armature, viscous)
+        t = _time_base(seg.t_s)
+        loop = _loop_filter(seg, t, arm, armature, viscous)
         if seg.k_nm_per_rad is not None:
-            sums["payload"].add(loop(flange_gravity_torque(seg.q_real_rad, seg.t_s, arm=arm)), r)
+            sums["payload"].add(loop(flange_gravity_torque(seg.q_real_rad, t, arm=arm)), r)
         dq = seg.dq_sim_rad_s
         if dq is None or len(dq) < 3:
             continue
         sums["friction"].add(loop(np.sign(dq) * (np.abs(dq) > STILL_RAD_S)), r)
         sums["viscous"].add(loop(dq), r)
-        sums["inertia"].add(loop(np.gradient(dq, seg.t_s, axis=0)), r)
+        sums["inertia"].add(loop(np.gradient(dq, t, axis=0)), r)
         if seg.tau_sim_nm is not None:
-            sums["delay"].add(loop(np.gradient(seg.tau_sim_nm, seg.t_s, axis=0)), r)
+            sums["delay"].add(loop(np.gradient(seg.tau_sim_nm, t, axis=0)), r)
     out = [_bias(bias_sum / n, n, scale)]
     if np.sum(sums["payload"].xx) > 0:
         out.append(_payload(sums["payload"], scale))

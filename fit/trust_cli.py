@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 from pathlib import Path
 from typing import Optional
@@ -15,6 +16,10 @@ _LAKE = typer.Option(None, "--lake", help="Lake directory (default: $TWINLAKE_LA
 def _fail(message: str) -> None:
     typer.echo(f"error: {message}", err=True)
     raise typer.Exit(2)
+
+
+def _finite(value: float) -> float | None:
+    return value if math.isfinite(value) else None
 
 
 def _load_profile(path: Optional[Path]):
@@ -62,8 +67,8 @@ def validate_cmd(
              "dq_rmse_all_rad_s": (o.metrics_doc.get("joints") or {}).get("vel_rmse_all_rad_s"),
              "ee_pos_rmse_3d_m": (((o.metrics_doc.get("ee") or {}).get("pos") or {}).get("rmse_m") or {}).get("3d"),
              "verdict": o.verdict, "reasons": o.reasons, "new": o.published,
-             "noise_floor_q_rad": o.adequacy.floor.q_total_rad if o.adequacy.floor.measurable else None,
-             "floor_ratio": o.adequacy.ratio_all if o.adequacy.floor.measurable else None,
+             "noise_floor_q_rad": _finite(o.adequacy.floor.q_total_rad) if o.adequacy.floor.measurable else None,
+             "floor_ratio": _finite(o.adequacy.ratio_all) if o.adequacy.floor.measurable else None,
              "likely_cause": None if o.adequacy.cause is None else o.adequacy.cause.name,
              "adequacy": o.adequacy.line()} for o in outs]
     failed = any(o.sim_label == "fitted" and o.verdict == "fail" for o in outs)

@@ -23,7 +23,7 @@ from typer.testing import CliRunner
 
 from twinlake.catalog import connect
 from twinlake.cli import app
-from twinlake.fit.adequacy import adequacy_from_dict, problem_adequacy
+from twinlake.fit.adequacy import ResidualSegment, adequacy_from_dict, assess, problem_adequacy
 from twinlake.fit.record import FitRecord, IntervalUse, load_fit, publish_fit
 from twinlake.sim import DEMO_PROFILE_PATH, HOME_Q, PARAM_NAMES, DynamicsParams, load_params
 
@@ -175,3 +175,34 @@ def test_training_adequacy_is_stored_with_the_fit_and_flagged(lake):
     text = " ".join(res.output.split())
     assert res.exit_code == 0 and "training residual" in text
     assert "the model does not explain its own training data" in text and "armature" in text
+
+
+def test_what_cannot_be_shown_fails_and_says_why():
+    """No silent pass: a noise-free recording, an unstable replay, a floor that is only an
+    upper bound; and with the check off the ratio is still stated."""
+    rng = np.random.default_rng(1)
+    t = np.arange(3000) * 1e-3
+    q = HOME_Q + 0.1 * np.sin(2 * np.pi * 0.5 * t)[:, None]
+    dq = np.gradient(q, t, axis=0)
+
+    def one(real, sim, times=t, **kw):
+        return assess([ResidualSegment(times, real, sim, dq, dq)], _truth(), **kw)
+
+    hold = np.tile(HOME_Q, (3000, 1))  # a hold recorded without noise
+    noise_free = one(hold, hold + 1e-4)
+    assert noise_free.verdict()[0] == "fail" and "not measurable" in noise_free.verdict()[1]
+    assert "cannot show the model explains this run" in noise_free.line()
+    smooth = one(q, q + 1e-4)  # noise-free motion: the floor is the motion's own round-off, an upper bound
+    assert smooth.floor.upper_bound and smooth.verdict()[0] == "fail" and "≥" in smooth.verdict()[1]
+    noisy = q + rng.normal(0, 2e-5, q.shape)
+    unstable = one(noisy, np.full_like(q, np.nan))
+    assert unstable.verdict() == ("fail", "q residual not finite (the replay went unstable)")
+    coarse_t = np.arange(3000) * 0.02  # 50 Hz: the motion leaks into the floor estimate
+    coarse = HOME_Q + 0.3 * np.sin(2 * np.pi * 0.7 * coarse_t)[:, None] + rng.normal(0, 2e-5, q.shape)
+    bound = one(coarse, coarse, times=coarse_t)
+    assert bound.floor.upper_bound and bound.verdict()[0] == "fail" and "upper bound" in bound.verdict()[1]
+    off = one(noisy, q + 2e-3, max_floor_ratio=None)
+    assert off.verdict() == (None, "") and off.ratio_all > 50 and "no limit declared" in off.line()
+    explained = one(noisy, q, max_floor_ratio=3.0)
+    assert explained.verdict() == ("pass", "") and 0.8 < explained.ratio_all < 1.2 and explained.cause is None
+    assert adequacy_from_dict(json.loads(json.dumps(off.to_dict()))).line() == off.line()
