@@ -25,6 +25,7 @@ diagnosed (what structure there is, is noise).
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass, field
 from typing import Any, Sequence
@@ -154,8 +155,8 @@ class Adequacy:
             return ""
         cause = self.cause
         if cause is None:
-            return ("no simple structure (offset, flange mass, velocity sign, velocity, acceleration, torque rate, time shift) "
-                    "explains the residual: the model misses something else")
+            return ("no simple structure (offset, flange mass, velocity sign, velocity, acceleration, torque rate, "
+                    "time shift) explains the residual: the model misses something else")
         word = "likely" if cause.explained >= LIKELY_SHARE else "partly"
         share = f"{100 * cause.explained:.0f} % of the excess, {word}"
         bias = next((s for s in self.signatures if s.name == "bias"), None)
@@ -183,7 +184,8 @@ class Adequacy:
         if not math.isfinite(self.q_rmse_all_rad):
             return "fail", "q residual not finite (the replay went unstable)"
         if not self.floor.measurable:
-            return "fail", f"q residual against the noise floor: not measurable ({self.floor.reason}), limit {limit:g}×"
+            return "fail", (f"q residual against the noise floor: not measurable ({self.floor.reason}), "
+                            f"limit {limit:g}×")
         r = self.ratio_all
         bound = "≥ " if self.floor.upper_bound else ""
         if r > limit:
@@ -191,7 +193,8 @@ class Adequacy:
         if self.floor.upper_bound:
             joints = "/".join(f"J{j}" for j in self.floor.signal_limited)
             return "fail", (f"q residual ≥ {r:.3g}× the noise floor: the floor is only an upper bound here "
-                            f"(motion leaks into the high-frequency part of q on {joints}), limit {limit:g}× not shown")
+                            f"(motion leaks into the high-frequency part of q on {joints}), "
+                            f"limit {limit:g}× not shown")
         return "pass", ""
 
     def line(self, role: str = "held-out", subject: str = "this run") -> str:
@@ -225,7 +228,8 @@ class Adequacy:
                 "dq_rmse_all_rad_s": self.dq_rmse_all_rad_s, "dq_ratio_all": self.dq_ratio_all,
                 "samples": self.samples, "max_floor_ratio": self.max_floor_ratio, "verdict": verdict,
                 "reason": reason, "cause": None if self.cause is None else self.cause.name,
-                "cause_text": self.cause_text(), "line": self.line(), "signatures": [s.to_dict() for s in self.signatures]})
+                "cause_text": self.cause_text(), "line": self.line(),
+                "signatures": [s.to_dict() for s in self.signatures]})
 
 
 def _finite(value: Any) -> Any:
@@ -266,21 +270,14 @@ def assess(segments: Sequence[ResidualSegment], params, *, model=None,
     return out
 
 
-def line_from_dict(d: dict[str, Any] | None, role: str, subject: str) -> str | None:
-    """The adequacy line of a stored `Adequacy.to_dict()` (None when nothing is stored)."""
-    if not d:
-        return None
-    return adequacy_from_dict(d).line(role, subject)
-
-
 def adequacy_from_dict(d: dict[str, Any]) -> Adequacy:
     """Rebuild an Adequacy from its stored dict (the signatures as stored)."""
     sigs = [Signature(s["name"], float(s["explained"]), tuple(s["joints"]), s["values"], s["text"])
             for s in d.get("signatures", [])]
     q = np.array([np.nan if v is None else v for v in d["q_rmse_rad"]], dtype=np.float64)
     total = d.get("q_rmse_all_rad")
-    return Adequacy(NoiseFloor.from_dict(d["floor"]), q, math.nan if total is None else float(total), int(d["samples"]), sigs,
-                    d.get("dq_rmse_all_rad_s"), d.get("max_floor_ratio"))
+    return Adequacy(NoiseFloor.from_dict(d["floor"]), q, math.nan if total is None else float(total),
+                    int(d["samples"]), sigs, d.get("dq_rmse_all_rad_s"), d.get("max_floor_ratio"))
 
 
 def problem_adequacy(data, vector: np.ndarray, *, max_floor_ratio: float | None = DEFAULT_MAX_FLOOR_RATIO) -> Adequacy:
@@ -299,26 +296,13 @@ def fit_adequacy_columns(train_data, holdout_data, vector: np.ndarray) -> dict[s
     """The fit.parquet columns of a fit's adequacy at its optimum `vector`: `adequacy_json`
     ({"train": Adequacy.to_dict(), "holdout": ... or None}), `train_floor_ratio` and
     `holdout_floor_ratio` (None when not measurable or no holdout)."""
-    import json
-
     parts = {"train": problem_adequacy(train_data, vector),
              "holdout": problem_adequacy(holdout_data, vector) if holdout_data is not None else None}
-    ratio = lambda a: a.ratio_all if a is not None and a.floor.measurable and math.isfinite(a.ratio_all) else None  # noqa: E731
+
+    def ratio(a: Adequacy | None) -> float | None:
+        return a.ratio_all if a is not None and a.floor.measurable and math.isfinite(a.ratio_all) else None
+
     doc = {k: None if a is None else a.to_dict() for k, a in parts.items()}
     return {"adequacy_json": json.dumps(doc, allow_nan=False, sort_keys=True),
             "train_floor_ratio": ratio(parts["train"]), "holdout_floor_ratio": ratio(parts["holdout"])}
 
-
-def fit_lines(adequacy_json: str | None) -> list[str]:
-    """The adequacy lines of a fit's stored `adequacy_json` (training first; empty when absent)."""
-    import json
-
-    if not adequacy_json:
-        return []
-    doc = json.loads(adequacy_json)
-    lines = []
-    if doc.get("train"):
-        lines.append(adequacy_from_dict(doc["train"]).line("training", "its own training data"))
-    if doc.get("holdout"):
-        lines.append(adequacy_from_dict(doc["holdout"]).line("held-out (fit run --holdout)", "the held-out runs"))
-    return lines

@@ -3,8 +3,9 @@
 At the top, the model-adequacy lines (training and held-out residual against the noise floor,
 with the likely cause; fit/adequacy.py). Plots (matplotlib, Agg): convergence per generation;
 the parameters with their 95 % intervals against the nominal values and the bounds; and per
-held-out run, sim against real per joint and the joint error over time. Images are embedded as base64 PNG; a tiny inline script marks
-``<body data-images-ok="N">`` once N images have decoded, which the headless-browser test reads.
+held-out run, sim against real per joint and the joint error over time. Images are embedded as
+base64 PNG; a tiny inline script marks ``<body data-images-ok="N">`` once N images have decoded,
+which the headless-browser test reads.
 """
 
 from __future__ import annotations

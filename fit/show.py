@@ -65,7 +65,8 @@ def adequacy_lines(rec, validations: list[dict[str, Any]] | None = None) -> list
     for v in assessed:
         a = adequacy_from_dict(v["fitted_adequacy"])
         verdict = a.verdict()[0]
-        lines.append((a.line(f"held-out {v['robot']}/{v['run']}", "this run"), None if verdict is None else verdict == "pass"))
+        passed = None if verdict is None else verdict == "pass"
+        lines.append((a.line(f"held-out {v['robot']}/{v['run']}", "this run"), passed))
     if not assessed:
         lines.append((f"no held-out run assessed against its noise floor: `twinlake fit validate {rec.fit_id} "
                       "--runs RUN`", None))
