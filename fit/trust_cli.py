@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 from pathlib import Path
 from typing import Optional
@@ -15,6 +16,10 @@ _LAKE = typer.Option(None, "--lake", help="Lake directory (default: $TWINLAKE_LA
 def _fail(message: str) -> None:
     typer.echo(f"error: {message}", err=True)
     raise typer.Exit(2)
+
+
+def _finite(value: float) -> float | None:
+    return value if math.isfinite(value) else None
 
 
 def _load_profile(path: Optional[Path]):
@@ -33,12 +38,14 @@ def validate_cmd(
     max_dq_rmse_rad_s: Optional[float] = typer.Option(None, "--max-dq-rmse-rad-s", help="... and joint velocity RMSE (all joints) <= X [rad/s]."),
     max_ee_pos_rmse_m: Optional[float] = typer.Option(None, "--max-ee-pos-rmse-m", help="... and EE position RMSE (3-D) <= X [m]."),
     max_ee_ori_rmse_rad: Optional[float] = typer.Option(None, "--max-ee-ori-rmse-rad", help="... and EE orientation RMSE <= X [rad]."),
+    max_floor_ratio: float = typer.Option(3.0, "--max-floor-ratio", min=0.0, help="... and q RMSE (all joints) <= X × the run's own noise floor (estimated from its q; 0: do not check)."),
     nominal: Optional[Path] = typer.Option(None, "--nominal", help="Profile to compare against (default: nominal)."),
     allow_train: bool = typer.Option(False, "--allow-train", help="Also accept runs the fit trained on (not a validation!)."),
     as_json: bool = typer.Option(False, "--json", help="Print the validation rows as JSON."),
     lake: Optional[Path] = _LAKE,
 ) -> None:
-    """Replay held-out runs with the fitted and nominal parameters; store metrics.json and verdicts."""
+    """Replay held-out runs with the fitted and nominal parameters; store metrics.json and verdicts.
+    Exit status 1 when the fitted parameters fail on any run (2: bad input)."""
     from rich.console import Console
     from rich.table import Table
 
@@ -49,7 +56,7 @@ def validate_cmd(
     runs = split_values(runs)
     try:
         thresholds = Thresholds(max_q_rmse_rad, max_joint_q_rmse_rad, max_dq_rmse_rad_s, max_ee_pos_rmse_m,
-                                max_ee_ori_rmse_rad)
+                                max_ee_ori_rmse_rad, max_floor_ratio or None)
         params, _ = _load_profile(nominal)
         console = Console(stderr=True)
         with console.status(f"replaying {len(runs)} held-out run(s), fitted and nominal in one batch"):
@@ -61,22 +68,36 @@ def validate_cmd(
              "q_rmse_all_rad": (o.metrics_doc.get("joints") or {}).get("pos_rmse_all_rad"),
              "dq_rmse_all_rad_s": (o.metrics_doc.get("joints") or {}).get("vel_rmse_all_rad_s"),
              "ee_pos_rmse_3d_m": (((o.metrics_doc.get("ee") or {}).get("pos") or {}).get("rmse_m") or {}).get("3d"),
-             "verdict": o.verdict, "reasons": o.reasons, "new": o.published} for o in outs]
+             "verdict": o.verdict, "reasons": o.reasons, "new": o.published,
+             "noise_floor_q_rad": _finite(o.adequacy.floor.q_total_rad) if o.adequacy.floor.measurable else None,
+             "floor_ratio": _finite(o.adequacy.ratio_all) if o.adequacy.floor.measurable else None,
+             "likely_cause": None if o.adequacy.cause is None else o.adequacy.cause.name,
+             "adequacy": o.adequacy.line()} for o in outs]
+    failed = any(o.sim_label == "fitted" and o.verdict == "fail" for o in outs)
     if as_json:
         typer.echo(json.dumps(rows, indent=2))
-        return
+        raise typer.Exit(1 if failed else 0)
     table = Table(title=f"fit {fit}: held-out validation" + ("" if thresholds.declared else " (no thresholds declared)"))
-    for col in ("robot/run", "params", "q RMSE [mrad]", "dq RMSE [mrad/s]", "EE RMSE [mm]", "verdict", "stored"):
+    for col in ("robot/run", "params", "q RMSE [mrad]", "× noise floor", "dq RMSE [mrad/s]", "EE RMSE [mm]", "verdict",
+                "stored"):
         table.add_column(col)
     milli = lambda v: "—" if v is None else f"{1e3 * v:.2f}"  # noqa: E731
     for r in rows:
-        table.add_row(f"{r['robot']}/{r['run']}", r["sim_label"], milli(r["q_rmse_all_rad"]),
+        ratio = "—" if r["floor_ratio"] is None else f"{r['floor_ratio']:.3g}"
+        table.add_row(f"{r['robot']}/{r['run']}", r["sim_label"], milli(r["q_rmse_all_rad"]), ratio,
                       milli(r["dq_rmse_all_rad_s"]), milli(r["ee_pos_rmse_3d_m"]), r["verdict"] or "—",
                       "new" if r["new"] else "already stored")
-    Console().print(table)
+    from twinlake.fit.show import console as stdout_console
+
+    stdout_console().print(table)  # not a terminal: wide enough not to truncate the run names
+    for r in rows:
+        if r["sim_label"] == "fitted":
+            typer.echo(f"model adequacy, {r['robot']}/{r['run']}: {r['adequacy']}")
     for r in rows:
         for reason in r["reasons"]:
             typer.echo(f"{r['robot']}/{r['run']} {r['sim_label']}: {reason}")
+    if failed:
+        raise typer.Exit(1)
 
 
 def _write_atomic(path: Path, text: str) -> None:
