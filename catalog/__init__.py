@@ -15,6 +15,7 @@ from twinlake.catalog.publish import (
     quarantine,
 )
 from twinlake.catalog.schema import FRAME_SCHEMA, JOINTS, RAW_FILE_TYPE, RUN_SCHEMA
+from twinlake.catalog.read_only import ReadOnlyConnection, ReadOnlyRefused
 from twinlake.catalog.sql import SQL_FILES, connect, load_sql
 from twinlake.catalog.intervals import clean_intervals
 
@@ -25,6 +26,8 @@ __all__ = [
     "PartitionExists",
     "RAW_FILE_TYPE",
     "RUN_SCHEMA",
+    "ReadOnlyConnection",
+    "ReadOnlyRefused",
     "SQL_FILES",
     "check_id",
     "clean_intervals",
