@@ -9,6 +9,8 @@ plus the canonical schemas `FRAME_SCHEMA`, `RUN_SCHEMA` and the ordered `SQL_FIL
 from twinlake.catalog.lake import Lake, check_id, resolve_lake, sha256_file
 from twinlake.catalog.publish import (
     PartitionExists,
+    atomic_write_bytes,
+    atomic_write_text,
     clean_staging,
     new_staging_dir,
     publish_partition,
@@ -29,6 +31,8 @@ __all__ = [
     "ReadOnlyConnection",
     "ReadOnlyRefused",
     "SQL_FILES",
+    "atomic_write_bytes",
+    "atomic_write_text",
     "check_id",
     "clean_intervals",
     "clean_staging",
