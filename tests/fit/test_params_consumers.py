@@ -15,7 +15,7 @@ import pytest
 
 from twinlake.fit.identifiability import DISCRETE_NAMES, analyse
 from twinlake.fit.space import ParameterSpace, parse_space, select
-from twinlake.ingest.frankatwin_results import decoded_values
+from twinlake.fit.frankatwin_import import decoded_values
 from twinlake.ingest.registry import IngestError
 from twinlake.sim import LAYOUT, DynamicsParams, to_frankatwin_decoded
 
