@@ -127,5 +127,8 @@ class ReadOnlyConnection:
         raise ReadOnlyRefused("read-only catalog: loading extensions is refused")
 
 
-__all__ = ["ALLOWED_SETTINGS", "REFUSED_STATEMENTS", "ReadOnlyConnection", "ReadOnlyRefused",
+Connection = duckdb.DuckDBPyConnection | ReadOnlyConnection
+"""What `twinlake.catalog.connect` returns (read-only or not)."""
+
+__all__ = ["ALLOWED_SETTINGS", "Connection", "REFUSED_STATEMENTS", "ReadOnlyConnection", "ReadOnlyRefused",
            "check_sql", "lock"]

@@ -29,6 +29,7 @@ import pyarrow as pa
 
 from twinlake.catalog.intervals import clean_intervals
 from twinlake.catalog.lake import Lake
+from twinlake.catalog.read_only import Connection
 from twinlake.catalog.sql import connect
 
 SEQ_MIN, SEQ_MAX = -(2**63), 2**63 - 1
@@ -93,7 +94,7 @@ def parse_selector(text: str) -> RunSelector:
     return RunSelector(run=run, robot=robot or None, interval_index=int(index) if index else None)
 
 
-def resolve_run(con, run: str, robot: str | None = None) -> dict[str, Any]:
+def resolve_run(con: Connection, run: str, robot: str | None = None) -> dict[str, Any]:
     """The `runs` row (a dict with `robot`, `run`, `raw_sha256`, ...) of `run`, which may be
     written `ROBOT/RUN`. SelectionError when no such run exists (naming some that do) or,
     without a robot, when several robots have a run of that name."""
@@ -117,7 +118,7 @@ def resolve_run(con, run: str, robot: str | None = None) -> dict[str, Any]:
     return rows[0]
 
 
-def run_intervals(con, robot: str, run: str, min_duration_s: float = 0.0) -> list[dict[str, Any]]:
+def run_intervals(con: Connection, robot: str, run: str, min_duration_s: float = 0.0) -> list[dict[str, Any]]:
     """The clean intervals of one run (`clean_intervals` rows, by seq), at least
     `min_duration_s` [s] long."""
     return clean_intervals(con, robot=robot, run=run, min_duration_s=min_duration_s).to_pylist()
@@ -141,7 +142,7 @@ def pick_interval(rows: list[dict[str, Any]], index: int | None, robot: str, run
     return hits[0]
 
 
-def run_frames(con, robot: str, run: str, seq_first: int | None = None,
+def run_frames(con: Connection, robot: str, run: str, seq_first: int | None = None,
                seq_last: int | None = None) -> pa.Table:
     """The frames of one run (canonical columns and the sources' extras, without the
     partition columns), sorted by seq; with `seq_first` / `seq_last` only that inclusive
@@ -152,7 +153,7 @@ def run_frames(con, robot: str, run: str, seq_first: int | None = None,
     return con.sql(_FRAMES, params=params).to_arrow_table()
 
 
-def resolve_intervals(con, selectors: Iterable[str], *, min_duration_s: float = 0.0) -> list[IntervalRef]:
+def resolve_intervals(con: Connection, selectors: Iterable[str], *, min_duration_s: float = 0.0) -> list[IntervalRef]:
     """The clean intervals named by `selectors`, in the given order (duplicates removed): a
     selector with INTERVAL names that interval, one without every clean interval of the run;
     either way only intervals of at least `min_duration_s` [s]."""
