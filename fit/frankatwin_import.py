@@ -13,9 +13,10 @@ the same writers as twinlake's own (`FitRecord` / `publish_fit`, `ValidationReco
   its `sysid_params` file is found and hashed).
 
 Ids derive from the file's SHA-256, so importing the same bytes again is a no-op that says so.
-Which files are results (by content) is ingest's recogniser,
-`twinlake.ingest.frankatwin_results.result_kind`; a broken file raises `IngestError` naming
-the file and field.
+Which files are results is decided by content (`result_kind`: keys present, never the name);
+`twinlake ingest` recognises the same two shapes to tell a user where such a file belongs
+(`twinlake.ingest.frankatwin_results`, which cannot import this folder; a test checks the two
+agree). A broken file raises `ResultFileError` naming the file, line and field.
 """
 
 from __future__ import annotations
@@ -32,9 +33,6 @@ import pyarrow as pa
 from twinlake.catalog import Lake, PartitionExists, SelectionError, connect, resolve_run, sha256_file
 from twinlake.fit.record import FitRecord, IntervalUse, publish_fit
 from twinlake.fit.validation_record import VALIDATION_COLUMNS, ValidationRecord, publish_validation_record
-from twinlake.ingest.frankatwin_io import load_json
-from twinlake.ingest.frankatwin_results import result_files, result_kind
-from twinlake.ingest.registry import IngestError
 
 FIT_SOURCE = "frankatwin_import"
 HISTORY_FLOATS = ("min", "mean", "best", "iter_s", "ms_per_tick", "eta_s")
@@ -42,6 +40,55 @@ VALIDATION_SCHEMA = pa.schema([
     *VALIDATION_COLUMNS, ("real_csv", pa.string()), ("sim_csv", pa.string()), ("sim_run", pa.string()),
     ("sysid_params", pa.string()), ("source_sha256", pa.string())])
 """validation.parquet of an import: the common columns, then FrankaTwin's file references."""
+
+
+class ResultFileError(ValueError):
+    """A result file that cannot be imported. `str()` is one line naming the file, line and
+    field (the form of ingest's errors)."""
+
+    def __init__(self, path: Path | str, message: str, *, line: int | None = None,
+                 field: str | None = None) -> None:
+        self.path, self.line, self.field, self.message = Path(path), line, field, message
+        where = Path(path).name + (f":{line}" if line is not None else "")
+        super().__init__(f"{where}:{f' field {field!r}:' if field else ''} {message}")
+
+
+def load_json(path: Path) -> Any:
+    """Parse a JSON file; ResultFileError naming the line of a syntax error."""
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise ResultFileError(path, f"invalid JSON: {exc.msg} (column {exc.colno})", line=exc.lineno) from None
+    except UnicodeDecodeError:
+        raise ResultFileError(path, "not UTF-8 text") from None
+
+
+def result_kind(path: Path) -> tuple[str | None, str]:
+    """'fit' for a sysid_best_params.json body, 'validation' for a metrics.json body, with
+    the reason (from content: keys present), else (None, why not)."""
+    try:
+        body = load_json(path) if path.is_file() and path.suffix == ".json" else None
+    except (ResultFileError, OSError):
+        body = None
+    if not isinstance(body, dict):
+        return None, "not a JSON object"
+    if isinstance(body.get("best_params_decoded"), dict) and "best_score" in body:
+        return "fit", "has best_score + best_params_decoded (FrankaTwin sysid_best_params.json)"
+    if body.get("schema_version") == 1 and {"real_csv", "sim_csv", "ee"} <= body.keys():
+        return "validation", "has real_csv, sim_csv, ee (FrankaTwin metrics.json)"
+    return None, "neither sysid_best_params.json (best_params_decoded) nor metrics.json keys"
+
+
+def result_files(paths: list[Path]) -> list[Path]:
+    """The FrankaTwin result files among `paths` (directories searched recursively), fits
+    first, then validations, each sorted by path."""
+    found: list[tuple[int, Path]] = []
+    for path in map(Path, paths):
+        for cand in sorted(path.rglob("*.json")) if path.is_dir() else [path]:
+            kind = result_kind(cand)[0]
+            if kind is not None:
+                found.append((0 if kind == "fit" else 1, cand))
+    return [p for _, p in sorted(found)]
 
 
 @dataclass(frozen=True)
@@ -67,7 +114,8 @@ def _utc_mtime(path: Path) -> str:
 def decoded_values(path: Path, dec: dict) -> dict[str, float]:
     """The parameters of a `best_params_decoded` block by name (`twinlake.sim.LAYOUT`: names,
     order, FrankaTwin's keys; `dynamic_ratio` derived from `mu_dynamic` when only that is
-    given; the delay's whole ticks as written). IngestError naming the field otherwise."""
+    given; the delay's whole ticks as written). ResultFileError naming the field otherwise.
+    (Stricter than `twinlake.sim.load_params`, which takes `int("2")` for the delay.)"""
     from twinlake.sim import LAYOUT
 
     values: list[float] = []
@@ -76,14 +124,14 @@ def decoded_values(path: Path, dec: dict) -> dict[str, float]:
         try:
             vec = LAYOUT.block_value(dec, group.name, frankatwin=True)
         except ValueError as exc:
-            raise IngestError(path, str(exc), field=field) from None
+            raise ResultFileError(path, str(exc), field=field) from None
         if not group.per_joint:
             kind = "an integer" if group.integer else "a number"
             if not isinstance(vec, (int, float)):
-                raise IngestError(path, f"expected {kind}, got {vec!r}", field=field)
+                raise ResultFileError(path, f"expected {kind}, got {vec!r}", field=field)
             values.append(float(int(vec)) if group.integer else float(vec))  # whole 1 ms ticks
         elif not isinstance(vec, list) or len(vec) != group.size:
-            raise IngestError(path, f"expected a list of {group.size} numbers, got {vec!r:.60}", field=field)
+            raise ResultFileError(path, f"expected a list of {group.size} numbers, got {vec!r:.60}", field=field)
         else:
             values += [float(v) for v in vec]
     return dict(zip(LAYOUT.names, values))
@@ -139,18 +187,18 @@ def trajectory_uses(links: _RunLinks, body: dict, robot: str | None) -> list[Int
 
 def fit_record(lake: Lake, path: Path, body: dict, robot: str | None) -> tuple[FitRecord, np.ndarray]:
     """The FitRecord of a sysid_best_params.json body, and its parameter vector as written
-    (the delay unclamped) for fit.parquet. IngestError on bad fields."""
+    (the delay unclamped) for fit.parquet. ResultFileError on bad fields."""
     from twinlake.sim import DynamicsParams
 
     dec = body.get("best_params_decoded")
     score = body.get("best_score")
     if not isinstance(score, (int, float)):
-        raise IngestError(path, f"expected a number, got {score!r}", field="best_score")
+        raise ResultFileError(path, f"expected a number, got {score!r}", field="best_score")
     vector = np.array(list(decoded_values(path, dec).values()), dtype=np.float64)
     try:
         params = DynamicsParams.from_vector(vector)
     except ValueError as exc:
-        raise IngestError(path, str(exc), field="best_params_decoded") from None
+        raise ResultFileError(path, str(exc), field="best_params_decoded") from None
     args = body.get("args") if isinstance(body.get("args"), dict) else {}
     sha = sha256_file(path)
     links = _RunLinks(lake)
@@ -180,7 +228,7 @@ def import_fit(lake: Lake, path: Path, robot: str | None = None, *,
     """Publish a FrankaTwin `sysid_best_params.json` as fit `ft-<sha16>`."""
     body = load_json(path)
     if result_kind(path)[0] != "fit":
-        raise IngestError(path, "not a sysid_best_params.json (no best_params_decoded)")
+        raise ResultFileError(path, "not a sysid_best_params.json (no best_params_decoded)")
     rec, vector = fit_record(lake, path, body, robot)
     return _published("fit", rec.fit_id, lambda: publish_fit(lake, rec, replace=replace, param_vector=vector,
                                                              raw_files=[path]),
@@ -231,7 +279,7 @@ def import_validation(lake: Lake, path: Path, robot: str | None = None, *,
     """Publish a FrankaTwin `metrics.json` as validation `ftm-<sha16>`."""
     body = load_json(path)
     if result_kind(path)[0] != "validation":
-        raise IngestError(path, "not a FrankaTwin metrics.json (real_csv, sim_csv, ee expected)")
+        raise ResultFileError(path, "not a FrankaTwin metrics.json (real_csv, sim_csv, ee expected)")
     row = validation_row(lake, path, body, robot)
     rec = ValidationRecord("ftm-" + row["source_sha256"][:16],
                            pa.Table.from_pylist([row], schema=VALIDATION_SCHEMA), path.read_bytes())
@@ -248,7 +296,7 @@ def import_result(lake: Lake, path: Path, robot: str | None = None, *,
         return import_fit(lake, path, robot, replace=replace)
     if kind == "validation":
         return import_validation(lake, path, robot, replace=replace)
-    raise IngestError(path, f"not a FrankaTwin result file: {why}")
+    raise ResultFileError(path, f"not a FrankaTwin result file: {why}")
 
 
 def import_results(lake: Lake, paths: list[Path], robot: str | None = None, *,
@@ -265,7 +313,7 @@ def import_results(lake: Lake, paths: list[Path], robot: str | None = None, *,
     for path in files:
         try:
             res = import_result(lake, path, robot, replace=replace)
-        except IngestError as err:
+        except ResultFileError as err:
             yield {"ok": False, "path": str(path), "message": f"error: {err}"}
             continue
         verb = "already imported" if res.existed else "imported"
@@ -274,5 +322,6 @@ def import_results(lake: Lake, paths: list[Path], robot: str | None = None, *,
                "message": f"{path.name}: {verb} {res.kind} {res.partition_id} {res.links}"}
 
 
-__all__ = ["FIT_SOURCE", "ImportResult", "decoded_values", "fit_record", "import_fit", "import_result",
-           "import_results", "import_validation", "validation_row"]
+__all__ = ["FIT_SOURCE", "ImportResult", "ResultFileError", "decoded_values", "fit_record", "import_fit",
+           "import_result", "import_results", "import_validation", "load_json", "result_files", "result_kind",
+           "validation_row"]

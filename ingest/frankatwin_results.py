@@ -3,10 +3,11 @@
 `sysid_best_params.json` (a system identification result: `best_score` and
 `best_params_decoded`) becomes a fit and `metrics.json` (sim-vs-real metrics: `real_csv`,
 `sim_csv`, `ee`) a validation; the import is the fit folder's
-(`twinlake.fit.frankatwin_import`, command `twinlake import frankatwin`). This module only
-says which files those are: `result_kind`, `result_files`, and the reader `ResultFileHint`,
-which never matches but tells a user who passes one to `twinlake ingest` where it belongs.
-`ingest_paths` hands the result files of a directory to the importer it is given.
+(`twinlake.fit.frankatwin_import`, command `twinlake import frankatwin`), which ingest does
+not import. Here only the reader `ResultFileHint`: it never matches, but tells a user who
+passes such a file to `twinlake ingest` where it belongs (`result_kind`, the same content rule
+as the importer's; tests/fit/test_frankatwin_import.py checks they agree). `ingest_paths`
+hands each directory to the result importer it is given.
 """
 
 from __future__ import annotations
@@ -30,22 +31,9 @@ def result_kind(path: Path) -> tuple[str | None, str]:
     return None, "neither sysid_best_params.json (best_params_decoded) nor metrics.json keys"
 
 
-def result_files(paths: list[Path]) -> list[Path]:
-    """The FrankaTwin result files among `paths` (directories searched recursively), fits
-    first, then validations, each sorted by path."""
-    found: list[tuple[int, Path]] = []
-    for path in map(Path, paths):
-        cands = sorted(path.rglob("*.json")) if path.is_dir() else [path]
-        for cand in cands:
-            kind = result_kind(cand)[0]
-            if kind is not None:
-                found.append((0 if kind == "fit" else 1, cand))
-    return [p for _, p in sorted(found)]
-
-
 def import_results(lake, paths, robot=None, *, replace=False):
-    """COMPATIBILITY, to delete: `twinlake import frankatwin` (ingest/formats_cli.py) still
-    imports the importer from here; it is `twinlake.fit.frankatwin_import.import_results`."""
+    """COMPATIBILITY, to delete: the `twinlake import frankatwin` command still imports the
+    importer from here; it is `twinlake.fit.frankatwin_import.import_results`."""
     from twinlake.fit.frankatwin_import import import_results as fit_import_results
 
     return fit_import_results(lake, paths, robot, replace=replace)

@@ -2,10 +2,10 @@
 detect → read → validate → (already ingested? refuse?) → publish, or quarantine.
 
 `ingest_paths` yields one `Outcome` per recognised input. A directory argument ingests
-every recognisable entry in it (a reader may also claim the directory itself); the FrankaTwin
-result files in it (fits, validations: not runs) go, after its runs, to the `results`
-importer the caller passes (`twinlake.fit.frankatwin_import.import_results`), whose answers
-become outcomes too. Ingest never imports the fit folder itself.
+every recognisable entry in it (a reader may also claim the directory itself); then the
+directory goes to the `results` importer the caller passes, which imports the FrankaTwin
+result files under it (fits, validations: not runs; `twinlake.fit.frankatwin_import`), and
+its answers become outcomes too. Ingest never imports the fit folder itself.
 """
 
 from __future__ import annotations
@@ -31,17 +31,16 @@ from twinlake.catalog import (
 )
 from twinlake.ingest.canonical import conform_frames
 from twinlake.ingest.companions import companion_candidates
-from twinlake.ingest.frankatwin_results import result_files
 from twinlake.ingest.registry import IngestError, IngestUnit, ReadOptions, SourceReader, detect
 from twinlake.ingest.rawstore import DEFAULT_RAW_CODEC, RawStore
 from twinlake.ingest.runstats import flags_for, frame_stats, verdict_for
 from twinlake.ingest.validate import validate_frames
 
-ResultImporter = Callable[[list[Path]], Iterable[dict[str, Any]]]
-"""Imports the result files a directory holds (given in import order: fits, then
-validations); yields one dict per file it handled: `path`, `ok`, `message`, and `kind`,
-`existed`, `partition` (what `twinlake.fit.frankatwin_import.import_results` yields). A
-result file it says nothing about is noted as skipped."""
+ResultImporter = Callable[[Path], Iterable[dict[str, Any]]]
+"""Imports the result files under a directory (`lambda folder: import_results(lake, [folder],
+robot)` of `twinlake.fit.frankatwin_import`); yields one dict per file it handled: `path`,
+`ok`, `message`, and `kind`, `existed`, `partition`. An entry it says nothing about is noted
+as skipped."""
 
 EXIT_OK, EXIT_REJECTED, EXIT_USAGE = 0, 1, 2
 PARQUET_COMPRESSION = "snappy"  # DuckDB's default too; ~20% faster to write than zstd
@@ -111,9 +110,9 @@ def ingest_paths(lake: Lake, paths: list[Path], options: ReadOptions = ReadOptio
 def _ingest_dir(lake: Lake, folder: Path, options: ReadOptions, replace: bool,
                 raw_codec: str, results: ResultImporter | None,
                 consumed: set[Path] | None = None, quiet: bool = False) -> Iterator[Outcome]:
-    """Every recognisable entry of `folder` not in `consumed`, then its result files (found
-    recursively) through `results`, then a `skipped` note for each entry nothing
-    recognised, or, when nothing at all was, one `unrecognised` outcome listing them.
+    """Every recognisable entry of `folder` not in `consumed`, then its result files through
+    `results`, then a `skipped` note for each entry nothing recognised, or, when nothing at
+    all was, one `unrecognised` outcome listing them.
     `quiet`: say nothing of unrecognised entries (they belong to a unit already ingested)."""
     consumed = set(consumed or ())
     unrecognised: list[tuple[Path, list[tuple[str, str]]]] = []
@@ -160,10 +159,9 @@ def _nothing_recognised(folder: Path, seen: list[tuple[Path, list[tuple[str, str
 
 
 def _import_results(folder: Path, results: ResultImporter | None) -> Iterator[Outcome]:
-    """The FrankaTwin result files of the directory (fits, then validations), imported by
-    `results`, one Outcome per file it answered for."""
-    files = result_files([folder]) if results is not None else []
-    for item in results(files) if files else ():
+    """The result files under the directory, imported by `results` (fits, then
+    validations), one Outcome per file it answered for."""
+    for item in results(folder) if results is not None else ():
         status = (("already_ingested" if item.get("existed") else "published") if item["ok"]
                   else "rejected")
         yield Outcome(item["path"], status, item["message"], format=item.get("kind"),
@@ -171,14 +169,14 @@ def _import_results(folder: Path, results: ResultImporter | None) -> Iterator[Ou
 
 
 def _compat_result_importer(lake: Lake, options: ReadOptions, replace: bool) -> ResultImporter:
-    """COMPATIBILITY, to delete with its one caller: today's `twinlake ingest` (ingest/cli.py)
-    passes no importer; until the root command passes
-    `results=lambda files: import_results(lake, files, robot, replace=replace)` itself, use
-    the fit folder's, as `twinlake ingest DIR` always did."""
-    def results(files: list[Path]) -> Iterable[dict[str, Any]]:
+    """COMPATIBILITY, to delete with its one caller: the `twinlake ingest` command passes no
+    importer yet; until the root command passes
+    `results=lambda folder: import_results(lake, [folder], robot, replace=replace)` itself,
+    use the fit folder's, as `twinlake ingest DIR` always did."""
+    def results(folder: Path) -> Iterable[dict[str, Any]]:
         from twinlake.fit.frankatwin_import import import_results
 
-        return import_results(lake, files, options.robot, replace=replace)
+        return import_results(lake, [folder], options.robot, replace=replace)
 
     return results
 

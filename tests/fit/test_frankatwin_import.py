@@ -15,11 +15,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "ingest"))
 import formats_fixtures as ff  # noqa: E402
 
 from twinlake.catalog import Lake, connect  # noqa: E402
-from twinlake.fit.frankatwin_import import import_result, import_results  # noqa: E402
+from twinlake.fit.frankatwin_import import (ResultFileError, import_fit, import_result,  # noqa: E402
+                                            import_results, result_files, result_kind)
 from twinlake.fit.record import load_fit  # noqa: E402
-from twinlake.ingest.frankatwin_results import result_kind  # noqa: E402
+from twinlake.ingest import frankatwin_results  # noqa: E402
 from twinlake.ingest.pipeline import ingest_paths  # noqa: E402
-from twinlake.ingest.registry import IngestError, ReadOptions  # noqa: E402
+from twinlake.ingest.registry import ReadOptions  # noqa: E402
 from twinlake.sim import PARAM_NAMES, load_params  # noqa: E402
 
 
@@ -82,7 +83,7 @@ def test_non_result_json_is_a_clear_error(tmp_path):
     bad = ff.best_params_body()
     bad["best_params_decoded"]["armature"] = [0.1] * 6
     path = ff.write_json(tmp_path / "sysid_best_params.json", bad)
-    with pytest.raises(IngestError, match="best_params_decoded.armature"):
+    with pytest.raises(ResultFileError, match="best_params_decoded.armature"):
         import_result(Lake(tmp_path / "lake"), path)
 
 
@@ -126,15 +127,44 @@ def test_ingest_dir_with_the_fit_importer_imports_results_after_the_runs(tmp_pat
     ff.write_json(data / "metrics.json", ff.metrics_body("chirp_low.csv", "x_sim.csv", "sysid_best_params.json"))
     ff.write_json(data / "sysid_best_params.json", ff.best_params_body())
     lake = Lake(tmp_path / "lake")
-    seen: list[list[Path]] = []
+    seen: list[Path] = []
 
-    def results(files):
-        seen.append(list(files))
-        return import_results(lake, files, "fr3")
+    def results(folder):
+        seen.append(folder)
+        return import_results(lake, [folder], "fr3")
 
     outcomes = list(ingest_paths(lake, [data], ReadOptions(robot="fr3"), results=results))
     assert [(o.format, o.status) for o in outcomes] == [
         ("frankatwin_log50", "published"), ("fit", "published"), ("validation", "published")]
-    assert seen == [[data / "sysid_best_params.json", data / "metrics.json"]]
+    assert seen == [data]
     val = connect(lake).execute("SELECT run, fit FROM validations").fetchone()
     assert val == ("chirp_low", outcomes[1].partition.rsplit("=", 1)[1])
+
+
+def test_result_files_are_found_recursively_fits_first(tmp_path):
+    data = tmp_path / "data"
+    (data / "sub").mkdir(parents=True)
+    ff.write_json(data / "a_metrics.json", ff.metrics_body("a.csv", "a_sim.csv"))
+    ff.write_json(data / "sub" / "sysid_best_params.json", ff.best_params_body())
+    ff.write_json(data / "notes.json", {"hello": 1})
+    (data / "broken.json").write_text("{")
+    assert result_files([data]) == [data / "sub" / "sysid_best_params.json", data / "a_metrics.json"]
+    assert result_kind(data / "notes.json") == (None, "neither sysid_best_params.json "
+                                                "(best_params_decoded) nor metrics.json keys")
+    with pytest.raises(ResultFileError, match="broken.json: not a FrankaTwin result file: not a JSON object"):
+        import_result(Lake(tmp_path / "lake"), data / "broken.json")
+    with pytest.raises(ResultFileError, match=r"broken.json:1: invalid JSON: Expecting property name"):
+        import_fit(Lake(tmp_path / "lake"), data / "broken.json")
+
+
+@pytest.mark.parametrize("body", [
+    ff.best_params_body(), ff.metrics_body("a.csv", "b.csv"), {"hello": 1}, [1, 2],
+    {"best_params_decoded": {}, "no_score": 1}, {"best_params_decoded": [], "best_score": 1},
+    {**ff.metrics_body("a.csv", "b.csv"), "schema_version": 2},
+    {k: v for k, v in ff.metrics_body("a.csv", "b.csv").items() if k != "ee"},
+])
+def test_ingest_recognises_exactly_the_files_this_importer_imports(tmp_path, body):
+    """ingest cannot import this folder, so it states the content rule again for its hint;
+    the two must agree."""
+    path = ff.write_json(tmp_path / "x.json", body)
+    assert frankatwin_results.result_kind(path) == result_kind(path)

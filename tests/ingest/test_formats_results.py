@@ -1,13 +1,12 @@
 """FrankaTwin result files in ingest: recognised by content, never runs; a directory walk hands
-them, after its runs, to the importer it is given (`ingest_paths(results=...)`), and notes the
-ones no importer answered for."""
+each directory, after its runs, to the result importer it is given (`ingest_paths(results=...)`),
+and notes the entries no importer answered for."""
 
 from __future__ import annotations
 
 import formats_fixtures as ff
 
 from twinlake.catalog import Lake
-from twinlake.ingest.frankatwin_results import result_files, result_kind
 from twinlake.ingest.pipeline import ingest_paths
 from twinlake.ingest.registry import ReadOptions
 
@@ -30,36 +29,31 @@ def _results_dir(tmp_path):
     return data
 
 
-def test_result_files_are_found_recursively_fits_first(tmp_path):
-    data = _results_dir(tmp_path)
-    assert result_files([data]) == [data / "sub" / "sysid_best_params.json", data / "a_metrics.json"]
-    assert result_kind(data / "notes.json") == (None, "neither sysid_best_params.json "
-                                                "(best_params_decoded) nor metrics.json keys")
-
-
 def test_the_walk_hands_result_files_to_the_importer_after_the_runs(tmp_path):
     data = _results_dir(tmp_path)
     ff.write_log50(data, "chirp_low", n=20)
     calls = []
 
-    def importer(files):  # answers for the fit only, rejects nothing, says nothing of the rest
-        calls.append(files)
-        yield {"ok": True, "path": str(files[0]), "message": "imported fit ft-x", "kind": "fit",
-               "existed": True, "partition": "/lake/fits/fit=ft-x"}
+    def importer(folder):  # answers for the fit only, says nothing of the rest
+        calls.append(folder)
+        yield {"ok": True, "path": str(folder / "sub" / "sysid_best_params.json"), "message": "imported fit ft-x",
+               "kind": "fit", "existed": True, "partition": "/lake/fits/fit=ft-x"}
+        yield {"ok": False, "path": str(folder / "bad.json"), "message": "error: bad.json: broken"}
 
     outcomes = list(ingest_paths(Lake(tmp_path / "lake"), [data], ReadOptions(robot="fr3"),
                                  results=importer))
-    assert calls == [[data / "sub" / "sysid_best_params.json", data / "a_metrics.json"]]
-    assert [(o.status, o.format) for o in outcomes[:2]] == [("published", "frankatwin_log50"),
-                                                            ("already_ingested", "fit")]
-    skipped = {o.path.rsplit("/", 1)[1]: o.message for o in outcomes[2:]}
-    assert {o.status for o in outcomes[2:]} == {"skipped"}
+    assert calls == [data]
+    assert [(o.status, o.format) for o in outcomes[:3]] == [("published", "frankatwin_log50"),
+                                                            ("already_ingested", "fit"), ("rejected", None)]
+    assert outcomes[2].exit_code == 1 and outcomes[2].message == "error: bad.json: broken"
+    skipped = {o.path.rsplit("/", 1)[1]: o.message for o in outcomes[3:]}
+    assert {o.status for o in outcomes[3:]} == {"skipped"}
     assert set(skipped) == {"a_metrics.json", "notes.json", "sub"}
     assert "a FrankaTwin metrics result file, not a run: use `twinlake import frankatwin`" in skipped["a_metrics.json"]
 
 
 def test_a_directory_of_results_nobody_imports_is_unrecognised(tmp_path):
     data = _results_dir(tmp_path)
-    outcome, = ingest_paths(Lake(tmp_path / "lake"), [data], ReadOptions(), results=lambda files: ())
+    outcome, = ingest_paths(Lake(tmp_path / "lake"), [data], ReadOptions(), results=lambda folder: ())
     assert outcome.status == "unrecognised" and outcome.exit_code == 1
     assert "a_metrics.json: " in outcome.message and "use `twinlake import frankatwin`" in outcome.message
