@@ -19,7 +19,7 @@ ALLOWED = {
     "catalog": {"sql"},
     "sim": {"jsonfile", "lazy"},
     "ingest": {"catalog", "sim"},
-    "daemon": {"sim", "jsonfile", "lazy"},
+    "daemon": {"sim", "catalog", "jsonfile", "lazy"},
     "fit": {"catalog", "sim", "jsonfile", "lazy"},
 }
 
