@@ -24,6 +24,7 @@ import numpy as np
 from .controllers import JOINT_SLEW_NM_PER_TICK, JointImpedanceConfig, mat_to_quat_xyzw, slew_limit_inplace
 from .kernels import arm_step, joint_impedance_tick, warm_up
 from .model import HOME_Q, load_model
+from .load import NO_LOAD, EndLoad
 from .params import DynamicsParams
 from .plant import Plant
 
@@ -77,15 +78,17 @@ class SimFR3:
     `measured_coriolis`: evaluate C(q,dq)·dq at the measured state (as franka::Model::coriolis
     does on the robot) with an extra kinematics pass per tick, instead of the tick's mj_step1
     bias at the true state (the default; they differ only by the measurement noise's effect).
+    The true payload is `params`' payload groups (`params.with_payload(EndLoad(...))`);
+    `configured_load` is the load the firmware's gravity compensation assumes (none by default).
     """
 
     def __init__(self, params: DynamicsParams, model: mujoco.MjModel | None = None, q0=None,
-                 measured_coriolis: bool = False):
+                 measured_coriolis: bool = False, configured_load: EndLoad = NO_LOAD):
         self.params = params
         self.measured_coriolis = bool(measured_coriolis)
         model = load_model() if model is None else model
         q0 = HOME_Q if q0 is None else np.asarray(q0, dtype=np.float64)
-        self.plant = Plant(model, params, q0, np.zeros(7), np.zeros(7))
+        self.plant = Plant(model, params, q0, np.zeros(7), np.zeros(7), configured_load=configured_load)
         warm_up()  # numba's one-time start-up here, not in the first tick of a real-time loop
         self._scratch = mujoco.MjData(self.plant.model)
         self._bias = np.zeros(self.plant.model.nv)
@@ -237,6 +240,8 @@ class SimFR3:
                  self.mode == CONTROLLER_JOINT_IMPEDANCE, self.ema, self._keep, self._alpha_target,
                  cfg.k_nm_per_rad, cfg.d_nms_per_rad, cfg.use_friction, self.tau_prev,
                  delay.ring, delay.tick, delay.delays, plant.friction.neg_breakaway, views[3], tau_out, ema_out)
+        if plant.loaded:
+            plant.add_load_torque(views[3].reshape(1, 7))
         delay.tick += 1
         mujoco.mj_step2(plant.model, plant.data)
         self._staged = False

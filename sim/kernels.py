@@ -18,6 +18,8 @@ Public API:
   population_control(k, q, dq, coriolis, table, use_ema, ema, tau_prev)  EMA + the law, one tick
   ema_springs(table, use_ema, ema, springs)  a whole interval's spring targets
   add_square_errors(sample, q, dq, q_ref, dq_ref, q_scale, dq_scale, sum_sq)  a fit's error sums
+  add_load_torque(load, site_xpos, site_xmat, xanchor, xaxis, site_id, jnt_ids, applied)
+                               the end-effector loads' gravity torque (true payload − configured)
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from .fr3 import (
     REPULSION_UPPER_RAD,
 )
 
+GRAVITY_M_S2 = 9.81  # as load.GRAVITY_M_S2 (load.py imports numpy only; kept equal by a test)
 STRIBECK_VELOCITY_RAD_S = 0.02  # the plant's Stribeck velocity v_s (plant.py)
 NEG_INV_STRIBECK_VELOCITY_SQ = -1.0 / STRIBECK_VELOCITY_RAD_S**2
 
@@ -200,6 +203,45 @@ def add_square_errors(sample, q, dq, q_ref, dq_ref, q_scale, dq_scale, sum_sq):
             sum_sq[p, 1] += e_dq * e_dq
 
 
+@njit(**_JIT, inline="always")
+def load_point(dm, w0, w1, w2, site, mat):
+    """The x, y of W = Δm·site + R·w [kg·m] (the loads' signed mass-weighted centre in the
+    base frame); site (3,), mat (9,) row-major: the flange frame."""
+    wx = dm * site[0] + (mat[0] * w0 + mat[1] * w1 + mat[2] * w2)
+    wy = dm * site[1] + (mat[3] * w0 + mat[4] * w1 + mat[5] * w2)
+    return wx, wy
+
+
+@njit(**_JIT, inline="always")
+def load_joint_torque(dm, wx, wy, anchor_x, anchor_y, axis_x, axis_y):
+    """One joint's torque [N·m] of the loads' weight: axis · ((W − Δm·anchor) × g), g = (0, 0, −g0)."""
+    vx = wx - dm * anchor_x
+    vy = wy - dm * anchor_y
+    return GRAVITY_M_S2 * (axis_y * vx - axis_x * vy)
+
+
+@njit(**_JIT)
+def add_load_torque(load, site_xpos, site_xmat, xanchor, xaxis, site_id, jnt_ids, applied):
+    """applied[p, j] += the end-effector loads' gravity torque of candidate p [N·m]: the true
+    payload's weight minus the firmware's compensation of the configured load
+    (load.load_gravity_torque is the readable form). Candidates whose load row is all zero are
+    left untouched (bit for bit).
+
+    load (P, 4) [Δm, w (3)] (load.load_row); site_xpos (P, nsite, 3), site_xmat (P, nsite, 9),
+    xanchor, xaxis (P, njnt, 3): MjData's rows (kinematics of this tick); site_id the flange
+    site; jnt_ids (7,) int64; applied (P, 7).
+    """
+    for p in range(applied.shape[0]):
+        dm, w0, w1, w2 = load[p, 0], load[p, 1], load[p, 2], load[p, 3]
+        if dm == 0.0 and w0 == 0.0 and w1 == 0.0 and w2 == 0.0:
+            continue
+        wx, wy = load_point(dm, w0, w1, w2, site_xpos[p, site_id], site_xmat[p, site_id])
+        for j in range(7):
+            a = jnt_ids[j]
+            applied[p, j] = applied[p, j] + load_joint_torque(dm, wx, wy, xanchor[p, a, 0], xanchor[p, a, 1],
+                                                              xaxis[p, a, 0], xaxis[p, a, 1])
+
+
 def warm_up() -> None:
     """Load (or compile) every kernel for the one-arm signatures SimFR3 uses, so that the first
     real tick is not the one that pays numba's start-up (~0.5 s once per process)."""
@@ -211,5 +253,5 @@ def warm_up() -> None:
              np.zeros(7), np.zeros((2, 1, 7)), 0, np.zeros(1, dtype=np.int64), row, np.zeros(7), np.zeros(7), np.zeros(7))
 
 
-__all__ = ["STRIBECK_VELOCITY_RAD_S", "add_square_errors", "apply_delayed_torque", "arm_step", "arm_tick", "ema_springs",
+__all__ = ["GRAVITY_M_S2", "STRIBECK_VELOCITY_RAD_S", "add_load_torque", "add_square_errors", "apply_delayed_torque", "arm_step", "arm_tick", "ema_springs",
            "joint_impedance_tick", "population_control", "sliding_relief", "warm_up"]

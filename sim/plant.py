@@ -13,6 +13,11 @@ v_s = 0.02 rad/s, built from two parts so that no model field changes during a r
 `mujoco.batch` recompute the position/velocity stages every step: measured ~1.5× slower.)
 Armature: `dof_armature`; `mj_setConst` follows it so the friction constraint scaling agrees.
 Delay: the commanded torque of tick k is applied at tick k + motor_delay_ms (DelayLine).
+Loads (load.py): the true payload is the `payload` body's mass, centre of mass and inertia
+(so it is in the mass matrix and the Coriolis term), and its weight minus the firmware's
+compensation of the configured load is an explicit joint torque at the tick's kinematics
+(kernels.add_load_torque; load.load_gravity_torque is its readable form), added after the
+delayed command and the sliding relief; with no load nothing is added.
 """
 
 from __future__ import annotations
@@ -24,7 +29,8 @@ import numpy as np
 
 from .model import ArmIndex, arm_index
 from .kernels import NEG_INV_STRIBECK_VELOCITY_SQ as _NEG_INV_VS2
-from .kernels import STRIBECK_VELOCITY_RAD_S, apply_delayed_torque
+from .kernels import STRIBECK_VELOCITY_RAD_S, add_load_torque, apply_delayed_torque
+from .load import NO_LOAD, EndLoad, load_row
 from .params import MAX_DELAY_MS, DynamicsParams
 
 
@@ -104,10 +110,19 @@ def dof_span(adr: np.ndarray) -> slice | np.ndarray:
 
 
 def apply_params(model: mujoco.MjModel, arm: ArmIndex, params: DynamicsParams) -> None:
-    """Write armature, viscous damping and the static Coulomb level into the arm's dofs."""
+    """Write armature, viscous damping and the static Coulomb level into the arm's dofs, and
+    the true payload into the `payload` body (mass, centre of mass, diagonal inertia)."""
     model.dof_armature[arm.dof_adr] = params.armature
     model.dof_damping[arm.dof_adr] = params.mu_viscous
     model.dof_frictionloss[arm.dof_adr] = params.mu_static
+    payload = params.payload
+    if arm.payload_body < 0:
+        if payload.mass_kg != 0.0 or any(payload.inertia_kgm2):
+            raise ValueError("a payload needs the model's 'payload' body: load the model with load_model")
+        return
+    model.body_mass[arm.payload_body] = payload.mass_kg
+    model.body_ipos[arm.payload_body] = payload.com_m
+    model.body_inertia[arm.payload_body] = payload.inertia_kgm2
 
 
 class Plant:
@@ -115,11 +130,13 @@ class Plant:
 
     Per tick: `begin_tick()` (Coulomb level from the current velocity, then
     position/velocity stages: qfrc_bias = C(q,dq)·dq, site pose), the caller computes the
-    commanded torque, `end_tick(tau_cmd)` applies the delayed torque and integrates 1 ms.
+    commanded torque, `end_tick(tau_cmd)` applies the delayed torque (+ the loads' gravity
+    torque: the true payload's weight minus the compensation of `configured_load`) and
+    integrates 1 ms.
     """
 
     def __init__(self, model: mujoco.MjModel, params: DynamicsParams, q0, dq0=None,
-                 tau_prev0=None, tau_history=None):
+                 tau_prev0=None, tau_history=None, configured_load: EndLoad = NO_LOAD):
         self.model = copy.copy(model)
         self.arm = arm_index(self.model)
         self.params = params
@@ -134,6 +151,10 @@ class Plant:
                                None if tau_history is None else np.asarray(tau_history)[:, None, :])
         self.friction = StribeckFriction(params.mu_static[None], params.mu_dynamic[None])  # (1, 7)
         self._applied = np.empty((1, 7))
+        self.configured_load = configured_load
+        self.load = load_row(params.payload_mass, np.array(params.payload.com_m), configured_load)  # (1, 4)
+        self.loaded = bool(np.any(self.load != 0.0))
+        self._jnt_ids = self.arm.jnt_ids.astype(np.int64)
         self.dofs, self.qadr = dof_span(self.arm.dof_adr), dof_span(self.arm.qpos_adr)
         # live (1, 7) views of MjData rows (its buffers never move) when the dofs are contiguous
         self._live = (self.data.qvel[None, self.dofs], self.data.qfrc_applied[None, self.dofs]) \
@@ -163,10 +184,20 @@ class Plant:
         tau_row = tau_cmd if tau_cmd.ndim == 2 else tau_cmd.reshape(1, 7)
         if self._live is not None:  # straight into MjData's qfrc_applied row
             self.delay.push_apply(tau_row, self._live[0], self.friction.neg_breakaway, self._live[1])
+            if self.loaded:
+                self.add_load_torque(self._live[1])
         else:  # gathered dq, scattered torque
             self.delay.push_apply(tau_row, self.data.qvel[self.dofs][None], self.friction.neg_breakaway, self._applied)
+            if self.loaded:
+                self.add_load_torque(self._applied)
             self.data.qfrc_applied[self.dofs] = self._applied[0]
         mujoco.mj_step2(self.model, self.data)
+
+    def add_load_torque(self, applied: np.ndarray) -> None:
+        """applied (1, 7) += the loads' gravity torque at this tick's kinematics (after begin_tick)."""
+        d = self.data
+        add_load_torque(self.load, d.site_xpos[None], d.site_xmat[None], d.xanchor[None], d.xaxis[None],
+                        self.arm.ee_site, self._jnt_ids, applied)
 
     def link_torque(self) -> np.ndarray:
         """Torque that reached the links in the last step [N·m], (7,): delayed motor torque plus

@@ -5,8 +5,10 @@ The population is split into `nthread` shards; each is a persistent single-threa
 batch step releases the GIL). Shards never wait for each other: one Batch with nthread
 threads synchronises its threads at every call, and on a loaded machine one descheduled
 thread stalls all of them (measured 1.4× slower than shards on the shared 2-core machine).
-Per-candidate model fields (armature, damping, breakaway level) are `expand`-ed once per
-generation and never written during a replay.
+Per-candidate model fields (armature, damping, breakaway level, and the payload body's mass,
+centre of mass and inertia) are `expand`-ed once per generation and never written during a
+replay. The loads' gravity torque (true payload − the input's configured load) is added to
+qfrc_applied in either loop only for candidates that carry a load (kernels.add_load_torque).
 
 Two loops, chosen per replay in one place (_Shard._replay):
 - compiled (the default where callback.compiled_loop_error(model) is None): the tick, under
@@ -38,7 +40,8 @@ from .model import TIMESTEP_S, ArmIndex, arm_index, load_model
 from .params import LAYOUT, delay_ticks, params_matrix
 from .plant import DelayLine, StribeckFriction, dof_span
 from . import callback
-from .kernels import add_square_errors, ema_springs
+from .kernels import add_load_torque, add_square_errors, ema_springs
+from .load import load_row
 from .replay import Kinematics, TickController, joint_tick_table
 from .replay_input import JOINT_IMPEDANCE, ReplayInput
 
@@ -75,10 +78,13 @@ class _Shard:
             "qfrc_applied": b.bind("qfrc_applied"), "qfrc_bias": b.bind("qfrc_bias"),
             "armature": b.expand("dof_armature"), "damping": b.expand("dof_damping"),
             "frictionloss": b.expand("dof_frictionloss"), "userdata": b.bind("userdata"),
+            "body_mass": b.expand("body_mass"), "body_ipos": b.expand("body_ipos"),
+            "body_inertia": b.expand("body_inertia"),
         }
-        if need_kin:
-            for name in ("site_xpos", "site_xmat", "xanchor", "xaxis"):
-                self.f[name] = b.bind(name)
+        # kinematics: the Cartesian law, the EE samples and the loads' gravity torque read them
+        for name in ("site_xpos", "site_xmat", "xanchor", "xaxis"):
+            self.f[name] = b.bind(name)
+        self.jnt_ids = arm.jnt_ids.astype(np.int64)
         self.use_callback = False  # set per call by PopulationEngine._fan_out
         self._sample_buffers: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         self.dofs, self.qadr = dof_span(arm.dof_adr), dof_span(arm.qpos_adr)
@@ -88,8 +94,21 @@ class _Shard:
         self.f["armature"][:, self.dofs] = LAYOUT.take(matrix, "armature")
         self.f["damping"][:, self.dofs] = LAYOUT.take(matrix, "mu_viscous")
         self.f["frictionloss"][:, self.dofs] = LAYOUT.take(matrix, "mu_static")
+        body = self.arm.payload_body
+        if body < 0:
+            check_no_payload(matrix)
+        else:
+            self._set_payload(matrix, body)
         self.batch.set_const()
         self.matrix = matrix
+
+    def _set_payload(self, matrix: np.ndarray, body: int) -> None:
+        """The candidates' true payloads into the payload body's expanded fields."""
+        self.f["body_mass"][:, body] = LAYOUT.take(matrix, "payload_mass")
+        for axis, name in enumerate(("payload_com_x", "payload_com_y", "payload_com_z")):
+            self.f["body_ipos"][:, body, axis] = LAYOUT.take(matrix, name)
+        for axis, name in enumerate(("payload_ixx", "payload_iyy", "payload_izz")):
+            self.f["body_inertia"][:, body, axis] = LAYOUT.take(matrix, name)
 
     def kinematics(self) -> Kinematics:
         f, arm = self.f, self.arm
@@ -105,7 +124,10 @@ class _Shard:
         self.batch.forward(stage=_VEL)
         sample_of_tick = np.full(inp.n_ticks, -1, dtype=np.int64)
         sample_of_tick[inp.sample_ticks] = np.arange(inp.n_samples)
+        com = np.stack([LAYOUT.take(m, f"payload_com_{axis}") for axis in "xyz"], axis=-1)
+        load = load_row(LAYOUT.take(m, "payload_mass"), com, inp.configured_load)
         return _ReplayState(
+            load=load if np.any(load != 0.0) else None,
             delay=DelayLine(delay_ticks(LAYOUT.take(m, "motor_delay_ms")), inp.tau_prev0, inp.tau_history),
             neg_breakaway=StribeckFriction(LAYOUT.take(m, "mu_static"), LAYOUT.take(m, "dynamic_ratio") * LAYOUT.take(m, "mu_static")).neg_breakaway,
             sample_of_tick=sample_of_tick,
@@ -188,11 +210,15 @@ class _Shard:
 
     def _run_compiled(self, inp: ReplayInput, table: np.ndarray | None, state: _ReplayState, sink: _Sink) -> None:
         """The compiled loop: one batch call, the control callback runs every tick (callback.py)."""
+        law = self._law_arrays(inp, table, state)
+        if state.load is not None:
+            law.setdefault("jnt_ids", self.jnt_ids)
+            law.setdefault("site_id", int(self.arm.ee_site))
         context = callback.ReplayContext(
             sample_of_tick=state.sample_of_tick,
             tau_prev=state.tau_prev, ring=state.delay.ring, delays=np.ascontiguousarray(state.delay.delays, dtype=np.int64),
             neg_breakaway=np.ascontiguousarray(state.neg_breakaway), qpos_adr=self.arm.qpos_adr.astype(np.int64),
-            dof_adr=self.arm.dof_adr.astype(np.int64), **self._law_arrays(inp, table, state),
+            dof_adr=self.arm.dof_adr.astype(np.int64), load=state.load, **law,
             outputs=sink.outputs, errors=sink.errors)
         self.f["userdata"][:, : callback.USERDATA_SLOTS] = context.userdata_rows()
         try:
@@ -204,12 +230,14 @@ class _Shard:
     def _run_ticks(self, inp: ReplayInput, state: _ReplayState, sink: _Sink) -> None:
         """The generic loop, any law: per tick the controller (TickController: the joint law's
         kernel, or the Cartesian law in numpy), the sample into `sink`, the delayed torque and
-        sliding relief into qfrc_applied (kernels.apply_delayed_torque), one batch step."""
+        sliding relief into qfrc_applied (kernels.apply_delayed_torque), plus the loads' gravity
+        torque (kernels.add_load_torque) when a candidate carries a load, one batch step."""
         ctrl = TickController(inp, self.size)
         need_kin = ctrl.needs_kinematics or bool(sink.ee)
         q, dq, cor, applied = self._state_views()
         f, step, live, samples = self.f, self.batch.step, self.live, state.sample_of_tick.tolist()
-        delay, neg_breakaway, record = state.delay, state.neg_breakaway, sink.record
+        delay, neg_breakaway, record, load = state.delay, state.neg_breakaway, sink.record, state.load
+        site, jnt_ids = int(self.arm.ee_site), self.jnt_ids
         for k in range(inp.n_ticks):
             if not live:  # non-contiguous addresses: gather copies, scatter the torque back
                 q, dq, cor, applied = self._state_views()
@@ -218,9 +246,18 @@ class _Shard:
             if samples[k] >= 0:
                 record(samples[k], q, dq, tau, kin)
             delay.push_apply(tau, dq, neg_breakaway, applied)
+            if load is not None:
+                add_load_torque(load, f["site_xpos"], f["site_xmat"], f["xanchor"], f["xaxis"], site, jnt_ids, applied)
             if not live:
                 f["qfrc_applied"][:, self.dofs] = applied
             step(stage=_VEL)
+
+
+def check_no_payload(matrix: np.ndarray) -> None:
+    """ValueError when a candidate has a payload but the model has no payload body."""
+    names = ("payload_mass", "payload_ixx", "payload_iyy", "payload_izz")
+    if any(np.any(LAYOUT.take(matrix, n) != 0.0) for n in names):
+        raise ValueError("a payload needs the model's 'payload' body: load the model with load_model")
 
 
 @dataclass
@@ -254,6 +291,7 @@ class _ReplayState:
     sample_of_tick: np.ndarray  # (T,) int64 sample index of each tick, −1 for none (the generic loop iterates a list of it)
     tau_prev: np.ndarray  # (P, 7) slew-limiter state [N·m]
     ema: np.ndarray  # (7,) the EMA of the targets, shared by every candidate [rad]
+    load: np.ndarray | None = None  # (P, 4) load rows (load.load_row), None when all are zero
 
 
 class PopulationEngine:

@@ -143,7 +143,7 @@ def replay_reference(inp: ReplayInput, params: DynamicsParams, model: mujoco.MjM
     progress: called with the number of ticks done, every 1000 ticks and at the end.
     """
     model = load_model() if model is None else model
-    plant = Plant(model, params, inp.q0, inp.dq0, inp.tau_prev0, inp.tau_history)
+    plant = Plant(model, params, inp.q0, inp.dq0, inp.tau_prev0, inp.tau_history, inp.configured_load)
     ctrl = TickController(inp, 1)
     n_s = inp.n_samples
     widths = (("q", 7), ("dq", 7), ("tau_cmd", 7), ("ee_pos", 3), ("ee_quat_xyzw", 4), ("ee_linvel", 3), ("ee_angvel", 3))
