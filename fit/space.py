@@ -1,9 +1,11 @@
 """The parameter space of a fit: which parameters are searched, their bounds, and which are
 frozen at a value.
 
-The parameters, their order, names and default bounds are `twinlake.sim.LAYOUT`'s (today
-FrankaTwin's 29: armature, mu_static, dynamic_ratio, mu_viscous per joint, then
-`motor_delay_ms`). Continuous parameters are searched in the normalised box [0, 1]
+The parameters, their order, names and default bounds are `twinlake.sim.LAYOUT`'s:
+FrankaTwin's 29 (armature, mu_static, dynamic_ratio, mu_viscous per joint, then
+`motor_delay_ms`), then the groups FrankaTwin does not have (the true payload), which a fit
+holds frozen at their nominal values (`LAYOUT.default_frozen`) unless a spec or a preset frees
+them; so the default fit searches FrankaTwin's 29. Continuous parameters are searched in the normalised box [0, 1]
 (`lo + z·(hi − lo)`); the layout's one integer parameter, the delay, is a whole number of
 1 kHz ticks searched as a categorical choice among `delay_choices` (see fit/search.py).
 
@@ -15,6 +17,9 @@ Spec syntax (`--params`, repeatable, comma-separated items; or a JSON file of th
     dynamic_ratio=1         freeze a group at a value (JSON: "dynamic_ratio": 1)
     motor_delay_ms=3        freeze the delay (alias: delay)
     motor_delay_ms=1:3      search delays 1, 2, 3 only
+    payload_mass=0:3        free a frozen-by-default group within bounds
+    +payload                a preset (PRESETS): free payload_mass and payload_com_x/y/z at
+                            their default bounds
 """
 
 from __future__ import annotations
@@ -30,6 +35,11 @@ from twinlake.jsonfile import read_json_object
 from twinlake.sim.params import LAYOUT
 
 (_DELAY,) = LAYOUT.integer_indices  # the search's one categorical coordinate (fit/search.py)
+
+# presets: a name in `--params` that frees these selectors at their default bounds
+PRESETS: dict[str, tuple[str, ...]] = {
+    "+payload": ("payload_mass", "payload_com"),
+}
 
 
 def select(selector: str) -> list[int]:
@@ -48,7 +58,7 @@ class ParameterSpace:
     """
 
     bounds: np.ndarray = field(default_factory=lambda: np.array(LAYOUT.bounds, dtype=np.float64))
-    frozen: dict[int, float] = field(default_factory=dict)
+    frozen: dict[int, float] = field(default_factory=lambda: dict(LAYOUT.default_frozen))
 
     def __post_init__(self) -> None:
         b = np.array(self.bounds, dtype=np.float64).reshape(LAYOUT.size, 2)
@@ -128,8 +138,13 @@ class ParameterSpace:
 
     @classmethod
     def from_json(cls, doc: dict) -> "ParameterSpace":
-        bounds = np.array([doc["bounds"][n] for n in LAYOUT.names], dtype=np.float64)
-        frozen = {LAYOUT.index(n): float(v) for n, v in doc.get("frozen", {}).items()}
+        """The space of `to_json`; a parameter a stored space does not name (a fit made before
+        its group existed) takes its default bounds and, if frozen by default, its nominal."""
+        stored = doc["bounds"]
+        bounds = np.array([stored.get(n, LAYOUT.bounds[i].tolist()) for i, n in enumerate(LAYOUT.names)],
+                          dtype=np.float64)
+        frozen = {i: v for i, v in LAYOUT.default_frozen.items() if LAYOUT.names[i] not in stored}
+        frozen.update({LAYOUT.index(n): float(v) for n, v in doc.get("frozen", {}).items()})
         return cls(bounds=bounds, frozen=frozen)
 
 
@@ -158,6 +173,16 @@ def _apply(bounds: np.ndarray, frozen: dict[int, float], selector: str, value: A
             frozen[i] = v
 
 
+def _apply_preset(bounds: np.ndarray, frozen: dict[int, float], name: str, where: str) -> None:
+    """Free the preset's selectors at their default bounds."""
+    if name not in PRESETS:
+        raise ValueError(f"{where}: unknown preset {name!r}: expected one of {', '.join(PRESETS)}")
+    for selector in PRESETS[name]:
+        for i in select(selector):
+            bounds[i] = LAYOUT.bounds[i]
+            frozen.pop(i, None)
+
+
 def _parse_item(item: str, where: str) -> tuple[str, Any]:
     if "=" not in item:
         raise ValueError(f"{where}: {item!r}: expected NAME=VALUE or NAME=LO:HI")
@@ -179,9 +204,10 @@ def _is_file(path: Path) -> bool:
 
 
 def parse_space(specs: Iterable[str] = (), base: ParameterSpace | None = None) -> ParameterSpace:
-    """Apply `--params` specs (items like `armature=0:0.6`, `dynamic_ratio=1`, or a path to a
-    JSON file `{"armature": [0, 0.6], "dynamic_ratio": 1}`) in order, on top of `base`
-    (the layout's default bounds, FrankaTwin's, nothing frozen)."""
+    """Apply `--params` specs (items like `armature=0:0.6`, `dynamic_ratio=1`, a preset such
+    as `+payload`, or a path to a JSON file `{"armature": [0, 0.6], "dynamic_ratio": 1}`) in
+    order, on top of `base` (the layout's default bounds, FrankaTwin's 29 free, the groups
+    beyond them frozen at nominal)."""
     base = base or ParameterSpace()
     bounds = np.array(base.bounds, dtype=np.float64)
     frozen = dict(base.frozen)
@@ -193,6 +219,9 @@ def parse_space(specs: Iterable[str] = (), base: ParameterSpace | None = None) -
                 _apply(bounds, frozen, name, value, str(path))
             continue
         for item in filter(None, (s.strip() for s in spec.split(","))):
+            if item.startswith("+"):
+                _apply_preset(bounds, frozen, item, "--params")
+                continue
             name, value = _parse_item(item, "--params")
             _apply(bounds, frozen, name, value, "--params")
     return ParameterSpace(bounds=bounds, frozen=frozen)
