@@ -17,7 +17,8 @@ Files (the lake contract, docs/architecture.md and fit/README.md):
 
 `fit.parquet` of a twinlake fit also holds `identifiability_json` (error bars at the optimum,
 `twinlake.fit.identifiability.IdentifiabilityResult.to_json()`; null when nothing was free)
-and `seed_count` (how many seeded searches were run).
+and `seed_count` (how many seeded searches were run), and `configured_load_json` (the
+firmware's configured end-effector load each train interval replayed with, by interval label).
 """
 
 from __future__ import annotations
@@ -142,6 +143,13 @@ class FitRecord:
     def other_seeds(self) -> list[SeedResult]:
         """The seeds not chosen (pass as `seed_records` to identifiability_for_fit)."""
         return [s for s in self.seeds if not s.chosen]
+
+    @property
+    def configured_loads(self) -> dict[str, dict]:
+        """The configured end-effector load each train interval replayed with, by interval
+        label (parsed configured_load_json; empty for a fit stored without it)."""
+        text = self.extra.get("configured_load_json")
+        return json.loads(text) if text else {}
 
     @property
     def identifiability(self) -> dict[str, Any] | None:
