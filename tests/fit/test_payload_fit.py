@@ -48,8 +48,29 @@ def test_a_fit_with_the_payload_free_recovers_its_mass(payload_lake):
     stored = load_fit(payload_lake, "payload-mass")
     assert stored.configured_loads == {"demo/p1:0": CONFIGURED.to_json()}
     assert stored.params.payload_mass == rec.params.payload_mass
+    _exports_carry_the_payload(stored, payload_lake)
     # told the wrong configured load (none), the same search lands elsewhere
     wrong = FitSettings(**{**settings.__dict__, "configured_load": EndLoad().to_json()})
     off = run_fit(payload_lake, wrong, fit_id="payload-mass-wrong", workers=0, progress=False)
     assert abs(off.params.payload_mass - TRUE_MASS_KG) > 0.1
     assert load_fit(payload_lake, "payload-mass-wrong").configured_loads["demo/p1:0"]["mass_kg"] == 0.0
+
+
+def _exports_carry_the_payload(rec, tmp) -> None:
+    import json
+
+    import mujoco
+
+    from twinlake.fit.export import export_fit
+    from twinlake.sim import FR3_MODEL_PATH, load_params
+
+    profile = export_fit(rec, "profile", tmp / "p.json")
+    assert load_params(profile).payload_mass == rec.params.payload_mass
+    ft = json.loads(export_fit(rec, "frankatwin", tmp / "sysid_best_params.json").read_text())
+    assert len(ft["best_params_raw"]) == 29 and "payload_mass" not in ft["best_params_decoded"]
+    snippet = export_fit(rec, "mjcf", tmp / "j.xml").read_text()
+    body = snippet[snippet.index('<body name="payload"'):snippet.index("</body>") + len("</body>")]
+    xml = FR3_MODEL_PATH.read_text()
+    anchor = '<body name="fr3_link7" pos="0.088 0 0" quat="1 1 0 0">'
+    model = mujoco.MjModel.from_xml_string(xml.replace(anchor, anchor + body))
+    assert abs(model.body("payload").mass[0] - rec.params.payload_mass) < 1e-5
