@@ -12,7 +12,7 @@ make_callback(offsets, magic, slots) → a numba cfunc `void(const mjModel*, mjD
      with it to round-off, not bit for bit: numpy's einsum sums in its own order);
   3. at a sample tick: q, dq, τ into the outputs (samples mode) or the squared scaled errors
      into sum_sq (errors mode);
-  4. the delay ring and qfrc_applied = τ_cmd(k − delay) + sliding relief, as
+  4. the delay ring and qfrc_applied = τ_cmd(k − delay) + the friction law's torque, as
      kernels.apply_delayed_torque, then + the loads' gravity torque where the candidate has a
      load, as kernels.add_load_torque;
   5. counter += 1 (a simulation stepped past its interval's end is left alone).
@@ -25,10 +25,10 @@ from numba import carray, cfunc, njit, types
 from numba.extending import intrinsic
 
 from .fr3 import CART_TORQUE_LIMIT_NM
-from .kernels import _joint_law, load_joint_torque, load_point, sliding_relief
+from .kernels import _joint_law, friction_torque, load_joint_torque, load_point
 from .replay_context import (  # the context table's slots and values
     CARTESIAN, CART_PARAMS, CART_PARAMS_SIZE, CART_TARGETS, CONTEXT_SIZE, CONTROLLER, COUNTER, DELAYS,
-    DOF_ADR, DQ_OUT, DQ_REF, HOLD, JNT_IDS, LOAD, MODE, MODE_SAMPLES, NEG_BREAKAWAY, N_CANDIDATES, N_SAMPLES,
+    DOF_ADR, DQ_OUT, DQ_REF, FRICTION_LAW, HOLD, JNT_IDS, LOAD, MODE, MODE_SAMPLES, NEG_BREAKAWAY, N_CANDIDATES, N_SAMPLES,
     N_TICKS, QPOS_ADR, Q_OUT, Q_REF, RING, RING_LENGTH, SAMPLE_OF_TICK, SCALES, SITE_ID, SPRINGS,
     SUM_SQ, TABLE, TAU_OUT, TAU_PREV,
 )
@@ -219,10 +219,11 @@ def make_callback(offsets: dict[str, int], magic: float, slots: int):
         delays = carray(_i64_at(ctx[DELAYS]), population)
         neg_breakaway = carray(_f64_at(ctx[NEG_BREAKAWAY]), (population, 7))
         slot, source = k % ring_length, (k - delays[p]) % ring_length
+        law = ctx[FRICTION_LAW]
         for j in range(7):
             ring[slot, p, j] = tau_prev[p, j]
         for j in range(7):
-            applied[dofadr[j]] = sliding_relief(qvel[dofadr[j]], neg_breakaway[p, j]) + ring[source, p, j]
+            applied[dofadr[j]] = friction_torque(law, qvel[dofadr[j]], neg_breakaway[p, j]) + ring[source, p, j]
         if ctx[LOAD] != 0:
             _add_load_torque(p, ctx, data_address, off_kin, applied, dofadr)
 

@@ -13,8 +13,9 @@ Public API:
   joint_impedance_tick(q, dq, spring, k, d, coriolis, use_friction, tau_prev)
   arm_tick(...)                measurement noise + EMA + the law, for one arm (SimFR3)
   arm_step(...)                arm_tick + the outputs + the delayed torque (the recorders' tick)
-  apply_delayed_torque(ring, tick, delays, tau_cmd, dq, neg_breakaway, applied)
+  apply_delayed_torque(ring, tick, delays, tau_cmd, dq, neg_breakaway, applied, law=0)
   sliding_relief(dq_j, neg_breakaway_j)  one joint's Stribeck relief (inlined where used)
+  friction_torque(law, dq_j, coef_j)     the law's explicit friction torque of one joint
   population_control(k, q, dq, coriolis, table, use_ema, ema, tau_prev)  EMA + the law, one tick
   ema_springs(table, use_ema, ema, springs)  a whole interval's spring targets
   add_square_errors(sample, q, dq, q_ref, dq_ref, q_scale, dq_scale, sum_sq)  a fit's error sums
@@ -43,6 +44,9 @@ from .fr3 import (
 GRAVITY_M_S2 = 9.81  # as load.GRAVITY_M_S2 (load.py imports numpy only; kept equal by a test)
 STRIBECK_VELOCITY_RAD_S = 0.02  # the plant's Stribeck velocity v_s (plant.py)
 NEG_INV_STRIBECK_VELOCITY_SQ = -1.0 / STRIBECK_VELOCITY_RAD_S**2
+TANH_VELOCITY_RAD_S = 0.02  # the smooth law's velocity scale v_t (plant.TanhFriction)
+INV_TANH_VELOCITY = 1.0 / TANH_VELOCITY_RAD_S
+FRICTION_STRIBECK, FRICTION_TANH = 0, 1  # the friction law's number (plant.FRICTION_LAWS)
 
 # IEEE arithmetic exactly as written (no fast-math, no contraction into FMAs); cached on disk.
 # The GIL is kept: a kernel takes microseconds, and every release is a chance for another
@@ -114,7 +118,7 @@ def arm_tick(q_true, dq_true, tau_j, offsets, measured, coriolis, joint_mode, em
 
 @njit(**_JIT)
 def arm_step(q_true, dq_true, tau_j, offsets, measured, coriolis, joint_mode, ema, keep, alpha_target,
-             k, d, use_friction, tau_prev, ring, tick, delays, neg_breakaway, applied, tau_out, ema_out):
+             k, d, use_friction, tau_prev, ring, tick, delays, neg_breakaway, applied, tau_out, ema_out, law=0):
     """arm_tick, then the command into tau_out (7,) and the EMA (zeros when idle) into
     ema_out (7,), then apply_delayed_torque for the one arm (ring (L, 1, 7), delays (1,),
     neg_breakaway (1, 7), applied (7,) the arm's qfrc_applied): a recorder's whole tick up to
@@ -125,17 +129,18 @@ def arm_step(q_true, dq_true, tau_j, offsets, measured, coriolis, joint_mode, em
         tau_out[j] = tau_prev[j]
         ema_out[j] = ema[j] if joint_mode else 0.0
     apply_delayed_torque(ring, tick, delays, tau_prev.reshape((1, 7)), dq_true.reshape((1, 7)), neg_breakaway,
-                         applied.reshape((1, 7)))
+                         applied.reshape((1, 7)), law)
 
 
 @njit(**_JIT)
-def apply_delayed_torque(ring, tick, delays, tau_cmd, dq, neg_breakaway, applied):
+def apply_delayed_torque(ring, tick, delays, tau_cmd, dq, neg_breakaway, applied, law=0):
     """Push tick `tick`'s commanded torque into the delay ring and write the joint torque to
-    apply now: τ_cmd of tick − delay plus the sliding-friction relief at dq.
+    apply now: τ_cmd of tick − delay plus the friction law's explicit torque at dq.
 
     ring (L, P, 7) commands by tick mod L; delays (P,) int64 ticks < L; tau_cmd, dq, applied
-    (P, 7); neg_breakaway = −(mu_s − mu_d) (P, 7) [N·m]. Relief, as StribeckFriction:
-    −(mu_s − mu_d)·expm1(−dq²/v_s²)·sign(dq).
+    (P, 7); neg_breakaway (P, 7) [N·m] the law's coefficient: under the Stribeck law (law 0)
+    −(mu_s − mu_d), the relief −(mu_s − mu_d)·expm1(−dq²/v_s²)·sign(dq) as StribeckFriction;
+    under the tanh law (1) −mu_c, the torque −mu_c·tanh(dq/v_t) as TanhFriction.
     """
     length = ring.shape[0]
     slot = tick % length
@@ -144,7 +149,7 @@ def apply_delayed_torque(ring, tick, delays, tau_cmd, dq, neg_breakaway, applied
         for j in range(7):
             ring[slot, p, j] = tau_cmd[p, j]
         for j in range(7):
-            applied[p, j] = sliding_relief(dq[p, j], neg_breakaway[p, j]) + ring[source, p, j]
+            applied[p, j] = friction_torque(law, dq[p, j], neg_breakaway[p, j]) + ring[source, p, j]
 
 
 @njit(**_JIT, inline="always")
@@ -152,6 +157,16 @@ def sliding_relief(dqj, neg_breakaway_j):
     """StribeckFriction's sliding relief of one joint [N·m] at velocity dqj [rad/s]:
     −(mu_s − mu_d)·expm1(−dq²/v_s²)·sign(dq), with neg_breakaway_j = −(mu_s − mu_d)."""
     return math.copysign(math.expm1(dqj * dqj * NEG_INV_STRIBECK_VELOCITY_SQ) * neg_breakaway_j, dqj)
+
+
+@njit(**_JIT, inline="always")
+def friction_torque(law, dqj, coef_j):
+    """The friction law's explicit torque of one joint [N·m]: the Stribeck relief (law 0,
+    coef_j = −(mu_s − mu_d)) or the smooth Coulomb torque coef_j·tanh(dq/v_t) (law 1,
+    coef_j = −mu_c)."""
+    if law == FRICTION_TANH:
+        return math.tanh(dqj * INV_TANH_VELOCITY) * coef_j
+    return sliding_relief(dqj, coef_j)
 
 
 @njit(**_JIT, inline="always")
@@ -248,10 +263,11 @@ def warm_up() -> None:
     row, vec = np.zeros((1, 7)), np.zeros(7)
     joint_impedance_tick(row, row, vec, vec, vec, row, False, np.zeros((1, 7)))
     arm_tick(vec, vec, vec, np.zeros(21), np.zeros(21), vec, True, np.zeros(7), 1.0, vec, vec, vec, False, np.zeros(7))
-    apply_delayed_torque(np.zeros((2, 1, 7)), 0, np.zeros(1, dtype=np.int64), row, row, row, np.zeros((1, 7)))
+    apply_delayed_torque(np.zeros((2, 1, 7)), 0, np.zeros(1, dtype=np.int64), row, row, row, np.zeros((1, 7)), 0)
     arm_step(vec, vec, vec, np.zeros(21), np.zeros(21), vec, True, np.zeros(7), 1.0, vec, vec, vec, False,
-             np.zeros(7), np.zeros((2, 1, 7)), 0, np.zeros(1, dtype=np.int64), row, np.zeros(7), np.zeros(7), np.zeros(7))
+             np.zeros(7), np.zeros((2, 1, 7)), 0, np.zeros(1, dtype=np.int64), row, np.zeros(7), np.zeros(7), np.zeros(7), 0)
 
 
-__all__ = ["GRAVITY_M_S2", "STRIBECK_VELOCITY_RAD_S", "add_load_torque", "add_square_errors", "apply_delayed_torque", "arm_step", "arm_tick", "ema_springs",
+__all__ = ["FRICTION_STRIBECK", "FRICTION_TANH", "GRAVITY_M_S2", "STRIBECK_VELOCITY_RAD_S", "TANH_VELOCITY_RAD_S",
+           "friction_torque", "add_load_torque", "add_square_errors", "apply_delayed_torque", "arm_step", "arm_tick", "ema_springs",
            "joint_impedance_tick", "population_control", "sliding_relief", "warm_up"]

@@ -9,6 +9,11 @@ v_s = 0.02 rad/s, built from two parts so that no model field changes during a r
     from the velocity the step starts from, which lowers the sliding level to F(dq). It is
     smaller than mu_s, so it can never break stiction by itself, and it is continuous in dq.
   * viscous: `dof_damping` = mu_viscous, integrated implicitly (`implicitfast`).
+The friction law is a choice (FRICTION_LAWS): the Stribeck law above (FrankaTwin's, the
+default), or a smooth one, "tanh": Coulomb smoothed, F(dq) = mu_c·tanh(dq/v_t) with
+mu_c = mu_static (dynamic_ratio has no effect), v_t = 0.02 rad/s, as an explicit torque (no
+`dof_frictionloss` constraint), plus the same viscous damping. Smooth in dq (no stiction: a
+torque below mu_c moves the joint slowly), which gradient-based refinement likes.
 (Writing a per-tick level into `dof_frictionloss` instead would do the same physics but makes
 `mujoco.batch` recompute the position/velocity stages every step: measured ~1.5× slower.)
 Armature: `dof_armature`; `mj_setConst` follows it so the friction constraint scaling agrees.
@@ -29,18 +34,33 @@ import numpy as np
 
 from .model import ArmIndex, arm_index
 from .kernels import NEG_INV_STRIBECK_VELOCITY_SQ as _NEG_INV_VS2
-from .kernels import STRIBECK_VELOCITY_RAD_S, add_load_torque, apply_delayed_torque
+from .kernels import FRICTION_STRIBECK, FRICTION_TANH, INV_TANH_VELOCITY, STRIBECK_VELOCITY_RAD_S, TANH_VELOCITY_RAD_S
+from .kernels import add_load_torque, apply_delayed_torque
 from .load import NO_LOAD, EndLoad, load_row
 from .params import MAX_DELAY_MS, DynamicsParams
+
+
+FRICTION_LAWS = {"stribeck": FRICTION_STRIBECK, "tanh": FRICTION_TANH}  # name -> the kernels' number
+
+
+def friction_law_id(name: str) -> int:
+    """The kernels' number of a friction law name; ValueError listing the laws otherwise."""
+    try:
+        return FRICTION_LAWS[name]
+    except (KeyError, TypeError):
+        raise ValueError(f"friction law {name!r}: expected one of {', '.join(FRICTION_LAWS)}") from None
 
 
 class StribeckFriction:
     """Stribeck friction of a population: mu_static and mu_dynamic (P, 7) [N·m], constants precomputed."""
 
+    law = FRICTION_STRIBECK
+
     def __init__(self, mu_static: np.ndarray, mu_dynamic: np.ndarray):
         self.mu_dynamic = np.ascontiguousarray(mu_dynamic, dtype=np.float64)
         self.breakaway = np.ascontiguousarray(mu_static, dtype=np.float64) - self.mu_dynamic
         self.neg_breakaway = -self.breakaway  # −(mu_s − mu_d), the kernels' input
+        self.coef = self.neg_breakaway  # the kernels' coefficient of this law
 
     def sliding_relief(self, dq: np.ndarray, out: np.ndarray) -> np.ndarray:
         """Explicit torque (mu_s − mu_d)·(1 − exp(−(dq/v_s)²))·sign(dq) [N·m] into out (P, 7).
@@ -55,6 +75,36 @@ class StribeckFriction:
         return out
 
 
+class TanhFriction:
+    """Smooth Coulomb friction of a population: level mu_c (P, 7) [N·m], explicit torque
+    −mu_c·tanh(dq/v_t); no breakaway constraint (`breakaway_level` is 0)."""
+
+    law = FRICTION_TANH
+
+    def __init__(self, mu_coulomb: np.ndarray):
+        self.mu_coulomb = np.ascontiguousarray(mu_coulomb, dtype=np.float64)
+        self.coef = -self.mu_coulomb  # the kernels' coefficient of this law
+
+    def sliding_relief(self, dq: np.ndarray, out: np.ndarray) -> np.ndarray:
+        """The explicit friction torque −mu_c·tanh(dq/v_t) [N·m] into out (P, 7)."""
+        np.multiply(dq, INV_TANH_VELOCITY, out=out)
+        np.tanh(out, out=out)
+        out *= self.coef
+        return out
+
+
+def friction_model(law: str, mu_static: np.ndarray, dynamic_ratio: np.ndarray):
+    """The friction of a population under `law` ((P, 7) parameters)."""
+    if friction_law_id(law) == FRICTION_TANH:
+        return TanhFriction(mu_static)
+    return StribeckFriction(mu_static, dynamic_ratio * mu_static)
+
+
+def breakaway_level(law: str, mu_static: np.ndarray) -> np.ndarray:
+    """`dof_frictionloss` of a law: the breakaway level mu_s (Stribeck), 0 (tanh)."""
+    return np.zeros_like(mu_static) if friction_law_id(law) == FRICTION_TANH else mu_static
+
+
 class DelayLine:
     """Per-candidate ring of commanded torques: push(τ_k) returns τ_{k−delay} per candidate.
 
@@ -62,7 +112,9 @@ class DelayLine:
     torques of the ticks before tick 0 (oldest first), missing ticks filled with tau_prev0.
     """
 
-    def __init__(self, delays: np.ndarray, tau_prev0: np.ndarray, history: np.ndarray | None = None):
+    def __init__(self, delays: np.ndarray, tau_prev0: np.ndarray, history: np.ndarray | None = None,
+                 law: int = FRICTION_STRIBECK):
+        self.law = int(law)  # the friction law push_apply adds (kernels.friction_torque)
         self.delays = np.asarray(delays, dtype=np.int64).reshape(-1)
         count = self.delays.size
         self.length = MAX_DELAY_MS + 1
@@ -96,9 +148,10 @@ class DelayLine:
 
     def push_apply(self, tau: np.ndarray, dq: np.ndarray, neg_breakaway: np.ndarray, applied: np.ndarray) -> None:
         """Store this tick's command (P, 7) and write the torque to apply now into `applied`
-        (P, 7): the delayed command plus the sliding-friction relief at dq (P, 7), where
-        neg_breakaway = −(mu_s − mu_d) (P, 7). One compiled pass (kernels.apply_delayed_torque)."""
-        apply_delayed_torque(self.ring, self.tick, self.delays, tau, dq, neg_breakaway, applied)
+        (P, 7): the delayed command plus the friction law's explicit torque at dq (P, 7), where
+        neg_breakaway is the law's coefficient (P, 7) (`.coef`: −(mu_s − mu_d) for Stribeck).
+        One compiled pass (kernels.apply_delayed_torque)."""
+        apply_delayed_torque(self.ring, self.tick, self.delays, tau, dq, neg_breakaway, applied, self.law)
         self.tick += 1
 
 
@@ -109,12 +162,12 @@ def dof_span(adr: np.ndarray) -> slice | np.ndarray:
     return slice(start, start + adr.size) if np.array_equal(adr, np.arange(start, start + adr.size)) else adr
 
 
-def apply_params(model: mujoco.MjModel, arm: ArmIndex, params: DynamicsParams) -> None:
-    """Write armature, viscous damping and the static Coulomb level into the arm's dofs, and
+def apply_params(model: mujoco.MjModel, arm: ArmIndex, params: DynamicsParams, friction_law: str = "stribeck") -> None:
+    """Write armature, viscous damping and the law's breakaway level into the arm's dofs, and
     the true payload into the `payload` body (mass, centre of mass, diagonal inertia)."""
     model.dof_armature[arm.dof_adr] = params.armature
     model.dof_damping[arm.dof_adr] = params.mu_viscous
-    model.dof_frictionloss[arm.dof_adr] = params.mu_static
+    model.dof_frictionloss[arm.dof_adr] = breakaway_level(friction_law, params.mu_static)
     payload = params.payload
     if arm.payload_body < 0:
         if payload.mass_kg != 0.0 or any(payload.inertia_kgm2):
@@ -132,24 +185,26 @@ class Plant:
     position/velocity stages: qfrc_bias = C(q,dq)·dq, site pose), the caller computes the
     commanded torque, `end_tick(tau_cmd)` applies the delayed torque (+ the loads' gravity
     torque: the true payload's weight minus the compensation of `configured_load`) and
-    integrates 1 ms.
+    integrates 1 ms. friction_law: a name of FRICTION_LAWS.
     """
 
     def __init__(self, model: mujoco.MjModel, params: DynamicsParams, q0, dq0=None,
-                 tau_prev0=None, tau_history=None, configured_load: EndLoad = NO_LOAD):
+                 tau_prev0=None, tau_history=None, configured_load: EndLoad = NO_LOAD,
+                 friction_law: str = "stribeck"):
         self.model = copy.copy(model)
         self.arm = arm_index(self.model)
         self.params = params
-        apply_params(self.model, self.arm, params)
+        self.friction_law = friction_law
+        apply_params(self.model, self.arm, params, friction_law)
         self.data = mujoco.MjData(self.model)
         mujoco.mj_setConst(self.model, self.data)
         mujoco.mj_resetData(self.model, self.data)
         self.data.qpos[self.arm.qpos_adr] = np.asarray(q0, dtype=np.float64)
         self.data.qvel[self.arm.dof_adr] = 0.0 if dq0 is None else np.asarray(dq0, dtype=np.float64)
         tau_prev0 = np.zeros(7) if tau_prev0 is None else np.asarray(tau_prev0, dtype=np.float64)
+        self.friction = friction_model(friction_law, params.mu_static[None], params.dynamic_ratio[None])  # (1, 7)
         self.delay = DelayLine(np.array([params.motor_delay_ms]), tau_prev0,
-                               None if tau_history is None else np.asarray(tau_history)[:, None, :])
-        self.friction = StribeckFriction(params.mu_static[None], params.mu_dynamic[None])  # (1, 7)
+                               None if tau_history is None else np.asarray(tau_history)[:, None, :], self.friction.law)
         self._applied = np.empty((1, 7))
         self.configured_load = configured_load
         self.load = load_row(params.payload_mass, np.array(params.payload.com_m), configured_load)  # (1, 4)
@@ -183,11 +238,11 @@ class Plant:
         plus the sliding friction relief, and integrate 1 ms."""
         tau_row = tau_cmd if tau_cmd.ndim == 2 else tau_cmd.reshape(1, 7)
         if self._live is not None:  # straight into MjData's qfrc_applied row
-            self.delay.push_apply(tau_row, self._live[0], self.friction.neg_breakaway, self._live[1])
+            self.delay.push_apply(tau_row, self._live[0], self.friction.coef, self._live[1])
             if self.loaded:
                 self.add_load_torque(self._live[1])
         else:  # gathered dq, scattered torque
-            self.delay.push_apply(tau_row, self.data.qvel[self.dofs][None], self.friction.neg_breakaway, self._applied)
+            self.delay.push_apply(tau_row, self.data.qvel[self.dofs][None], self.friction.coef, self._applied)
             if self.loaded:
                 self.add_load_torque(self._applied)
             self.data.qfrc_applied[self.dofs] = self._applied[0]
@@ -206,4 +261,5 @@ class Plant:
         return d.qfrc_applied[adr] + d.qfrc_passive[adr] + d.qfrc_constraint[adr]
 
 
-__all__ = ["STRIBECK_VELOCITY_RAD_S", "DelayLine", "StribeckFriction", "Plant", "apply_params", "dof_span"]
+__all__ = ["FRICTION_LAWS", "STRIBECK_VELOCITY_RAD_S", "TANH_VELOCITY_RAD_S", "DelayLine", "StribeckFriction", "Plant",
+           "TanhFriction", "apply_params", "breakaway_level", "dof_span", "friction_law_id", "friction_model"]

@@ -38,7 +38,7 @@ from mujoco.batch import Batch
 from .controllers import mat_to_quat_xyzw
 from .model import TIMESTEP_S, ArmIndex, arm_index, load_model
 from .params import LAYOUT, delay_ticks, params_matrix
-from .plant import DelayLine, StribeckFriction, dof_span
+from .plant import DelayLine, breakaway_level, dof_span, friction_law_id, friction_model
 from . import callback
 from .kernels import add_load_torque, add_square_errors, ema_springs
 from .load import load_row
@@ -69,8 +69,9 @@ class PopulationResult:
 class _Shard:
     """One persistent Batch over a slice of the population, with its bound fields."""
 
-    def __init__(self, model: mujoco.MjModel, arm: ArmIndex, size: int, need_kin: bool, nthread: int):
-        self.arm, self.size = arm, size
+    def __init__(self, model: mujoco.MjModel, arm: ArmIndex, size: int, need_kin: bool, nthread: int,
+                 friction_law: str = "stribeck"):
+        self.arm, self.size, self.friction_law = arm, size, friction_law
         self.batch = Batch(model, nsim=size, nthread=nthread, persistent=True)
         b = self.batch
         self.f = {
@@ -93,7 +94,7 @@ class _Shard:
     def set_params(self, matrix: np.ndarray) -> None:
         self.f["armature"][:, self.dofs] = LAYOUT.take(matrix, "armature")
         self.f["damping"][:, self.dofs] = LAYOUT.take(matrix, "mu_viscous")
-        self.f["frictionloss"][:, self.dofs] = LAYOUT.take(matrix, "mu_static")
+        self.f["frictionloss"][:, self.dofs] = breakaway_level(self.friction_law, LAYOUT.take(matrix, "mu_static"))
         body = self.arm.payload_body
         if body < 0:
             check_no_payload(matrix)
@@ -128,8 +129,10 @@ class _Shard:
         load = load_row(LAYOUT.take(m, "payload_mass"), com, inp.configured_load)
         return _ReplayState(
             load=load if np.any(load != 0.0) else None,
-            delay=DelayLine(delay_ticks(LAYOUT.take(m, "motor_delay_ms")), inp.tau_prev0, inp.tau_history),
-            neg_breakaway=StribeckFriction(LAYOUT.take(m, "mu_static"), LAYOUT.take(m, "dynamic_ratio") * LAYOUT.take(m, "mu_static")).neg_breakaway,
+            delay=DelayLine(delay_ticks(LAYOUT.take(m, "motor_delay_ms")), inp.tau_prev0, inp.tau_history,
+                            friction_law_id(self.friction_law)),
+            neg_breakaway=friction_model(self.friction_law, LAYOUT.take(m, "mu_static"),
+                                         LAYOUT.take(m, "dynamic_ratio")).coef,
             sample_of_tick=sample_of_tick,
             tau_prev=np.tile(np.asarray(inp.tau_prev0, dtype=np.float64), (self.size, 1)),
             ema=np.asarray(inp.ema0 if inp.ema0 is not None else inp.q0, dtype=np.float64).copy(),
@@ -218,7 +221,7 @@ class _Shard:
             sample_of_tick=state.sample_of_tick,
             tau_prev=state.tau_prev, ring=state.delay.ring, delays=np.ascontiguousarray(state.delay.delays, dtype=np.int64),
             neg_breakaway=np.ascontiguousarray(state.neg_breakaway), qpos_adr=self.arm.qpos_adr.astype(np.int64),
-            dof_adr=self.arm.dof_adr.astype(np.int64), load=state.load, **law,
+            dof_adr=self.arm.dof_adr.astype(np.int64), load=state.load, friction_law=state.delay.law, **law,
             outputs=sink.outputs, errors=sink.errors)
         self.f["userdata"][:, : callback.USERDATA_SLOTS] = context.userdata_rows()
         try:
@@ -287,7 +290,7 @@ class _ReplayState:
     """What one replay of one input carries from tick to tick, for a shard of P candidates."""
 
     delay: DelayLine  # commanded torques by tick, per-candidate delays
-    neg_breakaway: np.ndarray  # (P, 7) −(mu_s − mu_d) [N·m]
+    neg_breakaway: np.ndarray  # (P, 7) the friction law's coefficient [N·m]: −(mu_s − mu_d) (Stribeck), −mu_c (tanh)
     sample_of_tick: np.ndarray  # (T,) int64 sample index of each tick, −1 for none (the generic loop iterates a list of it)
     tau_prev: np.ndarray  # (P, 7) slew-limiter state [N·m]
     ema: np.ndarray  # (7,) the EMA of the targets, shared by every candidate [rad]
@@ -300,12 +303,16 @@ class PopulationEngine:
     model: an MjModel from load_model (ours if None); nthread: worker threads (default: CPUs),
     each driving one single-threaded batch over its share of the candidates; record_ee: also
     return the EE pose per sample; compiled_loop: run replays through the control callback
-    when the model allows (`compiled_loop_error` says why not), False for the generic loop.
+    when the model allows (`compiled_loop_error` says why not), False for the generic loop;
+    friction_law: the plant's friction law for every candidate (plant.FRICTION_LAWS).
     Call close() (or use `with`) to stop the workers early.
     """
 
     def __init__(self, inputs: list[ReplayInput], model: mujoco.MjModel | None = None,
-                 nthread: int | None = None, record_ee: bool = False, compiled_loop: bool = True):
+                 nthread: int | None = None, record_ee: bool = False, compiled_loop: bool = True,
+                 friction_law: str = "stribeck"):
+        friction_law_id(friction_law)  # a clear error for an unknown law, before any work
+        self.friction_law = friction_law
         self.inputs = list(inputs)
         self.model = load_model() if model is None else model
         self.arm = arm_index(self.model)
@@ -325,7 +332,8 @@ class PopulationEngine:
         count = min(self.nthread, population)
         edges = np.linspace(0, population, count + 1).round().astype(int)
         self._rows = [slice(int(a), int(b)) for a, b in zip(edges[:-1], edges[1:])]
-        self._shards = [_Shard(self.model, self.arm, r.stop - r.start, self.need_kin, 1) for r in self._rows]
+        self._shards = [_Shard(self.model, self.arm, r.stop - r.start, self.need_kin, 1, self.friction_law)
+                        for r in self._rows]
         self._population = population
         if count > 1 and self._pool is None:
             self._pool = ThreadPoolExecutor(max_workers=self.nthread, thread_name_prefix="twinlake-sim")

@@ -24,7 +24,8 @@ SPRINGS, TABLE, SAMPLE_OF_TICK, TAU_PREV, RING, DELAYS, NEG_BREAKAWAY, COUNTER =
 Q_OUT, DQ_OUT, TAU_OUT, Q_REF, DQ_REF, SCALES, SUM_SQ, QPOS_ADR, DOF_ADR = 13, 14, 15, 16, 17, 18, 19, 20, 21
 CONTROLLER, CART_TARGETS, CART_PARAMS, HOLD, JNT_IDS, SITE_ID = 22, 23, 24, 25, 26, 27
 LOAD = 28  # address of the (P, 4) load rows, 0 when no candidate carries a load
-CONTEXT_SIZE = LOAD + 1
+FRICTION_LAW = 29  # the friction law's number (kernels.FRICTION_STRIBECK, FRICTION_TANH), a value
+CONTEXT_SIZE = FRICTION_LAW + 1
 # values of the MODE and CONTROLLER slots
 MODE_SAMPLES, MODE_ERRORS = 0, 1
 JOINT, CARTESIAN = 0, 1
@@ -61,6 +62,7 @@ class ReplayContext:
     jnt_ids: np.ndarray | None = None
     site_id: int = -1
     load: np.ndarray | None = None
+    friction_law: int = 0
     outputs: tuple[np.ndarray, ...] = ()  # (q_out, dq_out, tau_out)
     errors: tuple[np.ndarray, ...] = ()  # (q_ref, dq_ref, scales, sum_sq)
     counter: np.ndarray = field(init=False)
@@ -87,6 +89,7 @@ class ReplayContext:
         t[N_TICKS], t[N_CANDIDATES], t[RING_LENGTH] = self.sample_of_tick.shape[0], population, self.ring.shape[0]
         t[N_SAMPLES] = (self.outputs or self.errors)[0].shape[0]
         t[SITE_ID] = self.site_id
+        t[FRICTION_LAW] = self.friction_law
         for name, array in arrays.items():
             t[_SLOTS[name]] = array.ctypes.data
         t[COUNTER] = self.counter.ctypes.data
@@ -111,5 +114,5 @@ _SLOTS = {"springs": SPRINGS, "table": TABLE, "sample_of_tick": SAMPLE_OF_TICK, 
 _INT_ARRAYS = frozenset({"sample_of_tick", "delays", "qpos_adr", "dof_adr", "jnt_ids"})
 
 
-__all__ = ["CARTESIAN", "CART_PARAMS_SIZE", "CONTEXT_SIZE", "JOINT", "LOAD", "MAGIC", "MODE_ERRORS", "MODE_SAMPLES",
+__all__ = ["CARTESIAN", "CART_PARAMS_SIZE", "CONTEXT_SIZE", "FRICTION_LAW", "JOINT", "LOAD", "MAGIC", "MODE_ERRORS", "MODE_SAMPLES",
            "USERDATA_SLOTS", "ReplayContext"]

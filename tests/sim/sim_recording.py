@@ -17,14 +17,16 @@ def target_trajectory(n_ticks: int, amplitude_rad: float = 0.15, freq_hz: float 
 
 
 def record_synthetic(params, n_ticks: int, noise_q: float = 0.0, noise_dq: float = 0.0, seed: int = 0,
-                     config: JointImpedanceConfig | None = None, configured_load=None) -> dict[str, np.ndarray]:
+                     config: JointImpedanceConfig | None = None, configured_load=None,
+                     friction_law: str = "stribeck") -> dict[str, np.ndarray]:
     """Drive SimFR3 tick by tick (as the daemon does) and return canonical frame columns.
 
     Row k: measured (noisy) q_k, dq_k and the controller outputs computed from them.
     configured_load: the firmware's configured load (an EndLoad; none if None).
     """
     rng = np.random.default_rng(seed)
-    arm = SimFR3(params) if configured_load is None else SimFR3(params, configured_load=configured_load)
+    extra = {} if configured_load is None else {"configured_load": configured_load}
+    arm = SimFR3(params, friction_law=friction_law, **extra)
     config = config or JointImpedanceConfig()
     targets = target_trajectory(n_ticks)
     cols: dict[str, list] = {name: [] for name in ("q", "dq", "tau_cmd", "q_target", "q_target_filtered", "K", "D", "tau_J")}
