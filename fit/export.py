@@ -73,7 +73,8 @@ def mjcf_snippet(rec: FitRecord) -> str:
         f"<!-- twinlake fit {rec.fit_id} ({rec.fit_source}), best loss {rec.best_loss:.6g}.",
         "     armature [kg m^2]; damping = viscous [N m s/rad]; frictionloss = dynamic Coulomb [N m].",
         f"     Not expressible in MJCF: mu_static [N m] = {[round(float(v), 6) for v in p.mu_static]},",
-        f"     motor delay = {p.motor_delay_ms} ms (apply in your controller). -->",
+        f"     motor delay = {p.motor_delay_ms} ms (apply in your controller); friction law: {rec.friction_law}"
+        f"{' (frictionloss is the tanh law Coulomb level; MuJoCo applies it as a hard constraint)' if rec.friction_law == 'tanh' else ''}. -->",
     ]
     for j in range(7):
         lines.append(
@@ -108,7 +109,8 @@ def export_fit(rec: FitRecord, fmt: str, out: Path) -> Path:
     out.parent.mkdir(parents=True, exist_ok=True)
     if fmt == "profile":
         return save_profile(rec.params, out, fit=rec.fit_id, fit_source=rec.fit_source,
-                            created_utc=rec.created_utc, best_loss=rec.best_loss)
+                            created_utc=rec.created_utc, best_loss=rec.best_loss, friction_law=rec.friction_law,
+                            configured_loads=rec.configured_loads)
     if fmt == "mjcf":
         out.write_text(mjcf_snippet(rec))
         return out

@@ -55,6 +55,7 @@ class ProblemData:
     refs: list[IntervalRef]
     model_path: str | None = None
     use_ema: bool = True
+    friction_law: str = "stribeck"  # the plant's friction law (twinlake.sim.plant.FRICTION_LAWS)
 
     @property
     def configured_loads(self) -> dict[str, dict]:
@@ -78,6 +79,7 @@ def build_data(
     model_path: str | None = None,
     use_ema: bool = True,
     configured_load=None,
+    friction_law: str = "stribeck",
 ) -> ProblemData:
     """Resolve selectors (strings `[ROBOT/]RUN[:INTERVAL]` or IntervalRefs), read the frames and
     build the replay inputs. `run_weights` maps a run id (or ROBOT/RUN) to its weight (default 1).
@@ -98,7 +100,7 @@ def build_data(
     for inp, load in zip(inputs, configured_loads(lake, refs, configured_load)):
         inp.configured_load = load
     weights = np.array([_weight(run_weights or {}, r) for r in refs], dtype=np.float64)
-    return ProblemData(inputs, weights, scales or LossScales(), refs, model_path, use_ema)
+    return ProblemData(inputs, weights, scales or LossScales(), refs, model_path, use_ema, friction_law)
 
 
 def configured_loads(lake, refs: list[IntervalRef], override=None) -> list:
@@ -169,7 +171,8 @@ class FitProblem:
             from twinlake.sim import PopulationEngine, load_model
 
             model = load_model(self.data.model_path) if self.data.model_path else None
-            self._engine = PopulationEngine(self.data.inputs, model=model, nthread=self.nthread)
+            self._engine = PopulationEngine(self.data.inputs, model=model, nthread=self.nthread,
+                                            friction_law=self.data.friction_law)
         return self._engine
 
     def rollout(self, params: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:

@@ -145,6 +145,12 @@ class FitRecord:
         return [s for s in self.seeds if not s.chosen]
 
     @property
+    def friction_law(self) -> str:
+        """The plant's friction law the fit's parameters mean (its space's; FrankaTwin's
+        Stribeck law for a fit stored without one)."""
+        return self.settings.get("space", {}).get("friction_law", "stribeck")
+
+    @property
     def configured_loads(self) -> dict[str, dict]:
         """The configured end-effector load each train interval replayed with, by interval
         label (parsed configured_load_json; empty for a fit stored without it)."""

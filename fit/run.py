@@ -179,7 +179,8 @@ def run_fit(
     wd = work_dir(lk, fit_id)
     data = build_data(lk, settings.train, run_weights=settings.weights, scales=settings.scales,
                       max_duration_s=settings.max_duration_s, min_duration_s=settings.min_duration_s,
-                      model_path=settings.model_path, configured_load=settings.configured_end_load)
+                      model_path=settings.model_path, configured_load=settings.configured_end_load,
+                      friction_law=settings.parameter_space.friction_law)
     if not resume:
         wd.mkdir(parents=True)
         (wd / "settings.json").write_text(json.dumps(asdict(settings), indent=2, sort_keys=True))
@@ -355,7 +356,8 @@ def _holdout(lk: Lake, settings: FitSettings, best_vec: np.ndarray) -> tuple[lis
         return [], None
     hdata = build_data(lk, settings.holdout, run_weights=settings.weights, scales=settings.scales,
                        max_duration_s=settings.max_duration_s, min_duration_s=settings.min_duration_s,
-                       model_path=settings.model_path, configured_load=settings.configured_end_load)
+                       model_path=settings.model_path, configured_load=settings.configured_end_load,
+                      friction_law=settings.parameter_space.friction_law)
     hl = LocalPool(hdata, chunk=1).evaluate(best_vec[None, :])[0]
     uses = [IntervalUse(r.robot, r.run, r.interval_index, r.seq_first, r.seq_last, "holdout",
                         float(w), float(l), r.run_sha256)

@@ -20,6 +20,7 @@ Spec syntax (`--params`, repeatable, comma-separated items; or a JSON file of th
     payload_mass=0:3        free a frozen-by-default group within bounds
     +payload                a preset (PRESETS): free payload_mass and payload_com_x/y/z at
                             their default bounds
+    +smooth-friction        the smooth (tanh) friction law, dynamic_ratio frozen at 1
 """
 
 from __future__ import annotations
@@ -36,10 +37,22 @@ from twinlake.sim.params import LAYOUT
 
 (_DELAY,) = LAYOUT.integer_indices  # the search's one categorical coordinate (fit/search.py)
 
-# presets: a name in `--params` that frees these selectors at their default bounds
-PRESETS: dict[str, tuple[str, ...]] = {
-    "+payload": ("payload_mass", "payload_com"),
+@dataclass(frozen=True)
+class Preset:
+    """A name in `--params`: frees `free` at their default bounds, freezes `freeze` (selector
+    -> value) and, if set, chooses the friction law."""
+
+    free: tuple[str, ...] = ()
+    freeze: tuple[tuple[str, float], ...] = ()
+    friction_law: str | None = None
+
+
+PRESETS: dict[str, Preset] = {
+    "+payload": Preset(free=("payload_mass", "payload_com")),
+    # the smooth law has one Coulomb level (mu_static): dynamic_ratio has no effect, so it is frozen
+    "+smooth-friction": Preset(freeze=(("dynamic_ratio", 1.0),), friction_law="tanh"),
 }
+FRICTION_LAWS = ("stribeck", "tanh")  # twinlake.sim.plant.FRICTION_LAWS (checked by a test)
 
 
 def select(selector: str) -> list[int]:
@@ -54,13 +67,17 @@ class ParameterSpace:
 
     `frozen` maps a parameter index to its fixed value. Everything else is free: the
     continuous free indices are `free_indices`, the delay (if free) takes values
-    `delay_choices` (whole ms within its bounds).
+    `delay_choices` (whole ms within its bounds). `friction_law` is the plant's friction law
+    the parameters mean (FRICTION_LAWS; FrankaTwin's Stribeck law by default).
     """
 
     bounds: np.ndarray = field(default_factory=lambda: np.array(LAYOUT.bounds, dtype=np.float64))
     frozen: dict[int, float] = field(default_factory=lambda: dict(LAYOUT.default_frozen))
+    friction_law: str = "stribeck"
 
     def __post_init__(self) -> None:
+        if self.friction_law not in FRICTION_LAWS:
+            raise ValueError(f"friction law {self.friction_law!r}: expected one of {', '.join(FRICTION_LAWS)}")
         b = np.array(self.bounds, dtype=np.float64).reshape(LAYOUT.size, 2)
         for i, (lo, hi) in enumerate(b):
             if not (np.isfinite(lo) and np.isfinite(hi) and lo <= hi):
@@ -134,6 +151,7 @@ class ParameterSpace:
         return {
             "bounds": {n: self.bounds[i].tolist() for i, n in enumerate(LAYOUT.names)},
             "frozen": {LAYOUT.names[i]: v for i, v in self.frozen.items()},
+            "friction_law": self.friction_law,
         }
 
     @classmethod
@@ -145,7 +163,7 @@ class ParameterSpace:
                           dtype=np.float64)
         frozen = {i: v for i, v in LAYOUT.default_frozen.items() if LAYOUT.names[i] not in stored}
         frozen.update({LAYOUT.index(n): float(v) for n, v in doc.get("frozen", {}).items()})
-        return cls(bounds=bounds, frozen=frozen)
+        return cls(bounds=bounds, frozen=frozen, friction_law=doc.get("friction_law", "stribeck"))
 
 
 def _apply(bounds: np.ndarray, frozen: dict[int, float], selector: str, value: Any, where: str) -> None:
@@ -173,14 +191,18 @@ def _apply(bounds: np.ndarray, frozen: dict[int, float], selector: str, value: A
             frozen[i] = v
 
 
-def _apply_preset(bounds: np.ndarray, frozen: dict[int, float], name: str, where: str) -> None:
-    """Free the preset's selectors at their default bounds."""
+def _apply_preset(bounds: np.ndarray, frozen: dict[int, float], name: str, where: str) -> str | None:
+    """Apply a preset (free, freeze); returns the friction law it chooses (None: none)."""
     if name not in PRESETS:
         raise ValueError(f"{where}: unknown preset {name!r}: expected one of {', '.join(PRESETS)}")
-    for selector in PRESETS[name]:
+    preset = PRESETS[name]
+    for selector in preset.free:
         for i in select(selector):
             bounds[i] = LAYOUT.bounds[i]
             frozen.pop(i, None)
+    for selector, value in preset.freeze:
+        _apply(bounds, frozen, selector, value, f"{where}: {name}")
+    return preset.friction_law
 
 
 def _parse_item(item: str, where: str) -> tuple[str, Any]:
@@ -203,14 +225,17 @@ def _is_file(path: Path) -> bool:
         return False
 
 
-def parse_space(specs: Iterable[str] = (), base: ParameterSpace | None = None) -> ParameterSpace:
+def parse_space(specs: Iterable[str] = (), base: ParameterSpace | None = None,
+                friction_law: str | None = None) -> ParameterSpace:
     """Apply `--params` specs (items like `armature=0:0.6`, `dynamic_ratio=1`, a preset such
     as `+payload`, or a path to a JSON file `{"armature": [0, 0.6], "dynamic_ratio": 1}`) in
     order, on top of `base` (the layout's default bounds, FrankaTwin's 29 free, the groups
-    beyond them frozen at nominal)."""
+    beyond them frozen at nominal). friction_law (`fit run --friction-law`) sets the law after
+    the specs (a preset such as `+smooth-friction` sets it too); else the base's."""
     base = base or ParameterSpace()
     bounds = np.array(base.bounds, dtype=np.float64)
     frozen = dict(base.frozen)
+    law = base.friction_law
     for spec in specs:
         path = Path(spec)
         if "=" not in spec and (spec.endswith(".json") or _is_file(path)):
@@ -220,8 +245,8 @@ def parse_space(specs: Iterable[str] = (), base: ParameterSpace | None = None) -
             continue
         for item in filter(None, (s.strip() for s in spec.split(","))):
             if item.startswith("+"):
-                _apply_preset(bounds, frozen, item, "--params")
+                law = _apply_preset(bounds, frozen, item, "--params") or law
                 continue
             name, value = _parse_item(item, "--params")
             _apply(bounds, frozen, name, value, "--params")
-    return ParameterSpace(bounds=bounds, frozen=frozen)
+    return ParameterSpace(bounds=bounds, frozen=frozen, friction_law=friction_law or law)
