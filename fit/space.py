@@ -21,6 +21,7 @@ Spec syntax (`--params`, repeatable, comma-separated items; or a JSON file of th
     +payload                a preset (PRESETS): free payload_mass and payload_com_x/y/z at
                             their default bounds
     +smooth-friction        the smooth (tanh) friction law, dynamic_ratio frozen at 1
+    +asymmetry, +bias       free coulomb_asymmetry / tau_bias (per joint) at their default bounds
 """
 
 from __future__ import annotations
@@ -49,6 +50,8 @@ class Preset:
 
 PRESETS: dict[str, Preset] = {
     "+payload": Preset(free=("payload_mass", "payload_com")),
+    "+asymmetry": Preset(free=("coulomb_asymmetry",)),
+    "+bias": Preset(free=("tau_bias",)),
     # the smooth law has one Coulomb level (mu_static): dynamic_ratio has no effect, so it is frozen
     "+smooth-friction": Preset(freeze=(("dynamic_ratio", 1.0),), friction_law="tanh"),
 }

@@ -14,7 +14,8 @@ make_callback(offsets, magic, slots) → a numba cfunc `void(const mjModel*, mjD
      into sum_sq (errors mode);
   4. the delay ring and qfrc_applied = τ_cmd(k − delay) + the friction law's torque, as
      kernels.apply_delayed_torque, then + the loads' gravity torque where the candidate has a
-     load, as kernels.add_load_torque;
+     load, as kernels.add_load_torque, then + the bias and Coulomb asymmetry, as
+     kernels.add_joint_extras;
   5. counter += 1 (a simulation stepped past its interval's end is left alone).
 """
 
@@ -25,10 +26,10 @@ from numba import carray, cfunc, njit, types
 from numba.extending import intrinsic
 
 from .fr3 import CART_TORQUE_LIMIT_NM
-from .kernels import _joint_law, friction_torque, load_joint_torque, load_point
+from .kernels import _joint_law, friction_torque, joint_extra, load_joint_torque, load_point
 from .replay_context import (  # the context table's slots and values
     CARTESIAN, CART_PARAMS, CART_PARAMS_SIZE, CART_TARGETS, CONTEXT_SIZE, CONTROLLER, COUNTER, DELAYS,
-    DOF_ADR, DQ_OUT, DQ_REF, FRICTION_LAW, HOLD, JNT_IDS, LOAD, MODE, MODE_SAMPLES, NEG_BREAKAWAY, N_CANDIDATES, N_SAMPLES,
+    DOF_ADR, DQ_OUT, DQ_REF, EXTRAS, FRICTION_LAW, HOLD, JNT_IDS, LOAD, MODE, MODE_SAMPLES, NEG_BREAKAWAY, N_CANDIDATES, N_SAMPLES,
     N_TICKS, QPOS_ADR, Q_OUT, Q_REF, RING, RING_LENGTH, SAMPLE_OF_TICK, SCALES, SITE_ID, SPRINGS,
     SUM_SQ, TABLE, TAU_OUT, TAU_PREV,
 )
@@ -152,6 +153,20 @@ def _add_load_torque(p, ctx, data_address, off, applied, dofadr):
                                                                     xaxis[a], xaxis[a + 1])
 
 
+@njit(inline="always")
+def _add_joint_extras(p, ctx, qvel, applied, dofadr):
+    """applied += candidate p's bias and Coulomb asymmetry (kernels.add_joint_extras, same order)."""
+    extras = carray(_f64_at(ctx[EXTRAS]), (ctx[N_CANDIDATES], 14))
+    active = False
+    for i in range(14):
+        if extras[p, i] != 0.0:
+            active = True
+    if not active:
+        return
+    for j in range(7):
+        applied[dofadr[j]] = applied[dofadr[j]] + joint_extra(qvel[dofadr[j]], extras[p, j], extras[p, 7 + j])
+
+
 def make_callback(offsets: dict[str, int], magic: float, slots: int):
     """The cfunc for a layout: offsets of qpos, qvel, qfrc_bias, qfrc_applied, userdata,
     site_xpos, site_xmat, xanchor and xaxis in mjData and of nuserdata in mjModel
@@ -226,5 +241,7 @@ def make_callback(offsets: dict[str, int], magic: float, slots: int):
             applied[dofadr[j]] = friction_torque(law, qvel[dofadr[j]], neg_breakaway[p, j]) + ring[source, p, j]
         if ctx[LOAD] != 0:
             _add_load_torque(p, ctx, data_address, off_kin, applied, dofadr)
+        if ctx[EXTRAS] != 0:
+            _add_joint_extras(p, ctx, qvel, applied, dofadr)
 
     return control

@@ -22,7 +22,7 @@ import mujoco
 import numpy as np
 
 from .controllers import JOINT_SLEW_NM_PER_TICK, JointImpedanceConfig, mat_to_quat_xyzw, slew_limit_inplace
-from .kernels import arm_step, joint_impedance_tick, warm_up
+from .kernels import add_joint_extras, arm_step, joint_impedance_tick, warm_up
 from .model import HOME_Q, load_model
 from .load import NO_LOAD, EndLoad
 from .params import DynamicsParams
@@ -245,6 +245,8 @@ class SimFR3:
                  delay.ring, delay.tick, delay.delays, plant.friction.coef, views[3], tau_out, ema_out, delay.law)
         if plant.loaded:
             plant.add_load_torque(views[3].reshape(1, 7))
+        if plant.extra:
+            add_joint_extras(views[1].reshape(1, 7), plant.extras, views[3].reshape(1, 7))
         delay.tick += 1
         mujoco.mj_step2(plant.model, plant.data)
         self._staged = False

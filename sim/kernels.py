@@ -16,6 +16,7 @@ Public API:
   apply_delayed_torque(ring, tick, delays, tau_cmd, dq, neg_breakaway, applied, law=0)
   sliding_relief(dq_j, neg_breakaway_j)  one joint's Stribeck relief (inlined where used)
   friction_torque(law, dq_j, coef_j)     the law's explicit friction torque of one joint
+  add_joint_extras(dq, extras, applied)  the torque bias and the Coulomb asymmetry
   population_control(k, q, dq, coriolis, table, use_ema, ema, tau_prev)  EMA + the law, one tick
   ema_springs(table, use_ema, ema, springs)  a whole interval's spring targets
   add_square_errors(sample, q, dq, q_ref, dq_ref, q_scale, dq_scale, sum_sq)  a fit's error sums
@@ -257,6 +258,32 @@ def add_load_torque(load, site_xpos, site_xmat, xanchor, xaxis, site_id, jnt_ids
                                                               xaxis[p, a, 0], xaxis[p, a, 1])
 
 
+@njit(**_JIT, inline="always")
+def joint_extra(dqj, bias_j, asym_j):
+    """One joint's extra torque [N·m]: the constant bias minus the Coulomb asymmetry's
+    even term asym·tanh²(dq/v_t) (0 at rest, asym when sliding either way)."""
+    t = math.tanh(dqj * INV_TANH_VELOCITY)
+    return bias_j - asym_j * (t * t)
+
+
+@njit(**_JIT)
+def add_joint_extras(dq, extras, applied):
+    """applied[p, j] += joint_extra of candidate p (plant.joint_extras is the readable form);
+    candidates whose row is all zero are left untouched (bit for bit).
+
+    dq (P, 7) [rad/s] the velocity the step starts from; extras (P, 14) [tau_bias (7) |
+    coulomb_asymmetry (7)] [N·m]; applied (P, 7)."""
+    for p in range(applied.shape[0]):
+        active = False
+        for i in range(14):
+            if extras[p, i] != 0.0:
+                active = True
+        if not active:
+            continue
+        for j in range(7):
+            applied[p, j] = applied[p, j] + joint_extra(dq[p, j], extras[p, j], extras[p, 7 + j])
+
+
 def warm_up() -> None:
     """Load (or compile) every kernel for the one-arm signatures SimFR3 uses, so that the first
     real tick is not the one that pays numba's start-up (~0.5 s once per process)."""
@@ -268,6 +295,6 @@ def warm_up() -> None:
              np.zeros(7), np.zeros((2, 1, 7)), 0, np.zeros(1, dtype=np.int64), row, np.zeros(7), np.zeros(7), np.zeros(7), 0)
 
 
-__all__ = ["FRICTION_STRIBECK", "FRICTION_TANH", "GRAVITY_M_S2", "STRIBECK_VELOCITY_RAD_S", "TANH_VELOCITY_RAD_S",
+__all__ = ["add_joint_extras", "joint_extra", "FRICTION_STRIBECK", "FRICTION_TANH", "GRAVITY_M_S2", "STRIBECK_VELOCITY_RAD_S", "TANH_VELOCITY_RAD_S",
            "friction_torque", "add_load_torque", "add_square_errors", "apply_delayed_torque", "arm_step", "arm_tick", "ema_springs",
            "joint_impedance_tick", "population_control", "sliding_relief", "warm_up"]

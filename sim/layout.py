@@ -208,8 +208,9 @@ class ParameterLayout:
         return np.concatenate([np.atleast_1d(np.asarray(get(g.name), dtype=np.float64)) for g in self.groups])
 
     def select(self, selector: str) -> list[int]:
-        """Indices named by a selector: a group (`armature`) or its alias (`delay`), a joint
-        (`j3`: that joint's value of every per-joint group) or a parameter name (`mu_static_j3`).
+        """Indices named by a selector: a group (`armature`) or its alias (`delay`), a family
+        (`payload_com`), a joint (`j3`: that joint's value of every per-joint group a fit frees
+        by default) or a parameter name (`mu_static_j3`).
         ValueError with the choices otherwise."""
         key = selector.strip()
         if key in self._index:
@@ -218,14 +219,15 @@ class ParameterLayout:
             return list(range(*self.slice(key).indices(self.size)))
         if key in self._families:
             return [i for g in self._families[key] for i in range(*self.slice(g.name).indices(self.size))]
-        if key in {f"j{j}" for j in range(1, JOINT_COUNT + 1)}:
-            return [self._index[f"{g.name}_{key}"] for g in self.joint_groups]
+        if key in {f"j{j}" for j in range(1, JOINT_COUNT + 1)}:  # the groups a fit frees by default
+            return [self._index[f"{g.name}_{key}"] for g in self.joint_groups if not g.frozen_by_default]
         joint = self.joint_groups
         example = f", a name such as {joint[min(1, len(joint) - 1)].names[2]}" if joint else ""
-        singles = " or ".join([*(g.name for g in self.scalar_groups), *self._families])
+        singles = [*(g.name for g in self.scalar_groups), *self._families]
+        rest = "" if not singles else f", or {singles[0]}" if len(singles) == 1 else f", or one of {', '.join(singles)}"
         raise ValueError(
             f"unknown parameter selector {selector!r}: expected a group ({', '.join(g.name for g in joint)}), "
-            f"a joint (j1..j{JOINT_COUNT}){example}{', or ' + singles if singles else ''}"
+            f"a joint (j1..j{JOINT_COUNT}){example}{rest}"
         )
 
     @property

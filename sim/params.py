@@ -9,7 +9,8 @@ It starts with FrankaTwin's 29-value vector (isaaclab_sysid `sysid_franka_osc.py
 `NUM_PARAMS`): armature, mu_static, dynamic_ratio, mu_viscous per joint J1..J7, then
 motor_delay_ms; then the groups FrankaTwin does not have, each frozen at its nominal value in a
 fit unless freed (`frozen_by_default`): the true payload at the flange (mass, centre of mass,
-diagonal inertia; nominal: none). A FrankaTwin-length (29,) vector is accepted wherever a
+diagonal inertia; nominal: none), the Coulomb asymmetry and a constant torque bias per joint
+(nominal 0). A FrankaTwin-length (29,) vector is accepted wherever a
 vector is (`from_vector`, `params_matrix`): the other groups take their nominal values.
 Adding a parameter is one `ParameterGroup` in `_GROUPS` and a `DynamicsParams` field of the
 same name (plus its physics); see docs/simulation.md, "Parameters".
@@ -18,7 +19,7 @@ same name (plus its physics); see docs/simulation.md, "Parameters".
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -75,6 +76,10 @@ _GROUPS = (
     *(ParameterGroup(f"payload_i{axis}{axis}", "kg·m²", (0.0, 0.05), (0.0,), None, per_joint=False,
                      frozen_by_default=True, families=("payload_inertia",), label=f"payload I{axis}{axis}")
       for axis in "xyz"),
+    # per joint, beyond FrankaTwin's vector, frozen at 0 by default (plant.py, "Extra joint torques")
+    ParameterGroup("coulomb_asymmetry", "N·m", (-1.0, 1.0), (0.0,) * 7, None, frozen_by_default=True,
+                   label="asymmetry"),
+    ParameterGroup("tau_bias", "N·m", (-3.0, 3.0), (0.0,) * 7, None, frozen_by_default=True, label="bias"),
 )
 _PAYLOAD_COM = ("payload_com_x", "payload_com_y", "payload_com_z")
 _PAYLOAD_INERTIA = ("payload_ixx", "payload_iyy", "payload_izz")
@@ -108,6 +113,9 @@ class DynamicsParams:
     payload_ixx: float = 0.0  # its inertia about the centre of mass, diagonal [kg·m²]
     payload_iyy: float = 0.0
     payload_izz: float = 0.0
+    # Coulomb asymmetry δ [N·m]: the sliding level is mu + δ moving forward, mu − δ backward
+    coulomb_asymmetry: np.ndarray = field(default_factory=lambda: np.zeros(JOINT_COUNT))
+    tau_bias: np.ndarray = field(default_factory=lambda: np.zeros(JOINT_COUNT))  # constant joint torque [N·m]
 
     def __post_init__(self) -> None:
         for group in LAYOUT.groups:

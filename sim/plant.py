@@ -35,7 +35,7 @@ import numpy as np
 from .model import ArmIndex, arm_index
 from .kernels import NEG_INV_STRIBECK_VELOCITY_SQ as _NEG_INV_VS2
 from .kernels import FRICTION_STRIBECK, FRICTION_TANH, INV_TANH_VELOCITY, STRIBECK_VELOCITY_RAD_S, TANH_VELOCITY_RAD_S
-from .kernels import add_load_torque, apply_delayed_torque
+from .kernels import add_joint_extras, add_load_torque, apply_delayed_torque
 from .load import NO_LOAD, EndLoad, load_row
 from .params import MAX_DELAY_MS, DynamicsParams
 
@@ -91,6 +91,17 @@ class TanhFriction:
         np.tanh(out, out=out)
         out *= self.coef
         return out
+
+
+def joint_extras(tau_bias: np.ndarray, coulomb_asymmetry: np.ndarray) -> np.ndarray:
+    """(P, 14) [tau_bias | coulomb_asymmetry], the kernels' input (add_joint_extras)."""
+    return np.ascontiguousarray(np.concatenate([np.atleast_2d(tau_bias), np.atleast_2d(coulomb_asymmetry)], axis=1),
+                                dtype=np.float64)
+
+
+def joint_extra_torque(dq: np.ndarray, extras: np.ndarray) -> np.ndarray:
+    """The readable form of kernels.add_joint_extras: bias − asym·tanh²(dq/v_t) [N·m], (P, 7)."""
+    return extras[:, :7] - extras[:, 7:] * np.tanh(dq * INV_TANH_VELOCITY) ** 2
 
 
 def friction_model(law: str, mu_static: np.ndarray, dynamic_ratio: np.ndarray):
@@ -209,6 +220,8 @@ class Plant:
         self.configured_load = configured_load
         self.load = load_row(params.payload_mass, np.array(params.payload.com_m), configured_load)  # (1, 4)
         self.loaded = bool(np.any(self.load != 0.0))
+        self.extras = joint_extras(params.tau_bias, params.coulomb_asymmetry)  # (1, 14)
+        self.extra = bool(np.any(self.extras != 0.0))
         self._jnt_ids = self.arm.jnt_ids.astype(np.int64)
         self.dofs, self.qadr = dof_span(self.arm.dof_adr), dof_span(self.arm.qpos_adr)
         # live (1, 7) views of MjData rows (its buffers never move) when the dofs are contiguous
@@ -241,10 +254,14 @@ class Plant:
             self.delay.push_apply(tau_row, self._live[0], self.friction.coef, self._live[1])
             if self.loaded:
                 self.add_load_torque(self._live[1])
+            if self.extra:
+                add_joint_extras(self._live[0], self.extras, self._live[1])
         else:  # gathered dq, scattered torque
             self.delay.push_apply(tau_row, self.data.qvel[self.dofs][None], self.friction.coef, self._applied)
             if self.loaded:
                 self.add_load_torque(self._applied)
+            if self.extra:
+                add_joint_extras(self.data.qvel[self.dofs][None], self.extras, self._applied)
             self.data.qfrc_applied[self.dofs] = self._applied[0]
         mujoco.mj_step2(self.model, self.data)
 
@@ -262,4 +279,4 @@ class Plant:
 
 
 __all__ = ["FRICTION_LAWS", "STRIBECK_VELOCITY_RAD_S", "TANH_VELOCITY_RAD_S", "DelayLine", "StribeckFriction", "Plant",
-           "TanhFriction", "apply_params", "breakaway_level", "dof_span", "friction_law_id", "friction_model"]
+           "TanhFriction", "apply_params", "breakaway_level", "dof_span", "joint_extra_torque", "joint_extras", "friction_law_id", "friction_model"]

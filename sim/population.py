@@ -38,9 +38,9 @@ from mujoco.batch import Batch
 from .controllers import mat_to_quat_xyzw
 from .model import TIMESTEP_S, ArmIndex, arm_index, load_model
 from .params import LAYOUT, delay_ticks, params_matrix
-from .plant import DelayLine, breakaway_level, dof_span, friction_law_id, friction_model
+from .plant import DelayLine, breakaway_level, dof_span, friction_law_id, friction_model, joint_extras
 from . import callback
-from .kernels import add_load_torque, add_square_errors, ema_springs
+from .kernels import add_joint_extras, add_load_torque, add_square_errors, ema_springs
 from .load import load_row
 from .replay import Kinematics, TickController, joint_tick_table
 from .replay_input import JOINT_IMPEDANCE, ReplayInput
@@ -127,8 +127,10 @@ class _Shard:
         sample_of_tick[inp.sample_ticks] = np.arange(inp.n_samples)
         com = np.stack([LAYOUT.take(m, f"payload_com_{axis}") for axis in "xyz"], axis=-1)
         load = load_row(LAYOUT.take(m, "payload_mass"), com, inp.configured_load)
+        extras = joint_extras(LAYOUT.take(m, "tau_bias"), LAYOUT.take(m, "coulomb_asymmetry"))
         return _ReplayState(
             load=load if np.any(load != 0.0) else None,
+            extras=extras if np.any(extras != 0.0) else None,
             delay=DelayLine(delay_ticks(LAYOUT.take(m, "motor_delay_ms")), inp.tau_prev0, inp.tau_history,
                             friction_law_id(self.friction_law)),
             neg_breakaway=friction_model(self.friction_law, LAYOUT.take(m, "mu_static"),
@@ -221,7 +223,8 @@ class _Shard:
             sample_of_tick=state.sample_of_tick,
             tau_prev=state.tau_prev, ring=state.delay.ring, delays=np.ascontiguousarray(state.delay.delays, dtype=np.int64),
             neg_breakaway=np.ascontiguousarray(state.neg_breakaway), qpos_adr=self.arm.qpos_adr.astype(np.int64),
-            dof_adr=self.arm.dof_adr.astype(np.int64), load=state.load, friction_law=state.delay.law, **law,
+            dof_adr=self.arm.dof_adr.astype(np.int64), load=state.load, extras=state.extras,
+            friction_law=state.delay.law, **law,
             outputs=sink.outputs, errors=sink.errors)
         self.f["userdata"][:, : callback.USERDATA_SLOTS] = context.userdata_rows()
         try:
@@ -234,12 +237,13 @@ class _Shard:
         """The generic loop, any law: per tick the controller (TickController: the joint law's
         kernel, or the Cartesian law in numpy), the sample into `sink`, the delayed torque and
         sliding relief into qfrc_applied (kernels.apply_delayed_torque), plus the loads' gravity
-        torque (kernels.add_load_torque) when a candidate carries a load, one batch step."""
+        torque (kernels.add_load_torque) when a candidate carries a load and the bias and Coulomb
+        asymmetry (kernels.add_joint_extras) when a candidate has them, one batch step."""
         ctrl = TickController(inp, self.size)
         need_kin = ctrl.needs_kinematics or bool(sink.ee)
         q, dq, cor, applied = self._state_views()
         f, step, live, samples = self.f, self.batch.step, self.live, state.sample_of_tick.tolist()
-        delay, neg_breakaway, record, load = state.delay, state.neg_breakaway, sink.record, state.load
+        delay, neg_breakaway, record, load, extras = state.delay, state.neg_breakaway, sink.record, state.load, state.extras
         site, jnt_ids = int(self.arm.ee_site), self.jnt_ids
         for k in range(inp.n_ticks):
             if not live:  # non-contiguous addresses: gather copies, scatter the torque back
@@ -251,6 +255,8 @@ class _Shard:
             delay.push_apply(tau, dq, neg_breakaway, applied)
             if load is not None:
                 add_load_torque(load, f["site_xpos"], f["site_xmat"], f["xanchor"], f["xaxis"], site, jnt_ids, applied)
+            if extras is not None:
+                add_joint_extras(dq, extras, applied)
             if not live:
                 f["qfrc_applied"][:, self.dofs] = applied
             step(stage=_VEL)
@@ -295,6 +301,7 @@ class _ReplayState:
     tau_prev: np.ndarray  # (P, 7) slew-limiter state [N·m]
     ema: np.ndarray  # (7,) the EMA of the targets, shared by every candidate [rad]
     load: np.ndarray | None = None  # (P, 4) load rows (load.load_row), None when all are zero
+    extras: np.ndarray | None = None  # (P, 14) [tau_bias | coulomb_asymmetry] (plant.joint_extras), None when all are zero
 
 
 class PopulationEngine:

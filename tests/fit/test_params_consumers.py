@@ -90,7 +90,7 @@ def _findings(path: Path) -> list[str]:
     """What in `path` re-declares the layout: a layout constant, a literal listing every
     per-joint group, the vector's length as a number, or `[:, a:b]` / `[:, k]` on a group's span."""
     tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
-    joint = {g.name for g in LAYOUT.joint_groups}
+    joint = {g.name for g in LAYOUT.joint_groups if g.frankatwin_key}  # FrankaTwin's per-joint groups
     spans = {(LAYOUT.slice(g.name).start, LAYOUT.slice(g.name).stop) for g in LAYOUT.joint_groups}
     singles = {LAYOUT.index(g.name) for g in LAYOUT.scalar_groups}
     found = []
@@ -99,9 +99,13 @@ def _findings(path: Path) -> list[str]:
         found += [f"declares {n.id}" for t in targets for n in ast.walk(t)
                   if isinstance(n, ast.Name) and n.id in LAYOUT_CONSTANTS]
     for node in ast.walk(tree):
-        if isinstance(node, ast.Constant) and type(node.value) is int and \
-                node.value in (LAYOUT.size, len(LAYOUT.frankatwin_indices)):  # the vector's or FrankaTwin's length
+        # FrankaTwin's vector length anywhere; the whole vector's length in a shape tuple (it is
+        # also a common number, 50 Hz among them, elsewhere)
+        if isinstance(node, ast.Constant) and type(node.value) is int and node.value == len(LAYOUT.frankatwin_indices):
             found.append(f"line {node.lineno}: the number {node.value}")
+        if isinstance(node, ast.Tuple) and any(isinstance(e, ast.Constant) and type(e.value) is int
+                                               and e.value == LAYOUT.size for e in node.elts):
+            found.append(f"line {node.lineno}: a shape with the number {LAYOUT.size}")
         if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
             strings = {e.value for e in node.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)}
             if joint <= strings:

@@ -107,3 +107,11 @@ def test_the_payload_groups_are_frozen_unless_freed_by_spec_or_preset():
     old = default.to_json()
     old = {"bounds": {n: b for n, b in old["bounds"].items() if not n.startswith("payload")}, "frozen": {}}
     assert ParameterSpace.from_json(old).frozen == default.frozen
+
+
+def test_the_asymmetry_and_bias_presets_free_their_groups_only():
+    from twinlake.sim import LAYOUT
+
+    assert parse_space(["+bias"]).free_names[-8:-1] == list(LAYOUT.group("tau_bias").names)
+    assert parse_space(["+asymmetry"]).free_names[-8:-1] == list(LAYOUT.group("coulomb_asymmetry").names)
+    assert parse_space(["j3=0.2"]).frozen[LAYOUT.index("tau_bias_j3")] == 0.0  # a joint selector leaves them

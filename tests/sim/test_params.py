@@ -24,10 +24,11 @@ def _distinct() -> DynamicsParams:
 def test_vector_layout_round_trips_in_frankatwin_order():
     p = _distinct()
     v = p.to_vector()
-    # FrankaTwin's 29 first, then the payload groups (7) beyond FrankaTwin's vector
-    assert v.shape == (36,) and len(PARAM_NAMES) == 36 and DEFAULT_BOUNDS.shape == (36, 2)
-    assert PARAM_NAMES[29:] == ("payload_mass", "payload_com_x", "payload_com_y", "payload_com_z",
-                                "payload_ixx", "payload_iyy", "payload_izz")
+    # FrankaTwin's 29 first, then the groups beyond FrankaTwin's vector: payload (7), asymmetry, bias (7 each)
+    assert v.shape == (50,) and len(PARAM_NAMES) == 50 and DEFAULT_BOUNDS.shape == (50, 2)
+    assert PARAM_NAMES[29:36] == ("payload_mass", "payload_com_x", "payload_com_y", "payload_com_z",
+                                  "payload_ixx", "payload_iyy", "payload_izz")
+    assert PARAM_NAMES[36] == "coulomb_asymmetry_j1" and PARAM_NAMES[43] == "tau_bias_j1"
     assert np.array_equal(DynamicsParams.from_vector(v[:29]).to_vector(), v)  # FrankaTwin's (29,) is accepted
     assert PARAM_NAMES[0] == "armature_j1" and PARAM_NAMES[7] == "mu_static_j1"
     assert PARAM_NAMES[14] == "dynamic_ratio_j1" and PARAM_NAMES[21] == "mu_viscous_j1"
