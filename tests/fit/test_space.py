@@ -105,7 +105,7 @@ def test_the_payload_groups_are_frozen_unless_freed_by_spec_or_preset():
         parse_space(["+paylod"])
     # a space stored before the payload groups existed reads back with them frozen at nominal
     old = default.to_json()
-    old = {"bounds": {n: b for n, b in old["bounds"].items() if not n.startswith("payload")}, "frozen": {}}
+    old = {"bounds": {n: b for n, b in old["bounds"].items() if LAYOUT.index(n) < 29}, "frozen": {}}
     assert ParameterSpace.from_json(old).frozen == default.frozen
 
 
