@@ -16,9 +16,12 @@ Files (the lake contract, docs/architecture.md and fit/README.md):
 - `profile.json`: the best parameters as a twinlake.profile/v1 (`twinlake.sim.save_profile`).
 
 `fit.parquet` of a twinlake fit also holds `identifiability_json` (error bars at the optimum,
-`twinlake.fit.identifiability.IdentifiabilityResult.to_json()`; null when nothing was free)
-and `seed_count` (how many seeded searches were run), and `configured_load_json` (the
-firmware's configured end-effector load each train interval replayed with, by interval label).
+`twinlake.fit.identifiability.IdentifiabilityResult.to_json()`; null when nothing was free),
+`seed_count` (how many seeded searches were run), the model adequacy at the optimum
+(`twinlake.fit.adequacy.fit_adequacy_columns`): `adequacy_json` (`{"train": …, "holdout": …}`,
+each an `Adequacy.to_dict()`), `train_floor_ratio` and `holdout_floor_ratio` (q RMSE over the
+estimated noise floor; null when not measurable or without holdout), and `configured_load_json`
+(the firmware's configured end-effector load each train interval replayed with, by interval label).
 """
 
 from __future__ import annotations

@@ -1,9 +1,11 @@
 """`twinlake fit report`: a self-contained HTML page (no network) plus the same plots as PNG.
 
-Plots (matplotlib, Agg): convergence per generation; the parameters with their 95 % intervals
-against the nominal values and the bounds; and per held-out run, sim against real per joint and
-the joint error over time. Images are embedded as base64 PNG; a tiny inline script marks
-``<body data-images-ok="N">`` once N images have decoded, which the headless-browser test reads.
+At the top, the model-adequacy lines (training and held-out residual against the noise floor,
+with the likely cause; fit/adequacy.py). Plots (matplotlib, Agg): convergence per generation;
+the parameters with their 95 % intervals against the nominal values and the bounds; and per
+held-out run, sim against real per joint and the joint error over time. Images are embedded as
+base64 PNG; a tiny inline script marks ``<body data-images-ok="N">`` once N images have decoded,
+which the headless-browser test reads.
 """
 
 from __future__ import annotations
@@ -64,6 +66,7 @@ class ReportData:
     held_out: list[HeldOutTrace] = field(default_factory=list)
     validations: list[dict[str, Any]] = field(default_factory=list)
     flags: list[str] = field(default_factory=list)
+    adequacy: list[tuple[str, bool | None]] = field(default_factory=list)  # (line, passed or None)
 
 
 def _save(fig: plt.Figure, path: Path) -> bytes:
@@ -199,7 +202,9 @@ def _fmt(value: Any) -> str:
 
 _STYLE = ("body{font-family:sans-serif;margin:2em;max-width:1200px}table{border-collapse:collapse;margin:1em 0}"
           "td,th{border:1px solid #ccc;padding:2px 8px;font-size:13px}img{max-width:100%;display:block}"
-          ".flag{color:#a00}figure{margin:1.5em 0}")
+          ".flag{color:#a00}figure{margin:1.5em 0}.adequacy li{font-size:15px;margin:.3em 0}"
+          ".ok{color:#070}.open{color:#850}")
+_ADEQUACY_CLASS = {True: "ok", False: "flag", None: "open"}
 _SCRIPT = ("window.addEventListener('load',function(){var n=0;for(const i of document.images){"
            "if(i.complete&&i.naturalWidth>0)n++;}document.body.setAttribute('data-images-ok',String(n));});")
 
@@ -209,6 +214,9 @@ def _html(data: ReportData, images: list[tuple[str, str, bytes]]) -> str:
     parts = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>twinlake fit {esc(data.fit_id)}</title>",
              f"<style>{_STYLE}</style></head><body data-images-expected='{len(images)}'>",
              f"<h1>Fit {esc(data.fit_id)}</h1>",
+             "<h2>Model adequacy</h2><ul class='adequacy'>",
+             *[f"<li class='{_ADEQUACY_CLASS[ok]}'>{esc(text)}</li>" for text, ok in data.adequacy],
+             "</ul>" if data.adequacy else "<li class='open'>not assessed</li></ul>",
              _table(["field", "value"], [[k, v] for k, v in data.summary.items()]),
              "<h2>Flags</h2><ul>"]
     parts += [f"<li class='flag'>{esc(f)}</li>" for f in data.flags] or ["<li>none</li>"]
@@ -256,12 +264,16 @@ def report_data_from_lake(lake: Any, fit_id: str, *, nominal: Any = None, error_
         flags.append("not validated on any held-out run (G3 open): run `twinlake fit validate`")
     flags += [f"held-out {v['robot']}/{v['run']}: fitted parameters FAILED the declared thresholds"
               for v in validations if v["sim_label"] == "fitted" and v["verdict"] == "fail"]
+    from twinlake.fit.show import adequacy_lines, fit_validations
+
+    adequacy = adequacy_lines(rec, fit_validations(lk.root, fit_id))
+    flags += [f"model adequacy: {text}" for text, ok in adequacy if ok is False]
     summary = {"fit": rec.fit_id, "fit_source": rec.fit_source, "status": rec.status, "created_utc": rec.created_utc,
                "best_loss": rec.best_loss, "seed": rec.seed, "generations": len(rec.history),
                "train intervals": len(rec.train), "holdout intervals (fit)": len(rec.holdout),
                "condition number": (ident or {}).get("condition_number")}
     return ReportData(rec.fit_id, summary, params, list(rec.history), _held_out(lk, validations),
-                      [{k: v for k, v in d.items() if k != "validation"} for d in validations], flags)
+                      [{k: v for k, v in d.items() if k != "validation"} for d in validations], flags, adequacy)
 
 
 def _param_rows(rec: Any, nominal: Any, ident: dict | None) -> tuple[list[ParamRow], list[str]]:

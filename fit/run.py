@@ -5,7 +5,9 @@ evaluated by a pool (Ray actors by default), writing after each generation a che
 (search state, RNG states, history) to `<lake>/_staging/fitwork-<fit_id>/checkpoint.pkl`
 (atomically replaced). `resume_fit(lake, fit_id)` continues from it: the result is the same,
 bit for bit, as an uninterrupted fit (timings aside). At the end the best-ever parameters are
-scored on every train and holdout interval and the fit is published as `fits/fit=<fit_id>/`.
+scored on every train and holdout interval, its residual is compared with the noise floor of
+the data (fit/adequacy.py: `adequacy_json`, `train_floor_ratio`, `holdout_floor_ratio`) and the
+fit is published as `fits/fit=<fit_id>/`.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from typing import Callable
 import numpy as np
 
 from twinlake.catalog import Lake, check_id
+from twinlake.fit.adequacy import fit_adequacy_columns
 from twinlake.fit.objective import FitProblem, LossScales, ProblemData, build_data
 from twinlake.fit.pool import LocalPool, RayPool, auto_chunk
 from twinlake.fit.progress import FitProgress, stage_note
@@ -299,8 +302,9 @@ def _finish(lk: Lake, fit_id: str, settings: FitSettings, data: ProblemData, res
     uses = [IntervalUse(r.robot, r.run, r.interval_index, r.seq_first, r.seq_last, "train",
                         float(w), float(l), r.run_sha256)
             for r, w, l in zip(data.refs, data.weights, train_losses)]
-    holdout_uses, holdout_loss = _holdout(lk, settings, best_vec)
+    holdout_uses, holdout_loss, holdout_data = _holdout(lk, settings, best_vec)
     history = chosen["history"]
+    adequacy = fit_adequacy_columns(data, holdout_data, best_vec)  # residual vs noise floor, diagnosed
     return FitRecord(
         fit_id=fit_id,
         fit_source="twinlake",
@@ -327,6 +331,7 @@ def _finish(lk: Lake, fit_id: str, settings: FitSettings, data: ProblemData, res
             "identifiability_json": None if ident is None else ident.to_json(),
             "configured_load_json": json.dumps(data.configured_loads, sort_keys=True),
             "error_bars_s": float(error_bars_s),
+            **adequacy,
         },
     )
 
@@ -350,10 +355,11 @@ def error_bars(pool, settings: FitSettings, best: np.ndarray, seed_optima: np.nd
         pool.chunk = chunk
 
 
-def _holdout(lk: Lake, settings: FitSettings, best_vec: np.ndarray) -> tuple[list[IntervalUse], float | None]:
-    """Per-interval losses on the held-out runs (in-process) and their weighted loss."""
+def _holdout(lk: Lake, settings: FitSettings, best_vec: np.ndarray
+             ) -> tuple[list[IntervalUse], float | None, ProblemData | None]:
+    """Per-interval losses on the held-out runs (in-process), their weighted loss and data."""
     if not settings.holdout:
-        return [], None
+        return [], None, None
     hdata = build_data(lk, settings.holdout, run_weights=settings.weights, scales=settings.scales,
                        max_duration_s=settings.max_duration_s, min_duration_s=settings.min_duration_s,
                        model_path=settings.model_path, configured_load=settings.configured_end_load,
@@ -362,4 +368,4 @@ def _holdout(lk: Lake, settings: FitSettings, best_vec: np.ndarray) -> tuple[lis
     uses = [IntervalUse(r.robot, r.run, r.interval_index, r.seq_first, r.seq_last, "holdout",
                         float(w), float(l), r.run_sha256)
             for r, w, l in zip(hdata.refs, hdata.weights, hl)]
-    return uses, float(FitProblem(hdata).combine(hl[None])[0])
+    return uses, float(FitProblem(hdata).combine(hl[None])[0]), hdata

@@ -1,6 +1,8 @@
-"""What `twinlake fit run` and `twinlake fit show` print about a fit: parameters per joint,
-the intervals used, the stored error bars (95 % intervals, flags, condition number, weak
-directions), the spread over seeds and the held-out validations (view `fit_validations`).
+"""What `twinlake fit run` and `twinlake fit show` print about a fit: at the top the model
+adequacy (training and held-out residual against the noise floor, with the likely cause;
+fit/adequacy.py), then parameters per joint, the intervals used, the stored error bars (95 %
+intervals, flags, condition number, weak directions), the spread over seeds and the held-out
+validations (view `fit_validations`).
 
 `fit_summary(rec, validations)` is the JSON form (`--json`); `print_fit(rec, validations)`
 the rich tables. Both show the same facts.
@@ -8,6 +10,7 @@ the rich tables. Both show the same facts.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -29,9 +32,45 @@ def fit_validations(lake: Path, fit_id: str) -> list[dict[str, Any]]:
         con = connect(lake)
         cur = con.execute(f"SELECT {', '.join(VALIDATION_COLUMNS)} FROM fit_validations "
                           "WHERE fit = ? ORDER BY robot, run", [fit_id])
-        return [dict(zip(VALIDATION_COLUMNS, row)) for row in cur.fetchall()]
+        rows = [dict(zip(VALIDATION_COLUMNS, row)) for row in cur.fetchall()]
+        stored = {}
+        if "adequacy_json" in {r[0] for r in con.execute("DESCRIBE validations").fetchall()}:
+            stored = dict(con.execute("SELECT validation, adequacy_json FROM validations WHERE fit = ? "
+                                      "AND adequacy_json IS NOT NULL", [fit_id]).fetchall())
     except duckdb.CatalogException:  # a lake whose validation views could not be defined
         return []
+    for row in rows:
+        text = stored.get(row["fitted_validation"])
+        row["fitted_adequacy"] = json.loads(text) if text else None
+    return rows
+
+
+def adequacy_lines(rec, validations: list[dict[str, Any]] | None = None) -> list[tuple[str, bool | None]]:
+    """The model-adequacy lines of a fit, (text, passed: True | False | None when not
+    assessed): its training data (and `fit run --holdout` runs) from the fit record, then each
+    held-out run's latest `fit validate`. Never empty: what was not assessed says so."""
+    from twinlake.fit.adequacy import adequacy_from_dict
+
+    lines: list[tuple[str, bool | None]] = []
+    stored = json.loads(rec.extra["adequacy_json"]) if rec.extra.get("adequacy_json") else None
+    if stored is None:
+        lines.append(("training residual against the noise floor: not assessed (a fit made before twinlake "
+                      "assessed adequacy, or imported)", None))
+    for key, role, subject in (("train", "training", "its own training data"),
+                               ("holdout", "held-out (fit run --holdout)", "the held-out runs")):
+        if stored and stored.get(key):
+            a = adequacy_from_dict(stored[key])
+            lines.append((a.line(role, subject), a.verdict()[0] != "fail"))
+    assessed = [v for v in validations or [] if v.get("fitted_adequacy")]
+    for v in assessed:
+        a = adequacy_from_dict(v["fitted_adequacy"])
+        verdict = a.verdict()[0]
+        passed = None if verdict is None else verdict == "pass"
+        lines.append((a.line(f"held-out {v['robot']}/{v['run']}", "this run"), passed))
+    if not assessed:
+        lines.append((f"no held-out run assessed against its noise floor: `twinlake fit validate {rec.fit_id} "
+                      "--runs RUN`", None))
+    return lines
 
 
 def fit_summary(rec, validations: list[dict[str, Any]] | None = None) -> dict[str, Any]:
@@ -39,7 +78,9 @@ def fit_summary(rec, validations: list[dict[str, Any]] | None = None) -> dict[st
     error bars (`identifiability`, None when not stored), seeds and validations."""
     from twinlake.sim import PARAM_NAMES
 
-    extra = {k: v for k, v in rec.extra.items() if not isinstance(v, bytes) and k != "identifiability_json"}
+    extra = {k: v for k, v in rec.extra.items()
+             if not isinstance(v, bytes) and k not in ("identifiability_json", "adequacy_json")}
+    adequacy = json.loads(rec.extra["adequacy_json"]) if rec.extra.get("adequacy_json") else None
     return {
         "fit": rec.fit_id,
         "fit_source": rec.fit_source,
@@ -52,6 +93,8 @@ def fit_summary(rec, validations: list[dict[str, Any]] | None = None) -> dict[st
         "runs": [vars(u) for u in rec.runs],
         **extra,
         "identifiability": rec.identifiability,
+        "adequacy": {"train": (adequacy or {}).get("train"), "holdout": (adequacy or {}).get("holdout"),
+                     "lines": [text for text, _ in adequacy_lines(rec, validations)]},
         "seeds": [{"seed": s.seed, "best_loss": s.best_loss, "chosen": s.chosen,
                    "params": dict(zip(PARAM_NAMES, s.vector.tolist()))} for s in rec.seeds],
         "validations": list(validations or []),
@@ -67,8 +110,10 @@ def console():
 
 
 def print_fit(rec, validations: list[dict[str, Any]] | None = None) -> None:
-    """Print a fit as rich tables (parameters, intervals, error bars, seeds, validations)."""
+    """Print a fit as rich tables (adequacy first, then parameters, intervals, error bars,
+    seeds, validations)."""
     out = console()
+    _adequacy(out, rec, validations or [])
     _parameters(out, rec)
     _intervals(out, rec)
     at_bounds = rec.extra.get("at_bounds")
@@ -77,6 +122,12 @@ def print_fit(rec, validations: list[dict[str, Any]] | None = None) -> None:
     _error_bars(out, rec)
     _seeds(out, rec)
     _validations(out, rec, validations or [])
+
+
+def _adequacy(out, rec, validations: list[dict[str, Any]]) -> None:
+    for text, ok in adequacy_lines(rec, validations):
+        style = {True: "green", False: "bold red", None: "yellow"}[ok]
+        out.print(f"[{style}]model adequacy: {escape(text)}[/{style}]", highlight=False)
 
 
 def _parameters(out, rec) -> None:

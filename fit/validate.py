@@ -7,6 +7,8 @@ Partition ``<lake>/validations/validation=<id>/`` (lake contract, docs/architect
 ``trajectory.parquet`` (t_s, recorded q/dq and simulated q/dq per sample, for the report).
 The id is derived from (fit, robot, run, label, thresholds, parameters), so validating the
 same thing twice is a no-op that says so. Both parameter sets replay in ONE population batch.
+Every validation also compares the q residual with the run's own noise floor and diagnoses
+its structure (fit/adequacy.py); `max_floor_ratio` (default 3×) makes that part of the verdict.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from twinlake.catalog import Lake, PartitionExists, publish_partition
+from twinlake.fit.adequacy import DEFAULT_MAX_FLOOR_RATIO, Adequacy, ResidualSegment, assess
 from twinlake.fit.metrics import Trajectory, compute_metrics, dumps, metrics_document
 
 VALIDATION_SCHEMA = pa.schema([
@@ -32,19 +35,22 @@ VALIDATION_SCHEMA = pa.schema([
     ("q_rmse_all_rad", pa.float64()), ("dq_rmse_all_rad_s", pa.float64()), ("q_rmse_rad", pa.list_(pa.float64())),
     ("verdict", pa.string()), ("thresholds_json", pa.string()), ("metrics_json", pa.string()),
     ("intervals_json", pa.string()), ("verdict_reasons_json", pa.string()),
+    ("noise_floor_q_rad", pa.float64()), ("floor_ratio", pa.float64()), ("adequacy_json", pa.string()),
 ])
 _J = range(1, 8)
 
 
 @dataclass(frozen=True)
 class Thresholds:
-    """Pass/fail limits declared before validation; None means not checked."""
+    """Pass/fail limits declared before validation; None means not checked. The q residual
+    against the run's noise floor is checked by default (`max_floor_ratio`, 3×)."""
 
     max_q_rmse_rad: float | None = None  # joints.pos_rmse_all_rad
     max_joint_q_rmse_rad: float | None = None  # every joints.pos_rmse_rad[j]
     max_dq_rmse_rad_s: float | None = None  # joints.vel_rmse_all_rad_s
     max_ee_pos_rmse_m: float | None = None  # ee.pos.rmse_m.3d
     max_ee_ori_rmse_rad: float | None = None  # ee.ori.rmse_rad
+    max_floor_ratio: float | None = DEFAULT_MAX_FLOOR_RATIO  # q RMSE (all joints) / estimated noise floor
 
     def __post_init__(self) -> None:
         for name, value in asdict(self).items():
@@ -58,8 +64,9 @@ class Thresholds:
     def to_json(self) -> str:
         return json.dumps({k: v for k, v in asdict(self).items() if v is not None}, sort_keys=True)
 
-    def verdict(self, metrics: dict[str, Any]) -> tuple[str | None, list[str]]:
-        """('pass' | 'fail' | None when nothing is declared, reasons for a fail)."""
+    def verdict(self, metrics: dict[str, Any], adequacy: Adequacy | None = None) -> tuple[str | None, list[str]]:
+        """('pass' | 'fail' | None when nothing is declared, reasons for a fail). `adequacy`
+        (assessed with this `max_floor_ratio`) gives the noise-floor check."""
         if not self.declared:
             return None, []
         joints, ee = metrics.get("joints") or {}, metrics.get("ee") or {}
@@ -83,6 +90,12 @@ class Thresholds:
                 if value is None or value > self.max_joint_q_rmse_rad:
                     reasons.append(f"J{j} q RMSE {value if value is None else f'{value:.4g}'} > "
                                    f"{self.max_joint_q_rmse_rad:g}")
+        if self.max_floor_ratio is not None:
+            if adequacy is None:
+                reasons.append(f"q residual against the noise floor: not assessed (limit {self.max_floor_ratio:g}×)")
+            elif adequacy.verdict()[0] == "fail":
+                cause = adequacy.cause_text()
+                reasons.append(adequacy.verdict()[1] + (f": {cause}" if cause else ""))
         return ("fail" if reasons else "pass"), reasons
 
 
@@ -103,6 +116,7 @@ class ValidationOutcome:
     trajectory: dict[str, np.ndarray] = field(repr=False, default_factory=dict)
     created_utc: str = ""
     published: bool = True
+    adequacy: Adequacy | None = None
 
     def row(self) -> pa.Table:
         m = self.metrics_doc
@@ -117,7 +131,14 @@ class ValidationOutcome:
             "q_rmse_rad": joints.get("pos_rmse_rad"), "verdict": self.verdict,
             "thresholds_json": self.thresholds.to_json(), "metrics_json": dumps(m),
             "intervals_json": json.dumps(self.intervals), "verdict_reasons_json": json.dumps(self.reasons),
+            "noise_floor_q_rad": None, "floor_ratio": None, "adequacy_json": None,
         }
+        a = self.adequacy
+        if a is not None:
+            values["adequacy_json"] = json.dumps(a.to_dict(), allow_nan=False)
+            if a.floor.measurable:
+                values["noise_floor_q_rad"] = a.floor.q_total_rad
+                values["floor_ratio"] = a.ratio_all
         return pa.Table.from_pylist([values], schema=VALIDATION_SCHEMA)
 
 
@@ -143,7 +164,8 @@ def replay_runs(lake: Lake | str | Path, selectors: list[str], params: np.ndarra
     """Replay every clean interval of each run for the (P, 29) `params` in one population batch.
 
     Returns a dict run-key -> (refs, real Trajectory, [sim Trajectory per parameter set],
-    target pos, target quat), samples of a run's intervals concatenated in seq order.
+    target pos, target quat, [[ResidualSegment per interval] per parameter set]), samples of
+    a run's intervals concatenated in seq order.
     """
     from twinlake.fit.intervals import read_frames, replay_inputs, resolve
     from twinlake.sim import load_model
@@ -171,13 +193,14 @@ def _merge(parts: list, population: int):
         np.concatenate([inp.q_ref for _, _, inp, _ in parts]), np.concatenate([inp.dq_ref for _, _, inp, _ in parts]))
     des_pos = cat([_samples(tb, r, ["tgt_px", "tgt_py", "tgt_pz"]) for (_, tb, _, _), r in zip(parts, rows)])
     des_quat = cat([_samples(tb, r, ["tgt_qx", "tgt_qy", "tgt_qz", "tgt_qw"]) for (_, tb, _, _), r in zip(parts, rows)])
-    sims = []
+    sims, segments = [], []
     for p in range(population):
+        segments.append([ResidualSegment.from_replay(inp, res.q[p], res.dq[p], res.tau_cmd[p]) for _, _, inp, res in parts])
         ee_pos = cat([res.ee_pos[p] if res.ee_pos is not None else None for *_, res in parts])
         ee_quat = cat([res.ee_quat_xyzw[p] if res.ee_quat_xyzw is not None else None for *_, res in parts])
         sims.append(Trajectory(t, ee_pos, ee_quat, np.concatenate([res.q[p] for *_, res in parts]),
                                np.concatenate([res.dq[p] for *_, res in parts])))
-    return refs, real, sims, des_pos, des_quat
+    return refs, real, sims, des_pos, des_quat, segments
 
 
 def validate_fit(lake: Lake | str | Path, fit_id: str, runs: list[str], thresholds: Thresholds, *,
@@ -185,8 +208,9 @@ def validate_fit(lake: Lake | str | Path, fit_id: str, runs: list[str], threshol
                  min_duration_s: float = 0.5) -> list[ValidationOutcome]:
     """Validate fit `fit_id` on `runs` (selectors `[ROBOT/]RUN`) with fitted and nominal
     parameters; publish one partition per (run, label). Refuses runs the fit trained on."""
+    from twinlake.fit.noise_floor import estimate_noise_floor
     from twinlake.fit.record import load_fit
-    from twinlake.sim import DynamicsParams, to_frankatwin_decoded
+    from twinlake.sim import DynamicsParams, load_model, to_frankatwin_decoded
 
     lk = lake if isinstance(lake, Lake) else Lake(Path(lake))
     rec = load_fit(lk, fit_id)
@@ -198,25 +222,28 @@ def validate_fit(lake: Lake | str | Path, fit_id: str, runs: list[str], threshol
     settings = rec.settings or {}
     replays = replay_runs(lk, runs, params, min_duration_s=settings.get("min_duration_s", min_duration_s),
                           model_path=settings.get("model_path"))
+    model = load_model(settings["model_path"]) if settings.get("model_path") else None
     outcomes = []
-    for (robot, run), (refs, real, sims, des_pos, des_quat) in replays.items():
+    for (robot, run), (refs, real, sims, des_pos, des_quat, segments) in replays.items():
         if not allow_train and ((robot, run) in trained or (None, run) in trained):
             raise ValueError(f"run {robot}/{run} was used to train fit {fit_id}: validation needs held-out runs")
         intervals = [{"interval_index": r.interval_index, "seq_first": r.seq_first, "seq_last": r.seq_last}
                      for r in refs]
-        for (label, p), sim, vec in zip(labels.items(), sims, params):
+        floor = estimate_noise_floor([s.q_real_rad for s in segments[0]], [s.dq_real_rad_s for s in segments[0]])
+        for (label, p), sim, vec, segs in zip(labels.items(), sims, params, segments):
             vid = validation_id(fit_id, robot, run, label, thresholds, vec, intervals)
+            adequacy = assess(segs, p, model=model, max_floor_ratio=thresholds.max_floor_ratio, floor=floor)
             metrics = compute_metrics(real, sim, des_pos, des_quat)
             rel = f"validations/validation={vid}"
             doc = metrics_document(metrics, created_utc=created, real_csv=f"lake:runs/robot={robot}/run={run}",
                                    extra={"sysid_params": to_frankatwin_decoded(p), "fit": fit_id,
                                           "sim_label": label, "intervals": intervals},
                                    out_dir=rel, metrics_path=f"{rel}/metrics.json")
-            verdict, reasons = thresholds.verdict(metrics)
+            verdict, reasons = thresholds.verdict(metrics, adequacy)
             traj = {"t_s": real.t_s, "q_real": real.q_rad, "dq_real": real.dq_rad_s, "q_sim": sim.q_rad,
                     "dq_sim": sim.dq_rad_s}
             out = ValidationOutcome(vid, robot, run, fit_id, label, doc, verdict, reasons, thresholds, intervals,
-                                    traj, created)
+                                    traj, created, adequacy=adequacy)
             out.published = publish_validation(lk, out)
             outcomes.append(out)
     return outcomes

@@ -121,11 +121,18 @@ def test_refuses_a_training_run_and_bad_thresholds(lake):
         Thresholds(max_q_rmse_rad=-1.0)
 
 
-def test_no_thresholds_means_no_verdict(lake):
-    outs = validate_fit(lake, "exact", ["demo/h1"], Thresholds(), created_utc="2026-01-03T00:00:00+00:00")
+def test_no_thresholds_means_no_verdict_and_the_floor_is_checked_by_default(lake):
+    outs = validate_fit(lake, "exact", ["demo/h1"], Thresholds(max_floor_ratio=None),
+                        created_utc="2026-01-03T00:00:00+00:00")
     assert {o.verdict for o in outs} == {None}
     assert all(o.published for o in outs)
     assert np.isfinite(outs[0].metrics_doc["joints"]["vel_rmse_all_rad_s"])
+    # by default the residual is held against the run's own noise floor (3×)
+    assert Thresholds().declared and json.loads(Thresholds().to_json()) == {"max_floor_ratio": 3.0}
+    by_label = {o.sim_label: o for o in validate_fit(lake, "exact", ["demo/h1"], Thresholds())}
+    assert by_label["fitted"].verdict == "pass" and by_label["nominal"].verdict == "fail"
+    assert by_label["fitted"].adequacy.ratio_all < 1.5 < 3.0 < by_label["nominal"].adequacy.ratio_all
+    assert "the noise floor > 3×" in by_label["nominal"].reasons[0]
 
 
 def test_cli_validate_json_then_report_with_error_bars(lake, tmp_path):

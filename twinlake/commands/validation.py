@@ -1,20 +1,22 @@
-"""`twinlake fit validate | quick | report` (owned by the trust work, issue 8; docs/fitting.md)."""
+"""`twinlake fit validate | quick | report`: held-out validation, the quick per-joint fit and
+the HTML report of a fit (docs/fitting.md), over twinlake.fit. twinlake/commands/fit.py adds
+them to the `twinlake fit` group."""
 
 from __future__ import annotations
 
 import json
+import math
 import os
 from pathlib import Path
 from typing import Optional
 
 import typer
 
-_LAKE = typer.Option(None, "--lake", help="Lake directory (default: $TWINLAKE_LAKE or ./lake).")
+from twinlake.options import LAKE, fail
 
 
-def _fail(message: str) -> None:
-    typer.echo(f"error: {message}", err=True)
-    raise typer.Exit(2)
+def _finite(value: float) -> float | None:
+    return value if math.isfinite(value) else None
 
 
 def _load_profile(path: Optional[Path]):
@@ -33,12 +35,14 @@ def validate_cmd(
     max_dq_rmse_rad_s: Optional[float] = typer.Option(None, "--max-dq-rmse-rad-s", help="... and joint velocity RMSE (all joints) <= X [rad/s]."),
     max_ee_pos_rmse_m: Optional[float] = typer.Option(None, "--max-ee-pos-rmse-m", help="... and EE position RMSE (3-D) <= X [m]."),
     max_ee_ori_rmse_rad: Optional[float] = typer.Option(None, "--max-ee-ori-rmse-rad", help="... and EE orientation RMSE <= X [rad]."),
+    max_floor_ratio: float = typer.Option(3.0, "--max-floor-ratio", min=0.0, help="... and q RMSE (all joints) <= X × the run's own noise floor (estimated from its q; 0: do not check)."),
     nominal: Optional[Path] = typer.Option(None, "--nominal", help="Profile to compare against (default: nominal)."),
     allow_train: bool = typer.Option(False, "--allow-train", help="Also accept runs the fit trained on (not a validation!)."),
     as_json: bool = typer.Option(False, "--json", help="Print the validation rows as JSON."),
-    lake: Optional[Path] = _LAKE,
+    lake: Optional[Path] = LAKE,
 ) -> None:
-    """Replay held-out runs with the fitted and nominal parameters; store metrics.json and verdicts."""
+    """Replay held-out runs with the fitted and nominal parameters; store metrics.json and verdicts.
+    Exit status 1 when the fitted parameters fail on any run (2: bad input)."""
     from rich.console import Console
     from rich.table import Table
 
@@ -49,34 +53,48 @@ def validate_cmd(
     runs = split_values(runs)
     try:
         thresholds = Thresholds(max_q_rmse_rad, max_joint_q_rmse_rad, max_dq_rmse_rad_s, max_ee_pos_rmse_m,
-                                max_ee_ori_rmse_rad)
+                                max_ee_ori_rmse_rad, max_floor_ratio or None)
         params, _ = _load_profile(nominal)
         console = Console(stderr=True)
         with console.status(f"replaying {len(runs)} held-out run(s), fitted and nominal in one batch"):
             outs = validate_fit(resolve_lake(lake), fit, runs, thresholds, nominal=params,
                                 allow_train=allow_train)
     except ValueError as exc:
-        _fail(str(exc))
+        fail(str(exc))
     rows = [{"validation": o.validation_id, "robot": o.robot, "run": o.run, "sim_label": o.sim_label,
              "q_rmse_all_rad": (o.metrics_doc.get("joints") or {}).get("pos_rmse_all_rad"),
              "dq_rmse_all_rad_s": (o.metrics_doc.get("joints") or {}).get("vel_rmse_all_rad_s"),
              "ee_pos_rmse_3d_m": (((o.metrics_doc.get("ee") or {}).get("pos") or {}).get("rmse_m") or {}).get("3d"),
-             "verdict": o.verdict, "reasons": o.reasons, "new": o.published} for o in outs]
+             "verdict": o.verdict, "reasons": o.reasons, "new": o.published,
+             "noise_floor_q_rad": _finite(o.adequacy.floor.q_total_rad) if o.adequacy.floor.measurable else None,
+             "floor_ratio": _finite(o.adequacy.ratio_all) if o.adequacy.floor.measurable else None,
+             "likely_cause": None if o.adequacy.cause is None else o.adequacy.cause.name,
+             "adequacy": o.adequacy.line()} for o in outs]
+    failed = any(o.sim_label == "fitted" and o.verdict == "fail" for o in outs)
     if as_json:
         typer.echo(json.dumps(rows, indent=2))
-        return
+        raise typer.Exit(1 if failed else 0)
     table = Table(title=f"fit {fit}: held-out validation" + ("" if thresholds.declared else " (no thresholds declared)"))
-    for col in ("robot/run", "params", "q RMSE [mrad]", "dq RMSE [mrad/s]", "EE RMSE [mm]", "verdict", "stored"):
+    for col in ("robot/run", "params", "q RMSE [mrad]", "× noise floor", "dq RMSE [mrad/s]", "EE RMSE [mm]", "verdict",
+                "stored"):
         table.add_column(col)
     milli = lambda v: "—" if v is None else f"{1e3 * v:.2f}"  # noqa: E731
     for r in rows:
-        table.add_row(f"{r['robot']}/{r['run']}", r["sim_label"], milli(r["q_rmse_all_rad"]),
+        ratio = "—" if r["floor_ratio"] is None else f"{r['floor_ratio']:.3g}"
+        table.add_row(f"{r['robot']}/{r['run']}", r["sim_label"], milli(r["q_rmse_all_rad"]), ratio,
                       milli(r["dq_rmse_all_rad_s"]), milli(r["ee_pos_rmse_3d_m"]), r["verdict"] or "—",
                       "new" if r["new"] else "already stored")
-    Console().print(table)
+    from twinlake.fit.show import console as stdout_console
+
+    stdout_console().print(table)  # not a terminal: wide enough not to truncate the run names
+    for r in rows:
+        if r["sim_label"] == "fitted":
+            typer.echo(f"model adequacy, {r['robot']}/{r['run']}: {r['adequacy']}")
     for r in rows:
         for reason in r["reasons"]:
             typer.echo(f"{r['robot']}/{r['run']} {r['sim_label']}: {reason}")
+    if failed:
+        raise typer.Exit(1)
 
 
 def _write_atomic(path: Path, text: str) -> None:
@@ -95,9 +113,9 @@ def quick_cmd(
     delay_ms: int = typer.Option(0, "--delay-ms", min=0, max=4, help="Torque-to-motion delay assumed [ms]."),
     allow_warnings: bool = typer.Option(False, "--allow-warnings", help="Write the report even when the fit is not trustworthy."),
     as_json: bool = typer.Option(False, "--json", help="Print the fit as JSON."),
-    lake: Optional[Path] = _LAKE,
+    lake: Optional[Path] = LAKE,
 ) -> None:
-    """Seed 004's first-order per-joint fit with standard errors; gap report against the profile."""
+    """A first-order per-joint fit (inertia, viscous damping, Coulomb friction) with standard errors; gap report against the profile."""
     from twinlake.catalog import resolve_lake
     from twinlake.fit.quick import QuickFitRefused, quick_fit_run
 
@@ -107,9 +125,9 @@ def quick_cmd(
         report = quick_fit_run(root, run, joint, profile=params, profile_label=label, with_friction=friction,
                                delay_ms=delay_ms, strict=not allow_warnings)
     except QuickFitRefused as exc:
-        _fail(f"quick fit of {run} J{joint} refused: {exc}")
+        fail(f"quick fit of {run} J{joint} refused: {exc}")
     except ValueError as exc:
-        _fail(str(exc))
+        fail(str(exc))
     robot_run = report.run_label.split(" ")[0]
     robot, _, run_id = robot_run.partition("/")
     name = f"quick_j{joint}.fit.md"
@@ -136,7 +154,7 @@ def report_cmd(
     out: Path = typer.Option(..., "--out", help="Output directory (index.html and the PNGs)."),
     nominal: Optional[Path] = typer.Option(None, "--nominal", help="Profile shown as the nominal values."),
     error_bars: bool = typer.Option(False, "--error-bars", help="Compute 95 % intervals now if the fit has none stored."),
-    lake: Optional[Path] = _LAKE,
+    lake: Optional[Path] = LAKE,
 ) -> None:
     """Write a self-contained HTML report of a fit (plots embedded; PNGs beside it)."""
     from rich.console import Console
@@ -151,12 +169,5 @@ def report_cmd(
         with Console(stderr=True).status("plotting"):
             page = render_report(data, out)
     except ValueError as exc:
-        _fail(str(exc))
+        fail(str(exc))
     typer.echo(str(page))
-
-
-def register(fit_app: typer.Typer) -> None:
-    """Add the trust commands to the `twinlake fit` group."""
-    fit_app.command("validate")(validate_cmd)
-    fit_app.command("quick")(quick_cmd)
-    fit_app.command("report")(report_cmd)

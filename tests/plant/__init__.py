@@ -1,0 +1,21 @@
+"""An independent FR3 test plant: records fr3_stack CSV v2 runs from a reference.csv with a
+truth the twin does not share (its own MuJoCo loop, friction law, firmware law and CSV
+writer; nothing imported from twinlake). See README.md."""
+
+from .csv_v2 import COLUMNS, write_csv_v2
+from .firmware import DEFAULT_FILTER_ALPHA, DEFAULT_KD, DEFAULT_KP
+from .independent import (
+    FR3_MJCF,
+    IndependentPlant,
+    PlantModels,
+    build_models,
+    coulomb_torque_nm,
+    friction_torque_nm,
+)
+from .recorder import PlantRecording, read_reference, record, write_reference
+
+__all__ = [
+    "COLUMNS", "DEFAULT_FILTER_ALPHA", "DEFAULT_KD", "DEFAULT_KP", "FR3_MJCF",
+    "IndependentPlant", "PlantModels", "PlantRecording", "build_models", "coulomb_torque_nm",
+    "friction_torque_nm", "read_reference", "record", "write_csv_v2", "write_reference",
+]

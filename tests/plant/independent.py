@@ -1,0 +1,244 @@
+"""The truth of the independent test plant: its parameters, friction law and MuJoCo models.
+
+Nothing here comes from `twinlake`: the FR3 MJCF is read as a data file from the
+repository's `sim/models/fr3.xml` and edited with MuJoCo's own model-editing API
+(`mujoco.MjSpec`), so the plant can disagree with the twin's simulation on purpose.
+
+Two models are built from the same file:
+
+* the **plant** (what the arm really is): gravity on (−9.81 m/s² along z), per-joint
+  armature and viscous damping from `IndependentPlant`, MuJoCo's own joint friction
+  (`frictionloss`) switched off, and a payload body rigidly attached at the flange;
+* the **firmware model** (what the robot's firmware believes): the same arm without the
+  payload, gravity on, no armature/damping/friction. The firmware computes its gravity and
+  Coriolis compensation from it, so the payload's weight and inertia are disturbances it
+  does not know.
+
+Friction law (applied by the loop through `qfrc_applied`, per joint i, q̇ in rad/s):
+
+    τ_f,i(q̇) = −c_i(q̇)·tanh(q̇ / v_s,i) − b_i·q̇,   c_i(q̇) = c⁺_i if q̇ ≥ 0 else c⁻_i
+
+`c⁺`, `c⁻` are the Coulomb levels [N·m] in the positive and negative direction, `v_s` the
+tanh smoothing velocity [rad/s], `b` the viscous coefficient [N·m·s/rad]. The function is
+continuous (tanh(0) = 0) and has no stiction: at rest it is zero. The viscous part is MuJoCo's
+`dof_damping` (integrated implicitly by `implicitfast`); the Coulomb part is explicit, from
+the velocity each 1 ms step starts from.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import mujoco
+import numpy as np
+
+JOINTS = 7
+TICK_S = 0.001
+"""The control period and physics step [s] (1 kHz)."""
+GRAVITY_M_S2 = 9.81
+FR3_MJCF = Path(__file__).resolve().parents[2] / "sim" / "models" / "fr3.xml"
+"""twinlake's bundled FR3 model, read as data (never imported)."""
+ARM_JOINTS = tuple(f"fr3_joint{j}" for j in range(1, JOINTS + 1))
+FLANGE_SITE = "ee"
+PAYLOAD_BODY = "plant_payload"
+
+_PER_JOINT = ("armature_kgm2", "viscous_nms_rad", "coulomb_pos_nm", "coulomb_neg_nm",
+              "smoothing_velocity_rad_s")
+
+
+@dataclass(frozen=True)
+class IndependentPlant:
+    """The truth of one test arm. Per-joint fields are 7 values, J1..J7.
+
+    armature_kgm2: rotor inertia added to each joint [kg·m²].
+    viscous_nms_rad: viscous friction b [N·m·s/rad].
+    coulomb_pos_nm / coulomb_neg_nm: Coulomb level c⁺ (q̇ > 0) / c⁻ (q̇ < 0) [N·m], ≥ 0.
+    smoothing_velocity_rad_s: tanh smoothing velocity v_s [rad/s], > 0.
+    motor_delay_ms: whole 1 ms ticks between a commanded torque and its application (≥ 0).
+    payload_mass_kg: mass rigidly fixed at the flange [kg] (0: no payload).
+    payload_com_m: its centre of mass in the flange frame [m], (3,).
+    payload_radius_m: its inertia is a uniform sphere's, 0.4·m·r² about each axis [m].
+    noise_q_rad / noise_dq_rad_s / noise_tau_j_nm: white Gaussian measurement noise σ.
+    seed: the noise generator's seed (numpy `default_rng`).
+    """
+
+    armature_kgm2: tuple[float, ...] = (0.21, 0.20, 0.17, 0.16, 0.085, 0.080, 0.065)
+    viscous_nms_rad: tuple[float, ...] = (0.30, 0.28, 0.25, 0.22, 0.12, 0.10, 0.08)
+    coulomb_pos_nm: tuple[float, ...] = (0.90, 1.00, 0.75, 0.80, 0.45, 0.35, 0.22)
+    coulomb_neg_nm: tuple[float, ...] = (0.70, 0.80, 0.90, 0.60, 0.35, 0.42, 0.18)
+    smoothing_velocity_rad_s: tuple[float, ...] = (0.03,) * JOINTS
+    motor_delay_ms: int = 2
+    payload_mass_kg: float = 1.2
+    payload_com_m: tuple[float, ...] = (0.01, -0.015, 0.055)
+    payload_radius_m: float = 0.05
+    noise_q_rad: float = 2e-5
+    noise_dq_rad_s: float = 5e-4
+    noise_tau_j_nm: float = 0.05
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        for name in _PER_JOINT:
+            object.__setattr__(self, name, _floats(name, getattr(self, name), JOINTS))
+        object.__setattr__(self, "payload_com_m", _floats("payload_com_m", self.payload_com_m, 3))
+        for name in ("payload_mass_kg", "payload_radius_m", "noise_q_rad", "noise_dq_rad_s",
+                     "noise_tau_j_nm"):
+            value = float(getattr(self, name))
+            if not math.isfinite(value) or value < 0:
+                raise ValueError(f"IndependentPlant.{name}: expected a finite number >= 0, got {value}")
+            object.__setattr__(self, name, value)
+        for name in ("armature_kgm2", "viscous_nms_rad", "coulomb_pos_nm", "coulomb_neg_nm"):
+            if min(getattr(self, name)) < 0:
+                raise ValueError(f"IndependentPlant.{name}: expected values >= 0, got {getattr(self, name)}")
+        if min(self.smoothing_velocity_rad_s) <= 0:
+            raise ValueError("IndependentPlant.smoothing_velocity_rad_s: expected values > 0, "
+                             f"got {self.smoothing_velocity_rad_s}")
+        if isinstance(self.motor_delay_ms, bool) or int(self.motor_delay_ms) != self.motor_delay_ms \
+                or self.motor_delay_ms < 0:
+            raise ValueError("IndependentPlant.motor_delay_ms: expected a whole number of 1 ms ticks "
+                             f">= 0, got {self.motor_delay_ms!r}")
+        object.__setattr__(self, "motor_delay_ms", int(self.motor_delay_ms))
+        if self.payload_mass_kg > 0 and self.payload_radius_m <= 0:
+            raise ValueError("IndependentPlant.payload_radius_m: expected > 0 with a payload mass")
+        self._check_explicit_stability()
+
+    def _check_explicit_stability(self) -> None:
+        """The explicit tanh term acts like a damping c/v_s near rest; refuse values the 1 ms
+        step cannot integrate (slope·dt must stay well below the joint's rotor inertia)."""
+        slope = np.maximum(self.coulomb_pos, self.coulomb_neg) / self.smoothing_velocity
+        ratio = slope * TICK_S / np.maximum(self.armature, 1e-12)
+        if np.any(ratio > 0.5):
+            j = int(np.argmax(ratio)) + 1
+            raise ValueError(f"IndependentPlant: joint {j}'s Coulomb level / smoothing velocity "
+                             f"({slope[j - 1]:.4g} N·m·s/rad) is too steep for an explicit 1 ms step "
+                             f"with armature {self.armature[j - 1]:.4g} kg·m²; raise "
+                             "smoothing_velocity_rad_s or armature_kgm2")
+
+    @property
+    def armature(self) -> np.ndarray:
+        return np.asarray(self.armature_kgm2)
+
+    @property
+    def viscous(self) -> np.ndarray:
+        return np.asarray(self.viscous_nms_rad)
+
+    @property
+    def coulomb_pos(self) -> np.ndarray:
+        return np.asarray(self.coulomb_pos_nm)
+
+    @property
+    def coulomb_neg(self) -> np.ndarray:
+        return np.asarray(self.coulomb_neg_nm)
+
+    @property
+    def smoothing_velocity(self) -> np.ndarray:
+        return np.asarray(self.smoothing_velocity_rad_s)
+
+    @property
+    def delay_ticks(self) -> int:
+        return self.motor_delay_ms
+
+    def replace(self, **changes) -> "IndependentPlant":
+        """A copy with some fields changed (validated again)."""
+        return dataclasses.replace(self, **changes)
+
+
+def _floats(name: str, values, size: int) -> tuple[float, ...]:
+    arr = np.asarray(values, dtype=float).reshape(-1)
+    if arr.size == 1 and size > 1:
+        arr = np.repeat(arr, size)
+    if arr.size != size or not np.all(np.isfinite(arr)):
+        raise ValueError(f"IndependentPlant.{name}: expected {size} finite numbers, got {values!r}")
+    return tuple(float(x) for x in arr)
+
+
+def coulomb_torque_nm(plant: IndependentPlant, dq_rad_s: np.ndarray) -> np.ndarray:
+    """The smoothed asymmetric Coulomb torque −c(q̇)·tanh(q̇/v_s) [N·m], shape of `dq_rad_s`
+    (…, 7)."""
+    dq = np.asarray(dq_rad_s, dtype=float)
+    level = np.where(dq >= 0.0, plant.coulomb_pos, plant.coulomb_neg)
+    return -level * np.tanh(dq / plant.smoothing_velocity)
+
+
+def friction_torque_nm(plant: IndependentPlant, dq_rad_s: np.ndarray) -> np.ndarray:
+    """The whole friction law τ_f(q̇) = Coulomb part − b·q̇ [N·m], (…, 7)."""
+    dq = np.asarray(dq_rad_s, dtype=float)
+    return coulomb_torque_nm(plant, dq) - plant.viscous * dq
+
+
+@dataclass(frozen=True)
+class PlantModels:
+    """The compiled plant and firmware models and the arm's addresses in both.
+
+    qpos_adr / dof_adr: (7,) int arrays, J1..J7 (the same in both models).
+    flange_site: the `ee` site id in the firmware model (the measured O_T_EE frame).
+    """
+
+    plant: mujoco.MjModel
+    firmware: mujoco.MjModel
+    qpos_adr: np.ndarray
+    dof_adr: np.ndarray
+    flange_site: int
+
+
+def build_models(plant: IndependentPlant, model_path: str | Path | None = None) -> PlantModels:
+    """Compile the plant (payload, armature, damping, gravity, no MuJoCo friction) and the
+    payload-free firmware model from the MJCF file (default: twinlake's `sim/models/fr3.xml`)."""
+    path = Path(model_path) if model_path is not None else FR3_MJCF
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: FR3 MJCF not found")
+    plant_spec = _spec(path)
+    for j, name in enumerate(ARM_JOINTS):
+        joint = plant_spec.joint(name)
+        joint.armature = plant.armature_kgm2[j]
+        joint.damping = [plant.viscous_nms_rad[j], 0.0, 0.0]  # linear term only
+    if plant.payload_mass_kg > 0:
+        _add_payload(plant_spec, plant, path)
+    plant_model = plant_spec.compile()
+    firmware_spec = _spec(path)
+    for name in ARM_JOINTS:
+        joint = firmware_spec.joint(name)
+        joint.armature = 0.0
+        joint.damping = [0.0, 0.0, 0.0]
+    firmware_model = firmware_spec.compile()
+    qpos_adr, dof_adr = _addresses(plant_model, path)
+    fw_qpos, fw_dof = _addresses(firmware_model, path)
+    if not (np.array_equal(qpos_adr, fw_qpos) and np.array_equal(dof_adr, fw_dof)):
+        raise ValueError(f"{path}: the payload changed the arm's joint addresses")
+    site = mujoco.mj_name2id(firmware_model, mujoco.mjtObj.mjOBJ_SITE, FLANGE_SITE)
+    if site < 0:
+        raise ValueError(f"{path}: no site '{FLANGE_SITE}' at the flange")
+    return PlantModels(plant_model, firmware_model, qpos_adr, dof_adr, site)
+
+
+def _spec(path: Path) -> mujoco.MjSpec:
+    spec = mujoco.MjSpec.from_file(str(path))
+    spec.option.timestep = TICK_S
+    spec.option.gravity = [0.0, 0.0, -GRAVITY_M_S2]
+    for name in ARM_JOINTS:
+        joint = spec.joint(name)
+        if joint is None:
+            raise ValueError(f"{path}: no joint '{name}'")
+        joint.frictionloss = 0.0
+    return spec
+
+
+def _add_payload(spec: mujoco.MjSpec, plant: IndependentPlant, path: Path) -> None:
+    """A rigid body at the flange frame (the `ee` site's pose on its body), CoM at
+    `payload_com_m` in that frame, inertia of a uniform sphere."""
+    site = spec.site(FLANGE_SITE)
+    if site is None:
+        raise ValueError(f"{path}: no site '{FLANGE_SITE}' to attach the payload to")
+    inertia = 0.4 * plant.payload_mass_kg * plant.payload_radius_m ** 2
+    site.parent.add_body(name=PAYLOAD_BODY, pos=list(site.pos), quat=list(site.quat),
+                         mass=plant.payload_mass_kg, ipos=list(plant.payload_com_m),
+                         inertia=[inertia] * 3, explicitinertial=True)
+
+
+def _addresses(model: mujoco.MjModel, path: Path) -> tuple[np.ndarray, np.ndarray]:
+    ids = [mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, name) for name in ARM_JOINTS]
+    if min(ids) < 0:
+        raise ValueError(f"{path}: missing one of {ARM_JOINTS}")
+    return (np.array([model.jnt_qposadr[i] for i in ids]), np.array([model.jnt_dofadr[i] for i in ids]))
