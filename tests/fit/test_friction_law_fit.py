@@ -37,3 +37,15 @@ def test_the_objective_replays_under_the_fits_law(tmp_path):
     losses = {law: FitProblem(build_data(tmp_path, ["s1"], friction_law=law)).loss(truth.to_vector()[None])[0]
               for law in FRICTION_LAWS}
     assert losses["stribeck"] < 1e-12 < losses["tanh"]  # the recording's law, to round-off
+
+
+def test_fit_run_names_a_bad_friction_law_or_configured_load(tmp_path):
+    from typer.testing import CliRunner
+
+    from twinlake.cli import app
+
+    base = ["fit", "run", "--train", "r1", "--lake", str(tmp_path), "--workers", "0"]
+    law = CliRunner().invoke(app, [*base, "--friction-law", "coulomb"])
+    assert law.exit_code != 0 and "friction law 'coulomb': expected one of stribeck, tanh" in law.output
+    load = CliRunner().invoke(app, [*base, "--configured-load", "heavy"])
+    assert load.exit_code != 0 and "--configured-load 'heavy': expected numbers in MASS[,X,Y,Z]" in load.output
