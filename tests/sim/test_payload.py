@@ -7,7 +7,7 @@ from __future__ import annotations
 import mujoco
 import numpy as np
 import pytest
-from sim_recording import joint_input, record_synthetic
+from sim_recording import cartesian_frames_50hz, joint_input, record_synthetic
 
 from twinlake.sim import (DEMO_PROFILE_PATH, FR3_MODEL_PATH, DynamicsParams, PopulationEngine, ReplayInput, SimFR3,
                           load_params, replay_reference)
@@ -124,3 +124,19 @@ def test_loads_parse_and_come_from_metadata():
     assert load_from_metadata({"args": {}}) is None and load_from_metadata(None) is None
     with pytest.raises(ValueError, match="run.json: configured_load: missing field mass_kg"):
         load_from_metadata({"configured_load": {"m": 1}}, "run.json")
+
+
+def test_the_cartesian_law_carries_the_loads_in_both_loops(model):
+    inp = ReplayInput.from_frames(cartesian_frames_50hz(model, 20), controller="cartesian_impedance",
+                                  time_base="zoh_1khz_ticks_per_csv_row", warmup_ticks=20,
+                                  configured_load=EndLoad(0.2, (0.0, 0.0, 0.03)))
+    truth = load_params(DEMO_PROFILE_PATH)
+    matrix = np.stack([truth.with_payload(TRUE).to_vector(), truth.to_vector()])
+    runs = []
+    for compiled in (True, False):
+        with PopulationEngine([inp], nthread=1, compiled_loop=compiled) as engine:
+            runs.append(engine.run(matrix)[0].q)
+    np.testing.assert_allclose(runs[0], runs[1], rtol=0, atol=1e-9)  # the Cartesian law agrees to round-off
+    reference = replay_reference(inp, truth.with_payload(TRUE)).q
+    np.testing.assert_allclose(runs[1][0], reference, rtol=0, atol=1e-9)
+    assert np.abs(runs[0][0] - runs[0][1]).max() > 1e-4  # the payload shows
