@@ -21,6 +21,7 @@ Spec syntax (`--params`, repeatable, comma-separated items; or a JSON file of th
     +payload                a preset (PRESETS): free payload_mass and payload_com_x/y/z at
                             their default bounds
     +smooth-friction        the smooth (tanh) friction law, dynamic_ratio frozen at 1
+    +sigmoid-friction       the sigmoid law of Gaz et al. 2019, its shape (sigmoid_phi2/3) free
     +asymmetry, +bias       free coulomb_asymmetry / tau_bias (per joint) at their default bounds
 """
 
@@ -54,8 +55,11 @@ PRESETS: dict[str, Preset] = {
     "+bias": Preset(free=("tau_bias",)),
     # the smooth law has one Coulomb level (mu_static): dynamic_ratio has no effect, so it is frozen
     "+smooth-friction": Preset(freeze=(("dynamic_ratio", 1.0),), friction_law="tanh"),
+    # Gaz et al. 2019: φ1 = 2·mu_static, the shape φ2, φ3 per joint searched
+    "+sigmoid-friction": Preset(free=("sigmoid_phi2", "sigmoid_phi3"), freeze=(("dynamic_ratio", 1.0),),
+                                friction_law="sigmoid"),
 }
-FRICTION_LAWS = ("stribeck", "tanh")  # twinlake.sim.plant.FRICTION_LAWS (checked by a test)
+FRICTION_LAWS = ("stribeck", "tanh", "sigmoid")  # twinlake.sim.plant.FRICTION_LAWS (checked by a test)
 
 
 def select(selector: str) -> list[int]:

@@ -156,15 +156,16 @@ def _add_load_torque(p, ctx, data_address, off, applied, dofadr):
 @njit(inline="always")
 def _add_joint_extras(p, ctx, qvel, applied, dofadr):
     """applied += candidate p's bias and Coulomb asymmetry (kernels.add_joint_extras, same order)."""
-    extras = carray(_f64_at(ctx[EXTRAS]), (ctx[N_CANDIDATES], 14))
+    extras = carray(_f64_at(ctx[EXTRAS]), (ctx[N_CANDIDATES], 35))
     active = False
-    for i in range(14):
+    for i in range(21):
         if extras[p, i] != 0.0:
             active = True
     if not active:
         return
     for j in range(7):
-        applied[dofadr[j]] = applied[dofadr[j]] + joint_extra(qvel[dofadr[j]], extras[p, j], extras[p, 7 + j])
+        applied[dofadr[j]] = applied[dofadr[j]] + joint_extra(qvel[dofadr[j]], extras[p, j], extras[p, 7 + j],
+                                                              extras[p, 14 + j], extras[p, 21 + j], extras[p, 28 + j])
 
 
 def make_callback(offsets: dict[str, int], magic: float, slots: int):

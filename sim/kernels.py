@@ -47,7 +47,8 @@ STRIBECK_VELOCITY_RAD_S = 0.02  # the plant's Stribeck velocity v_s (plant.py)
 NEG_INV_STRIBECK_VELOCITY_SQ = -1.0 / STRIBECK_VELOCITY_RAD_S**2
 TANH_VELOCITY_RAD_S = 0.02  # the smooth law's velocity scale v_t (plant.TanhFriction)
 INV_TANH_VELOCITY = 1.0 / TANH_VELOCITY_RAD_S
-FRICTION_STRIBECK, FRICTION_TANH = 0, 1  # the friction law's number (plant.FRICTION_LAWS)
+FRICTION_STRIBECK, FRICTION_TANH, FRICTION_SIGMOID = 0, 1, 2  # the friction law's number (plant.FRICTION_LAWS)
+EXTRAS_WIDTH = 35  # add_joint_extras' row: tau_bias | coulomb_asymmetry | φ1 | φ2 | φ3, 7 each
 
 # IEEE arithmetic exactly as written (no fast-math, no contraction into FMAs); cached on disk.
 # The GIL is kept: a kernel takes microseconds, and every release is a chance for another
@@ -167,6 +168,8 @@ def friction_torque(law, dqj, coef_j):
     coef_j = −mu_c)."""
     if law == FRICTION_TANH:
         return math.tanh(dqj * INV_TANH_VELOCITY) * coef_j
+    if law == FRICTION_SIGMOID:  # its torque is one of the joint extras (add_joint_extras)
+        return 0.0
     return sliding_relief(dqj, coef_j)
 
 
@@ -259,29 +262,34 @@ def add_load_torque(load, site_xpos, site_xmat, xanchor, xaxis, site_id, jnt_ids
 
 
 @njit(**_JIT, inline="always")
-def joint_extra(dqj, bias_j, asym_j):
-    """One joint's extra torque [N·m]: the constant bias minus the Coulomb asymmetry's
-    even term asym·tanh²(dq/v_t) (0 at rest, asym when sliding either way)."""
+def joint_extra(dqj, bias_j, asym_j, phi1_j, phi2_j, phi3_j):
+    """One joint's extra torque [N·m]: the constant bias, minus the Coulomb asymmetry's even
+    term asym·tanh²(dq/v_t) (0 at rest, asym when sliding either way), minus the sigmoid
+    friction of Gaz et al. 2019, φ1/(1 + e^(−φ2(dq + φ3))) − φ1/(1 + e^(−φ2·φ3)), when φ1 ≠ 0."""
     t = math.tanh(dqj * INV_TANH_VELOCITY)
-    return bias_j - asym_j * (t * t)
+    out = bias_j - asym_j * (t * t)
+    if phi1_j != 0.0:
+        out = out - (phi1_j / (1.0 + math.exp(-phi2_j * (dqj + phi3_j))) - phi1_j / (1.0 + math.exp(-phi2_j * phi3_j)))
+    return out
 
 
 @njit(**_JIT)
 def add_joint_extras(dq, extras, applied):
-    """applied[p, j] += joint_extra of candidate p (plant.joint_extras is the readable form);
-    candidates whose row is all zero are left untouched (bit for bit).
+    """applied[p, j] += joint_extra of candidate p (plant.joint_extra_torque is the readable
+    form); candidates whose bias, asymmetry and φ1 are all zero are left untouched (bit for bit).
 
-    dq (P, 7) [rad/s] the velocity the step starts from; extras (P, 14) [tau_bias (7) |
-    coulomb_asymmetry (7)] [N·m]; applied (P, 7)."""
+    dq (P, 7) [rad/s] the velocity the step starts from; extras (P, 35) [tau_bias (7) |
+    coulomb_asymmetry (7) | φ1 (7) [N·m] | φ2 (7) [s/rad] | φ3 (7) [rad/s]]; applied (P, 7)."""
     for p in range(applied.shape[0]):
         active = False
-        for i in range(14):
+        for i in range(21):
             if extras[p, i] != 0.0:
                 active = True
         if not active:
             continue
         for j in range(7):
-            applied[p, j] = applied[p, j] + joint_extra(dq[p, j], extras[p, j], extras[p, 7 + j])
+            applied[p, j] = applied[p, j] + joint_extra(dq[p, j], extras[p, j], extras[p, 7 + j], extras[p, 14 + j],
+                                                        extras[p, 21 + j], extras[p, 28 + j])
 
 
 def warm_up() -> None:
@@ -295,6 +303,6 @@ def warm_up() -> None:
              np.zeros(7), np.zeros((2, 1, 7)), 0, np.zeros(1, dtype=np.int64), row, np.zeros(7), np.zeros(7), np.zeros(7), 0)
 
 
-__all__ = ["add_joint_extras", "joint_extra", "FRICTION_STRIBECK", "FRICTION_TANH", "GRAVITY_M_S2", "STRIBECK_VELOCITY_RAD_S", "TANH_VELOCITY_RAD_S",
+__all__ = ["add_joint_extras", "joint_extra", "EXTRAS_WIDTH", "FRICTION_SIGMOID", "FRICTION_STRIBECK", "FRICTION_TANH", "GRAVITY_M_S2", "STRIBECK_VELOCITY_RAD_S", "TANH_VELOCITY_RAD_S",
            "friction_torque", "add_load_torque", "add_square_errors", "apply_delayed_torque", "arm_step", "arm_tick", "ema_springs",
            "joint_impedance_tick", "population_control", "sliding_relief", "warm_up"]

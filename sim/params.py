@@ -80,6 +80,9 @@ _GROUPS = (
     ParameterGroup("coulomb_asymmetry", "N·m", (-1.0, 1.0), (0.0,) * 7, None, frozen_by_default=True,
                    label="asymmetry"),
     ParameterGroup("tau_bias", "N·m", (-3.0, 3.0), (0.0,) * 7, None, frozen_by_default=True, label="bias"),
+    # the sigmoid friction law's shape (plant.py; Gaz et al. 2019): steepness φ2, offset φ3
+    ParameterGroup("sigmoid_phi2", "s/rad", (5.0, 500.0), (50.0,) * 7, None, frozen_by_default=True, label="φ2"),
+    ParameterGroup("sigmoid_phi3", "rad/s", (-0.2, 0.2), (0.0,) * 7, None, frozen_by_default=True, label="φ3"),
 )
 _PAYLOAD_COM = ("payload_com_x", "payload_com_y", "payload_com_z")
 _PAYLOAD_INERTIA = ("payload_ixx", "payload_iyy", "payload_izz")
@@ -116,6 +119,8 @@ class DynamicsParams:
     # Coulomb asymmetry δ [N·m]: the sliding level is mu + δ moving forward, mu − δ backward
     coulomb_asymmetry: np.ndarray = field(default_factory=lambda: np.zeros(JOINT_COUNT))
     tau_bias: np.ndarray = field(default_factory=lambda: np.zeros(JOINT_COUNT))  # constant joint torque [N·m]
+    sigmoid_phi2: np.ndarray = field(default_factory=lambda: np.full(JOINT_COUNT, 50.0))  # sigmoid law steepness [s/rad]
+    sigmoid_phi3: np.ndarray = field(default_factory=lambda: np.zeros(JOINT_COUNT))  # sigmoid law offset [rad/s]
 
     def __post_init__(self) -> None:
         for group in LAYOUT.groups:

@@ -34,13 +34,13 @@ import numpy as np
 
 from .model import ArmIndex, arm_index
 from .kernels import NEG_INV_STRIBECK_VELOCITY_SQ as _NEG_INV_VS2
-from .kernels import FRICTION_STRIBECK, FRICTION_TANH, INV_TANH_VELOCITY, STRIBECK_VELOCITY_RAD_S, TANH_VELOCITY_RAD_S
+from .kernels import FRICTION_SIGMOID, FRICTION_STRIBECK, FRICTION_TANH, INV_TANH_VELOCITY, STRIBECK_VELOCITY_RAD_S, TANH_VELOCITY_RAD_S
 from .kernels import add_joint_extras, add_load_torque, apply_delayed_torque
 from .load import NO_LOAD, EndLoad, load_row
 from .params import MAX_DELAY_MS, DynamicsParams
 
 
-FRICTION_LAWS = {"stribeck": FRICTION_STRIBECK, "tanh": FRICTION_TANH}  # name -> the kernels' number
+FRICTION_LAWS = {"stribeck": FRICTION_STRIBECK, "tanh": FRICTION_TANH, "sigmoid": FRICTION_SIGMOID}  # name -> number
 
 
 def friction_law_id(name: str) -> int:
@@ -93,27 +93,44 @@ class TanhFriction:
         return out
 
 
-def joint_extras(tau_bias: np.ndarray, coulomb_asymmetry: np.ndarray) -> np.ndarray:
-    """(P, 14) [tau_bias | coulomb_asymmetry], the kernels' input (add_joint_extras)."""
-    return np.ascontiguousarray(np.concatenate([np.atleast_2d(tau_bias), np.atleast_2d(coulomb_asymmetry)], axis=1),
-                                dtype=np.float64)
+def joint_extras(tau_bias: np.ndarray, coulomb_asymmetry: np.ndarray, law: str = "stribeck",
+                 mu_static: np.ndarray | None = None, phi2: np.ndarray | None = None,
+                 phi3: np.ndarray | None = None) -> np.ndarray:
+    """(P, 35) [tau_bias | coulomb_asymmetry | φ1 | φ2 | φ3], the kernels' input
+    (add_joint_extras); φ1 = 2·mu_static under the sigmoid law (so mu_static is its Coulomb
+    level at φ3 = 0), else 0 (no sigmoid term)."""
+    bias = np.atleast_2d(np.asarray(tau_bias, dtype=np.float64))
+    zeros = np.zeros_like(bias)
+    sigmoid = friction_law_id(law) == FRICTION_SIGMOID
+    phi1 = 2.0 * np.atleast_2d(mu_static) if sigmoid else zeros
+    parts = [bias, np.atleast_2d(coulomb_asymmetry), phi1,
+             zeros if phi2 is None else np.atleast_2d(phi2), zeros if phi3 is None else np.atleast_2d(phi3)]
+    return np.ascontiguousarray(np.concatenate(parts, axis=1), dtype=np.float64)
 
 
 def joint_extra_torque(dq: np.ndarray, extras: np.ndarray) -> np.ndarray:
-    """The readable form of kernels.add_joint_extras: bias − asym·tanh²(dq/v_t) [N·m], (P, 7)."""
-    return extras[:, :7] - extras[:, 7:] * np.tanh(dq * INV_TANH_VELOCITY) ** 2
+    """The readable form of kernels.add_joint_extras [N·m], (P, 7): bias − asym·tanh²(dq/v_t)
+    − [φ1/(1 + e^(−φ2(dq + φ3))) − φ1/(1 + e^(−φ2·φ3))] (Gaz et al. 2019, RA-L 4(4))."""
+    bias, asym, phi1, phi2, phi3 = (extras[:, 7 * i:7 * (i + 1)] for i in range(5))
+    sigmoid = phi1 / (1.0 + np.exp(-phi2 * (dq + phi3))) - phi1 / (1.0 + np.exp(-phi2 * phi3))
+    return bias - asym * np.tanh(dq * INV_TANH_VELOCITY) ** 2 - sigmoid
 
 
 def friction_model(law: str, mu_static: np.ndarray, dynamic_ratio: np.ndarray):
     """The friction of a population under `law` ((P, 7) parameters)."""
-    if friction_law_id(law) == FRICTION_TANH:
+    law_id = friction_law_id(law)
+    if law_id == FRICTION_TANH:
         return TanhFriction(mu_static)
+    if law_id == FRICTION_SIGMOID:  # its torque is a joint extra (joint_extras); none here
+        model = TanhFriction(np.zeros_like(mu_static))
+        model.law = FRICTION_SIGMOID
+        return model
     return StribeckFriction(mu_static, dynamic_ratio * mu_static)
 
 
 def breakaway_level(law: str, mu_static: np.ndarray) -> np.ndarray:
-    """`dof_frictionloss` of a law: the breakaway level mu_s (Stribeck), 0 (tanh)."""
-    return np.zeros_like(mu_static) if friction_law_id(law) == FRICTION_TANH else mu_static
+    """`dof_frictionloss` of a law: the breakaway level mu_s (Stribeck), 0 (tanh, sigmoid)."""
+    return mu_static if friction_law_id(law) == FRICTION_STRIBECK else np.zeros_like(mu_static)
 
 
 class DelayLine:
@@ -220,8 +237,9 @@ class Plant:
         self.configured_load = configured_load
         self.load = load_row(params.payload_mass, np.array(params.payload.com_m), configured_load)  # (1, 4)
         self.loaded = bool(np.any(self.load != 0.0))
-        self.extras = joint_extras(params.tau_bias, params.coulomb_asymmetry)  # (1, 14)
-        self.extra = bool(np.any(self.extras != 0.0))
+        self.extras = joint_extras(params.tau_bias, params.coulomb_asymmetry, friction_law, params.mu_static,
+                                   params.sigmoid_phi2, params.sigmoid_phi3)  # (1, 35)
+        self.extra = bool(np.any(self.extras[:, :21] != 0.0))  # bias, asymmetry or a sigmoid φ1
         self._jnt_ids = self.arm.jnt_ids.astype(np.int64)
         self.dofs, self.qadr = dof_span(self.arm.dof_adr), dof_span(self.arm.qpos_adr)
         # live (1, 7) views of MjData rows (its buffers never move) when the dofs are contiguous

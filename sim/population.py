@@ -127,10 +127,11 @@ class _Shard:
         sample_of_tick[inp.sample_ticks] = np.arange(inp.n_samples)
         com = np.stack([LAYOUT.take(m, f"payload_com_{axis}") for axis in "xyz"], axis=-1)
         load = load_row(LAYOUT.take(m, "payload_mass"), com, inp.configured_load)
-        extras = joint_extras(LAYOUT.take(m, "tau_bias"), LAYOUT.take(m, "coulomb_asymmetry"))
+        extras = joint_extras(LAYOUT.take(m, "tau_bias"), LAYOUT.take(m, "coulomb_asymmetry"), self.friction_law,
+                              LAYOUT.take(m, "mu_static"), LAYOUT.take(m, "sigmoid_phi2"), LAYOUT.take(m, "sigmoid_phi3"))
         return _ReplayState(
             load=load if np.any(load != 0.0) else None,
-            extras=extras if np.any(extras != 0.0) else None,
+            extras=extras if np.any(extras[:, :21] != 0.0) else None,
             delay=DelayLine(delay_ticks(LAYOUT.take(m, "motor_delay_ms")), inp.tau_prev0, inp.tau_history,
                             friction_law_id(self.friction_law)),
             neg_breakaway=friction_model(self.friction_law, LAYOUT.take(m, "mu_static"),
@@ -301,7 +302,7 @@ class _ReplayState:
     tau_prev: np.ndarray  # (P, 7) slew-limiter state [N·m]
     ema: np.ndarray  # (7,) the EMA of the targets, shared by every candidate [rad]
     load: np.ndarray | None = None  # (P, 4) load rows (load.load_row), None when all are zero
-    extras: np.ndarray | None = None  # (P, 14) [tau_bias | coulomb_asymmetry] (plant.joint_extras), None when all are zero
+    extras: np.ndarray | None = None  # (P, 35) joint extras (plant.joint_extras), None when bias, asymmetry and φ1 are all zero
 
 
 class PopulationEngine:

@@ -25,7 +25,7 @@ Q_OUT, DQ_OUT, TAU_OUT, Q_REF, DQ_REF, SCALES, SUM_SQ, QPOS_ADR, DOF_ADR = 13, 1
 CONTROLLER, CART_TARGETS, CART_PARAMS, HOLD, JNT_IDS, SITE_ID = 22, 23, 24, 25, 26, 27
 LOAD = SITE_ID + 1  # address of the (P, 4) load rows, 0 when no candidate carries a load
 FRICTION_LAW = LOAD + 1  # the friction law's number (kernels.FRICTION_STRIBECK, FRICTION_TANH), a value
-EXTRAS = FRICTION_LAW + 1  # address of the (P, 14) [tau_bias | coulomb_asymmetry] rows, 0 when all are zero
+EXTRAS = FRICTION_LAW + 1  # address of the (P, 35) joint-extra rows (plant.joint_extras), 0 when all are zero
 CONTEXT_SIZE = EXTRAS + 1
 # values of the MODE and CONTROLLER slots
 MODE_SAMPLES, MODE_ERRORS = 0, 1

@@ -11,7 +11,7 @@ from twinlake.catalog import Lake, connect
 from twinlake.ingest.frankatwin_results import import_result, import_results, result_kind
 from twinlake.ingest.pipeline import ingest_paths
 from twinlake.ingest.registry import IngestError, ReadOptions
-from twinlake.sim import PARAM_NAMES, load_params
+from twinlake.sim import LAYOUT, PARAM_NAMES, load_params
 
 
 def test_best_params_becomes_a_readable_fit(tmp_path):
@@ -28,7 +28,7 @@ def test_best_params_becomes_a_readable_fit(tmp_path):
     expected = dec["armature"] + dec["mu_static"] + dec["dynamic_ratio"] + dec["mu_viscous"] + [3.0]
     # FrankaTwin's 29 as written; the groups FrankaTwin does not have (payload, asymmetry, bias) nominal
     assert [row[n] for n in PARAM_NAMES[:29]] == pytest.approx(expected, rel=0, abs=0)
-    assert [row[n] for n in PARAM_NAMES[29:]] == [0.0] * (len(PARAM_NAMES) - 29)
+    assert [row[n] for n in PARAM_NAMES[29:]] == LAYOUT.nominal[29:].tolist()
     hist = con.execute("SELECT iter, best, per_traj_min FROM fit_history ORDER BY iter").fetchall()
     assert [h[0] for h in hist] == [1, 2, 3, 4]
     assert hist[1][1] == body["history"][1]["best"] and hist[1][2] == body["history"][1]["per_traj_min"]
