@@ -29,7 +29,7 @@ import mujoco
 import numpy as np
 from mujoco import rollout
 
-from twinlake.sim.params import delay_ticks
+from twinlake.sim.params import delay_ticks, params_matrix
 from twinlake.sim.plant import StribeckFriction
 from twinlake.sim import DEFAULT_BOUNDS, HOME_Q, DynamicsParams, JointImpedanceConfig, PopulationEngine, ReplayInput, load_model, replay_reference
 
@@ -88,10 +88,12 @@ def bench_cartesian(model: mujoco.MjModel, params: np.ndarray, seconds: float, n
 
 
 def sample_params(population: int, seed: int = 0) -> np.ndarray:
-    lo, hi = DEFAULT_BOUNDS[:, 0], DEFAULT_BOUNDS[:, 1]
+    """(P, n): FrankaTwin's 29 drawn in their bounds, the groups beyond them (payload, asymmetry,
+    bias) nominal, as a default fit has them."""
+    lo, hi = DEFAULT_BOUNDS[:29, 0], DEFAULT_BOUNDS[:29, 1]
     params = lo + np.random.default_rng(seed).uniform(size=(population, 29)) * (hi - lo)
     params[:, 28] = np.arange(population) % 5
-    return params
+    return params_matrix(params)
 
 
 def candidate_models(model: mujoco.MjModel, params: np.ndarray) -> list[mujoco.MjModel]:

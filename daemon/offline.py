@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from twinlake.sim import DEMO_PROFILE_PATH, JointImpedanceCommand, load_params
+from twinlake.sim import DEMO_PROFILE_PATH, NO_LOAD, EndLoad, JointImpedanceCommand, load_params
 
 from . import csv_v2 as C
 from .client import DEFAULT_D_JOINT, DEFAULT_FILTER_ALPHA, DEFAULT_K_JOINT
@@ -61,14 +61,21 @@ def _command_ticks(t_s: np.ndarray) -> np.ndarray:
 def record_offline(reference_csv: str | Path, out_csv: str | Path, *, truth_path: str | None = None,
                    seed: int = 0, noise: NoiseConfig = NoiseConfig(), k_joint=DEFAULT_K_JOINT,
                    d_joint=DEFAULT_D_JOINT, filter_alpha: float = DEFAULT_FILTER_ALPHA,
-                   tail_s: float = 1.0, robot_id: str | None = None, progress=None) -> OfflineResult:
-    """Simulate `reference_csv` on the truth robot and write a CSV v2 recording + companions."""
+                   tail_s: float = 1.0, robot_id: str | None = None, progress=None,
+                   payload: EndLoad | None = None, configured_load: EndLoad = NO_LOAD) -> OfflineResult:
+    """Simulate `reference_csv` on the truth robot and write a CSV v2 recording + companions.
+
+    payload: the true payload at the flange (replaces the truth profile's; None keeps it);
+    configured_load: the load the firmware's gravity compensation assumes (Desk / setLoad),
+    stated in the metadata as `configured_load` (the fit reads it from there)."""
     out_csv = Path(out_csv)
     t_ref, q_ref = read_reference_csv(reference_csv)
     params = load_params(truth_path or DEMO_PROFILE_PATH)
+    if payload is not None:
+        params = params.with_payload(payload)
     cmd_ticks = _command_ticks(t_ref)
     n_ticks = int(cmd_ticks[-1] + round(tail_s / TICK_S)) + 1
-    robot = RobotTicker(params, noise, seed, q0=q_ref[0])
+    robot = RobotTicker(params, noise, seed, q0=q_ref[0], configured_load=configured_load)
     gains = (np.asarray(k_joint, float), np.asarray(d_joint, float), float(filter_alpha))
     first = JointImpedanceCommand(robot.sim.q)  # initial controller: joint impedance at the live q
     started = time.perf_counter()
@@ -82,7 +89,9 @@ def record_offline(reference_csv: str | Path, out_csv: str | Path, *, truth_path
     wall = time.perf_counter() - started
     status = RecordingStatus(recording_id=f"offline-{out_csv.stem}", path=str(out_csv.resolve()), ok=True,
                              finished=True, complete=True, written=n_ticks)
-    write_companions(out_csv, status, _meta(reference_csv, robot_id, status, gains, seed, noise, q_ref[0]))
+    meta = _meta(reference_csv, robot_id, status, gains, seed, noise, q_ref[0])
+    meta["configured_load"] = configured_load.to_json()
+    write_companions(out_csv, status, meta)
     return OfflineResult(out_csv, n_ticks, n_ticks * TICK_S, wall, status)
 
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import zmq
 
-from twinlake.sim import DEMO_PROFILE_PATH, JointImpedanceCommand, load_params
+from twinlake.sim import DEMO_PROFILE_PATH, NO_LOAD, EndLoad, JointImpedanceCommand, load_params
 
 from . import csv_v2 as C
 from .noise import NoiseConfig
@@ -63,6 +63,8 @@ class DaemonConfig:
     spin_s: float = 0.0003  # busy-wait this long before each deadline
     log_1khz: str | None = None  # start a recording at startup with ID startup-<ns>
     rt_priority: int = 0  # >0: SCHED_FIFO priority for the daemon's threads (as a real RT daemon)
+    payload: EndLoad | None = None  # the true payload at the flange; the truth profile's if None
+    configured_load: EndLoad = NO_LOAD  # the load the firmware's gravity compensation assumes (setLoad)
 
     def validate(self) -> None:
         """Raise ValueError on bad ports or an unknown initial controller."""
@@ -87,8 +89,11 @@ class Fr3Daemon:
         # with rt_priority, raise it before any thread exists (zmq's I/O thread included): they inherit it
         self._restore_priority = self._raise_priority()
         self.truth_path = config.truth_path or str(DEMO_PROFILE_PATH)
-        self.robot = RobotTicker(load_params(self.truth_path), config.noise, config.seed, q0=config.q0,
-                                 measured_coriolis=True)
+        truth = load_params(self.truth_path)
+        if config.payload is not None:
+            truth = truth.with_payload(config.payload)
+        self.robot = RobotTicker(truth, config.noise, config.seed, q0=config.q0, measured_coriolis=True,
+                                 configured_load=config.configured_load)
         self.manager = RecordingManager()
         ctx = self._ctx = zmq.Context() if config.rt_priority > 0 else zmq.Context.instance()
         self._cmd = ctx.socket(zmq.PULL)

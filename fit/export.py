@@ -7,7 +7,9 @@ the MJCF joint attributes to paste into a user's model.
   imported from FrankaTwin exports its original file byte for byte (kept under `raw/`).
 - `mjcf`: one `<joint>` element per arm joint with `armature`, `damping` (= mu_viscous) and
   `frictionloss` (= mu_dynamic, MuJoCo's Coulomb level); static friction and the motor delay
-  have no MJCF attribute and are given as a comment.
+  have no MJCF attribute and are given as a comment; a fitted payload (mass > 0) is a `payload`
+  body with its `<inertial>`, to put inside the flange body (`fr3_link7`, at the flange).
+  FrankaTwin's file holds FrankaTwin's 29 only; the profile holds every group.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from pathlib import Path
 
 from twinlake.fit.record import FitRecord
 from twinlake.sim import LAYOUT, save_profile, to_frankatwin_decoded
+from twinlake.sim.fr3 import FLANGE_OFFSET_M
 
 FORMATS = ("profile", "frankatwin", "mjcf")
 HISTORY_KEYS = ("iter", "min", "mean", "best", "iter_s", "ms_per_tick", "eta_s", "per_traj_min",
@@ -70,14 +73,32 @@ def mjcf_snippet(rec: FitRecord) -> str:
         f"<!-- twinlake fit {rec.fit_id} ({rec.fit_source}), best loss {rec.best_loss:.6g}.",
         "     armature [kg m^2]; damping = viscous [N m s/rad]; frictionloss = dynamic Coulomb [N m].",
         f"     Not expressible in MJCF: mu_static [N m] = {[round(float(v), 6) for v in p.mu_static]},",
-        f"     motor delay = {p.motor_delay_ms} ms (apply in your controller). -->",
+        f"     motor delay = {p.motor_delay_ms} ms (apply in your controller); friction law: {rec.friction_law}"
+        f"{' (frictionloss is the tanh law Coulomb level; MuJoCo applies it as a hard constraint)' if rec.friction_law == 'tanh' else ''}. -->",
     ]
     for j in range(7):
         lines.append(
             f'<joint name="fr3_joint{j + 1}" armature="{p.armature[j]:.6g}" '
             f'damping="{p.mu_viscous[j]:.6g}" frictionloss="{p.mu_dynamic[j]:.6g}"/>'
         )
+    lines += _payload_lines(p)
     return "\n".join(lines) + "\n"
+
+
+def _payload_lines(p) -> list[str]:
+    """The fitted payload as an MJCF body at the flange (none when its mass is 0)."""
+    load = p.payload
+    if load.mass_kg <= 0.0:
+        return ["<!-- payload: none (mass 0 kg) -->"]
+    com = " ".join(f"{v:.6g}" for v in load.com_m)
+    inertia = " ".join(f"{v:.6g}" for v in load.inertia_kgm2)
+    return [
+        "<!-- the payload: put inside <body name=\"fr3_link7\">; pos is the flange, the inertial's pos",
+        "     the centre of mass [m] in the flange frame -->",
+        f'<body name="payload" pos="{" ".join(f"{v:g}" for v in FLANGE_OFFSET_M)}">',
+        f'  <inertial pos="{com}" mass="{load.mass_kg:.6g}" diaginertia="{inertia}"/>',
+        "</body>",
+    ]
 
 
 def export_fit(rec: FitRecord, fmt: str, out: Path) -> Path:
@@ -88,7 +109,8 @@ def export_fit(rec: FitRecord, fmt: str, out: Path) -> Path:
     out.parent.mkdir(parents=True, exist_ok=True)
     if fmt == "profile":
         return save_profile(rec.params, out, fit=rec.fit_id, fit_source=rec.fit_source,
-                            created_utc=rec.created_utc, best_loss=rec.best_loss)
+                            created_utc=rec.created_utc, best_loss=rec.best_loss, friction_law=rec.friction_law,
+                            configured_loads=rec.configured_loads)
     if fmt == "mjcf":
         out.write_text(mjcf_snippet(rec))
         return out

@@ -12,7 +12,9 @@ against position as FrankaTwin's w_q = 1, w_dq = 0.1 do; they are declared, neve
 every interval, divided by its scale and multiplied by √(w_b / (Σw · S_b · 7)).
 
 Each interval replays with its own recorded gains (K, D, EMA α, friction flag), so runs with
-different gains can be mixed.
+different gains can be mixed, and with its run's configured end-effector load (the firmware's
+gravity compensation, `twinlake.sim.load`): the one given to the fit (`--configured-load`),
+else the one its run's metadata states (`configured_load`), else none.
 """
 
 from __future__ import annotations
@@ -53,6 +55,12 @@ class ProblemData:
     refs: list[IntervalRef]
     model_path: str | None = None
     use_ema: bool = True
+    friction_law: str = "stribeck"  # the plant's friction law (twinlake.sim.plant.FRICTION_LAWS)
+
+    @property
+    def configured_loads(self) -> dict[str, dict]:
+        """The configured load each interval replays with, by interval label (JSON form)."""
+        return {ref.label: inp.configured_load.to_json() for ref, inp in zip(self.refs, self.inputs)}
 
     @property
     def ticks_per_rollout(self) -> int:
@@ -70,9 +78,13 @@ def build_data(
     min_duration_s: float = 0.5,
     model_path: str | None = None,
     use_ema: bool = True,
+    configured_load=None,
+    friction_law: str = "stribeck",
 ) -> ProblemData:
     """Resolve selectors (strings `[ROBOT/]RUN[:INTERVAL]` or IntervalRefs), read the frames and
-    build the replay inputs. `run_weights` maps a run id (or ROBOT/RUN) to its weight (default 1)."""
+    build the replay inputs. `run_weights` maps a run id (or ROBOT/RUN) to its weight (default 1).
+    `configured_load` (a twinlake.sim EndLoad) overrides every run's configured load; None takes
+    each run's from its metadata (none when it states none)."""
 
     refs = [s for s in selectors if isinstance(s, IntervalRef)]
     texts = [s for s in selectors if not isinstance(s, IntervalRef)]
@@ -85,8 +97,36 @@ def build_data(
         refs = [replace(r, seq_last=min(r.seq_last, r.seq_first + cap)) for r in refs]
     tables = read_frames(lake, refs)
     inputs = replay_inputs(refs, tables, use_ema=use_ema)
+    for inp, load in zip(inputs, configured_loads(lake, refs, configured_load)):
+        inp.configured_load = load
     weights = np.array([_weight(run_weights or {}, r) for r in refs], dtype=np.float64)
-    return ProblemData(inputs, weights, scales or LossScales(), refs, model_path, use_ema)
+    return ProblemData(inputs, weights, scales or LossScales(), refs, model_path, use_ema, friction_law)
+
+
+def configured_loads(lake, refs: list[IntervalRef], override=None) -> list:
+    """Per interval, the EndLoad it replays with: `override` if given, else its run's metadata
+    `configured_load` (twinlake.sim.load.load_from_metadata), else none. ValueError naming the
+    run when its metadata states a malformed load."""
+    import json
+
+    from twinlake.catalog import connect
+    from twinlake.sim.load import NO_LOAD, load_from_metadata
+
+    if override is not None:
+        return [override] * len(refs)
+    con = connect(lake)
+    try:
+        out = []
+        for ref in refs:
+            row = con.execute("SELECT metadata_json FROM runs WHERE robot = ? AND run = ?", [ref.robot, ref.run]).fetchone()
+            try:
+                meta = json.loads(row[0]) if row and row[0] else None
+            except ValueError:
+                meta = None  # unreadable metadata states no load (ingest keeps it verbatim)
+            out.append(load_from_metadata(meta, f"run {ref.robot}/{ref.run} metadata") or NO_LOAD)
+        return out
+    finally:
+        con.close()
 
 
 def _weight(run_weights: dict[str, float], ref: IntervalRef) -> float:
@@ -131,7 +171,8 @@ class FitProblem:
             from twinlake.sim import PopulationEngine, load_model
 
             model = load_model(self.data.model_path) if self.data.model_path else None
-            self._engine = PopulationEngine(self.data.inputs, model=model, nthread=self.nthread)
+            self._engine = PopulationEngine(self.data.inputs, model=model, nthread=self.nthread,
+                                            friction_law=self.data.friction_law)
         return self._engine
 
     def rollout(self, params: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:

@@ -22,10 +22,11 @@ by `publish_fit`; that is the one writer of `fits/`.
 
 `fit.parquet` of a twinlake fit also holds `identifiability_json` (error bars at the optimum,
 `twinlake.fit.identifiability.IdentifiabilityResult.to_json()`; null when nothing was free),
-`seed_count` (how many seeded searches were run), and the model adequacy at the optimum
+`seed_count` (how many seeded searches were run), the model adequacy at the optimum
 (`twinlake.fit.adequacy.fit_adequacy_columns`): `adequacy_json` (`{"train": …, "holdout": …}`,
 each an `Adequacy.to_dict()`), `train_floor_ratio` and `holdout_floor_ratio` (q RMSE over the
-estimated noise floor; null when not measurable or without holdout).
+estimated noise floor; null when not measurable or without holdout), and `configured_load_json`
+(the firmware's configured end-effector load each train interval replayed with, by interval label).
 """
 
 from __future__ import annotations
@@ -160,6 +161,19 @@ class FitRecord:
     def other_seeds(self) -> list[SeedResult]:
         """The seeds not chosen (pass as `seed_records` to identifiability_for_fit)."""
         return [s for s in self.seeds if not s.chosen]
+
+    @property
+    def friction_law(self) -> str:
+        """The plant's friction law the fit's parameters mean (its space's; FrankaTwin's
+        Stribeck law for a fit stored without one)."""
+        return self.settings.get("space", {}).get("friction_law", "stribeck")
+
+    @property
+    def configured_loads(self) -> dict[str, dict]:
+        """The configured end-effector load each train interval replayed with, by interval
+        label (parsed configured_load_json; empty for a fit stored without it)."""
+        text = self.extra.get("configured_load_json")
+        return json.loads(text) if text else {}
 
     @property
     def identifiability(self) -> dict[str, Any] | None:

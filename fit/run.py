@@ -61,6 +61,16 @@ class FitSettings:
     model_path: str | None = None
     refine_iterations: int = 0
     seeds: int = 1  # seeded searches (seed, seed+1, ...); the best is the fit
+    # the firmware's configured end-effector load for every run (EndLoad JSON, `--configured-load`);
+    # None: each run's metadata's, else none
+    configured_load: dict | None = None
+
+    @property
+    def configured_end_load(self):
+        """`configured_load` as a twinlake.sim EndLoad (None: from each run's metadata)."""
+        from twinlake.sim.load import load_from_json
+
+        return None if self.configured_load is None else load_from_json(self.configured_load, "configured_load")
 
     @property
     def parameter_space(self) -> ParameterSpace:
@@ -163,7 +173,8 @@ def run_fit(
     wd = work_dir(lk, fit_id)
     data = build_data(lk, settings.train, run_weights=settings.weights, scales=settings.scales,
                       max_duration_s=settings.max_duration_s, min_duration_s=settings.min_duration_s,
-                      model_path=settings.model_path)
+                      model_path=settings.model_path, configured_load=settings.configured_end_load,
+                      friction_law=settings.parameter_space.friction_law)
     if not resume:
         wd.mkdir(parents=True)
         (wd / "settings.json").write_text(json.dumps(asdict(settings), indent=2, sort_keys=True))
@@ -309,6 +320,7 @@ def _finish(lk: Lake, fit_id: str, settings: FitSettings, data: ProblemData, res
             "actor_replacements": int(pool.replacements),
             "seed_count": len(results),
             "identifiability_json": None if ident is None else ident.to_json(),
+            "configured_load_json": json.dumps(data.configured_loads, sort_keys=True),
             "error_bars_s": float(error_bars_s),
             **adequacy,
         },
@@ -341,7 +353,8 @@ def _holdout(lk: Lake, settings: FitSettings, best_vec: np.ndarray
         return [], None, None
     hdata = build_data(lk, settings.holdout, run_weights=settings.weights, scales=settings.scales,
                        max_duration_s=settings.max_duration_s, min_duration_s=settings.min_duration_s,
-                       model_path=settings.model_path)
+                       model_path=settings.model_path, configured_load=settings.configured_end_load,
+                      friction_law=settings.parameter_space.friction_law)
     hl = LocalPool(hdata, chunk=1).evaluate(best_vec[None, :])[0]
     uses = [IntervalUse(r.robot, r.run, r.interval_index, r.seq_first, r.seq_last, "holdout",
                         float(w), float(l), r.run_sha256)

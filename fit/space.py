@@ -1,9 +1,11 @@
 """The parameter space of a fit: which parameters are searched, their bounds, and which are
 frozen at a value.
 
-The parameters, their order, names and default bounds are `twinlake.sim.LAYOUT`'s (today
-FrankaTwin's 29: armature, mu_static, dynamic_ratio, mu_viscous per joint, then
-`motor_delay_ms`). Continuous parameters are searched in the normalised box [0, 1]
+The parameters, their order, names and default bounds are `twinlake.sim.LAYOUT`'s:
+FrankaTwin's 29 (armature, mu_static, dynamic_ratio, mu_viscous per joint, then
+`motor_delay_ms`), then the groups FrankaTwin does not have (the true payload), which a fit
+holds frozen at their nominal values (`LAYOUT.default_frozen`) unless a spec or a preset frees
+them; so the default fit searches FrankaTwin's 29. Continuous parameters are searched in the normalised box [0, 1]
 (`lo + z·(hi − lo)`); the layout's one integer parameter, the delay, is a whole number of
 1 kHz ticks searched as a categorical choice among `delay_choices` (see fit/search.py).
 
@@ -15,6 +17,12 @@ Spec syntax (`--params`, repeatable, comma-separated items; or a JSON file of th
     dynamic_ratio=1         freeze a group at a value (JSON: "dynamic_ratio": 1)
     motor_delay_ms=3        freeze the delay (alias: delay)
     motor_delay_ms=1:3      search delays 1, 2, 3 only
+    payload_mass=0:3        free a frozen-by-default group within bounds
+    +payload                a preset (PRESETS): free payload_mass and payload_com_x/y/z at
+                            their default bounds
+    +smooth-friction        the smooth (tanh) friction law, dynamic_ratio frozen at 1
+    +sigmoid-friction       the sigmoid law of Gaz et al. 2019, its shape (sigmoid_phi2/3) free
+    +asymmetry, +bias       free coulomb_asymmetry / tau_bias (per joint) at their default bounds
 """
 
 from __future__ import annotations
@@ -31,6 +39,28 @@ from twinlake.sim.params import LAYOUT
 
 (_DELAY,) = LAYOUT.integer_indices  # the search's one categorical coordinate (fit/search.py)
 
+@dataclass(frozen=True)
+class Preset:
+    """A name in `--params`: frees `free` at their default bounds, freezes `freeze` (selector
+    -> value) and, if set, chooses the friction law."""
+
+    free: tuple[str, ...] = ()
+    freeze: tuple[tuple[str, float], ...] = ()
+    friction_law: str | None = None
+
+
+PRESETS: dict[str, Preset] = {
+    "+payload": Preset(free=("payload_mass", "payload_com")),
+    "+asymmetry": Preset(free=("coulomb_asymmetry",)),
+    "+bias": Preset(free=("tau_bias",)),
+    # the smooth law has one Coulomb level (mu_static): dynamic_ratio has no effect, so it is frozen
+    "+smooth-friction": Preset(freeze=(("dynamic_ratio", 1.0),), friction_law="tanh"),
+    # Gaz et al. 2019: φ1 = 2·mu_static, the shape φ2, φ3 per joint searched
+    "+sigmoid-friction": Preset(free=("sigmoid_phi2", "sigmoid_phi3"), freeze=(("dynamic_ratio", 1.0),),
+                                friction_law="sigmoid"),
+}
+FRICTION_LAWS = ("stribeck", "tanh", "sigmoid")  # twinlake.sim.plant.FRICTION_LAWS (checked by a test)
+
 
 def select(selector: str) -> list[int]:
     """Indices (into `LAYOUT.names`) named by a selector: a group (`armature`), a joint (`j3`),
@@ -44,13 +74,17 @@ class ParameterSpace:
 
     `frozen` maps a parameter index to its fixed value. Everything else is free: the
     continuous free indices are `free_indices`, the delay (if free) takes values
-    `delay_choices` (whole ms within its bounds).
+    `delay_choices` (whole ms within its bounds). `friction_law` is the plant's friction law
+    the parameters mean (FRICTION_LAWS; FrankaTwin's Stribeck law by default).
     """
 
     bounds: np.ndarray = field(default_factory=lambda: np.array(LAYOUT.bounds, dtype=np.float64))
-    frozen: dict[int, float] = field(default_factory=dict)
+    frozen: dict[int, float] = field(default_factory=lambda: dict(LAYOUT.default_frozen))
+    friction_law: str = "stribeck"
 
     def __post_init__(self) -> None:
+        if self.friction_law not in FRICTION_LAWS:
+            raise ValueError(f"friction law {self.friction_law!r}: expected one of {', '.join(FRICTION_LAWS)}")
         b = np.array(self.bounds, dtype=np.float64).reshape(LAYOUT.size, 2)
         for i, (lo, hi) in enumerate(b):
             if not (np.isfinite(lo) and np.isfinite(hi) and lo <= hi):
@@ -124,13 +158,19 @@ class ParameterSpace:
         return {
             "bounds": {n: self.bounds[i].tolist() for i, n in enumerate(LAYOUT.names)},
             "frozen": {LAYOUT.names[i]: v for i, v in self.frozen.items()},
+            "friction_law": self.friction_law,
         }
 
     @classmethod
     def from_json(cls, doc: dict) -> "ParameterSpace":
-        bounds = np.array([doc["bounds"][n] for n in LAYOUT.names], dtype=np.float64)
-        frozen = {LAYOUT.index(n): float(v) for n, v in doc.get("frozen", {}).items()}
-        return cls(bounds=bounds, frozen=frozen)
+        """The space of `to_json`; a parameter a stored space does not name (a fit made before
+        its group existed) takes its default bounds and, if frozen by default, its nominal."""
+        stored = doc["bounds"]
+        bounds = np.array([stored.get(n, LAYOUT.bounds[i].tolist()) for i, n in enumerate(LAYOUT.names)],
+                          dtype=np.float64)
+        frozen = {i: v for i, v in LAYOUT.default_frozen.items() if LAYOUT.names[i] not in stored}
+        frozen.update({LAYOUT.index(n): float(v) for n, v in doc.get("frozen", {}).items()})
+        return cls(bounds=bounds, frozen=frozen, friction_law=doc.get("friction_law", "stribeck"))
 
 
 def _apply(bounds: np.ndarray, frozen: dict[int, float], selector: str, value: Any, where: str) -> None:
@@ -158,6 +198,20 @@ def _apply(bounds: np.ndarray, frozen: dict[int, float], selector: str, value: A
             frozen[i] = v
 
 
+def _apply_preset(bounds: np.ndarray, frozen: dict[int, float], name: str, where: str) -> str | None:
+    """Apply a preset (free, freeze); returns the friction law it chooses (None: none)."""
+    if name not in PRESETS:
+        raise ValueError(f"{where}: unknown preset {name!r}: expected one of {', '.join(PRESETS)}")
+    preset = PRESETS[name]
+    for selector in preset.free:
+        for i in select(selector):
+            bounds[i] = LAYOUT.bounds[i]
+            frozen.pop(i, None)
+    for selector, value in preset.freeze:
+        _apply(bounds, frozen, selector, value, f"{where}: {name}")
+    return preset.friction_law
+
+
 def _parse_item(item: str, where: str) -> tuple[str, Any]:
     if "=" not in item:
         raise ValueError(f"{where}: {item!r}: expected NAME=VALUE or NAME=LO:HI")
@@ -178,13 +232,17 @@ def _is_file(path: Path) -> bool:
         return False
 
 
-def parse_space(specs: Iterable[str] = (), base: ParameterSpace | None = None) -> ParameterSpace:
-    """Apply `--params` specs (items like `armature=0:0.6`, `dynamic_ratio=1`, or a path to a
-    JSON file `{"armature": [0, 0.6], "dynamic_ratio": 1}`) in order, on top of `base`
-    (the layout's default bounds, FrankaTwin's, nothing frozen)."""
+def parse_space(specs: Iterable[str] = (), base: ParameterSpace | None = None,
+                friction_law: str | None = None) -> ParameterSpace:
+    """Apply `--params` specs (items like `armature=0:0.6`, `dynamic_ratio=1`, a preset such
+    as `+payload`, or a path to a JSON file `{"armature": [0, 0.6], "dynamic_ratio": 1}`) in
+    order, on top of `base` (the layout's default bounds, FrankaTwin's 29 free, the groups
+    beyond them frozen at nominal). friction_law (`fit run --friction-law`) sets the law after
+    the specs (a preset such as `+smooth-friction` sets it too); else the base's."""
     base = base or ParameterSpace()
     bounds = np.array(base.bounds, dtype=np.float64)
     frozen = dict(base.frozen)
+    law = base.friction_law
     for spec in specs:
         path = Path(spec)
         if "=" not in spec and (spec.endswith(".json") or _is_file(path)):
@@ -193,6 +251,9 @@ def parse_space(specs: Iterable[str] = (), base: ParameterSpace | None = None) -
                 _apply(bounds, frozen, name, value, str(path))
             continue
         for item in filter(None, (s.strip() for s in spec.split(","))):
+            if item.startswith("+"):
+                law = _apply_preset(bounds, frozen, item, "--params") or law
+                continue
             name, value = _parse_item(item, "--params")
             _apply(bounds, frozen, name, value, "--params")
-    return ParameterSpace(bounds=bounds, frozen=frozen)
+    return ParameterSpace(bounds=bounds, frozen=frozen, friction_law=friction_law or law)

@@ -4,7 +4,8 @@ Public face (see sim/README.md):
   model:        FR3_MODEL_PATH, load_model, Q_MIN, Q_MAX, JOINT_COUNT, HOME_Q
   parameters:   LAYOUT (the parameter vector's groups, names, bounds, units), DynamicsParams,
                 PARAM_NAMES, DEFAULT_BOUNDS, load_params, save_profile, to_frankatwin_decoded,
-                DEMO_PROFILE_PATH
+                DEMO_PROFILE_PATH, params_matrix
+  loads:        EndLoad, NO_LOAD, parse_load, load_from_metadata (true payload, configured load)
   controllers:  JointImpedanceConfig, CartesianGains
   one arm:      SimFR3, JointImpedanceCommand, IdleCommand, TickOutput
   replay:       ReplayInput, ReplayResult, replay_reference, PopulationEngine, PopulationResult
@@ -27,7 +28,9 @@ _MODULES = {
     "controllers": ("CartesianGains", "JointImpedanceConfig"),
     "model": ("FR3_MODEL_PATH", "HOME_Q", "JOINT_COUNT", "Q_MAX", "Q_MIN", "load_model"),
     "params": ("DEFAULT_BOUNDS", "LAYOUT", "MAX_DELAY_MS", "PARAM_COUNT", "PARAM_NAMES", "PROFILE_SCHEMA", "DynamicsParams",
-               "ParameterGroup", "ParameterLayout", "load_params", "save_profile", "to_frankatwin_decoded"),
+               "ParameterGroup", "ParameterLayout", "load_params", "params_matrix", "save_profile",
+               "to_frankatwin_decoded"),
+    "load": ("EndLoad", "NO_LOAD", "load_from_metadata", "parse_load"),
     "population": ("PopulationEngine", "PopulationResult"),
     "replay": ("ReplayResult", "replay_reference"),
     "replay_input": ("CARTESIAN_IMPEDANCE", "JOINT_IMPEDANCE", "TIME_BASE_ZOH", "ReplayInput"),

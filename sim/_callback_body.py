@@ -12,8 +12,10 @@ make_callback(offsets, magic, slots) → a numba cfunc `void(const mjModel*, mjD
      with it to round-off, not bit for bit: numpy's einsum sums in its own order);
   3. at a sample tick: q, dq, τ into the outputs (samples mode) or the squared scaled errors
      into sum_sq (errors mode);
-  4. the delay ring and qfrc_applied = τ_cmd(k − delay) + sliding relief, as
-     kernels.apply_delayed_torque;
+  4. the delay ring and qfrc_applied = τ_cmd(k − delay) + the friction law's torque, as
+     kernels.apply_delayed_torque, then + the loads' gravity torque where the candidate has a
+     load, as kernels.add_load_torque, then + the bias and Coulomb asymmetry, as
+     kernels.add_joint_extras;
   5. counter += 1 (a simulation stepped past its interval's end is left alone).
 """
 
@@ -24,10 +26,10 @@ from numba import carray, cfunc, njit, types
 from numba.extending import intrinsic
 
 from .fr3 import CART_TORQUE_LIMIT_NM
-from .kernels import _joint_law, sliding_relief
+from .kernels import _joint_law, friction_torque, joint_extra, load_joint_torque, load_point
 from .replay_context import (  # the context table's slots and values
     CARTESIAN, CART_PARAMS, CART_PARAMS_SIZE, CART_TARGETS, CONTEXT_SIZE, CONTROLLER, COUNTER, DELAYS,
-    DOF_ADR, DQ_OUT, DQ_REF, HOLD, JNT_IDS, MODE, MODE_SAMPLES, NEG_BREAKAWAY, N_CANDIDATES, N_SAMPLES,
+    DOF_ADR, DQ_OUT, DQ_REF, EXTRAS, FRICTION_LAW, HOLD, JNT_IDS, LOAD, MODE, MODE_SAMPLES, NEG_BREAKAWAY, N_CANDIDATES, N_SAMPLES,
     N_TICKS, QPOS_ADR, Q_OUT, Q_REF, RING, RING_LENGTH, SAMPLE_OF_TICK, SCALES, SITE_ID, SPRINGS,
     SUM_SQ, TABLE, TAU_OUT, TAU_PREV,
 )
@@ -131,6 +133,41 @@ def _cartesian_command(k, p, ctx, data_address, off, qvel, bias, dofadr, tau_pre
         tau_prev[p, j] = tau
 
 
+@njit(inline="always")
+def _add_load_torque(p, ctx, data_address, off, applied, dofadr):
+    """applied += candidate p's load gravity torque (kernels.add_load_torque, same order)."""
+    load = carray(_f64_at(ctx[LOAD]), (ctx[N_CANDIDATES], 4))
+    dm, w0, w1, w2 = load[p, 0], load[p, 1], load[p, 2], load[p, 3]
+    if dm == 0.0 and w0 == 0.0 and w1 == 0.0 and w2 == 0.0:
+        return
+    site_id = ctx[SITE_ID]
+    jnt_ids = carray(_i64_at(ctx[JNT_IDS]), 7)
+    site = carray(_f64_at(_word(data_address + off[0]) + 24 * site_id), 3)
+    mat = carray(_f64_at(_word(data_address + off[1]) + 72 * site_id), 9)
+    xanchor = carray(_f64_at(_word(data_address + off[2])), 1 << 40)
+    xaxis = carray(_f64_at(_word(data_address + off[3])), 1 << 40)
+    wx, wy = load_point(dm, w0, w1, w2, site, mat)
+    for j in range(7):
+        a = 3 * jnt_ids[j]
+        applied[dofadr[j]] = applied[dofadr[j]] + load_joint_torque(dm, wx, wy, xanchor[a], xanchor[a + 1],
+                                                                    xaxis[a], xaxis[a + 1])
+
+
+@njit(inline="always")
+def _add_joint_extras(p, ctx, qvel, applied, dofadr):
+    """applied += candidate p's bias and Coulomb asymmetry (kernels.add_joint_extras, same order)."""
+    extras = carray(_f64_at(ctx[EXTRAS]), (ctx[N_CANDIDATES], 35))
+    active = False
+    for i in range(21):
+        if extras[p, i] != 0.0:
+            active = True
+    if not active:
+        return
+    for j in range(7):
+        applied[dofadr[j]] = applied[dofadr[j]] + joint_extra(qvel[dofadr[j]], extras[p, j], extras[p, 7 + j],
+                                                              extras[p, 14 + j], extras[p, 21 + j], extras[p, 28 + j])
+
+
 def make_callback(offsets: dict[str, int], magic: float, slots: int):
     """The cfunc for a layout: offsets of qpos, qvel, qfrc_bias, qfrc_applied, userdata,
     site_xpos, site_xmat, xanchor and xaxis in mjData and of nuserdata in mjModel
@@ -198,9 +235,14 @@ def make_callback(offsets: dict[str, int], magic: float, slots: int):
         delays = carray(_i64_at(ctx[DELAYS]), population)
         neg_breakaway = carray(_f64_at(ctx[NEG_BREAKAWAY]), (population, 7))
         slot, source = k % ring_length, (k - delays[p]) % ring_length
+        law = ctx[FRICTION_LAW]
         for j in range(7):
             ring[slot, p, j] = tau_prev[p, j]
         for j in range(7):
-            applied[dofadr[j]] = sliding_relief(qvel[dofadr[j]], neg_breakaway[p, j]) + ring[source, p, j]
+            applied[dofadr[j]] = friction_torque(law, qvel[dofadr[j]], neg_breakaway[p, j]) + ring[source, p, j]
+        if ctx[LOAD] != 0:
+            _add_load_torque(p, ctx, data_address, off_kin, applied, dofadr)
+        if ctx[EXTRAS] != 0:
+            _add_joint_extras(p, ctx, qvel, applied, dofadr)
 
     return control

@@ -13,11 +13,15 @@ Public API:
   joint_impedance_tick(q, dq, spring, k, d, coriolis, use_friction, tau_prev)
   arm_tick(...)                measurement noise + EMA + the law, for one arm (SimFR3)
   arm_step(...)                arm_tick + the outputs + the delayed torque (the recorders' tick)
-  apply_delayed_torque(ring, tick, delays, tau_cmd, dq, neg_breakaway, applied)
+  apply_delayed_torque(ring, tick, delays, tau_cmd, dq, neg_breakaway, applied, law=0)
   sliding_relief(dq_j, neg_breakaway_j)  one joint's Stribeck relief (inlined where used)
+  friction_torque(law, dq_j, coef_j)     the law's explicit friction torque of one joint
+  add_joint_extras(dq, extras, applied)  the torque bias and the Coulomb asymmetry
   population_control(k, q, dq, coriolis, table, use_ema, ema, tau_prev)  EMA + the law, one tick
   ema_springs(table, use_ema, ema, springs)  a whole interval's spring targets
   add_square_errors(sample, q, dq, q_ref, dq_ref, q_scale, dq_scale, sum_sq)  a fit's error sums
+  add_load_torque(load, site_xpos, site_xmat, xanchor, xaxis, site_id, jnt_ids, applied)
+                               the end-effector loads' gravity torque (true payload − configured)
 """
 
 from __future__ import annotations
@@ -38,8 +42,13 @@ from .fr3 import (
     REPULSION_UPPER_RAD,
 )
 
+GRAVITY_M_S2 = 9.81  # as load.GRAVITY_M_S2 (load.py imports numpy only; kept equal by a test)
 STRIBECK_VELOCITY_RAD_S = 0.02  # the plant's Stribeck velocity v_s (plant.py)
 NEG_INV_STRIBECK_VELOCITY_SQ = -1.0 / STRIBECK_VELOCITY_RAD_S**2
+TANH_VELOCITY_RAD_S = 0.02  # the smooth law's velocity scale v_t (plant.TanhFriction)
+INV_TANH_VELOCITY = 1.0 / TANH_VELOCITY_RAD_S
+FRICTION_STRIBECK, FRICTION_TANH, FRICTION_SIGMOID = 0, 1, 2  # the friction law's number (plant.FRICTION_LAWS)
+EXTRAS_WIDTH = 35  # add_joint_extras' row: tau_bias | coulomb_asymmetry | φ1 | φ2 | φ3, 7 each
 
 # IEEE arithmetic exactly as written (no fast-math, no contraction into FMAs); cached on disk.
 # The GIL is kept: a kernel takes microseconds, and every release is a chance for another
@@ -111,7 +120,7 @@ def arm_tick(q_true, dq_true, tau_j, offsets, measured, coriolis, joint_mode, em
 
 @njit(**_JIT)
 def arm_step(q_true, dq_true, tau_j, offsets, measured, coriolis, joint_mode, ema, keep, alpha_target,
-             k, d, use_friction, tau_prev, ring, tick, delays, neg_breakaway, applied, tau_out, ema_out):
+             k, d, use_friction, tau_prev, ring, tick, delays, neg_breakaway, applied, tau_out, ema_out, law=0):
     """arm_tick, then the command into tau_out (7,) and the EMA (zeros when idle) into
     ema_out (7,), then apply_delayed_torque for the one arm (ring (L, 1, 7), delays (1,),
     neg_breakaway (1, 7), applied (7,) the arm's qfrc_applied): a recorder's whole tick up to
@@ -122,17 +131,18 @@ def arm_step(q_true, dq_true, tau_j, offsets, measured, coriolis, joint_mode, em
         tau_out[j] = tau_prev[j]
         ema_out[j] = ema[j] if joint_mode else 0.0
     apply_delayed_torque(ring, tick, delays, tau_prev.reshape((1, 7)), dq_true.reshape((1, 7)), neg_breakaway,
-                         applied.reshape((1, 7)))
+                         applied.reshape((1, 7)), law)
 
 
 @njit(**_JIT)
-def apply_delayed_torque(ring, tick, delays, tau_cmd, dq, neg_breakaway, applied):
+def apply_delayed_torque(ring, tick, delays, tau_cmd, dq, neg_breakaway, applied, law=0):
     """Push tick `tick`'s commanded torque into the delay ring and write the joint torque to
-    apply now: τ_cmd of tick − delay plus the sliding-friction relief at dq.
+    apply now: τ_cmd of tick − delay plus the friction law's explicit torque at dq.
 
     ring (L, P, 7) commands by tick mod L; delays (P,) int64 ticks < L; tau_cmd, dq, applied
-    (P, 7); neg_breakaway = −(mu_s − mu_d) (P, 7) [N·m]. Relief, as StribeckFriction:
-    −(mu_s − mu_d)·expm1(−dq²/v_s²)·sign(dq).
+    (P, 7); neg_breakaway (P, 7) [N·m] the law's coefficient: under the Stribeck law (law 0)
+    −(mu_s − mu_d), the relief −(mu_s − mu_d)·expm1(−dq²/v_s²)·sign(dq) as StribeckFriction;
+    under the tanh law (1) −mu_c, the torque −mu_c·tanh(dq/v_t) as TanhFriction.
     """
     length = ring.shape[0]
     slot = tick % length
@@ -141,7 +151,7 @@ def apply_delayed_torque(ring, tick, delays, tau_cmd, dq, neg_breakaway, applied
         for j in range(7):
             ring[slot, p, j] = tau_cmd[p, j]
         for j in range(7):
-            applied[p, j] = sliding_relief(dq[p, j], neg_breakaway[p, j]) + ring[source, p, j]
+            applied[p, j] = friction_torque(law, dq[p, j], neg_breakaway[p, j]) + ring[source, p, j]
 
 
 @njit(**_JIT, inline="always")
@@ -149,6 +159,18 @@ def sliding_relief(dqj, neg_breakaway_j):
     """StribeckFriction's sliding relief of one joint [N·m] at velocity dqj [rad/s]:
     −(mu_s − mu_d)·expm1(−dq²/v_s²)·sign(dq), with neg_breakaway_j = −(mu_s − mu_d)."""
     return math.copysign(math.expm1(dqj * dqj * NEG_INV_STRIBECK_VELOCITY_SQ) * neg_breakaway_j, dqj)
+
+
+@njit(**_JIT, inline="always")
+def friction_torque(law, dqj, coef_j):
+    """The friction law's explicit torque of one joint [N·m]: the Stribeck relief (law 0,
+    coef_j = −(mu_s − mu_d)) or the smooth Coulomb torque coef_j·tanh(dq/v_t) (law 1,
+    coef_j = −mu_c)."""
+    if law == FRICTION_TANH:
+        return math.tanh(dqj * INV_TANH_VELOCITY) * coef_j
+    if law == FRICTION_SIGMOID:  # its torque is one of the joint extras (add_joint_extras)
+        return 0.0
+    return sliding_relief(dqj, coef_j)
 
 
 @njit(**_JIT, inline="always")
@@ -200,16 +222,87 @@ def add_square_errors(sample, q, dq, q_ref, dq_ref, q_scale, dq_scale, sum_sq):
             sum_sq[p, 1] += e_dq * e_dq
 
 
+@njit(**_JIT, inline="always")
+def load_point(dm, w0, w1, w2, site, mat):
+    """The x, y of W = Δm·site + R·w [kg·m] (the loads' signed mass-weighted centre in the
+    base frame); site (3,), mat (9,) row-major: the flange frame."""
+    wx = dm * site[0] + (mat[0] * w0 + mat[1] * w1 + mat[2] * w2)
+    wy = dm * site[1] + (mat[3] * w0 + mat[4] * w1 + mat[5] * w2)
+    return wx, wy
+
+
+@njit(**_JIT, inline="always")
+def load_joint_torque(dm, wx, wy, anchor_x, anchor_y, axis_x, axis_y):
+    """One joint's torque [N·m] of the loads' weight: axis · ((W − Δm·anchor) × g), g = (0, 0, −g0)."""
+    vx = wx - dm * anchor_x
+    vy = wy - dm * anchor_y
+    return GRAVITY_M_S2 * (axis_y * vx - axis_x * vy)
+
+
+@njit(**_JIT)
+def add_load_torque(load, site_xpos, site_xmat, xanchor, xaxis, site_id, jnt_ids, applied):
+    """applied[p, j] += the end-effector loads' gravity torque of candidate p [N·m]: the true
+    payload's weight minus the firmware's compensation of the configured load
+    (load.load_gravity_torque is the readable form). Candidates whose load row is all zero are
+    left untouched (bit for bit).
+
+    load (P, 4) [Δm, w (3)] (load.load_row); site_xpos (P, nsite, 3), site_xmat (P, nsite, 9),
+    xanchor, xaxis (P, njnt, 3): MjData's rows (kinematics of this tick); site_id the flange
+    site; jnt_ids (7,) int64; applied (P, 7).
+    """
+    for p in range(applied.shape[0]):
+        dm, w0, w1, w2 = load[p, 0], load[p, 1], load[p, 2], load[p, 3]
+        if dm == 0.0 and w0 == 0.0 and w1 == 0.0 and w2 == 0.0:
+            continue
+        wx, wy = load_point(dm, w0, w1, w2, site_xpos[p, site_id], site_xmat[p, site_id])
+        for j in range(7):
+            a = jnt_ids[j]
+            applied[p, j] = applied[p, j] + load_joint_torque(dm, wx, wy, xanchor[p, a, 0], xanchor[p, a, 1],
+                                                              xaxis[p, a, 0], xaxis[p, a, 1])
+
+
+@njit(**_JIT, inline="always")
+def joint_extra(dqj, bias_j, asym_j, phi1_j, phi2_j, phi3_j):
+    """One joint's extra torque [N·m]: the constant bias, minus the Coulomb asymmetry's even
+    term asym·tanh²(dq/v_t) (0 at rest, asym when sliding either way), minus the sigmoid
+    friction of Gaz et al. 2019, φ1/(1 + e^(−φ2(dq + φ3))) − φ1/(1 + e^(−φ2·φ3)), when φ1 ≠ 0."""
+    t = math.tanh(dqj * INV_TANH_VELOCITY)
+    out = bias_j - asym_j * (t * t)
+    if phi1_j != 0.0:
+        out = out - (phi1_j / (1.0 + math.exp(-phi2_j * (dqj + phi3_j))) - phi1_j / (1.0 + math.exp(-phi2_j * phi3_j)))
+    return out
+
+
+@njit(**_JIT)
+def add_joint_extras(dq, extras, applied):
+    """applied[p, j] += joint_extra of candidate p (plant.joint_extra_torque is the readable
+    form); candidates whose bias, asymmetry and φ1 are all zero are left untouched (bit for bit).
+
+    dq (P, 7) [rad/s] the velocity the step starts from; extras (P, 35) [tau_bias (7) |
+    coulomb_asymmetry (7) | φ1 (7) [N·m] | φ2 (7) [s/rad] | φ3 (7) [rad/s]]; applied (P, 7)."""
+    for p in range(applied.shape[0]):
+        active = False
+        for i in range(21):
+            if extras[p, i] != 0.0:
+                active = True
+        if not active:
+            continue
+        for j in range(7):
+            applied[p, j] = applied[p, j] + joint_extra(dq[p, j], extras[p, j], extras[p, 7 + j], extras[p, 14 + j],
+                                                        extras[p, 21 + j], extras[p, 28 + j])
+
+
 def warm_up() -> None:
     """Load (or compile) every kernel for the one-arm signatures SimFR3 uses, so that the first
     real tick is not the one that pays numba's start-up (~0.5 s once per process)."""
     row, vec = np.zeros((1, 7)), np.zeros(7)
     joint_impedance_tick(row, row, vec, vec, vec, row, False, np.zeros((1, 7)))
     arm_tick(vec, vec, vec, np.zeros(21), np.zeros(21), vec, True, np.zeros(7), 1.0, vec, vec, vec, False, np.zeros(7))
-    apply_delayed_torque(np.zeros((2, 1, 7)), 0, np.zeros(1, dtype=np.int64), row, row, row, np.zeros((1, 7)))
+    apply_delayed_torque(np.zeros((2, 1, 7)), 0, np.zeros(1, dtype=np.int64), row, row, row, np.zeros((1, 7)), 0)
     arm_step(vec, vec, vec, np.zeros(21), np.zeros(21), vec, True, np.zeros(7), 1.0, vec, vec, vec, False,
-             np.zeros(7), np.zeros((2, 1, 7)), 0, np.zeros(1, dtype=np.int64), row, np.zeros(7), np.zeros(7), np.zeros(7))
+             np.zeros(7), np.zeros((2, 1, 7)), 0, np.zeros(1, dtype=np.int64), row, np.zeros(7), np.zeros(7), np.zeros(7), 0)
 
 
-__all__ = ["STRIBECK_VELOCITY_RAD_S", "add_square_errors", "apply_delayed_torque", "arm_step", "arm_tick", "ema_springs",
+__all__ = ["add_joint_extras", "joint_extra", "EXTRAS_WIDTH", "FRICTION_SIGMOID", "FRICTION_STRIBECK", "FRICTION_TANH", "GRAVITY_M_S2", "STRIBECK_VELOCITY_RAD_S", "TANH_VELOCITY_RAD_S",
+           "friction_torque", "add_load_torque", "add_square_errors", "apply_delayed_torque", "arm_step", "arm_tick", "ema_springs",
            "joint_impedance_tick", "population_control", "sliding_relief", "warm_up"]

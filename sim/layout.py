@@ -37,7 +37,10 @@ class ParameterGroup:
     selector accepts; label: short display name; companion: a derived quantity (a
     DynamicsParams attribute) FrankaTwin writes right after this group; derive: recovers this
     group's values from a block that lacks it (FrankaTwin's `mu_dynamic` instead of
-    `dynamic_ratio`), None when it cannot.
+    `dynamic_ratio`), None when it cannot; frozen_by_default: a fit holds it at `nominal`
+    unless `--params` or a preset frees it (the groups beyond FrankaTwin's 29); families:
+    names of sets of groups a selector also accepts (`payload_com` selects `payload_com_x`,
+    `payload_com_y`, `payload_com_z`).
     """
 
     name: str
@@ -51,6 +54,8 @@ class ParameterGroup:
     label: str | None = None
     companion: str | None = None
     derive: Callable[[Mapping[str, Any]], Any] | None = None
+    frozen_by_default: bool = False
+    families: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if len(self.nominal) != self.size:
@@ -124,8 +129,17 @@ class ParameterLayout:
         self.nominal = self._frozen([v for g in self.groups for v in g.nominal])
         self.units: tuple[str, ...] = tuple(g.unit for g in self.groups for _ in g.names)
         self.integer_indices: tuple[int, ...] = self._positions(g for g in self.groups if g.integer)
-        # FrankaTwin's vector: the values of the groups it has, in order (today all of ours)
+        # FrankaTwin's vector: the values of the groups it has, in order
         self.frankatwin_indices: tuple[int, ...] = self._positions(g for g in self.groups if g.frankatwin_key)
+        # what a fit holds at nominal unless told otherwise: index -> value
+        self.default_frozen: dict[int, float] = {
+            i: float(self.nominal[i]) for i in self._positions(g for g in self.groups if g.frozen_by_default)}
+        self._families: dict[str, list[ParameterGroup]] = {}
+        for g in self.groups:
+            for family in g.families:
+                if family in self._by_name:
+                    raise ValueError(f"parameter layout: family {family!r} is also a group name")
+                self._families.setdefault(family, []).append(g)
 
     def _positions(self, groups) -> tuple[int, ...]:
         return tuple(i for g in groups for i in range(self._slices[g.name].start, self._slices[g.name].stop))
@@ -194,23 +208,32 @@ class ParameterLayout:
         return np.concatenate([np.atleast_1d(np.asarray(get(g.name), dtype=np.float64)) for g in self.groups])
 
     def select(self, selector: str) -> list[int]:
-        """Indices named by a selector: a group (`armature`) or its alias (`delay`), a joint
-        (`j3`: that joint's value of every per-joint group) or a parameter name (`mu_static_j3`).
+        """Indices named by a selector: a group (`armature`) or its alias (`delay`), a family
+        (`payload_com`), a joint (`j3`: that joint's value of every per-joint group a fit frees
+        by default) or a parameter name (`mu_static_j3`).
         ValueError with the choices otherwise."""
         key = selector.strip()
         if key in self._index:
             return [self._index[key]]
         if key in self._by_name:
             return list(range(*self.slice(key).indices(self.size)))
-        if key in {f"j{j}" for j in range(1, JOINT_COUNT + 1)}:
-            return [self._index[f"{g.name}_{key}"] for g in self.joint_groups]
+        if key in self._families:
+            return [i for g in self._families[key] for i in range(*self.slice(g.name).indices(self.size))]
+        if key in {f"j{j}" for j in range(1, JOINT_COUNT + 1)}:  # the groups a fit frees by default
+            return [self._index[f"{g.name}_{key}"] for g in self.joint_groups if not g.frozen_by_default]
         joint = self.joint_groups
         example = f", a name such as {joint[min(1, len(joint) - 1)].names[2]}" if joint else ""
-        singles = " or ".join(g.name for g in self.scalar_groups)
+        singles = [*(g.name for g in self.scalar_groups), *self._families]
+        rest = "" if not singles else f", or {singles[0]}" if len(singles) == 1 else f", or one of {', '.join(singles)}"
         raise ValueError(
             f"unknown parameter selector {selector!r}: expected a group ({', '.join(g.name for g in joint)}), "
-            f"a joint (j1..j{JOINT_COUNT}){example}{', or ' + singles if singles else ''}"
+            f"a joint (j1..j{JOINT_COUNT}){example}{rest}"
         )
+
+    @property
+    def families(self) -> tuple[str, ...]:
+        """The family names a selector accepts besides group names (`payload_com`)."""
+        return tuple(self._families)
 
     def named(self, params: Any) -> dict[str, Any]:
         """Our JSON block of a DynamicsParams: group name -> value (a list per joint)."""
@@ -242,7 +265,10 @@ class ParameterLayout:
             return g.to_json(g.coerce(g.nominal))
         if key in block:
             return block[key]
-        return g.derive(block) if g.derive is not None else None
+        if g.derive is not None:
+            return g.derive(block)
+        # a group added after the file was written (beyond FrankaTwin's 29): its nominal value
+        return g.to_json(g.coerce(g.nominal)) if g.frozen_by_default else None
 
     def from_block(self, block: Mapping[str, Any], frankatwin: bool) -> dict[str, Any]:
         """Raw values per group name of a named block (whole values of integer groups are

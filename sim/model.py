@@ -3,8 +3,10 @@
 Every model handed to the engines is normalised the same way: 1 ms step, zero gravity (the
 firmware compensates gravity), the 7 arm joints named `fr3_joint1..7`, a site `ee` at the
 flange (`0 0 0.107` on the body of joint 7) unless the file already has a site named `ee`,
-and at least replay_context.USERDATA_SLOTS userdata entries (for the population engine's
-compiled loop). The FR3's numbers (joint limits, home pose, flange offset) live in fr3.py.
+at least replay_context.USERDATA_SLOTS userdata entries (for the population engine's
+compiled loop), and a body `payload` fixed at the `ee` site's frame with no mass: the true
+payload (DynamicsParams' payload groups, load.py) is written into its mass, centre of mass
+and inertia per candidate; massless, it leaves the dynamics bit for bit as without it. The FR3's numbers (joint limits, home pose, flange offset) live in fr3.py.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import numpy as np
 from .fr3 import FLANGE_OFFSET_M, HOME_Q, JOINT_COUNT, Q_MAX, Q_MIN, TIMESTEP_S
 from .replay_context import USERDATA_SLOTS
 
+PAYLOAD_BODY = "payload"
 FR3_MODEL_PATH = Path(__file__).resolve().parent / "models" / "fr3.xml"
 
 
@@ -31,6 +34,7 @@ class ArmIndex:
     dof_adr: np.ndarray
     jnt_ids: np.ndarray
     ee_site: int
+    payload_body: int  # the massless body at the flange that carries the true payload (−1: none)
 
 
 def _match_joints(spec: mujoco.MjSpec, path: Path, joint_map: Mapping[int, str] | None) -> list:
@@ -86,6 +90,10 @@ def load_model(path: str | Path | None = None, joint_map: Mapping[int, str] | No
     if "ee" not in {s.name for s in spec.sites}:
         flange_body = joints[-1].parent
         flange_body.add_site(name="ee", pos=list(FLANGE_OFFSET_M))
+    if PAYLOAD_BODY not in {b.name for b in spec.bodies}:
+        ee = spec.site("ee")
+        ee.parent.add_body(name=PAYLOAD_BODY, pos=list(ee.pos), quat=list(ee.quat), explicitinertial=True,
+                           mass=0.0, ipos=[0.0, 0.0, 0.0], inertia=[0.0, 0.0, 0.0])
     try:
         return spec.compile()
     except ValueError as exc:
@@ -100,7 +108,16 @@ def arm_index(model: mujoco.MjModel) -> ArmIndex:
         dof_adr=model.jnt_dofadr[jnt].copy(),
         jnt_ids=jnt,
         ee_site=int(model.site("ee").id),
+        payload_body=_body_id(model, PAYLOAD_BODY),
     )
 
 
-__all__ = ["ArmIndex", "FR3_MODEL_PATH", "HOME_Q", "JOINT_COUNT", "Q_MAX", "Q_MIN", "TIMESTEP_S", "arm_index", "load_model"]
+def _body_id(model: mujoco.MjModel, name: str) -> int:
+    """A body's id, −1 when the model has none of that name (a model not from load_model)."""
+    try:
+        return int(model.body(name).id)
+    except KeyError:
+        return -1
+
+
+__all__ = ["ArmIndex", "FR3_MODEL_PATH", "PAYLOAD_BODY", "HOME_Q", "JOINT_COUNT", "Q_MAX", "Q_MIN", "TIMESTEP_S", "arm_index", "load_model"]

@@ -5,8 +5,13 @@ the vector, units, bounds, nominal values, FrankaTwin's names), the named form
 `LAYOUT` is the one place that knows the parameter vector: the population engine, the fit's
 parameter space, identifiability, the FrankaTwin importer and the benchmarks ask it for names,
 indices and slices (`LAYOUT.take(matrix, "mu_static")`, `LAYOUT.index("motor_delay_ms")`).
-Today it is FrankaTwin's 29-value vector (isaaclab_sysid `sysid_franka_osc.py`, `NUM_PARAMS`):
-armature, mu_static, dynamic_ratio, mu_viscous per joint J1..J7, then motor_delay_ms.
+It starts with FrankaTwin's 29-value vector (isaaclab_sysid `sysid_franka_osc.py`,
+`NUM_PARAMS`): armature, mu_static, dynamic_ratio, mu_viscous per joint J1..J7, then
+motor_delay_ms; then the groups FrankaTwin does not have, each frozen at its nominal value in a
+fit unless freed (`frozen_by_default`): the true payload at the flange (mass, centre of mass,
+diagonal inertia; nominal: none), the Coulomb asymmetry and a constant torque bias per joint
+(nominal 0). A FrankaTwin-length (29,) vector is accepted wherever a
+vector is (`from_vector`, `params_matrix`): the other groups take their nominal values.
 Adding a parameter is one `ParameterGroup` in `_GROUPS` and a `DynamicsParams` field of the
 same name (plus its physics); see docs/simulation.md, "Parameters".
 """
@@ -14,7 +19,7 @@ same name (plus its physics); see docs/simulation.md, "Parameters".
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -23,6 +28,7 @@ import numpy as np
 from twinlake.jsonfile import read_json_object
 
 from .layout import JOINT_COUNT, ParameterGroup, ParameterLayout
+from .load import EndLoad
 
 PROFILE_SCHEMA = "twinlake.profile/v1"
 MAX_DELAY_MS = 4
@@ -62,7 +68,24 @@ _GROUPS = (
     ParameterGroup("mu_viscous", "N·m·s/rad", (0.0, 5.0), (0.21,) * 7, "mu_viscous"),
     ParameterGroup("motor_delay_ms", "ms", (0.0, float(MAX_DELAY_MS)), (0.0,), "motor_delay_steps",
                    per_joint=False, integer=True, aliases=("delay", "motor_delay_steps"), label="delay"),
+    # the true payload at the flange (load.py): beyond FrankaTwin's vector, frozen at none by default
+    ParameterGroup("payload_mass", "kg", (0.0, 3.0), (0.0,), None, per_joint=False, frozen_by_default=True,
+                   families=("payload",), label="payload m"),
+    *(ParameterGroup(f"payload_com_{axis}", "m", (-0.2, 0.2), (0.0,), None, per_joint=False, frozen_by_default=True,
+                     families=("payload", "payload_com"), label=f"payload c{axis}") for axis in "xyz"),
+    *(ParameterGroup(f"payload_i{axis}{axis}", "kg·m²", (0.0, 0.05), (0.0,), None, per_joint=False,
+                     frozen_by_default=True, families=("payload_inertia",), label=f"payload I{axis}{axis}")
+      for axis in "xyz"),
+    # per joint, beyond FrankaTwin's vector, frozen at 0 by default (plant.py, "Extra joint torques")
+    ParameterGroup("coulomb_asymmetry", "N·m", (-1.0, 1.0), (0.0,) * 7, None, frozen_by_default=True,
+                   label="asymmetry"),
+    ParameterGroup("tau_bias", "N·m", (-3.0, 3.0), (0.0,) * 7, None, frozen_by_default=True, label="bias"),
+    # the sigmoid friction law's shape (plant.py; Gaz et al. 2019): steepness φ2, offset φ3
+    ParameterGroup("sigmoid_phi2", "s/rad", (5.0, 500.0), (50.0,) * 7, None, frozen_by_default=True, label="φ2"),
+    ParameterGroup("sigmoid_phi3", "rad/s", (-0.2, 0.2), (0.0,) * 7, None, frozen_by_default=True, label="φ3"),
 )
+_PAYLOAD_COM = ("payload_com_x", "payload_com_y", "payload_com_z")
+_PAYLOAD_INERTIA = ("payload_ixx", "payload_iyy", "payload_izz")
 LAYOUT = ParameterLayout(_GROUPS)
 
 PARAM_NAMES: tuple[str, ...] = LAYOUT.names
@@ -86,10 +109,36 @@ class DynamicsParams:
     dynamic_ratio: np.ndarray  # mu_dynamic / mu_static [-]
     mu_viscous: np.ndarray  # viscous coefficient [N·m·s/rad]
     motor_delay_ms: int = 0  # commanded torque applied this many whole ticks later (0..4)
+    payload_mass: float = 0.0  # true payload at the flange [kg]
+    payload_com_x: float = 0.0  # its centre of mass in the flange frame [m]
+    payload_com_y: float = 0.0
+    payload_com_z: float = 0.0
+    payload_ixx: float = 0.0  # its inertia about the centre of mass, diagonal [kg·m²]
+    payload_iyy: float = 0.0
+    payload_izz: float = 0.0
+    # Coulomb asymmetry δ [N·m]: the sliding level is mu + δ moving forward, mu − δ backward
+    coulomb_asymmetry: np.ndarray = field(default_factory=lambda: np.zeros(JOINT_COUNT))
+    tau_bias: np.ndarray = field(default_factory=lambda: np.zeros(JOINT_COUNT))  # constant joint torque [N·m]
+    sigmoid_phi2: np.ndarray = field(default_factory=lambda: np.full(JOINT_COUNT, 50.0))  # sigmoid law steepness [s/rad]
+    sigmoid_phi3: np.ndarray = field(default_factory=lambda: np.zeros(JOINT_COUNT))  # sigmoid law offset [rad/s]
 
     def __post_init__(self) -> None:
         for group in LAYOUT.groups:
             setattr(self, group.name, group.coerce(getattr(self, group.name)))
+
+    @property
+    def payload(self) -> EndLoad:
+        """The true payload at the flange (mass, centre of mass, inertia) as an EndLoad."""
+        return EndLoad(self.payload_mass, tuple(getattr(self, n) for n in _PAYLOAD_COM),
+                       tuple(getattr(self, n) for n in _PAYLOAD_INERTIA))
+
+    def with_payload(self, payload: EndLoad) -> "DynamicsParams":
+        """A copy carrying `payload` as the true payload."""
+        values = {g.name: getattr(self, g.name) for g in LAYOUT.groups}
+        values["payload_mass"] = payload.mass_kg
+        values.update(zip(_PAYLOAD_COM, payload.com_m))
+        values.update(zip(_PAYLOAD_INERTIA, payload.inertia_kgm2))
+        return DynamicsParams(**values)
 
     @property
     def mu_dynamic(self) -> np.ndarray:
@@ -103,8 +152,10 @@ class DynamicsParams:
     @classmethod
     def from_vector(cls, vector: Any) -> "DynamicsParams":
         """Build from an (n,) vector in `LAYOUT` order (the delay rounded to whole ms and
-        clamped to 0..4)."""
+        clamped to 0..4), or from FrankaTwin's (29,) (the other groups nominal)."""
         v = np.asarray(vector, dtype=np.float64).reshape(-1)
+        if v.shape == (len(LAYOUT.frankatwin_indices),):
+            v = _widen(v[None])[0]
         if v.shape != (LAYOUT.size,):
             raise ValueError(f"parameter vector: expected {LAYOUT.size} values, got {v.size}")
         return cls(**LAYOUT.split(v))
@@ -115,13 +166,23 @@ class DynamicsParams:
         return cls.from_vector(np.array(LAYOUT.nominal))
 
 
+def _widen(frankatwin: np.ndarray) -> np.ndarray:
+    """(P, n) from FrankaTwin's (P, 29): its values in place, the other groups nominal."""
+    out = np.tile(np.array(LAYOUT.nominal), (frankatwin.shape[0], 1))
+    out[:, list(LAYOUT.frankatwin_indices)] = frankatwin
+    return out
+
+
 def params_matrix(params: Any) -> np.ndarray:
-    """(P, n) float64 from a DynamicsParams, a list of them, an (n,) or a (P, n) array."""
+    """(P, n) float64 from a DynamicsParams, a list of them, an (n,) or a (P, n) array (or
+    FrankaTwin's (29,) / (P, 29): the other groups nominal)."""
     if isinstance(params, DynamicsParams):
         return params.to_vector()[None, :]
     if isinstance(params, (list, tuple)) and params and isinstance(params[0], DynamicsParams):
         return np.stack([p.to_vector() for p in params])
     arr = np.atleast_2d(np.asarray(params, dtype=np.float64))
+    if arr.ndim == 2 and arr.shape[1] == len(LAYOUT.frankatwin_indices) != LAYOUT.size:
+        arr = _widen(arr)
     if arr.ndim != 2 or arr.shape[1] != LAYOUT.size:
         raise ValueError(f"parameters: expected shape (P, {LAYOUT.size}), got {arr.shape}")
     return arr

@@ -5,8 +5,10 @@ The population is split into `nthread` shards; each is a persistent single-threa
 batch step releases the GIL). Shards never wait for each other: one Batch with nthread
 threads synchronises its threads at every call, and on a loaded machine one descheduled
 thread stalls all of them (measured 1.4× slower than shards on the shared 2-core machine).
-Per-candidate model fields (armature, damping, breakaway level) are `expand`-ed once per
-generation and never written during a replay.
+Per-candidate model fields (armature, damping, breakaway level, and the payload body's mass,
+centre of mass and inertia) are `expand`-ed once per generation and never written during a
+replay. The loads' gravity torque (true payload − the input's configured load) is added to
+qfrc_applied in either loop only for candidates that carry a load (kernels.add_load_torque).
 
 Two loops, chosen per replay in one place (_Shard._replay):
 - compiled (the default where callback.compiled_loop_error(model) is None): the tick, under
@@ -36,9 +38,10 @@ from mujoco.batch import Batch
 from .controllers import mat_to_quat_xyzw
 from .model import TIMESTEP_S, ArmIndex, arm_index, load_model
 from .params import LAYOUT, delay_ticks, params_matrix
-from .plant import DelayLine, StribeckFriction, dof_span
+from .plant import DelayLine, breakaway_level, dof_span, friction_law_id, friction_model, joint_extras
 from . import callback
-from .kernels import add_square_errors, ema_springs
+from .kernels import add_joint_extras, add_load_torque, add_square_errors, ema_springs
+from .load import load_row
 from .replay import Kinematics, TickController, joint_tick_table
 from .replay_input import JOINT_IMPEDANCE, ReplayInput
 
@@ -66,8 +69,9 @@ class PopulationResult:
 class _Shard:
     """One persistent Batch over a slice of the population, with its bound fields."""
 
-    def __init__(self, model: mujoco.MjModel, arm: ArmIndex, size: int, need_kin: bool, nthread: int):
-        self.arm, self.size = arm, size
+    def __init__(self, model: mujoco.MjModel, arm: ArmIndex, size: int, need_kin: bool, nthread: int,
+                 friction_law: str = "stribeck"):
+        self.arm, self.size, self.friction_law = arm, size, friction_law
         self.batch = Batch(model, nsim=size, nthread=nthread, persistent=True)
         b = self.batch
         self.f = {
@@ -75,10 +79,13 @@ class _Shard:
             "qfrc_applied": b.bind("qfrc_applied"), "qfrc_bias": b.bind("qfrc_bias"),
             "armature": b.expand("dof_armature"), "damping": b.expand("dof_damping"),
             "frictionloss": b.expand("dof_frictionloss"), "userdata": b.bind("userdata"),
+            "body_mass": b.expand("body_mass"), "body_ipos": b.expand("body_ipos"),
+            "body_inertia": b.expand("body_inertia"),
         }
-        if need_kin:
-            for name in ("site_xpos", "site_xmat", "xanchor", "xaxis"):
-                self.f[name] = b.bind(name)
+        # kinematics: the Cartesian law, the EE samples and the loads' gravity torque read them
+        for name in ("site_xpos", "site_xmat", "xanchor", "xaxis"):
+            self.f[name] = b.bind(name)
+        self.jnt_ids = arm.jnt_ids.astype(np.int64)
         self.use_callback = False  # set per call by PopulationEngine._fan_out
         self._sample_buffers: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         self.dofs, self.qadr = dof_span(arm.dof_adr), dof_span(arm.qpos_adr)
@@ -87,9 +94,22 @@ class _Shard:
     def set_params(self, matrix: np.ndarray) -> None:
         self.f["armature"][:, self.dofs] = LAYOUT.take(matrix, "armature")
         self.f["damping"][:, self.dofs] = LAYOUT.take(matrix, "mu_viscous")
-        self.f["frictionloss"][:, self.dofs] = LAYOUT.take(matrix, "mu_static")
+        self.f["frictionloss"][:, self.dofs] = breakaway_level(self.friction_law, LAYOUT.take(matrix, "mu_static"))
+        body = self.arm.payload_body
+        if body < 0:
+            check_no_payload(matrix)
+        else:
+            self._set_payload(matrix, body)
         self.batch.set_const()
         self.matrix = matrix
+
+    def _set_payload(self, matrix: np.ndarray, body: int) -> None:
+        """The candidates' true payloads into the payload body's expanded fields."""
+        self.f["body_mass"][:, body] = LAYOUT.take(matrix, "payload_mass")
+        for axis, name in enumerate(("payload_com_x", "payload_com_y", "payload_com_z")):
+            self.f["body_ipos"][:, body, axis] = LAYOUT.take(matrix, name)
+        for axis, name in enumerate(("payload_ixx", "payload_iyy", "payload_izz")):
+            self.f["body_inertia"][:, body, axis] = LAYOUT.take(matrix, name)
 
     def kinematics(self) -> Kinematics:
         f, arm = self.f, self.arm
@@ -105,9 +125,17 @@ class _Shard:
         self.batch.forward(stage=_VEL)
         sample_of_tick = np.full(inp.n_ticks, -1, dtype=np.int64)
         sample_of_tick[inp.sample_ticks] = np.arange(inp.n_samples)
+        com = np.stack([LAYOUT.take(m, f"payload_com_{axis}") for axis in "xyz"], axis=-1)
+        load = load_row(LAYOUT.take(m, "payload_mass"), com, inp.configured_load)
+        extras = joint_extras(LAYOUT.take(m, "tau_bias"), LAYOUT.take(m, "coulomb_asymmetry"), self.friction_law,
+                              LAYOUT.take(m, "mu_static"), LAYOUT.take(m, "sigmoid_phi2"), LAYOUT.take(m, "sigmoid_phi3"))
         return _ReplayState(
-            delay=DelayLine(delay_ticks(LAYOUT.take(m, "motor_delay_ms")), inp.tau_prev0, inp.tau_history),
-            neg_breakaway=StribeckFriction(LAYOUT.take(m, "mu_static"), LAYOUT.take(m, "dynamic_ratio") * LAYOUT.take(m, "mu_static")).neg_breakaway,
+            load=load if np.any(load != 0.0) else None,
+            extras=extras if np.any(extras[:, :21] != 0.0) else None,
+            delay=DelayLine(delay_ticks(LAYOUT.take(m, "motor_delay_ms")), inp.tau_prev0, inp.tau_history,
+                            friction_law_id(self.friction_law)),
+            neg_breakaway=friction_model(self.friction_law, LAYOUT.take(m, "mu_static"),
+                                         LAYOUT.take(m, "dynamic_ratio")).coef,
             sample_of_tick=sample_of_tick,
             tau_prev=np.tile(np.asarray(inp.tau_prev0, dtype=np.float64), (self.size, 1)),
             ema=np.asarray(inp.ema0 if inp.ema0 is not None else inp.q0, dtype=np.float64).copy(),
@@ -188,11 +216,16 @@ class _Shard:
 
     def _run_compiled(self, inp: ReplayInput, table: np.ndarray | None, state: _ReplayState, sink: _Sink) -> None:
         """The compiled loop: one batch call, the control callback runs every tick (callback.py)."""
+        law = self._law_arrays(inp, table, state)
+        if state.load is not None:
+            law.setdefault("jnt_ids", self.jnt_ids)
+            law.setdefault("site_id", int(self.arm.ee_site))
         context = callback.ReplayContext(
             sample_of_tick=state.sample_of_tick,
             tau_prev=state.tau_prev, ring=state.delay.ring, delays=np.ascontiguousarray(state.delay.delays, dtype=np.int64),
             neg_breakaway=np.ascontiguousarray(state.neg_breakaway), qpos_adr=self.arm.qpos_adr.astype(np.int64),
-            dof_adr=self.arm.dof_adr.astype(np.int64), **self._law_arrays(inp, table, state),
+            dof_adr=self.arm.dof_adr.astype(np.int64), load=state.load, extras=state.extras,
+            friction_law=state.delay.law, **law,
             outputs=sink.outputs, errors=sink.errors)
         self.f["userdata"][:, : callback.USERDATA_SLOTS] = context.userdata_rows()
         try:
@@ -204,12 +237,15 @@ class _Shard:
     def _run_ticks(self, inp: ReplayInput, state: _ReplayState, sink: _Sink) -> None:
         """The generic loop, any law: per tick the controller (TickController: the joint law's
         kernel, or the Cartesian law in numpy), the sample into `sink`, the delayed torque and
-        sliding relief into qfrc_applied (kernels.apply_delayed_torque), one batch step."""
+        sliding relief into qfrc_applied (kernels.apply_delayed_torque), plus the loads' gravity
+        torque (kernels.add_load_torque) when a candidate carries a load and the bias and Coulomb
+        asymmetry (kernels.add_joint_extras) when a candidate has them, one batch step."""
         ctrl = TickController(inp, self.size)
         need_kin = ctrl.needs_kinematics or bool(sink.ee)
         q, dq, cor, applied = self._state_views()
         f, step, live, samples = self.f, self.batch.step, self.live, state.sample_of_tick.tolist()
-        delay, neg_breakaway, record = state.delay, state.neg_breakaway, sink.record
+        delay, neg_breakaway, record, load, extras = state.delay, state.neg_breakaway, sink.record, state.load, state.extras
+        site, jnt_ids = int(self.arm.ee_site), self.jnt_ids
         for k in range(inp.n_ticks):
             if not live:  # non-contiguous addresses: gather copies, scatter the torque back
                 q, dq, cor, applied = self._state_views()
@@ -218,9 +254,20 @@ class _Shard:
             if samples[k] >= 0:
                 record(samples[k], q, dq, tau, kin)
             delay.push_apply(tau, dq, neg_breakaway, applied)
+            if load is not None:
+                add_load_torque(load, f["site_xpos"], f["site_xmat"], f["xanchor"], f["xaxis"], site, jnt_ids, applied)
+            if extras is not None:
+                add_joint_extras(dq, extras, applied)
             if not live:
                 f["qfrc_applied"][:, self.dofs] = applied
             step(stage=_VEL)
+
+
+def check_no_payload(matrix: np.ndarray) -> None:
+    """ValueError when a candidate has a payload but the model has no payload body."""
+    names = ("payload_mass", "payload_ixx", "payload_iyy", "payload_izz")
+    if any(np.any(LAYOUT.take(matrix, n) != 0.0) for n in names):
+        raise ValueError("a payload needs the model's 'payload' body: load the model with load_model")
 
 
 @dataclass
@@ -250,10 +297,12 @@ class _ReplayState:
     """What one replay of one input carries from tick to tick, for a shard of P candidates."""
 
     delay: DelayLine  # commanded torques by tick, per-candidate delays
-    neg_breakaway: np.ndarray  # (P, 7) −(mu_s − mu_d) [N·m]
+    neg_breakaway: np.ndarray  # (P, 7) the friction law's coefficient [N·m]: −(mu_s − mu_d) (Stribeck), −mu_c (tanh)
     sample_of_tick: np.ndarray  # (T,) int64 sample index of each tick, −1 for none (the generic loop iterates a list of it)
     tau_prev: np.ndarray  # (P, 7) slew-limiter state [N·m]
     ema: np.ndarray  # (7,) the EMA of the targets, shared by every candidate [rad]
+    load: np.ndarray | None = None  # (P, 4) load rows (load.load_row), None when all are zero
+    extras: np.ndarray | None = None  # (P, 35) joint extras (plant.joint_extras), None when bias, asymmetry and φ1 are all zero
 
 
 class PopulationEngine:
@@ -262,12 +311,16 @@ class PopulationEngine:
     model: an MjModel from load_model (ours if None); nthread: worker threads (default: CPUs),
     each driving one single-threaded batch over its share of the candidates; record_ee: also
     return the EE pose per sample; compiled_loop: run replays through the control callback
-    when the model allows (`compiled_loop_error` says why not), False for the generic loop.
+    when the model allows (`compiled_loop_error` says why not), False for the generic loop;
+    friction_law: the plant's friction law for every candidate (plant.FRICTION_LAWS).
     Call close() (or use `with`) to stop the workers early.
     """
 
     def __init__(self, inputs: list[ReplayInput], model: mujoco.MjModel | None = None,
-                 nthread: int | None = None, record_ee: bool = False, compiled_loop: bool = True):
+                 nthread: int | None = None, record_ee: bool = False, compiled_loop: bool = True,
+                 friction_law: str = "stribeck"):
+        friction_law_id(friction_law)  # a clear error for an unknown law, before any work
+        self.friction_law = friction_law
         self.inputs = list(inputs)
         self.model = load_model() if model is None else model
         self.arm = arm_index(self.model)
@@ -287,7 +340,8 @@ class PopulationEngine:
         count = min(self.nthread, population)
         edges = np.linspace(0, population, count + 1).round().astype(int)
         self._rows = [slice(int(a), int(b)) for a, b in zip(edges[:-1], edges[1:])]
-        self._shards = [_Shard(self.model, self.arm, r.stop - r.start, self.need_kin, 1) for r in self._rows]
+        self._shards = [_Shard(self.model, self.arm, r.stop - r.start, self.need_kin, 1, self.friction_law)
+                        for r in self._rows]
         self._population = population
         if count > 1 and self._pool is None:
             self._pool = ThreadPoolExecutor(max_workers=self.nthread, thread_name_prefix="twinlake-sim")

@@ -137,13 +137,14 @@ def _plant_kinematics(plant: Plant) -> Kinematics:
 
 
 def replay_reference(inp: ReplayInput, params: DynamicsParams, model: mujoco.MjModel | None = None,
-                     progress: Callable[[int], None] | None = None) -> ReplayResult:
+                     progress: Callable[[int], None] | None = None, friction_law: str = "stribeck") -> ReplayResult:
     """Replay one interval with one parameter set in a plain MjModel/MjData loop.
 
+    friction_law: the plant's friction law (plant.FRICTION_LAWS).
     progress: called with the number of ticks done, every 1000 ticks and at the end.
     """
     model = load_model() if model is None else model
-    plant = Plant(model, params, inp.q0, inp.dq0, inp.tau_prev0, inp.tau_history)
+    plant = Plant(model, params, inp.q0, inp.dq0, inp.tau_prev0, inp.tau_history, inp.configured_load, friction_law)
     ctrl = TickController(inp, 1)
     n_s = inp.n_samples
     widths = (("q", 7), ("dq", 7), ("tau_cmd", 7), ("ee_pos", 3), ("ee_quat_xyzw", 4), ("ee_linvel", 3), ("ee_angvel", 3))

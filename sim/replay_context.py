@@ -23,7 +23,10 @@ MODE, N_TICKS, N_SAMPLES, N_CANDIDATES, RING_LENGTH = 0, 1, 2, 3, 4
 SPRINGS, TABLE, SAMPLE_OF_TICK, TAU_PREV, RING, DELAYS, NEG_BREAKAWAY, COUNTER = 5, 6, 7, 8, 9, 10, 11, 12
 Q_OUT, DQ_OUT, TAU_OUT, Q_REF, DQ_REF, SCALES, SUM_SQ, QPOS_ADR, DOF_ADR = 13, 14, 15, 16, 17, 18, 19, 20, 21
 CONTROLLER, CART_TARGETS, CART_PARAMS, HOLD, JNT_IDS, SITE_ID = 22, 23, 24, 25, 26, 27
-CONTEXT_SIZE = 28
+LOAD = SITE_ID + 1  # address of the (P, 4) load rows, 0 when no candidate carries a load
+FRICTION_LAW = LOAD + 1  # the friction law's number (kernels.FRICTION_STRIBECK, FRICTION_TANH), a value
+EXTRAS = FRICTION_LAW + 1  # address of the (P, 35) joint-extra rows (plant.joint_extras), 0 when all are zero
+CONTEXT_SIZE = EXTRAS + 1
 # values of the MODE and CONTROLLER slots
 MODE_SAMPLES, MODE_ERRORS = 0, 1
 JOINT, CARTESIAN = 0, 1
@@ -59,6 +62,9 @@ class ReplayContext:
     hold: np.ndarray | None = None
     jnt_ids: np.ndarray | None = None
     site_id: int = -1
+    load: np.ndarray | None = None
+    friction_law: int = 0
+    extras: np.ndarray | None = None
     outputs: tuple[np.ndarray, ...] = ()  # (q_out, dq_out, tau_out)
     errors: tuple[np.ndarray, ...] = ()  # (q_ref, dq_ref, scales, sum_sq)
     counter: np.ndarray = field(init=False)
@@ -75,6 +81,8 @@ class ReplayContext:
         cartesian = self.cart_targets is not None
         if (self.springs is None or self.table is None) and not cartesian:
             raise ValueError("ReplayContext: springs and table (joint) or cart_targets (Cartesian) are needed")
+        if self.load is not None and (self.jnt_ids is None or self.site_id < 0):
+            raise ValueError("ReplayContext: a load needs jnt_ids and site_id")
         population = self.tau_prev.shape[0]
         self.counter = np.zeros(population, dtype=np.int64)
         t = np.zeros(CONTEXT_SIZE, dtype=np.int64)
@@ -83,6 +91,7 @@ class ReplayContext:
         t[N_TICKS], t[N_CANDIDATES], t[RING_LENGTH] = self.sample_of_tick.shape[0], population, self.ring.shape[0]
         t[N_SAMPLES] = (self.outputs or self.errors)[0].shape[0]
         t[SITE_ID] = self.site_id
+        t[FRICTION_LAW] = self.friction_law
         for name, array in arrays.items():
             t[_SLOTS[name]] = array.ctypes.data
         t[COUNTER] = self.counter.ctypes.data
@@ -103,9 +112,9 @@ _SLOTS = {"springs": SPRINGS, "table": TABLE, "sample_of_tick": SAMPLE_OF_TICK, 
           "delays": DELAYS, "neg_breakaway": NEG_BREAKAWAY, "qpos_adr": QPOS_ADR, "dof_adr": DOF_ADR,
           "q_out": Q_OUT, "dq_out": DQ_OUT, "tau_out": TAU_OUT, "q_ref": Q_REF, "dq_ref": DQ_REF,
           "scales": SCALES, "sum_sq": SUM_SQ, "cart_targets": CART_TARGETS, "cart_params": CART_PARAMS,
-          "hold": HOLD, "jnt_ids": JNT_IDS}
+          "hold": HOLD, "jnt_ids": JNT_IDS, "load": LOAD, "extras": EXTRAS}
 _INT_ARRAYS = frozenset({"sample_of_tick", "delays", "qpos_adr", "dof_adr", "jnt_ids"})
 
 
-__all__ = ["CARTESIAN", "CART_PARAMS_SIZE", "CONTEXT_SIZE", "JOINT", "MAGIC", "MODE_ERRORS", "MODE_SAMPLES",
+__all__ = ["CARTESIAN", "CART_PARAMS_SIZE", "CONTEXT_SIZE", "EXTRAS", "FRICTION_LAW", "JOINT", "LOAD", "MAGIC", "MODE_ERRORS", "MODE_SAMPLES",
            "USERDATA_SLOTS", "ReplayContext"]

@@ -24,6 +24,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from .controllers import CartesianGains
+from .load import NO_LOAD, EndLoad
 from .params import MAX_DELAY_MS
 
 JOINT_IMPEDANCE = "joint_impedance"
@@ -61,8 +62,12 @@ class ReplayInput:
     dq_ref: np.ndarray | None = None  # (S, 7)
     t_s: np.ndarray | None = None  # (S,)
     source_rows: np.ndarray | None = None  # (S,) row index of each sample in the given frames
+    # the end-effector load the robot's firmware was configured with (its gravity compensation)
+    configured_load: EndLoad = NO_LOAD
 
     def __post_init__(self) -> None:
+        if not isinstance(self.configured_load, EndLoad):
+            raise ValueError(f"configured_load: expected an EndLoad, got {type(self.configured_load).__name__}")
         if self.controller not in (JOINT_IMPEDANCE, CARTESIAN_IMPEDANCE):
             raise ValueError(f"controller: expected '{JOINT_IMPEDANCE}' or '{CARTESIAN_IMPEDANCE}', got {self.controller!r}")
         self.sample_ticks = np.asarray(self.sample_ticks, dtype=np.int64)
@@ -99,24 +104,31 @@ class ReplayInput:
         warmup_ticks: int = 50,
         cartesian: CartesianGains | None = None,
         q_init: np.ndarray | None = None,
+        configured_load: EndLoad = NO_LOAD,
     ) -> "ReplayInput":
         """Build from canonical frame columns of one interval (dict of arrays or pyarrow.Table).
 
         controller: inferred from the `controller` column (2 joint, 1 Cartesian) if None.
         use_ema: joint impedance driven by `q_target` through the sim's EMA (True) or by
-        `q_target_filtered` with the EMA bypassed (False). Raises ValueError naming the
-        column and row of bad input.
+        `q_target_filtered` with the EMA bypassed (False). configured_load: the recording's
+        configured end-effector load (its metadata's, load.load_from_metadata; none by
+        default). Raises ValueError naming the column and row of bad input.
         """
         cols = _Columns(columns)
         if controller is None:
             controller = cols.infer_controller()
         if controller == JOINT_IMPEDANCE:
-            return _joint_from_frames(cols, use_ema, history_rows)
-        if time_base == TIME_BASE_ZOH:
-            return _cartesian_zoh(cols, warmup_ticks, cartesian or CartesianGains(), q_init)
-        if time_base != TIME_BASE_TICKS:
+            inp = _joint_from_frames(cols, use_ema, history_rows)
+        elif time_base == TIME_BASE_ZOH:
+            inp = _cartesian_zoh(cols, warmup_ticks, cartesian or CartesianGains(), q_init)
+        elif time_base != TIME_BASE_TICKS:
             raise ValueError(f"time_base: expected '{TIME_BASE_TICKS}' or '{TIME_BASE_ZOH}', got {time_base!r}")
-        return _cartesian_ticks(cols, history_rows, cartesian or CartesianGains())
+        else:
+            inp = _cartesian_ticks(cols, history_rows, cartesian or CartesianGains())
+        if not isinstance(configured_load, EndLoad):
+            raise ValueError(f"configured_load: expected an EndLoad, got {type(configured_load).__name__}")
+        inp.configured_load = configured_load
+        return inp
 
 
 class _Columns:

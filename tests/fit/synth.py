@@ -8,6 +8,7 @@ they see from an ingested fr3_stack CSV v2 recording.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -41,9 +42,10 @@ def multisine_targets(n: int, seed: int, amp_rad: float = 0.15) -> np.ndarray:
 
 
 def record(truth: DynamicsParams, n: int, seed: int, noise_q_rad: float = 1e-4,
-           noise_dq_rad_s: float = 1e-3) -> dict[str, np.ndarray]:
-    """Columns of an n-tick joint-impedance recording of `truth` driven by a multisine."""
-    arm = SimFR3(truth)
+           noise_dq_rad_s: float = 1e-3, configured_load=None) -> dict[str, np.ndarray]:
+    """Columns of an n-tick joint-impedance recording of `truth` driven by a multisine
+    (`configured_load`: the firmware's, an EndLoad; none if None)."""
+    arm = SimFR3(truth) if configured_load is None else SimFR3(truth, configured_load=configured_load)
     rng = np.random.default_rng([seed, 1])
     targets = multisine_targets(n, seed)
     cols: dict[str, list] = {k: [] for k in ("q", "dq", "tau_cmd", "q_target", "q_target_filtered", "K", "D")}
@@ -76,8 +78,9 @@ def record(truth: DynamicsParams, n: int, seed: int, noise_q_rad: float = 1e-4,
     return frame
 
 
-def publish_run(lake: Path, robot: str, run: str, frame: dict[str, np.ndarray]) -> None:
-    """Write the columns as `<lake>/runs/robot=<robot>/run=<run>/` (frames + run row)."""
+def publish_run(lake: Path, robot: str, run: str, frame: dict[str, np.ndarray], metadata: dict | None = None) -> None:
+    """Write the columns as `<lake>/runs/robot=<robot>/run=<run>/` (frames + run row, with
+    `metadata` as its metadata_json)."""
     n = len(frame["seq"])
     frames = pa.Table.from_arrays(
         [pa.array(frame[f.name], f.type) if f.name in frame else pa.nulls(n, f.type) for f in FRAME_SCHEMA],
@@ -87,6 +90,8 @@ def publish_run(lake: Path, robot: str, run: str, frame: dict[str, np.ndarray]) 
     row.update(source_format=pa.array(["synthetic"]), raw_sha256=pa.array([f"sha-{run}"]),
                frame_count=pa.array([n], pa.int64()), seq_first=pa.array([0], pa.int64()),
                seq_last=pa.array([n - 1], pa.int64()))
+    if metadata is not None:
+        row["metadata_json"] = pa.array([json.dumps(metadata)], pa.string())
     runs = pa.table(row, schema=RUN_SCHEMA)
     lk = Lake(lake)
 

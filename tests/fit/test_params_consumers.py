@@ -36,7 +36,10 @@ def _distinct() -> DynamicsParams:
 def test_parameter_space_is_the_layout():
     space = ParameterSpace()
     assert np.array_equal(space.bounds, LAYOUT.bounds)
-    assert sorted([*space.free_indices.tolist(), *LAYOUT.integer_indices]) == list(range(LAYOUT.size))
+    # everything but the delay and the groups frozen by default (FrankaTwin's 29 stay the fit)
+    assert sorted([*space.free_indices.tolist(), *LAYOUT.integer_indices, *LAYOUT.default_frozen]) == \
+        list(range(LAYOUT.size))
+    assert space.frozen == LAYOUT.default_frozen and len(space.free_indices) + 1 == len(LAYOUT.frankatwin_indices)
     for g in LAYOUT.groups:
         assert select(g.name) == LAYOUT.select(g.name) == list(range(LAYOUT.size))[LAYOUT.slice(g.name)]
     full = space.decode(np.full((2, len(space.free_indices)), 0.5), np.array([1, 4]))
@@ -45,7 +48,8 @@ def test_parameter_space_is_the_layout():
     assert space.delay_of(full[1]) == 4
     assert list(space.to_json()["bounds"]) == list(LAYOUT.names)
     frozen = parse_space(["dynamic_ratio=0.6"])
-    assert frozen.free_names == [n for g in LAYOUT.groups if g.name != "dynamic_ratio" for n in g.names]
+    assert frozen.free_names == [n for g in LAYOUT.groups if g.name != "dynamic_ratio" and not g.frozen_by_default
+                                 for n in g.names]
     assert np.all(LAYOUT.take(frozen.decode(np.zeros((1, 21)), np.array([2])), "dynamic_ratio") == 0.6)
 
 
@@ -85,7 +89,7 @@ def _findings(path: Path) -> list[str]:
     """What in `path` re-declares the layout: a layout constant, a literal listing every
     per-joint group, the vector's length as a number, or `[:, a:b]` / `[:, k]` on a group's span."""
     tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
-    joint = {g.name for g in LAYOUT.joint_groups}
+    joint = {g.name for g in LAYOUT.joint_groups if g.frankatwin_key}  # FrankaTwin's per-joint groups
     spans = {(LAYOUT.slice(g.name).start, LAYOUT.slice(g.name).stop) for g in LAYOUT.joint_groups}
     singles = {LAYOUT.index(g.name) for g in LAYOUT.scalar_groups}
     found = []
@@ -94,8 +98,13 @@ def _findings(path: Path) -> list[str]:
         found += [f"declares {n.id}" for t in targets for n in ast.walk(t)
                   if isinstance(n, ast.Name) and n.id in LAYOUT_CONSTANTS]
     for node in ast.walk(tree):
-        if isinstance(node, ast.Constant) and type(node.value) is int and node.value == LAYOUT.size:
-            found.append(f"line {node.lineno}: the number {LAYOUT.size}")
+        # FrankaTwin's vector length anywhere; the whole vector's length in a shape tuple (it is
+        # also a common number, 50 Hz among them, elsewhere)
+        if isinstance(node, ast.Constant) and type(node.value) is int and node.value == len(LAYOUT.frankatwin_indices):
+            found.append(f"line {node.lineno}: the number {node.value}")
+        if isinstance(node, ast.Tuple) and any(isinstance(e, ast.Constant) and type(e.value) is int
+                                               and e.value == LAYOUT.size for e in node.elts):
+            found.append(f"line {node.lineno}: a shape with the number {LAYOUT.size}")
         if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
             strings = {e.value for e in node.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)}
             if joint <= strings:

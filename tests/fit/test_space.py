@@ -86,3 +86,32 @@ def test_encode_inverts_decode(z, delay):
     assert space.at_bounds(full[0]) == [PARAM_NAMES[i] for i in space.free_indices
                                          if z[list(space.free_indices).index(i)] <= 0.01
                                          or z[list(space.free_indices).index(i)] >= 0.99]
+
+
+def test_the_payload_groups_are_frozen_unless_freed_by_spec_or_preset():
+    from twinlake.sim import LAYOUT
+
+    default = parse_space([])
+    assert all(n not in default.free_names for n in LAYOUT.names[29:])
+    assert len(default.free_names) == 29  # FrankaTwin's 29 (28 continuous + the delay)
+    mass = LAYOUT.index("payload_mass")
+    spec = parse_space(["payload_mass=0:2.5"])
+    assert "payload_mass" in spec.free_names and spec.bounds[mass].tolist() == [0.0, 2.5]
+    preset = parse_space(["+payload"])
+    assert preset.free_names[-5:-1] == ["payload_mass", "payload_com_x", "payload_com_y", "payload_com_z"]
+    assert "payload_ixx" not in preset.free_names
+    assert parse_space(["+payload", "payload_com=0"]).free_names[-2:] == ["payload_mass", "motor_delay_ms"]
+    with pytest.raises(ValueError, match="unknown preset '\\+paylod': expected one of \\+payload"):
+        parse_space(["+paylod"])
+    # a space stored before the payload groups existed reads back with them frozen at nominal
+    old = default.to_json()
+    old = {"bounds": {n: b for n, b in old["bounds"].items() if LAYOUT.index(n) < 29}, "frozen": {}}
+    assert ParameterSpace.from_json(old).frozen == default.frozen
+
+
+def test_the_asymmetry_and_bias_presets_free_their_groups_only():
+    from twinlake.sim import LAYOUT
+
+    assert parse_space(["+bias"]).free_names[-8:-1] == list(LAYOUT.group("tau_bias").names)
+    assert parse_space(["+asymmetry"]).free_names[-8:-1] == list(LAYOUT.group("coulomb_asymmetry").names)
+    assert parse_space(["j3=0.2"]).frozen[LAYOUT.index("tau_bias_j3")] == 0.0  # a joint selector leaves them

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from twinlake.sim import (DEFAULT_BOUNDS, HOME_Q, DynamicsParams, JointImpedanceCommand, JointImpedanceConfig, ReplayInput,
+from twinlake.sim import (DEFAULT_BOUNDS, HOME_Q, LAYOUT, params_matrix, DynamicsParams, JointImpedanceCommand, JointImpedanceConfig, ReplayInput,
                           SimFR3, replay_reference)
 
 
@@ -17,13 +17,16 @@ def target_trajectory(n_ticks: int, amplitude_rad: float = 0.15, freq_hz: float 
 
 
 def record_synthetic(params, n_ticks: int, noise_q: float = 0.0, noise_dq: float = 0.0, seed: int = 0,
-                     config: JointImpedanceConfig | None = None) -> dict[str, np.ndarray]:
+                     config: JointImpedanceConfig | None = None, configured_load=None,
+                     friction_law: str = "stribeck") -> dict[str, np.ndarray]:
     """Drive SimFR3 tick by tick (as the daemon does) and return canonical frame columns.
 
     Row k: measured (noisy) q_k, dq_k and the controller outputs computed from them.
+    configured_load: the firmware's configured load (an EndLoad; none if None).
     """
     rng = np.random.default_rng(seed)
-    arm = SimFR3(params)
+    extra = {} if configured_load is None else {"configured_load": configured_load}
+    arm = SimFR3(params, friction_law=friction_law, **extra)
     config = config or JointImpedanceConfig()
     targets = target_trajectory(n_ticks)
     cols: dict[str, list] = {name: [] for name in ("q", "dq", "tau_cmd", "q_target", "q_target_filtered", "K", "D", "tau_J")}
@@ -65,10 +68,13 @@ def joint_input(n_ticks: int, q0=HOME_Q, use_ema=True) -> ReplayInput:
 
 
 def distinct_params(count: int, seed: int = 7) -> np.ndarray:
-    lo, hi = DEFAULT_BOUNDS[:, 0], DEFAULT_BOUNDS[:, 1]
+    """(count, n) parameter vectors: FrankaTwin's 29 drawn inside their bounds, the groups
+    beyond them (the payload) nominal."""
+    bounds = DEFAULT_BOUNDS[list(LAYOUT.frankatwin_indices)]
+    lo, hi = bounds[:, 0], bounds[:, 1]
     params = lo + np.random.default_rng(seed).uniform(0.05, 0.95, size=(count, 29)) * (hi - lo)
     params[:, 28] = np.arange(count) * 2 % 5  # delays 0, 2, 4, 1, ...
-    return params
+    return params_matrix(params)
 
 
 def cartesian_frames_50hz(model, n_rows: int) -> dict:

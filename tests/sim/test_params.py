@@ -24,7 +24,13 @@ def _distinct() -> DynamicsParams:
 def test_vector_layout_round_trips_in_frankatwin_order():
     p = _distinct()
     v = p.to_vector()
-    assert v.shape == (29,) and len(PARAM_NAMES) == 29 and DEFAULT_BOUNDS.shape == (29, 2)
+    # FrankaTwin's 29 first, then the groups beyond FrankaTwin's vector: payload (7), asymmetry, bias,
+    # the sigmoid law's φ2, φ3 (7 each)
+    assert v.shape == (64,) and len(PARAM_NAMES) == 64 and DEFAULT_BOUNDS.shape == (64, 2)
+    assert PARAM_NAMES[29:36] == ("payload_mass", "payload_com_x", "payload_com_y", "payload_com_z",
+                                  "payload_ixx", "payload_iyy", "payload_izz")
+    assert PARAM_NAMES[36] == "coulomb_asymmetry_j1" and PARAM_NAMES[43] == "tau_bias_j1"
+    assert np.array_equal(DynamicsParams.from_vector(v[:29]).to_vector(), v)  # FrankaTwin's (29,) is accepted
     assert PARAM_NAMES[0] == "armature_j1" and PARAM_NAMES[7] == "mu_static_j1"
     assert PARAM_NAMES[14] == "dynamic_ratio_j1" and PARAM_NAMES[21] == "mu_viscous_j1"
     assert PARAM_NAMES[28] == "motor_delay_ms"

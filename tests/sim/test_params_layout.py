@@ -23,8 +23,15 @@ def _distinct(delay: int = 3) -> DynamicsParams:
 def test_layout_is_frankatwins_29_in_its_order():
     assert [(g.name, g.size, g.unit) for g in LAYOUT.groups] == [
         ("armature", 7, "kg·m²"), ("mu_static", 7, "N·m"), ("dynamic_ratio", 7, "-"),
-        ("mu_viscous", 7, "N·m·s/rad"), ("motor_delay_ms", 1, "ms")]
-    assert LAYOUT.size == 29 and len(LAYOUT.names) == 29 and LAYOUT.bounds.shape == (29, 2)
+        ("mu_viscous", 7, "N·m·s/rad"), ("motor_delay_ms", 1, "ms"), ("payload_mass", 1, "kg"),
+        ("payload_com_x", 1, "m"), ("payload_com_y", 1, "m"), ("payload_com_z", 1, "m"),
+        ("payload_ixx", 1, "kg·m²"), ("payload_iyy", 1, "kg·m²"), ("payload_izz", 1, "kg·m²"),
+        ("coulomb_asymmetry", 7, "N·m"), ("tau_bias", 7, "N·m"), ("sigmoid_phi2", 7, "s/rad"),
+        ("sigmoid_phi3", 7, "rad/s")]
+    assert LAYOUT.size == 64 and len(LAYOUT.names) == 64 and LAYOUT.bounds.shape == (64, 2)
+    # FrankaTwin's 29 keep their places; the groups beyond are frozen at nominal by default
+    assert LAYOUT.frankatwin_indices == tuple(range(29))
+    assert LAYOUT.default_frozen == {i: 50.0 if 50 <= i < 57 else 0.0 for i in range(29, 64)}
     assert [LAYOUT.slice(g) for g in ("armature", "mu_static", "dynamic_ratio", "mu_viscous")] == [
         slice(0, 7), slice(7, 14), slice(14, 21), slice(21, 28)]
     assert LAYOUT.index("motor_delay_ms") == LAYOUT.index("delay") == 28
@@ -60,7 +67,7 @@ def test_vector_matrix_and_named_round_trips():
     assert parts["motor_delay_ms"].tolist() == [3.0, 1.0]
     assert np.array_equal(parts["mu_viscous"][1], b.mu_viscous)
     assert np.shares_memory(parts["armature"], matrix)  # views, not copies
-    with pytest.raises(ValueError, match="expected 29 values in the last axis"):
+    with pytest.raises(ValueError, match="expected 64 values in the last axis"):
         LAYOUT.split(np.zeros((2, 28)))
 
 
@@ -112,8 +119,9 @@ def test_selectors_name_groups_joints_and_parameters():
     assert LAYOUT.select("j2") == [1, 8, 15, 22]
     assert LAYOUT.select("mu_viscous_j3") == [23]
     assert LAYOUT.select("delay") == LAYOUT.select("motor_delay_steps") == [28]
-    with pytest.raises(ValueError, match=r"expected a group \(armature, mu_static, dynamic_ratio, mu_viscous\), "
-                                         r"a joint \(j1..j7\), a name such as mu_static_j3, or motor_delay_ms"):
+    with pytest.raises(ValueError, match=r"expected a group \(armature, mu_static, dynamic_ratio, mu_viscous, "
+                                         r"coulomb_asymmetry, tau_bias, sigmoid_phi2, sigmoid_phi3\), a joint \(j1..j7\), a name such as "
+                                         r"mu_static_j3, or one of motor_delay_ms, payload_mass, "):
         LAYOUT.select("armatur")
     with pytest.raises(ValueError, match="unknown parameter 'j8'"):
         LAYOUT.index("j8")
@@ -130,7 +138,8 @@ def _with_payload() -> ParameterLayout:
     """LAYOUT plus one scalar group FrankaTwin does not have (as a payload mass will be)."""
     payload = ParameterGroup("payload_mass_kg", "kg", (0.0, 3.0), (0.0,), None, per_joint=False,
                              aliases=("payload",))
-    return ParameterLayout([*LAYOUT.groups[:-1], payload, LAYOUT.groups[-1]])
+    frankatwin = [g for g in LAYOUT.groups if g.frankatwin_key]  # FrankaTwin's 29, delay last
+    return ParameterLayout([*frankatwin[:-1], payload, frankatwin[-1]])
 
 
 def test_a_new_group_is_one_entry_and_every_index_follows():

@@ -42,6 +42,8 @@ def serve(
     log_1khz: str | None = typer.Option(None, "--log-1khz", help="Start a recording at startup (ID startup-<ns>)."),
     duration: float | None = typer.Option(None, "--duration", help="Stop after this many seconds (default: until terminated)."),
     rt_priority: int = typer.Option(0, "--rt-priority", help="SCHED_FIFO priority 1..99 for the daemon's threads (0 = normal scheduling)."),
+    payload: str | None = typer.Option(None, "--payload", help="True payload at the flange MASS[,X,Y,Z] (kg; CoM m in the flange frame; default: the truth profile's)."),
+    configured_load: str | None = typer.Option(None, "--configured-load", help="The firmware's configured load MASS[,X,Y,Z] (its gravity compensation; default: none)."),
 ) -> None:
     """Serve a simulated FR3 at 1 kHz; exit 2 if any recording failed or was incomplete."""
     import zmq
@@ -54,11 +56,15 @@ def serve(
         raise typer.Exit(1)
     initial_controller = "joint_impedance" if joint else "idle" if idle else initial_controller
     try:
+        from twinlake.sim.load import NO_LOAD, parse_load
+
         config = DaemonConfig(host=host, cmd_port=cmd_port, state_port=state_port,
                               recording_port=recording_port, truth_path=truth,
                               noise=NoiseConfig.parse(noise), seed=seed,
                               initial_controller=initial_controller, log_1khz=log_1khz,
-                              rt_priority=rt_priority)
+                              rt_priority=rt_priority,
+                              payload=None if payload is None else parse_load(payload, "--payload"),
+                              configured_load=NO_LOAD if configured_load is None else parse_load(configured_load))
         daemon = Fr3Daemon(config)
     except (ValueError, OSError, zmq.ZMQError) as exc:  # bad flags, truth file, port in use
         typer.echo(f"twinlake daemon serve: {exc}", err=True)

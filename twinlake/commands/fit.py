@@ -37,7 +37,9 @@ def _weights(items: list[str]) -> dict[str, float]:
 def run_cmd(
     train: list[str] = typer.Option([], "--train", help="Training data [ROBOT/]RUN[:INTERVAL], one or more (--train a b, a,b or repeated)."),
     holdout: list[str] = typer.Option([], "--holdout", help="Held-out runs, never seen by the search (one or more)."),
-    params: list[str] = typer.Option([], "--params", help="Freeze/re-bound: 'armature=0:0.6 dynamic_ratio=1' (or comma-separated) or JSON files."),
+    params: list[str] = typer.Option([], "--params", help="Freeze/re-bound/free: 'armature=0:0.6 dynamic_ratio=1 payload_mass=0:3' (or comma-separated), presets +payload, +smooth-friction, +sigmoid-friction, +asymmetry, +bias, or JSON files."),
+    friction_law: Optional[str] = typer.Option(None, "--friction-law", help="The plant's friction law: stribeck (FrankaTwin's, default), tanh (smooth Coulomb) or sigmoid (Gaz et al. 2019); stored with the fit."),
+    configured_load: Optional[str] = typer.Option(None, "--configured-load", help="The firmware's configured end-effector load MASS[,X,Y,Z] (kg; CoM m in the flange frame) for every run (default: each run's metadata, else none); stored with the fit."),
     population: int = typer.Option(32, "--population", min=2, help="CMA-ES population per generation."),
     generations: int = typer.Option(20, "--generations", min=1, help="Generations to run."),
     seed: int = typer.Option(0, "--seed", help="Seed: the same seed and data give the same fit, bit for bit."),
@@ -57,8 +59,8 @@ def run_cmd(
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON on stdout."),
     lake: Optional[Path] = LAKE,
 ) -> None:
-    """Fit the 29 FrankaTwin parameters on clean intervals with CMA-ES on Ray; store the error
-    bars at the optimum; publish fits/fit=<id>/."""
+    """Fit the 29 FrankaTwin parameters (and any group --params frees) on clean intervals with
+    CMA-ES on Ray; store the error bars at the optimum; publish fits/fit=<id>/."""
     from twinlake.catalog import resolve_lake
     from twinlake.fit.objective import LossScales
     from twinlake.fit.run import FitSettings, run_fit
@@ -74,8 +76,12 @@ def run_cmd(
             if not split_values(train):
                 fail("give at least one --train [ROBOT/]RUN[:INTERVAL]")
             LossScales(q_scale, dq_scale)
+            from twinlake.sim.load import parse_load
+
+            load = None if configured_load is None else parse_load(configured_load).to_json()
             settings = FitSettings(
-                train=split_values(train), holdout=split_values(holdout), space=parse_space(params).to_json(),
+                train=split_values(train), holdout=split_values(holdout),
+                space=parse_space(params, friction_law=friction_law).to_json(), configured_load=load,
                 population=population, generations=generations, seed=seed, sigma0=sigma0,
                 weights=_weights(weights), q_scale_rad=q_scale, dq_scale_rad_s=dq_scale,
                 max_duration_s=max_seconds, min_duration_s=min_seconds,

@@ -82,6 +82,8 @@ def sim_record(
     tail: float = typer.Option(1.0, "--tail", help="Seconds simulated after the last reference row."),
     robot_id: str | None = typer.Option(None, "--robot-id", help="Robot identity for the meta file (default: the reference's metadata.json)."),
     json_out: bool = typer.Option(False, "--json", help="Print the result as JSON."),
+    payload: str | None = typer.Option(None, "--payload", help="True payload at the flange MASS[,X,Y,Z] (kg; CoM m in the flange frame; default: the truth profile's)."),
+    configured_load: str | None = typer.Option(None, "--configured-load", help="The firmware's configured load MASS[,X,Y,Z] (its gravity compensation; default: none); written to the metadata."),
 ) -> None:
     """Offline recorder: the daemon's plant, controller and CSV writer in simulated time."""
     from rich.progress import Progress
@@ -89,12 +91,16 @@ def sim_record(
     from twinlake.daemon.noise import NoiseConfig
     from twinlake.daemon.offline import record_offline
 
+    from twinlake.sim.load import NO_LOAD, parse_load
+
     try:
+        loads = {"payload": None if payload is None else parse_load(payload, "--payload"),
+                 "configured_load": NO_LOAD if configured_load is None else parse_load(configured_load)}
         with Progress(transient=True, disable=json_out) as progress:
             task = progress.add_task("simulating", total=1.0)
             result = record_offline(reference, out, truth_path=truth, seed=seed, noise=NoiseConfig.parse(noise),
                                     tail_s=tail, robot_id=robot_id,
-                                    progress=lambda f: progress.update(task, completed=f))
+                                    progress=lambda f: progress.update(task, completed=f), **loads)
     except (ValueError, OSError) as exc:
         typer.echo(f"twinlake sim record: {exc}", err=True)
         raise typer.Exit(1)
