@@ -31,8 +31,8 @@ import numpy as np
 from twinlake.daemon import csv_v2 as C
 from twinlake.daemon.client import Fr3Client
 from twinlake.daemon.excitation import Plan, offsets
-from twinlake.daemon.excite_run import new_output_dir, run_preview
 from twinlake.daemon.offline import record_offline
+from twinlake.synthetic import SyntheticRun, write_reference
 
 DAEMON_SNIPPET = """
 import sys
@@ -120,16 +120,15 @@ def offline_run(workdir: Path, seconds: float = 9.0, repeat: int = 3) -> dict:
     """Offline recorder on a `seconds` multisine reference, `repeat` times, each interleaved with
     the MuJoCo-only floor; medians of wall µs per tick, main-process CPU µs per tick and × real time."""
     plan = Plan(mode="multisine", joints=tuple(range(1, 8)), seconds=seconds, ramp=2.0, hold=0.5)
-    out = new_output_dir(str(workdir / "excite"))
-    run_preview(plan, out)
+    reference = write_reference(SyntheticRun("offline", plan, tail_s=0.0), workdir / "reference.csv")
     wall, cpu, speed, floor = [], [], [], []
     cold_start = time.perf_counter()  # the whole first call: model, numba start-up, simulation, files
-    cold = record_offline(out / "reference.csv", workdir / "offline-cold.csv", tail_s=0.0)
+    cold = record_offline(reference, workdir / "offline-cold.csv", tail_s=0.0)
     cold_speedup = cold.sim_seconds / (time.perf_counter() - cold_start)
     for i in range(repeat):
         floor.append(mujoco_floor_us())
         cpu0 = time.process_time()
-        res = record_offline(out / "reference.csv", workdir / f"offline{i}.csv", tail_s=0.0)
+        res = record_offline(reference, workdir / f"offline{i}.csv", tail_s=0.0)
         cpu.append((time.process_time() - cpu0) / res.rows * 1e6)
         wall.append(res.wall_seconds / res.rows * 1e6)
         speed.append(res.speedup)

@@ -1,6 +1,6 @@
 """Benchmark: seconds per generation of a FrankaTwin-size fit on Ray, 1 and 2 workers.
 
-Problem (FrankaTwin's v3 report, specs/frankatwin.md §6.2): 29 parameters, population 128,
+Problem (FrankaTwin's v3 report): 29 parameters, population 128,
 three runs of 12 s at 1 kHz (here: multisine joint-impedance recordings of the demo robot made
 with the daemon's offline recorder and ingested into a temporary lake). One generation =
 128 candidates × 36 000 replayed ticks, evaluated by the fit's own pool (`auto_chunk`: one
@@ -27,27 +27,13 @@ FRANKATWIN_S_PER_ITER = 378.0
 
 
 def make_lake(root: Path, runs: int, seconds: float) -> list[str]:
-    """Record and ingest `runs` multisine runs of `seconds` each; returns their selectors."""
-    from twinlake.catalog import Lake
-    from twinlake.daemon import Plan, record_offline
-    from twinlake.daemon.excitation import PREVIEW_ANCHOR_Q
-    from twinlake.daemon.excite_files import reference_table, write_reference_csv
-    from twinlake.ingest.pipeline import ingest_paths
-    from twinlake.ingest.registry import ReadOptions
+    """Record (on the bundled demo robot) and ingest `runs` multisine runs of `seconds` each
+    (twinlake.synthetic); returns their selectors."""
+    from twinlake.synthetic import multisine_run, record_and_ingest
 
-    selectors = []
-    for i in range(runs):
-        plan = Plan(mode="multisine", joints=(1, 2, 3, 4, 5, 6, 7), amplitude_deg=12.0, seconds=seconds,
-                    ramp=1.0, hold=0.0, tones=(0.3, 0.7, 1.3), seed=i, rate=100.0,
-                    max_velocity=3.0, max_acceleration=30.0, max_jerk=500.0)
-        ref = root / f"ref{i}.csv"
-        write_reference_csv(ref, reference_table(plan, PREVIEW_ANCHOR_Q))
-        csv = root / f"run{i}.csv"
-        record_offline(ref, csv, seed=i, tail_s=0.0, robot_id="bench")
-        for outcome in ingest_paths(Lake(root / "lake"), [csv], ReadOptions(robot="bench", run=f"run{i}")):
-            assert outcome.status == "published", outcome.message
-        selectors.append(f"bench/run{i}")
-    return selectors
+    specs = [multisine_run(f"run{i}", (0.3, 0.7, 1.3), i, seconds=seconds, amplitude_deg=12.0, ramp_s=1.0,
+                           hold_s=0.0, tail_s=0.0) for i in range(runs)]
+    return record_and_ingest(specs, root / "recordings", root / "lake", robot="bench")
 
 
 def time_generations(data, population: int, generations: int, workers: int) -> tuple[float, float, float]:

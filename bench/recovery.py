@@ -60,23 +60,12 @@ def sample_truth(seed: int):
 
 
 def record(root: Path, truth_path: Path, name: str, tones, seed: int, seconds: float) -> str:
-    from twinlake.catalog import Lake
-    from twinlake.daemon import Plan, record_offline
-    from twinlake.daemon.excitation import PREVIEW_ANCHOR_Q
-    from twinlake.daemon.excite_files import reference_table, write_reference_csv
-    from twinlake.ingest.pipeline import ingest_paths
-    from twinlake.ingest.registry import ReadOptions
+    """Record run `name` on the truth (twinlake.synthetic) and ingest it; returns its selector."""
+    from twinlake.synthetic import multisine_run, record_and_ingest
 
-    plan = Plan(mode="multisine", joints=(1, 2, 3, 4, 5, 6, 7), amplitude_deg=12.0, seconds=seconds,
-                ramp=1.0, hold=0.3, tones=tuple(tones), seed=seed, rate=100.0, max_velocity=3.0,
-                max_acceleration=30.0, max_jerk=500.0)
-    ref = root / f"{name}.reference.csv"
-    write_reference_csv(ref, reference_table(plan, PREVIEW_ANCHOR_Q))
-    csv = root / f"{name}.csv"
-    record_offline(ref, csv, truth_path=str(truth_path), seed=seed, tail_s=0.3, robot_id="bench")
-    for outcome in ingest_paths(Lake(root / "lake"), [csv], ReadOptions(robot="bench", run=name)):
-        assert outcome.status == "published", outcome.message
-    return f"bench/{name}"
+    spec = multisine_run(name, tones, seed, seconds=seconds, amplitude_deg=12.0, ramp_s=1.0, hold_s=0.3,
+                         tail_s=0.3)
+    return record_and_ingest([spec], root / "recordings", root / "lake", robot="bench", truth_path=truth_path)[0]
 
 
 # what a MuJoCo joint expresses, in the peer's x order: armature, damping (= viscous), frictionloss

@@ -4,8 +4,8 @@ import time
 from pathlib import Path
 import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "fit"))  # the tests' seeded problems
-from test_trust_identifiability import _problem, TRUTH
-from test_trust_quick import _open_loop
+from test_identifiability import _problem, TRUTH
+from test_quick_fit import _open_loop
 from twinlake.fit.identifiability import fd_jacobian
 from twinlake.fit.quick import fit_first_order, WINDOW_FRAMES
 from twinlake.sim import PARAM_NAMES, DEFAULT_BOUNDS

@@ -4,8 +4,9 @@ Public face: the recording client (`Fr3Client`, `request_recording`, `RecordingS
 `RecordingError`, `RecordingTimeout`), the recording manager and CSV v2 writer, the wire
 codecs, the excitation planner, the real-time daemon and the offline recorder.
 
-The names are imported on first use (PEP 562), so that `twinlake --help` does not pay for
-the simulator: `from twinlake.daemon import Fr3Daemon` works as before.
+The names are imported on first use (PEP 562, twinlake/lazy.py), so that a user of the
+client alone (`twinlake record`) does not pay for the simulator: `from twinlake.daemon import
+Fr3Daemon` works as before.
 """
 
 from __future__ import annotations

@@ -1,8 +1,7 @@
 """`python -m twinlake.ingest PATH...`: the `twinlake ingest` command on its own (same
-function, faster start-up: it does not compose the other folders' commands)."""
+function, faster start-up: it does not compose the other commands). The command lives with the
+others in the root package (twinlake/commands/ingest.py)."""
 
-import typer
+from twinlake.commands.ingest import main
 
-from twinlake.ingest.cli import ingest_command
-
-typer.run(ingest_command)
+main()

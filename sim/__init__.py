@@ -9,8 +9,8 @@ Public face (see sim/README.md):
   one arm:      SimFR3, JointImpedanceCommand, IdleCommand, TickOutput
   replay:       ReplayInput, ReplayResult, replay_reference, PopulationEngine, PopulationResult
 
-The names are imported on first use (PEP 562), so that `twinlake --help` does not pay for
-MuJoCo or numba: `from twinlake.sim import SimFR3` works as before.
+The names are imported on first use (PEP 562, twinlake/lazy.py), so that a user of the
+parameters alone does not pay for MuJoCo or numba: `from twinlake.sim import SimFR3` works as before.
 """
 
 from __future__ import annotations

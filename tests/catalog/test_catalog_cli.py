@@ -12,11 +12,10 @@ import sys
 from pathlib import Path
 
 import pytest
-import typer
 from typer.testing import CliRunner
 
 from twinlake.catalog import Lake
-from twinlake.catalog.cli import register
+from twinlake.cli import app
 from twinlake.ingest.pipeline import ingest_paths
 from twinlake.ingest.registry import ReadOptions
 from twinlake.ingest.samples import SampleSpec, write_sample
@@ -35,8 +34,6 @@ def lake(tmp_path_factory) -> Lake:
 
 @pytest.fixture(scope="module")
 def cli():
-    app = typer.Typer()
-    register(app)
     runner = CliRunner()
     return lambda *args: runner.invoke(app, [str(a) for a in args], catch_exceptions=False)
 

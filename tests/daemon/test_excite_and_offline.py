@@ -6,18 +6,12 @@ import json
 
 import numpy as np
 import pytest
-import typer
 from typer.testing import CliRunner
 
+from twinlake.cli import app
 from twinlake.daemon import csv_v2 as C
-from twinlake.daemon.cli import register
 from twinlake.daemon.noise import NoiseConfig
 from twinlake.daemon.offline import record_offline
-from twinlake.sim.cli import register as register_sim
-
-app = typer.Typer()
-register(app)
-register_sim(app)  # the `sim` group, to which this folder adds `sim record`
 
 SHORT_MULTISINE = ["--mode", "multisine", "--joints", "1,2,3,4,5,6,7", "--seconds", "2", "--ramp", "0.5",
                    "--hold", "0.3", "--rate", "50", "--tones", "0.5,1.1,2.3", "--amplitude-deg", "0.5",
@@ -175,17 +169,12 @@ def test_finish_terminate_stops_recording_first(start_daemon, tmp_path):
 
 
 def test_ingest_accepts_offline_recording_with_companions(tmp_path):
-    """The ingest contract of docs/daemon.md §5, through ingest's own CLI command."""
-    from twinlake.ingest.cli import register as register_ingest
-
+    """The ingest contract of docs/daemon.md §5, through the `twinlake ingest` command."""
     out = tmp_path / "prev"
     assert CliRunner().invoke(app, ["excite", *SHORT_MULTISINE, "--robot-id", "sim-right",
                                     "--output", str(out)]).exit_code == 0
     record_offline(out / "reference.csv", tmp_path / "syn.csv", seed=2, tail_s=0.1)
-    ingest_app = typer.Typer()
-    register_ingest(ingest_app)
-    ingest_app.command("noop", hidden=True)(lambda: None)  # keep `ingest` a named sub-command
-    result = CliRunner().invoke(ingest_app, ["ingest", "--lake", str(tmp_path / "lake"), "--json",
+    result = CliRunner().invoke(app, ["ingest", "--lake", str(tmp_path / "lake"), "--json",
                                              str(tmp_path / "syn.csv")])
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout.strip().splitlines()[-1])

@@ -12,16 +12,10 @@ import pytest
 import zmq
 from typer.testing import CliRunner
 
-import typer
-
-from twinlake.daemon.cli import register
+from twinlake.cli import app
 from twinlake.daemon.client import Fr3Client, RecordingTimeout
 from twinlake.daemon.service import encode_reply
 from twinlake.daemon.status import STATUS_KEYS, RecordingStatus
-
-
-app = typer.Typer()
-register(app)  # this folder's commands only: independent of the other folders' CLIs
 
 
 class SlowRepPeer:

@@ -9,7 +9,7 @@ import typer
 from typer.testing import CliRunner
 
 from twinlake.catalog import Lake
-from twinlake.ingest.cli import ingest_command
+from twinlake.commands.ingest import ingest_command
 from twinlake.ingest.samples import SampleSpec, complete_status, write_sample
 
 

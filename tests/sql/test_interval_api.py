@@ -12,8 +12,8 @@ from interval_synth import drop_ticks, joint_recording
 from typer.testing import CliRunner
 
 from twinlake.catalog import connect
-from twinlake.catalog import intervals_cli
 from twinlake.catalog.intervals import INTERVAL_COLUMNS, clean_intervals
+from twinlake.commands.lake import intervals_command
 
 
 @pytest.fixture
@@ -124,7 +124,7 @@ def test_plain_connection_gets_the_macro_on_first_use(three_runs):
 
 def _app() -> typer.Typer:
     app = typer.Typer()
-    intervals_cli.register(app)
+    app.command("intervals")(intervals_command)
     app.command("noop")(lambda: None)  # keep `intervals` a sub-command
     return app
 

@@ -10,12 +10,11 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.csv as pacsv
 import pytest
-import typer
 from interval_synth import drop_ticks, joint_recording
 from typer.testing import CliRunner
 
 from twinlake.catalog import Lake
-from twinlake.catalog import cli as catalog_cli
+from twinlake.cli import app
 
 
 def _csv_v2_header() -> list[str]:
@@ -70,10 +69,8 @@ def ingested_lake(tmp_path: Path) -> Path:
     return root
 
 
-def _app() -> typer.Typer:
-    app = typer.Typer()
-    catalog_cli.register(app)  # `sql`, `catalog`, `intervals`, as the root app composes them
-    return app
+def _app():
+    return app  # the root app: `sql`, `catalog`, `intervals` and the rest
 
 
 def test_fresh_lake_min_duration_and_join(ingested_lake):

@@ -20,12 +20,17 @@ import json
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import numpy as np
 import typer
 from rich.console import Console
 from rich.table import Table
+
+from twinlake.options import fail
+
+if TYPE_CHECKING:
+    from twinlake.synthetic import SyntheticRecording, SyntheticRun
 
 ROBOT = "demo-robot"
 
@@ -44,62 +49,41 @@ class DemoConfig:
     train_tones: tuple[float, ...] = (0.3, 0.7, 1.3)
     holdout_tones: tuple[float, ...] = (0.4, 0.9, 1.7)
 
-    def runs(self) -> list[tuple[str, str, tuple[float, ...], int]]:
-        """(run id, role, tones, phase/noise seed) of the three recordings."""
-        return [("demo-train-1", "train", self.train_tones, 1),
-                ("demo-train-2", "train", self.train_tones, 2),
-                ("demo-holdout", "holdout", self.holdout_tones, 3)]
+    def runs(self) -> list[tuple[str, SyntheticRun]]:
+        """(role, synthetic run) of the three recordings: phases and noise seeded 1, 2, 3."""
+        from twinlake.synthetic import multisine_run
+
+        shape = dict(seconds=self.seconds, amplitude_deg=self.amplitude_deg, ramp_s=min(1.0, self.seconds / 4),
+                     hold_s=0.3, tail_s=0.3)
+        return [("train", multisine_run("demo-train-1", self.train_tones, 1, **shape)),
+                ("train", multisine_run("demo-train-2", self.train_tones, 2, **shape)),
+                ("holdout", multisine_run("demo-holdout", self.holdout_tones, 3, **shape))]
 
 
-def _plan(cfg: DemoConfig, tones, seed: int):
-    from twinlake.daemon import Plan
-
-    return Plan(mode="multisine", joints=(1, 2, 3, 4, 5, 6, 7), amplitude_deg=cfg.amplitude_deg,
-                seconds=cfg.seconds, ramp=min(1.0, cfg.seconds / 4), hold=0.3, tones=tuple(tones),
-                seed=seed, rate=100.0, max_velocity=3.0, max_acceleration=30.0, max_jerk=500.0)
-
-
-def record_runs(cfg: DemoConfig, out: Path, console: Console) -> list[tuple[str, str, Path]]:
+def record_runs(cfg: DemoConfig, out: Path, console: Console) -> list[tuple[str, SyntheticRecording]]:
     """Write reference.csv and the offline recording of each demo run under `out`."""
-    from twinlake.daemon import preflight, record_offline, validate_plan
-    from twinlake.daemon.excitation import PREVIEW_ANCHOR_Q
-    from twinlake.daemon.excite_files import reference_table, write_reference_csv
     from twinlake.sim import DEMO_PROFILE_PATH
+    from twinlake.synthetic import record
 
     made = []
-    for run, role, tones, seed in cfg.runs():
-        folder = out / run
-        csv = folder / f"{run}.csv"
-        if not csv.is_file():
-            folder.mkdir(parents=True, exist_ok=True)
-            plan = validate_plan(_plan(cfg, tones, seed))
-            preflight(plan, PREVIEW_ANCHOR_Q)
-            ref = folder / "reference.csv"
-            if ref.exists():
-                ref.unlink()
-            write_reference_csv(ref, reference_table(plan, PREVIEW_ANCHOR_Q))
-            for stale in folder.glob(f"{run}.*.json"):
-                stale.unlink()
-            res = record_offline(ref, csv, truth_path=str(DEMO_PROFILE_PATH), seed=seed, tail_s=0.3,
-                                 robot_id=ROBOT)
-            console.print(f"  recorded {run} ({role}): {res.rows} ticks, {res.speedup:.0f}× real time")
+    for role, spec in cfg.runs():
+        rec = record(spec, out, robot_id=ROBOT, truth_path=DEMO_PROFILE_PATH)
+        if rec.reused:
+            console.print(f"  reusing {rec.csv}")
         else:
-            console.print(f"  reusing {csv}")
-        made.append((run, role, csv))
+            console.print(f"  recorded {spec.run} ({role}): {rec.result.rows} ticks, "
+                          f"{rec.result.speedup:.0f}× real time")
+        made.append((role, rec))
     return made
 
 
-def ingest_runs(lake: Path, made: list[tuple[str, str, Path]], console: Console) -> None:
+def ingest_runs(lake: Path, made: list[tuple[str, SyntheticRecording]], console: Console) -> None:
     """Ingest each recording as run `<run>` of robot `demo-robot`."""
-    from twinlake.catalog import Lake
-    from twinlake.ingest.pipeline import ingest_paths
-    from twinlake.ingest.registry import ReadOptions
+    from twinlake.synthetic import ingest
 
-    for run, _role, csv in made:
-        for outcome in ingest_paths(Lake(lake), [csv], ReadOptions(robot=ROBOT, run=run)):
-            if outcome.status not in ("published", "already_ingested", "replaced"):
-                raise ValueError(f"{csv}: ingest {outcome.status}: {outcome.message}")
-            console.print(f"  {run}: {outcome.status} ({outcome.frame_count or '-'} frames, verdict {outcome.verdict})")
+    for _role, rec in made:
+        for outcome in ingest(lake, [rec], ROBOT):
+            console.print(f"  {rec.spec.run}: {outcome.status} ({outcome.frame_count or '-'} frames, verdict {outcome.verdict})")
 
 
 def holdout_rmse(lake: Path, holdout: list[str], candidates: dict) -> dict[str, np.ndarray]:
@@ -190,8 +174,8 @@ def run_demo(lake: Path, out: Path, cfg: DemoConfig = DemoConfig(), *, address: 
     made = record_runs(cfg, out, console)
     console.rule(f"2/4 ingest into {lake}")
     ingest_runs(lake, made, console)
-    train = [f"{ROBOT}/{r}" for r, role, _ in made if role == "train"]
-    holdout = [f"{ROBOT}/{r}" for r, role, _ in made if role == "holdout"]
+    train = [f"{ROBOT}/{rec.spec.run}" for role, rec in made if role == "train"]
+    holdout = [f"{ROBOT}/{rec.spec.run}" for role, rec in made if role == "holdout"]
     console.rule(f"3/4 fit on Ray: population {cfg.population}, {cfg.generations} generations, {cfg.workers} workers")
     settings = FitSettings(train=train, holdout=holdout, space=parse_space([]).to_json(),
                            population=cfg.population, generations=cfg.generations, seed=cfg.seed,
@@ -238,7 +222,6 @@ def demo_cmd(
     try:
         summary = run_demo(lake or Path("demo-lake"), out or Path("demo-out"), cfg, address=address)
     except ValueError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2)
+        fail(str(exc))
     if as_json:
         typer.echo(json.dumps(summary, indent=2))

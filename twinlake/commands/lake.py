@@ -1,7 +1,9 @@
-"""`twinlake intervals`: print the clean gap-free intervals of the lake (docs/intervals.md)."""
+"""`twinlake sql`, `twinlake catalog runs` and `twinlake intervals`: the lake's catalog and its
+clean gap-free intervals (docs/lake.md, docs/intervals.md), over twinlake.catalog."""
 
 from __future__ import annotations
 
+import csv
 import json
 import math
 import sys
@@ -12,15 +14,104 @@ import pyarrow as pa
 import typer
 
 from twinlake.catalog.intervals import OPTIONAL_SPLITS
+from twinlake.options import LAKE, fail
 
+catalog_app = typer.Typer(help="Browse the lake's catalog.", no_args_is_help=True)
+
+RUN_COLUMNS = ("robot", "run", "source_format", "source_version", "frame_count", "seq_first",
+               "seq_last", "gap_count", "dropped", "resets", "complete",
+               "completion_confirmed", "verdict", "flags")
 TABLE_COLUMNS = ("robot", "run", "interval_index", "seq_first", "seq_last", "frame_count",
                  "duration_s", "controller", "start_reason", "end_reason")
 CONTROLLER_NAMES = {0: "idle", 1: "cartesian", 2: "joint", 3: "admittance", 4: "hybrid"}
 
 
-def register(app: typer.Typer) -> None:
-    """Add `twinlake intervals` to the root app."""
-    app.command("intervals")(intervals_command)
+def sql_command(
+    query: Optional[str] = typer.Argument(None, help="SQL query over the lake's views."),
+    file: Optional[Path] = typer.Option(None, "--file", "-f", help="Read the query from a .sql file."),
+    fmt: str = typer.Option("table", "--format", help="Output format: table, csv or json."),
+    lake: Optional[Path] = LAKE,
+) -> None:
+    """Run SQL over the lake (views: runs, frames, targets, intervals, fits, ...)."""
+    if (query is None) == (file is None):
+        fail("give a QUERY or --file FILE (exactly one)")
+    if fmt not in ("table", "csv", "json"):
+        fail(f"--format {fmt!r}: expected table, csv or json")
+    if file is not None:
+        try:
+            query = file.read_text(encoding="utf-8")
+        except OSError as exc:
+            fail(f"{file}: cannot read: {exc.strerror}")
+    con = _connect(lake)
+    try:
+        rel = con.execute(query)
+        columns = [d[0] for d in rel.description] if rel.description else []
+        rows = rel.fetchall() if rel.description else []
+    except Exception as exc:  # duckdb errors: one line, exit 1
+        fail(f"query failed: {str(exc).splitlines()[0]}", code=1)
+    _emit(columns, rows, fmt)
+
+
+@catalog_app.command("runs")
+def runs_command(
+    lake: Optional[Path] = LAKE,
+    as_json: bool = typer.Option(False, "--json", help="Print a JSON array of run rows."),
+) -> None:
+    """List the runs in the lake (one line each: counts, gaps, completion, verdict)."""
+    con = _connect(lake)
+    if as_json:
+        rel = con.execute("SELECT * EXCLUDE (metadata_json) FROM runs ORDER BY robot, run")
+        _emit([d[0] for d in rel.description], rel.fetchall(), "json")
+        return
+    rel = con.execute(f"SELECT {', '.join(RUN_COLUMNS)} FROM runs ORDER BY robot, run")
+    _emit(list(RUN_COLUMNS), rel.fetchall(), "table")
+
+
+def _connect(lake: Optional[Path]):
+    from twinlake.catalog import connect, resolve_lake
+
+    try:
+        return connect(resolve_lake(lake))
+    except Exception as exc:
+        fail(f"cannot open the catalog: {str(exc).splitlines()[0]}")
+
+
+def _jsonable(value):
+    if isinstance(value, float) and value != value:
+        return None
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    return str(value)
+
+
+def _emit(columns: list[str], rows: list[tuple], fmt: str) -> None:
+    if fmt == "json":
+        out = [{c: _jsonable(v) for c, v in zip(columns, row)} for row in rows]
+        print(json.dumps(out, indent=None, allow_nan=False))
+    elif fmt == "csv":
+        writer = csv.writer(sys.stdout, lineterminator="\n")
+        writer.writerow(columns)
+        writer.writerows(rows)
+    else:
+        _table(columns, rows)
+
+
+def _table(columns: list[str], rows: list[tuple]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(show_lines=False)
+    for c in columns:
+        table.add_column(c, overflow="fold")
+    for row in rows:
+        table.add_row(*("NULL" if v is None else repr(v) if isinstance(v, float) else str(v)
+                        for v in row))
+    Console(width=max(120, 12 * len(columns))).print(table)
+    print(f"({len(rows)} row{'s' if len(rows) != 1 else ''})")
 
 
 def intervals_command(
@@ -33,7 +124,7 @@ def intervals_command(
         [], "--no-split", help=f"Switch optional rules off (one or more): {', '.join(OPTIONAL_SPLITS)}."
     ),
     as_json: bool = typer.Option(False, "--json", help="Print a JSON array of interval rows."),
-    lake: Optional[Path] = typer.Option(None, "--lake", help="Lake root (default $TWINLAKE_LAKE, else ./lake)."),
+    lake: Optional[Path] = LAKE,
 ) -> None:
     """List clean gap-free intervals: consecutive ticks under one controller configuration,
     with why each starts and ends (the `intervals` view; join it to `frames` in SQL)."""
@@ -44,10 +135,10 @@ def intervals_command(
     no_split = split_values(no_split)
     for name in no_split:
         if name not in OPTIONAL_SPLITS:
-            _fail(f"--no-split {name!r}: expected one of {', '.join(OPTIONAL_SPLITS)}")
+            fail(f"--no-split {name!r}: expected one of {', '.join(OPTIONAL_SPLITS)}")
     root = resolve_lake(lake)
     if not root.is_dir():
-        _fail(f"lake {root}: no such directory (give --lake DIR or set $TWINLAKE_LAKE)")
+        fail(f"lake {root}: no such directory (give --lake DIR or set $TWINLAKE_LAKE)")
     splits = [r for r in OPTIONAL_SPLITS if r not in no_split]
     try:
         with _status("selecting clean intervals", enabled=not as_json):
@@ -59,9 +150,9 @@ def intervals_command(
     except typer.Exit:
         raise
     except ValueError as exc:
-        _fail(str(exc).splitlines()[0])
+        fail(str(exc).splitlines()[0])
     except Exception as exc:  # duckdb / file errors: one line
-        _fail(f"lake {root}: {str(exc).splitlines()[0]}", code=1)
+        fail(f"lake {root}: {str(exc).splitlines()[0]}", code=1)
     if as_json:
         print(json.dumps(_json_rows(table), allow_nan=False))
     else:
@@ -78,7 +169,7 @@ def _check_known(con, robot: Optional[str], run: Optional[str], root: Path) -> N
     ).fetchall()[0][0]
     if n == 0:
         what = " and ".join(f"{k} {v!r}" for k, v in (("robot", robot), ("run", run)) if v is not None)
-        _fail(f"lake {root}: no run with {what} (see `twinlake catalog runs`)", code=1)
+        fail(f"lake {root}: no run with {what} (see `twinlake catalog runs`)", code=1)
 
 
 def _ineligible_runs(con, robot: Optional[str], run: Optional[str]) -> int:
@@ -149,8 +240,3 @@ class _status:
     def __exit__(self, *exc) -> None:
         if self._ctx is not None:
             self._ctx.__exit__(*exc)
-
-
-def _fail(message: str, code: int = 2) -> None:
-    print(f"error: {message}", file=sys.stderr)
-    raise typer.Exit(code)

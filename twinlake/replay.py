@@ -1,7 +1,9 @@
-"""`twinlake sim replay`: one clean interval of a run from the catalog, replayed with one
-parameter set by the reference engine, written in FrankaTwin's sim-CSV layout + sidecar.
+"""The replay of a lake run (`twinlake sim replay`): one clean interval of a run from the
+catalog, replayed with one parameter set by sim's reference engine, written in FrankaTwin's
+sim-CSV layout + sidecar.
 
-This is the only part of twinlake.sim that reads the catalog.
+It joins the catalog (which run, which interval, its frames) to the simulation, which knows
+nothing of the lake.
 """
 
 from __future__ import annotations
@@ -13,12 +15,10 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from .controllers import CartesianGains
-from .model import FR3_MODEL_PATH, load_model
-from .params import DynamicsParams, load_params
-from .replay import ReplayResult, replay_reference
-from .replay_input import CARTESIAN_IMPEDANCE, TIME_BASE_TICKS, TIME_BASE_ZOH, ReplayInput
-from .sim_csv import sim_sidecar, write_sidecar, write_sim_csv
+from twinlake.sim import (CARTESIAN_IMPEDANCE, FR3_MODEL_PATH, TIME_BASE_ZOH, CartesianGains, DynamicsParams,
+                          ReplayInput, ReplayResult, load_model, load_params, replay_reference)
+from twinlake.sim.replay_input import TIME_BASE_TICKS
+from twinlake.sim.sim_csv import sim_sidecar, write_sidecar, write_sim_csv
 
 ZOH_RATE_BELOW_HZ = 500.0  # runs logged slower than this are replayed on FrankaTwin's ZOH time base
 

@@ -1,21 +1,146 @@
-"""`twinlake excite`: plan, preview and (with --execute) stream a joint excitation.
+"""`twinlake daemon serve`, `twinlake record ...` and `twinlake excite`: the sim-backed FR3
+daemon, its recording service as fr3_stack's `fr3-recording`, and fr3_stack's joint excitation
+(docs/daemon.md), over twinlake.daemon.
 
-The command line is fr3_stack's `examples/joint_sysid.py`: lists are space-separated
-(`--joints 1 2 3`, `--tones 0.1 0.23 0.41`, `--q0-rad 0 -0.785 0 -2.356 0 1.571 0.785`, the
-root app's value-list convention, twinlake/option_lists.py) or comma-separated
-(`--joints 1,2,3`). Without `--output` the run goes to a new `recordings/joint-<UTC time>`.
-Exit 0 on success, 1 on any error (bad plan, existing output directory, guard abort), 130 on
-Ctrl-C/SIGTERM.
+`twinlake record` prints the 11-key status JSON on stdout (one line). Exit 0 on success; 2 for a
+refused or invalid request, a status with an error, or a stop that is not complete; 3 for a
+timeout (outcome unconfirmed). Errors are JSON on stderr.
+
+`twinlake excite`: plan, preview and (with --execute) stream a joint excitation. The command
+line is fr3_stack's `examples/joint_sysid.py`: lists are space-separated (`--joints 1 2 3`,
+`--tones 0.1 0.23 0.41`, `--q0-rad 0 -0.785 0 -2.356 0 1.571 0.785`, the root app's value-list
+convention, twinlake/option_lists.py) or comma-separated (`--joints 1,2,3`). Without `--output`
+the run goes to a new `recordings/joint-<UTC time>`. Exit 0 on success, 1 on any error (bad
+plan, existing output directory, guard abort), 130 on Ctrl-C/SIGTERM.
 """
 
 from __future__ import annotations
 
 import json
 import signal
+import sys
 
 import typer
 
-from .excitation import Plan
+daemon_app = typer.Typer(help="Run the sim-backed FR3 daemon (fr3_stack wire protocol).", no_args_is_help=True)
+record_app = typer.Typer(help="Start, stop or query a daemon's 1 kHz recording (port 5557).",
+                         no_args_is_help=True)
+
+
+@daemon_app.command("serve")
+def serve(
+    host: str = typer.Option("127.0.0.1", "--host", help="Interface to bind (use * for all)."),
+    cmd_port: int = typer.Option(5555, "--cmd-port", help="Command PULL port (0 = ephemeral)."),
+    state_port: int = typer.Option(5556, "--state-port", help="State PUB port (0 = ephemeral)."),
+    recording_port: int = typer.Option(5557, "--recording-port", help="Recording REP port (0 = ephemeral)."),
+    truth: str | None = typer.Option(None, "--truth", help="True dynamics: profile JSON or sysid_best_params.json (default: bundled demo robot)."),
+    noise: str = typer.Option("q=2e-5,dq=5e-4,tau=0.05", "--noise", help="Measurement noise std: 'none' or q=RAD,dq=RAD_S,tau=NM."),
+    seed: int = typer.Option(0, "--seed", help="Noise seed."),
+    initial_controller: str = typer.Option("joint_impedance", "--initial-controller", help="joint_impedance (hold the start pose; what `twinlake excite --execute` needs) or idle."),
+    joint: bool = typer.Option(False, "--joint", help="Shorthand for --initial-controller joint_impedance."),
+    idle: bool = typer.Option(False, "--idle", help="Shorthand for --initial-controller idle."),
+    log_1khz: str | None = typer.Option(None, "--log-1khz", help="Start a recording at startup (ID startup-<ns>)."),
+    duration: float | None = typer.Option(None, "--duration", help="Stop after this many seconds (default: until terminated)."),
+    rt_priority: int = typer.Option(0, "--rt-priority", help="SCHED_FIFO priority 1..99 for the daemon's threads (0 = normal scheduling)."),
+) -> None:
+    """Serve a simulated FR3 at 1 kHz; exit 2 if any recording failed or was incomplete."""
+    import zmq
+
+    from twinlake.daemon.noise import NoiseConfig
+    from twinlake.daemon.server import DaemonConfig, Fr3Daemon
+
+    if joint and idle:
+        typer.echo("twinlake daemon serve: --joint and --idle are exclusive", err=True)
+        raise typer.Exit(1)
+    initial_controller = "joint_impedance" if joint else "idle" if idle else initial_controller
+    try:
+        config = DaemonConfig(host=host, cmd_port=cmd_port, state_port=state_port,
+                              recording_port=recording_port, truth_path=truth,
+                              noise=NoiseConfig.parse(noise), seed=seed,
+                              initial_controller=initial_controller, log_1khz=log_1khz,
+                              rt_priority=rt_priority)
+        daemon = Fr3Daemon(config)
+    except (ValueError, OSError, zmq.ZMQError) as exc:  # bad flags, truth file, port in use
+        typer.echo(f"twinlake daemon serve: {exc}", err=True)
+        raise typer.Exit(1)
+    shown = "*" if host in ("0.0.0.0", "*") else host
+    typer.echo(f"cmd   PULL  on tcp://{shown}:{daemon.ports['cmd']}")
+    typer.echo(f"state PUB   on tcp://{shown}:{daemon.ports['state']}")
+    typer.echo(f"record REP  on tcp://{shown}:{daemon.ports['recording']}", )
+    typer.echo(f"truth {daemon.truth_path}", err=True)
+    sys_stdout_flush()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: daemon.stop())
+    raise typer.Exit(daemon.run(duration))
+
+
+def sys_stdout_flush() -> None:
+    sys.stdout.flush()
+
+
+def _run(ctx: typer.Context, action: str, **kwargs) -> None:
+    from twinlake.daemon.client import Fr3Client, RecordingError, RecordingTimeout
+
+    opts = ctx.obj
+    client = None
+    try:
+        client = Fr3Client(opts["host"], recording_port=opts["port"])
+        if action == "start":
+            status = client.start_recording(kwargs["path"], recording_id=kwargs["recording_id"],
+                                            timeout=opts["timeout"])
+        elif action == "stop":
+            status = client.stop_recording(kwargs["recording_id"], timeout=opts["timeout"])
+        else:
+            status = client.recording_status(timeout=opts["timeout"])
+    except RecordingTimeout as exc:
+        print(json.dumps({"error": str(exc), "recording_id": exc.recording_id, "outcome": "unconfirmed"}),
+              file=sys.stderr)
+        raise typer.Exit(3)
+    except RecordingError as exc:
+        print(json.dumps({"error": str(exc), "status": exc.status.to_dict()}), file=sys.stderr)
+        raise typer.Exit(2)
+    except ValueError as exc:
+        print(json.dumps({"error": str(exc)}), file=sys.stderr)
+        raise typer.Exit(2)
+    finally:
+        if client is not None:
+            client.close()
+    print(json.dumps(status.to_dict()))
+    if status.error or (action == "stop" and not status.complete):
+        raise typer.Exit(2)
+
+
+@record_app.callback()
+def record_options(
+    ctx: typer.Context,
+    host: str = typer.Option(..., "--host", help="Daemon address (the NUC, or 127.0.0.1)."),
+    port: int = typer.Option(5557, "--port", help="Recording service port."),
+    timeout: float = typer.Option(5.0, "--timeout", help="Whole-exchange timeout in seconds."),
+) -> None:
+    """Talk to the recording service of one daemon."""
+    ctx.obj = {"host": host, "port": port, "timeout": timeout}
+
+
+@record_app.command("start")
+def record_start(
+    ctx: typer.Context,
+    path: str = typer.Argument(..., help="Absolute path on the daemon's machine; must not exist."),
+    recording_id: str | None = typer.Option(None, "--recording-id", help="1–128 of [A-Za-z0-9_-]; default a uuid4 hex."),
+) -> None:
+    """Start a recording; the file is created exclusively."""
+    _run(ctx, "start", path=path, recording_id=recording_id)
+
+
+@record_app.command("stop")
+def record_stop(ctx: typer.Context, recording_id: str = typer.Argument(..., help="ID of the run to stop.")) -> None:
+    """Stop the recording with this ID; exit 2 unless it is complete."""
+    _run(ctx, "stop", recording_id=recording_id)
+
+
+@record_app.command("status")
+def record_status(ctx: typer.Context) -> None:
+    """Status of the current or most recent recording."""
+    _run(ctx, "status")
 
 
 def _floats(values: list[str], name: str, count: int | None = None) -> tuple[float, ...] | None:
@@ -80,7 +205,8 @@ def excite(
     nuc_log: str | None = typer.Option(None, "--nuc-log", help="Reference string of a separate NUC log."),
 ) -> None:
     """Joint excitation: preview files by default; --execute streams to a daemon."""
-    from .excite_run import Gains, Guards, load_experiment, new_output_dir, run_preview
+    from twinlake.daemon.excitation import Plan, validate_plan
+    from twinlake.daemon.excite_run import Gains, Guards, load_experiment, new_output_dir, run_preview
 
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
     try:
@@ -100,8 +226,6 @@ def excite(
         q0 = _floats(q0_rad, "--q0-rad")
         if q0 is not None and len(q0) != 7:
             raise ValueError(f"--q0-rad: expected 7 joint angles, got {len(q0)}")
-        from .excitation import validate_plan
-
         validate_plan(plan)
         base = Gains()
         gains = Gains(k_joint=_floats(kp, "--kp", 7) or base.k_joint, d_joint=_floats(kd, "--kd", 7) or base.d_joint,
@@ -129,8 +253,8 @@ def _execute(plan, out_dir, host, robot_id, guards, record, gains, finish, exper
              nuc_log, cmd_port, state_port, recording_port) -> None:
     from rich.progress import Progress
 
-    from .client import Fr3Client
-    from .excite_run import ExcitationRun
+    from twinlake.daemon.client import Fr3Client
+    from twinlake.daemon.excite_run import ExcitationRun
 
     record_path = None
     if record is not None:

@@ -1,8 +1,7 @@
-"""Command-line commands owned by twinlake.fit (registered on the root app).
+"""`twinlake fit run | list | show | export` (docs/fitting.md), over twinlake.fit.
 
-`fit_app` is the `twinlake fit` group (`run`, `list`, `show`, `export`); the trust tools
-(validate, quick, report) add their commands to it from fit/trust_cli.py. `twinlake demo`
-is registered on the root app (fit/demo.py).
+`fit_app` is the `twinlake fit` group: these four commands, then `validate`, `quick` and
+`report` from twinlake/commands/validation.py.
 """
 
 from __future__ import annotations
@@ -14,15 +13,10 @@ from typing import Optional
 
 import typer
 
+from twinlake.commands import validation
+from twinlake.options import LAKE, fail
+
 fit_app = typer.Typer(help="Fit dynamics parameters, inspect and export fits.", no_args_is_help=True)
-
-LakeOpt = typer.Option(None, "--lake", help="Lake directory (default: $TWINLAKE_LAKE or ./lake).")
-
-
-def fail(message: str) -> None:
-    """Print a one-line error to stderr and exit with status 2."""
-    typer.echo(f"error: {message}", err=True)
-    raise typer.Exit(2)
 
 
 def _weights(items: list[str]) -> dict[str, float]:
@@ -61,7 +55,7 @@ def run_cmd(
     fit_id: Optional[str] = typer.Option(None, "--id", help="Fit id (default fit-<utc time>-<settings hash>)."),
     model: Optional[Path] = typer.Option(None, "--model", help="MJCF of the arm (default: the bundled FR3)."),
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON on stdout."),
-    lake: Optional[Path] = LakeOpt,
+    lake: Optional[Path] = LAKE,
 ) -> None:
     """Fit the 29 FrankaTwin parameters on clean intervals with CMA-ES on Ray; store the error
     bars at the optimum; publish fits/fit=<id>/."""
@@ -119,7 +113,7 @@ def show_record(rec, validations=None) -> None:
 
 
 @fit_app.command("list")
-def list_cmd(as_json: bool = typer.Option(False, "--json", help="JSON on stdout."), lake: Optional[Path] = LakeOpt) -> None:
+def list_cmd(as_json: bool = typer.Option(False, "--json", help="JSON on stdout."), lake: Optional[Path] = LAKE) -> None:
     """List the fits in the lake (view `fits`)."""
     from rich.table import Table
 
@@ -144,7 +138,7 @@ def list_cmd(as_json: bool = typer.Option(False, "--json", help="JSON on stdout.
 @fit_app.command("show")
 def show_cmd(fit: str = typer.Argument(..., help="Fit id (see `twinlake fit list`)."),
              as_json: bool = typer.Option(False, "--json", help="JSON on stdout."),
-             lake: Optional[Path] = LakeOpt) -> None:
+             lake: Optional[Path] = LAKE) -> None:
     """Show a fit: parameters, intervals and losses, 95 % intervals and flags, condition number,
     weak directions, the spread over seeds and the held-out runs it passed."""
     from twinlake.catalog import resolve_lake
@@ -167,7 +161,7 @@ def show_cmd(fit: str = typer.Argument(..., help="Fit id (see `twinlake fit list
 def export_cmd(fit: str = typer.Argument(..., help="Fit id."),
                fmt: str = typer.Option("profile", "--format", help="profile | frankatwin | mjcf"),
                out: Optional[Path] = typer.Option(None, "--out", help="Output file (default: a name in the current directory)."),
-               lake: Optional[Path] = LakeOpt) -> None:
+               lake: Optional[Path] = LAKE) -> None:
     """Export a fit as a profile JSON, FrankaTwin sysid_best_params.json or MJCF joint attributes."""
     from twinlake.catalog import resolve_lake
     from twinlake.fit.export import FORMATS, default_name, export_fit
@@ -183,10 +177,6 @@ def export_cmd(fit: str = typer.Argument(..., help="Fit id."),
     typer.echo(str(path))
 
 
-def register(app: typer.Typer) -> None:
-    """Add `twinlake fit ...` and `twinlake demo` to the root app."""
-    from twinlake.fit import demo, trust_cli
-
-    trust_cli.register(fit_app)
-    app.add_typer(fit_app, name="fit")
-    app.command("demo")(demo.demo_cmd)
+fit_app.command("validate")(validation.validate_cmd)
+fit_app.command("quick")(validation.quick_cmd)
+fit_app.command("report")(validation.report_cmd)

@@ -1,4 +1,4 @@
-"""The trust tools wired into `fit run` / `fit show`: error bars stored with every fit,
+"""Error bars and seeds wired into `fit run` / `fit show`: error bars stored with every fit,
 `--seeds N` (best seed is the fit, the others give the spread, resumable per seed), `fit show`
 with intervals, flags, condition number, seeds and the held-out runs the fit passed; and the
 CLI start-up not importing the heavy libraries."""

@@ -1,4 +1,4 @@
-"""FrankaTwin-compatible metrics.json against hand-computed values (specs/frankatwin.md §4)."""
+"""FrankaTwin-compatible metrics.json (its `compare_sim_real`) against hand-computed values."""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""`twinlake fit validate | quick | report` (owned by the trust work, issue 8; docs/fitting.md)."""
+"""`twinlake fit validate | quick | report`: held-out validation, the quick per-joint fit and
+the HTML report of a fit (docs/fitting.md), over twinlake.fit. twinlake/commands/fit.py adds
+them to the `twinlake fit` group."""
 
 from __future__ import annotations
 
@@ -10,12 +12,7 @@ from typing import Optional
 
 import typer
 
-_LAKE = typer.Option(None, "--lake", help="Lake directory (default: $TWINLAKE_LAKE or ./lake).")
-
-
-def _fail(message: str) -> None:
-    typer.echo(f"error: {message}", err=True)
-    raise typer.Exit(2)
+from twinlake.options import LAKE, fail
 
 
 def _finite(value: float) -> float | None:
@@ -42,7 +39,7 @@ def validate_cmd(
     nominal: Optional[Path] = typer.Option(None, "--nominal", help="Profile to compare against (default: nominal)."),
     allow_train: bool = typer.Option(False, "--allow-train", help="Also accept runs the fit trained on (not a validation!)."),
     as_json: bool = typer.Option(False, "--json", help="Print the validation rows as JSON."),
-    lake: Optional[Path] = _LAKE,
+    lake: Optional[Path] = LAKE,
 ) -> None:
     """Replay held-out runs with the fitted and nominal parameters; store metrics.json and verdicts.
     Exit status 1 when the fitted parameters fail on any run (2: bad input)."""
@@ -63,7 +60,7 @@ def validate_cmd(
             outs = validate_fit(resolve_lake(lake), fit, runs, thresholds, nominal=params,
                                 allow_train=allow_train)
     except ValueError as exc:
-        _fail(str(exc))
+        fail(str(exc))
     rows = [{"validation": o.validation_id, "robot": o.robot, "run": o.run, "sim_label": o.sim_label,
              "q_rmse_all_rad": (o.metrics_doc.get("joints") or {}).get("pos_rmse_all_rad"),
              "dq_rmse_all_rad_s": (o.metrics_doc.get("joints") or {}).get("vel_rmse_all_rad_s"),
@@ -116,9 +113,9 @@ def quick_cmd(
     delay_ms: int = typer.Option(0, "--delay-ms", min=0, max=4, help="Torque-to-motion delay assumed [ms]."),
     allow_warnings: bool = typer.Option(False, "--allow-warnings", help="Write the report even when the fit is not trustworthy."),
     as_json: bool = typer.Option(False, "--json", help="Print the fit as JSON."),
-    lake: Optional[Path] = _LAKE,
+    lake: Optional[Path] = LAKE,
 ) -> None:
-    """Seed 004's first-order per-joint fit with standard errors; gap report against the profile."""
+    """A first-order per-joint fit (inertia, viscous damping, Coulomb friction) with standard errors; gap report against the profile."""
     from twinlake.catalog import resolve_lake
     from twinlake.fit.quick import QuickFitRefused, quick_fit_run
 
@@ -128,9 +125,9 @@ def quick_cmd(
         report = quick_fit_run(root, run, joint, profile=params, profile_label=label, with_friction=friction,
                                delay_ms=delay_ms, strict=not allow_warnings)
     except QuickFitRefused as exc:
-        _fail(f"quick fit of {run} J{joint} refused: {exc}")
+        fail(f"quick fit of {run} J{joint} refused: {exc}")
     except ValueError as exc:
-        _fail(str(exc))
+        fail(str(exc))
     robot_run = report.run_label.split(" ")[0]
     robot, _, run_id = robot_run.partition("/")
     name = f"quick_j{joint}.fit.md"
@@ -157,7 +154,7 @@ def report_cmd(
     out: Path = typer.Option(..., "--out", help="Output directory (index.html and the PNGs)."),
     nominal: Optional[Path] = typer.Option(None, "--nominal", help="Profile shown as the nominal values."),
     error_bars: bool = typer.Option(False, "--error-bars", help="Compute 95 % intervals now if the fit has none stored."),
-    lake: Optional[Path] = _LAKE,
+    lake: Optional[Path] = LAKE,
 ) -> None:
     """Write a self-contained HTML report of a fit (plots embedded; PNGs beside it)."""
     from rich.console import Console
@@ -172,12 +169,5 @@ def report_cmd(
         with Console(stderr=True).status("plotting"):
             page = render_report(data, out)
     except ValueError as exc:
-        _fail(str(exc))
+        fail(str(exc))
     typer.echo(str(page))
-
-
-def register(fit_app: typer.Typer) -> None:
-    """Add the trust commands to the `twinlake fit` group."""
-    fit_app.command("validate")(validate_cmd)
-    fit_app.command("quick")(quick_cmd)
-    fit_app.command("report")(report_cmd)

@@ -1,6 +1,8 @@
-"""Command-line commands owned by twinlake.sim (registered on the root app).
+"""`twinlake sim replay` (a lake run through the simulation, twinlake/replay.py) and
+`twinlake sim record` (the offline recorder: the daemon's plant, controller and CSV writer in
+simulated time).
 
-`sim_app` is the `twinlake sim` group; the daemon folder adds `sim record` to it.
+`sim_app` is the `twinlake sim` group.
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ from typing import Optional
 
 import typer
 
+from twinlake.options import LAKE, fail
+
 sim_app = typer.Typer(help="Simulate the FR3: replay recorded runs.", no_args_is_help=True)
 
 
@@ -20,7 +24,7 @@ def replay_command(
     out: Path = typer.Option(..., "--out", help="Output directory for the sim CSV and its sidecar."),
     interval: Optional[int] = typer.Option(None, "--interval", help="Clean-interval index (default: the longest)."),
     params: Optional[Path] = typer.Option(None, "--params", help="Profile JSON or FrankaTwin sysid_best_params.json (default: nominal)."),
-    lake: Optional[Path] = typer.Option(None, "--lake", help="Lake directory (default $TWINLAKE_LAKE or ./lake)."),
+    lake: Optional[Path] = LAKE,
     model: Optional[Path] = typer.Option(None, "--model", help="Own FR3 MJCF (joints matched by name *joint1..7)."),
     joint_map: Optional[str] = typer.Option(None, "--joint-map", help="With --model: '1=name1,2=name2,...,7=name7'."),
     no_ema: bool = typer.Option(False, "--no-ema", help="Drive with post-EMA targets, EMA bypassed."),
@@ -31,8 +35,7 @@ def replay_command(
     from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
     from twinlake.catalog import resolve_lake
-
-    from .replay_cli import run_replay
+    from twinlake.replay import run_replay
 
     err = Console(stderr=True)
     try:
@@ -44,8 +47,7 @@ def replay_command(
                                  model_path=model, joint_map=parse_joint_map(joint_map), use_ema=not no_ema,
                                  progress=lambda done, total: bar.update(task, completed=done, total=total))
     except ValueError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from None
+        fail(str(exc))
     if as_json:
         typer.echo(json.dumps(summary, indent=2))
         return
@@ -70,6 +72,35 @@ def parse_joint_map(text: str | None) -> dict[int, str] | None:
     return mapping
 
 
-def register(app: typer.Typer) -> None:
-    """Add `twinlake sim ...` to the root app."""
-    app.add_typer(sim_app, name="sim")
+@sim_app.command("record")
+def sim_record(
+    reference: str = typer.Option(..., "--reference", help="reference.csv (t_s, q_ref1..7) from `twinlake excite`."),
+    out: str = typer.Option(..., "--out", help="Output CSV v2 path (must not exist)."),
+    truth: str | None = typer.Option(None, "--truth", help="True dynamics: profile JSON or sysid_best_params.json (default: bundled demo robot)."),
+    seed: int = typer.Option(0, "--seed", help="Noise seed."),
+    noise: str = typer.Option("q=2e-5,dq=5e-4,tau=0.05", "--noise", help="'none' or q=RAD,dq=RAD_S,tau=NM."),
+    tail: float = typer.Option(1.0, "--tail", help="Seconds simulated after the last reference row."),
+    robot_id: str | None = typer.Option(None, "--robot-id", help="Robot identity for the meta file (default: the reference's metadata.json)."),
+    json_out: bool = typer.Option(False, "--json", help="Print the result as JSON."),
+) -> None:
+    """Offline recorder: the daemon's plant, controller and CSV writer in simulated time."""
+    from rich.progress import Progress
+
+    from twinlake.daemon.noise import NoiseConfig
+    from twinlake.daemon.offline import record_offline
+
+    try:
+        with Progress(transient=True, disable=json_out) as progress:
+            task = progress.add_task("simulating", total=1.0)
+            result = record_offline(reference, out, truth_path=truth, seed=seed, noise=NoiseConfig.parse(noise),
+                                    tail_s=tail, robot_id=robot_id,
+                                    progress=lambda f: progress.update(task, completed=f))
+    except (ValueError, OSError) as exc:
+        typer.echo(f"twinlake sim record: {exc}", err=True)
+        raise typer.Exit(1)
+    summary = {"csv": str(result.csv_path), "rows": result.rows, "sim_seconds": result.sim_seconds,
+               "wall_seconds": round(result.wall_seconds, 3), "speedup": round(result.speedup, 2),
+               "status": result.status.to_dict()}
+    typer.echo(json.dumps(summary) if json_out else
+               f"{result.rows} rows, {result.sim_seconds:g} s simulated in {result.wall_seconds:.2f} s "
+               f"({result.speedup:.1f}x real time) -> {result.csv_path}")

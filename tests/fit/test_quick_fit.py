@@ -1,4 +1,5 @@
-"""The quick first-order fit (seed 004 adapted): recovery, refusals, window rules, gap report."""
+"""The quick first-order fit (a per-joint velocity model by least squares): recovery, refusals,
+window rules, gap report."""
 
 from __future__ import annotations
 

@@ -1,0 +1,156 @@
+"""`twinlake ingest` (recordings into the lake), `twinlake export bundle` and `twinlake validate
+bundle` (joint_sysid_recording/v1 bundles), and `twinlake import frankatwin` for FrankaTwin result
+files (fits and validations), over twinlake.ingest.
+
+Exit codes: 0 success; 1 refused / invalid / rejected (with every reason printed); 2 usage error.
+`python -m twinlake.ingest` runs `ingest_command` alone (`main`): this module imports only
+typer at the top, so that start-up stays fast.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from twinlake.options import LAKE, fail
+
+export_app = typer.Typer(help="Export lake data to portable formats.", no_args_is_help=True)
+validate_app = typer.Typer(help="Validate portable files.", no_args_is_help=True)
+import_app = typer.Typer(help="Import result files of other tools.", no_args_is_help=True)
+
+
+def ingest_command(
+    paths: list[Path] = typer.Argument(..., help="Recording files or directories to ingest."),
+    lake: Optional[Path] = LAKE,
+    robot: Optional[str] = typer.Option(None, "--robot", help="Robot id (default: robot_id of the companion metadata)."),
+    run: Optional[str] = typer.Option(None, "--run", help="Run id (default: recording id, else file stem); one input only."),
+    replace: bool = typer.Option(False, "--replace", help="Replace an existing run whose bytes differ."),
+    allow_partial: bool = typer.Option(False, "--allow-partial", help="Keep the complete rows of a truncated file (complete=false)."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object per input."),
+    raw_codec: str = typer.Option("zstd", "--raw-codec", help="Compression of the kept original files: zstd, lz4 or none."),
+) -> None:
+    """Ingest fr3_stack 1 kHz recording CSVs (v2, legacy v1) and other known formats into the lake.
+
+    Exit status: 0 all published / already ingested; 1 some input rejected (quarantined:
+    broken, or a FrankaTwin sidecar whose 1 kHz log was not saved) or a directory in which
+    nothing was recognised; 2 usage error (robot not named, run exists with different
+    bytes, missing path).
+    """
+    from rich.console import Console
+
+    from twinlake.catalog import Lake, resolve_lake
+    from twinlake.ingest.pipeline import ingest_paths
+    from twinlake.ingest.registry import ReadOptions
+
+    err = Console(stderr=True)
+    if run is not None and (len(paths) > 1 or any(p.is_dir() for p in paths)):
+        fail("--run names one run; give exactly one file with it")
+    if raw_codec not in ("zstd", "lz4", "none"):
+        fail(f"--raw-codec {raw_codec!r}: expected zstd, lz4 or none")
+    the_lake = Lake(resolve_lake(lake))
+    options = ReadOptions(robot=robot, run=run, allow_partial=allow_partial)
+    worst = 0
+    with err.status("ingesting...", spinner="dots") as status:
+        for outcome in ingest_paths(the_lake, list(paths), options, replace=replace,
+                                    raw_codec=raw_codec):
+            status.update(f"ingested {Path(outcome.path).name}")
+            worst = max(worst, outcome.exit_code)
+            _report(outcome, as_json, err)
+    raise typer.Exit(worst)
+
+
+def _report(outcome, as_json: bool, err) -> None:
+    if outcome.status == "skipped":  # a note, not an ingest result: stderr in both modes
+        err.print(f"note: {outcome.message}", markup=False, highlight=False, soft_wrap=True)
+    elif as_json:
+        print(json.dumps(outcome.as_dict(), sort_keys=True), flush=True)
+    elif outcome.exit_code == 0:
+        print(outcome.message, flush=True)
+    else:
+        err.print(f"error: {outcome.message}", markup=False, highlight=False, soft_wrap=True)
+
+
+@export_app.command("bundle")
+def export_bundle(
+    run: str = typer.Argument(..., help="Run id, or ROBOT/RUN when the id is not unique."),
+    out: Path = typer.Option(..., "--out", help="New (or empty) output directory."),
+    interval: Optional[int] = typer.Option(None, "--interval", help="Export only this clean "
+                                           "interval (interval_index of `twinlake intervals`)."),
+    lake: Optional[Path] = LAKE,
+    as_json: bool = typer.Option(False, "--json", help="Print a JSON result."),
+) -> None:
+    """Write RUN as a joint_sysid_recording/v1 bundle (metadata.json, samples.csv, report.md).
+
+    Refuses, with reasons, runs that are gapped, aborted, incomplete or not joint impedance,
+    unless --interval selects a clean interval. The output always passes `validate bundle`.
+    """
+    from twinlake.catalog import Lake, resolve_lake
+    from twinlake.ingest.bundle_export import ExportRefused
+    from twinlake.ingest.bundle_export import export_bundle as do_export
+
+    try:
+        path, lines = do_export(Lake(resolve_lake(lake)), run, out, interval=interval)
+    except ExportRefused as exc:
+        if as_json:
+            print(json.dumps({"ok": False, "reasons": exc.reasons}))
+        else:
+            typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(1) from None
+    meta = json.loads((path / "metadata.json").read_text())
+    if as_json:
+        print(json.dumps({"ok": True, "out": str(path), "rows": meta["samples"]["rows"],
+                          "selection": meta["selection"], "validation": lines}))
+    else:
+        sel = meta["selection"]
+        typer.echo(f"wrote {path}: {meta['samples']['rows']} ticks, seq {sel['seq_first']}.."
+                   f"{sel['seq_last']} ({sel['kind']}); validation passed")
+
+
+@validate_app.command("bundle")
+def validate_bundle(
+    directory: Path = typer.Argument(..., help="Bundle directory."),
+    as_json: bool = typer.Option(False, "--json", help="Print the checks as JSON."),
+) -> None:
+    """Check a joint_sysid_recording/v1 bundle (hashes, columns, units, monotonic seq).
+    Exit 0 if valid, 1 otherwise."""
+    from twinlake.ingest.bundle_validate import validate_bundle as check
+
+    rep = check(directory)
+    if as_json:
+        print(json.dumps(rep.as_dict(), indent=2))
+    else:
+        typer.echo("\n".join(rep.lines()))
+        typer.echo(f"{'VALID' if rep.ok else 'INVALID'}: {directory}")
+    raise typer.Exit(0 if rep.ok else 1)
+
+
+@import_app.command("frankatwin")
+def import_frankatwin(
+    paths: list[Path] = typer.Argument(..., help="sysid_best_params.json / metrics.json files "
+                                       "or directories holding them."),
+    robot: Optional[str] = typer.Option(None, "--robot", help="Robot the results belong to."),
+    lake: Optional[Path] = LAKE,
+    replace: bool = typer.Option(False, "--replace", help="Rewrite an existing import."),
+    as_json: bool = typer.Option(False, "--json", help="One JSON object per file."),
+) -> None:
+    """Import FrankaTwin sysid_best_params.json (→ a fit) and metrics.json (→ a validation).
+    Fits are imported before validations so a validation links to its fit."""
+    from twinlake.catalog import Lake, resolve_lake
+    from twinlake.ingest.frankatwin_results import import_results
+
+    worst = 0
+    for item in import_results(Lake(resolve_lake(lake)), paths, robot, replace=replace):
+        worst = max(worst, 0 if item["ok"] else 1)
+        if as_json:
+            print(json.dumps(item, sort_keys=True))
+        else:
+            typer.echo(item["message"], err=not item["ok"])
+    raise typer.Exit(worst)
+
+
+def main() -> None:
+    """`python -m twinlake.ingest PATH...`: `twinlake ingest` on its own."""
+    typer.run(ingest_command)
