@@ -9,8 +9,8 @@ on its filesystem) and returns the summaries.
 
 Anything that escapes `run_chunk` (a disk error, a lost worker) is an infrastructure failure:
 the driver records it apart and a later invocation retries the episode (campaign/runner.py).
-`TWINLAKE_CAMPAIGN_FAULT=kill_worker:<episode_id>:<marker file>` makes the process running
-that episode SIGKILL itself once (when the marker does not exist yet; it creates it): the
+`TWINLAKE_CAMPAIGN_FAULT=kill_worker:<episode_id>:<marker file>` in the driver's environment
+makes the process running that episode SIGKILL itself once (when the marker does not exist yet; it creates it): the
 hook the tests use to lose a worker for real.
 """
 
@@ -49,10 +49,10 @@ class ChunkJob:
     write_samples: bool = True
     controller: str | None = None
     nthread: int = 1
+    fault: str = ""  # the driver's TWINLAKE_CAMPAIGN_FAULT (tests), carried to the worker
 
 
-def _maybe_fault(specs: list[EpisodeSpec]) -> None:
-    text = os.environ.get(FAULT_ENV, "")
+def _maybe_fault(specs: list[EpisodeSpec], text: str) -> None:
     kind, _, rest = text.partition(":")
     target, _, marker = rest.partition(":")
     if kind != "kill_worker" or not marker or target not in {s.episode_id for s in specs}:
@@ -153,7 +153,7 @@ def run_chunk(job: ChunkJob) -> list[dict]:
     specs = [s for s in job.specs if s.episode_id not in done]
     if not specs:
         return []
-    _maybe_fault(specs)
+    _maybe_fault(specs, job.fault)
     if job.controller:
         return _run_plugins(job, store, specs)
     return _run_builtin(job, store, specs)

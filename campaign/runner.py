@@ -34,7 +34,7 @@ from pathlib import Path
 from twinlake.catalog import Lake, sha256_file
 
 from .episode import EpisodeSpec, episode_config, plan_episodes
-from .execution import ChunkJob, run_chunk
+from .execution import FAULT_ENV, ChunkJob, run_chunk
 from .gains import GainSet, base_gains, gains_grid
 from .outcome import DEFAULT_TRACKING_LIMIT_RAD, GuardLimits
 from .reference import Reference, from_csv, from_run
@@ -176,7 +176,7 @@ def _jobs(lake: Lake, prep: PreparedCampaign, todo: list[EpisodeSpec], nthread: 
         for start in range(0, len(mine), chunk):
             jobs.append(ChunkJob(str(lake.root), prep.campaign_id, prep.reference, gains, mine[start:start + chunk],
                                  common, prep.limits, prep.request.samples == "parquet", prep.request.controller,
-                                 nthread))
+                                 nthread, os.environ.get(FAULT_ENV, "")))
     return jobs
 
 
