@@ -207,13 +207,15 @@ def _execute(store: CampaignStore, jobs: list[ChunkJob], workers: int, address: 
             except Exception as exc:  # noqa: BLE001  outside an episode: infrastructure
                 errors += _record_failure(store, job, exc, job.common)
         return errors
+    if address is None and "ray" not in sys.modules:
+        # a new local cluster: choose Ray's default token authentication explicitly, before
+        # Ray's first import, as fit/run.py does (docs/ray.md); a user's own setting is kept
+        os.environ.setdefault("RAY_AUTH_MODE", "token")
     import ray
 
     from twinlake.fit.pool import ensure_ray
 
     started_here = not ray.is_initialized()
-    if started_here and not address:
-        os.environ.setdefault("RAY_AUTH_MODE", "token")
     ensure_ray(address, None if address else max(1, workers))
     try:
         task = ray.remote(num_cpus=1, max_retries=0)(run_chunk)
