@@ -9,7 +9,9 @@ A recorded run's targets are one per 1 kHz row (its `q_target1..7`, pre-EMA), re
 the campaign's gains, not the recorded ones.
 
 Preflight (before any episode runs): every target finite and inside fr3_stack's joint range
-minus the repulsion margin, times increasing; a ValueError names the file and row otherwise.
+minus the repulsion margin, times increasing, and the reference's own speed (finite
+differences of its rows) within the live speed guard, as fr3_stack's excitation preflight
+requires of a plan; a ValueError names the file and row otherwise.
 """
 
 from __future__ import annotations
@@ -87,6 +89,16 @@ def preflight(ref: Reference) -> Reference:
         raise ValueError(f"{ref.source}: expected >= 2 rows with non-decreasing times")
     if not ref.tail_s >= 0:
         raise ValueError(f"--tail-s: expected >= 0, got {ref.tail_s}")
+    steps = np.diff(ref.command_ticks) * TIMESTEP_S
+    moving = steps > 0
+    if moving.any():
+        speed = np.abs(np.diff(ref.targets_rad, axis=0)[moving]) / steps[moving][:, None]
+        r, j = (int(x) for x in np.unravel_index(np.argmax(speed), speed.shape))
+        if speed[r, j] > ref.speed_limit_rad_s:
+            row = int(np.flatnonzero(moving)[r]) + 1
+            raise ValueError(f"{ref.source}: row {row}: the reference itself moves J{j + 1} at {speed[r, j]:.3g} rad/s, "
+                             f"above the live speed guard {ref.speed_limit_rad_s:g} rad/s (the plan's max_velocity "
+                             "from metadata.json, else fr3_stack's default); pass --speed-limit")
     return ref
 
 
