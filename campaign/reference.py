@@ -89,13 +89,15 @@ def preflight(ref: Reference) -> Reference:
         raise ValueError(f"{ref.source}: expected >= 2 rows with non-decreasing times")
     if not ref.tail_s >= 0:
         raise ValueError(f"--tail-s: expected >= 0, got {ref.tail_s}")
-    steps = np.diff(ref.command_ticks) * TIMESTEP_S
+    # speed between the rows where the target changes (a 1 kHz run holds each 100 Hz target for 10 rows)
+    rows = np.flatnonzero(np.r_[True, np.any(np.diff(ref.targets_rad, axis=0) != 0, axis=1)])
+    steps = np.diff(ref.command_ticks[rows]) * TIMESTEP_S
     moving = steps > 0
     if moving.any():
-        speed = np.abs(np.diff(ref.targets_rad, axis=0)[moving]) / steps[moving][:, None]
+        speed = np.abs(np.diff(ref.targets_rad[rows], axis=0)[moving]) / steps[moving][:, None]
         r, j = (int(x) for x in np.unravel_index(np.argmax(speed), speed.shape))
         if speed[r, j] > ref.speed_limit_rad_s:
-            row = int(np.flatnonzero(moving)[r]) + 1
+            row = int(rows[1:][moving][r])
             raise ValueError(f"{ref.source}: row {row}: the reference itself moves J{j + 1} at {speed[r, j]:.3g} rad/s, "
                              f"above the live speed guard {ref.speed_limit_rad_s:g} rad/s (the plan's max_velocity "
                              "from metadata.json, else fr3_stack's default); pass --speed-limit")

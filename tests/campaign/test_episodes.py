@@ -138,3 +138,26 @@ def test_reference_preflight_errors_name_file_and_row(lake, tmp_path, reference)
     with pytest.raises(ValueError, match=r"reference.csv: row \d+: the reference itself moves J\d at .* pass --speed-limit"):
         run_campaign(lake, _req(reference, speed_limit_rad_s=0.01))
     assert not (lake / "campaigns").exists()
+
+
+def test_a_recorded_runs_targets_as_the_reference(lake, tmp_path):
+    from twinlake.fit.intervals import read_frames, resolve
+    from twinlake.synthetic import multisine_run, record_and_ingest
+
+    spec = multisine_run("r1", (0.5, 1.1), 1, seconds=1.0, amplitude_deg=3.0, ramp_s=0.3, hold_s=0.1)
+    record_and_ingest([spec], tmp_path / "rec", lake, robot="bot")
+    req = CampaignRequest(fit=FIT_ID, episodes=2, run="bot/r1", campaign_id="fromrun", sample="ranges",
+                          ranges="mu_viscous=1:3", speed_limit_rad_s=3.0, tail_s=0.2)
+    report = run_campaign(lake, req)
+    assert report.total_done == 2
+    store = CampaignStore(lake, "fromrun")
+    config = store.read_config()
+    assert config["reference"]["source"].startswith("bot/r1:")
+    frames = read_frames(lake, resolve(lake, ["bot/r1"], min_duration_s=0.0)[:1])[0]
+    recorded = np.column_stack([frames.column(f"q_target{j}").to_numpy() for j in range(1, 8)])
+    samples = pq.read_table(store.episodes_dir / "e000000" / "samples.parquet")
+    sent = np.column_stack([samples.column(f"q_target{j}").to_numpy() for j in range(1, 8)])
+    assert sent.shape[0] == recorded.shape[0] + 200  # one tick per recorded row, then the tail
+    assert np.array_equal(sent[: len(recorded)], recorded) and np.array_equal(sent[len(recorded):], np.tile(recorded[-1], (200, 1)))
+    draws = [s["parameters"]["mu_viscous_j3"] for s in store.summaries()]
+    assert all(1 <= v <= 3 for v in draws) and draws[0] != draws[1]
