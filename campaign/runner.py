@@ -257,6 +257,16 @@ def run_campaign(lake: Lake | str | Path, req: CampaignRequest, *, workers: int 
            "episodes_per_gain_set": req.episodes, "gain_sets": len(prep.gain_sets), "episodes": len(prep.specs),
            "seed": int(req.seed), "reference": prep.reference.source, "reference_sha256": prep.reference.sha256,
            "config_hash": prep.config_hash, "created_utc": started_utc.isoformat(), "config_json": canonical_json(prep.config)}
+    store.lock()
+    try:
+        return _run_locked(store, prep, req, row, started, started_utc, workers, address, progress, nthread)
+    finally:
+        store.unlock()
+
+
+def _run_locked(store: CampaignStore, prep: PreparedCampaign, req: CampaignRequest, row: dict, started: float,
+                started_utc: datetime, workers: int, address: str | None, progress, nthread: int) -> CampaignReport:
+    lake = store.lake
     store.open(prep.config, row)
     run_id = f"{started_utc.strftime('%Y%m%dT%H%M%S%fZ')}-{os.getpid()}"
     done = store.done()

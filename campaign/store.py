@@ -17,6 +17,7 @@ keys, no NaN) for hashes; files are indented for reading.
 from __future__ import annotations
 
 import csv
+import fcntl
 import hashlib
 import io
 import json
@@ -87,6 +88,25 @@ class CampaignStore:
 
     def read_config(self) -> dict:
         return json.loads((self.root / "campaign.json").read_text())
+
+    def lock(self) -> None:
+        """Hold the campaign's lock (`.lock`, flock) until this process exits or `unlock()`;
+        ValueError when another process holds it (one invocation per campaign at a time). The
+        kernel releases it when its holder dies, even by SIGKILL."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.root / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise ValueError(f"campaign {self.campaign_id!r} is being run by another process (lock {self.root / '.lock'})") from None
+        self._lock_fd = fd
+
+    def unlock(self) -> None:
+        fd = getattr(self, "_lock_fd", None)
+        if fd is not None:
+            os.close(fd)  # closing the descriptor releases the flock
+            self._lock_fd = None
 
     def open(self, config: dict, row: dict) -> None:
         """Create the campaign (config + its one-row table), or check that `config` is the one
