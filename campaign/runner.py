@@ -38,7 +38,7 @@ from .execution import FAULT_ENV, ChunkJob, run_chunk
 from .gains import GainSet, base_gains, gains_grid
 from .outcome import DEFAULT_TRACKING_LIMIT_RAD, GuardLimits
 from .reference import Reference, from_csv, from_run
-from .sampling import POSTERIOR, RANGES, SAMPLE_MODES, ParameterDistribution, declared, parse_ranges, posterior
+from .sampling import POSTERIOR, SAMPLE_MODES, ParameterDistribution, declared, parse_ranges, posterior
 from .store import CampaignStore, canonical_json, flat_row, sha256_text
 
 CAMPAIGN_SCHEMA = "twinlake.campaign/v1"
