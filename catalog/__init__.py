@@ -1,39 +1,74 @@
 """twinlake.catalog: the lake on disk and the DuckDB catalog over it.
 
 Public API (stable; other folders use only these): `resolve_lake`, `Lake`,
-`publish_partition`, `PartitionExists`, `quarantine`, `sha256_file`, `connect`, `load_sql`,
-`clean_intervals` (the clean gap-free intervals of sql/clean_intervals.sql),
-plus the canonical schemas `FRAME_SCHEMA`, `RUN_SCHEMA` and the ordered `SQL_FILES`.
+`publish_partition`, `PartitionExists`, `quarantine`, `sha256_file`, `atomic_write_bytes`,
+`atomic_write_text`, `connect` (read-only by default: `ReadOnlyConnection`,
+`ReadOnlyRefused`), `load_sql`, `clean_intervals` (the clean gap-free intervals of
+sql/clean_intervals.sql), the selection of recorded data (`parse_selector`, `resolve_run`,
+`run_intervals`, `pick_interval`, `run_frames`, `resolve_intervals`, `interval_frames`,
+`IntervalRef`, `IntervalFrames`, `RunSelector`, `SelectionError`), plus the canonical schemas
+`FRAME_SCHEMA`, `RUN_SCHEMA` and the ordered `SQL_FILES`.
 """
 
 from twinlake.catalog.lake import Lake, check_id, resolve_lake, sha256_file
 from twinlake.catalog.publish import (
     PartitionExists,
+    atomic_write_bytes,
+    atomic_write_text,
     clean_staging,
     new_staging_dir,
     publish_partition,
     quarantine,
 )
 from twinlake.catalog.schema import FRAME_SCHEMA, JOINTS, RAW_FILE_TYPE, RUN_SCHEMA
+from twinlake.catalog.read_only import ReadOnlyConnection, ReadOnlyRefused
 from twinlake.catalog.sql import SQL_FILES, connect, load_sql
 from twinlake.catalog.intervals import clean_intervals
+from twinlake.catalog.selection import (
+    IntervalFrames,
+    IntervalRef,
+    RunSelector,
+    SelectionError,
+    interval_frames,
+    parse_selector,
+    pick_interval,
+    resolve_intervals,
+    resolve_run,
+    run_frames,
+    run_intervals,
+)
 
 __all__ = [
     "FRAME_SCHEMA",
+    "IntervalFrames",
+    "IntervalRef",
     "JOINTS",
     "Lake",
     "PartitionExists",
     "RAW_FILE_TYPE",
     "RUN_SCHEMA",
+    "ReadOnlyConnection",
+    "ReadOnlyRefused",
+    "RunSelector",
+    "SelectionError",
     "SQL_FILES",
+    "atomic_write_bytes",
+    "atomic_write_text",
     "check_id",
     "clean_intervals",
     "clean_staging",
     "connect",
+    "interval_frames",
     "load_sql",
     "new_staging_dir",
+    "parse_selector",
+    "pick_interval",
     "publish_partition",
     "quarantine",
+    "resolve_intervals",
     "resolve_lake",
+    "resolve_run",
+    "run_frames",
+    "run_intervals",
     "sha256_file",
 ]

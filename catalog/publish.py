@@ -1,4 +1,5 @@
-"""Atomic publish of a partition directory, and quarantine of rejected input.
+"""Atomic publish of a partition directory, atomic replacement of one file, and quarantine
+of rejected input.
 
 A partition is built in `<lake>/_staging/<random>/`, every file and the directory are
 fsynced, then the directory is renamed to its final place in one `rename` system call, so a
@@ -83,6 +84,34 @@ def _fsync_dir(path: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
+    """Replace the file `path` by `data` atomically; returns `path`.
+
+    The bytes go to a hidden temporary file beside it (`.<name>.<pid>-<random>.tmp`, same
+    directory, so same filesystem), which is fsynced and renamed over `path` (`os.replace`),
+    then the directory is fsynced: a reader, or a crash, sees the old file or the new one,
+    never a part. The directory must exist. On an error the temporary file is removed.
+    """
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}-{uuid.uuid4().hex[:8]}.tmp")
+    try:
+        with open(tmp, "xb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    _fsync_dir(path.parent)
+    return path
+
+
+def atomic_write_text(path: str | Path, text: str, encoding: str = "utf-8") -> Path:
+    """`atomic_write_bytes` of `text` encoded (UTF-8 by default, newlines as given)."""
+    return atomic_write_bytes(path, text.encode(encoding))
 
 
 def new_staging_dir(lake: Lake | str | Path, label: str = "part") -> Path:

@@ -24,6 +24,7 @@ import duckdb
 import pyarrow as pa
 
 from twinlake.catalog.lake import Lake
+from twinlake.catalog.read_only import ReadOnlyConnection, lock
 from twinlake.catalog.schema import FRAME_SCHEMA, RUN_SCHEMA
 
 SQL_FILES: tuple[str, ...] = ("views", "clean_intervals", "fits", "validations", "campaigns")
@@ -78,14 +79,17 @@ def _empty_table(schema: pa.Schema) -> pa.Table:
 
 
 def connect(lake: Lake | str | Path, *, read_only: bool = True,
-            strict: bool = False) -> duckdb.DuckDBPyConnection:
+            strict: bool = False) -> duckdb.DuckDBPyConnection | ReadOnlyConnection:
     """An in-process (in-memory) DuckDB connection with the lake's views.
 
     Views are bound to the files present when they are created: connect again to see
-    tables that appeared later. `read_only` is accepted for the contract; the in-memory
-    catalog never writes to the lake either way. A failing block of `views.sql` raises;
-    a failing block of a later file is skipped with a warning (its views are missing)
-    unless `strict`, so one broken view never takes the whole catalog down.
+    tables that appeared later. `read_only` (the default): SQL through the connection can
+    read but never write a file: the configuration is locked and file-writing statements
+    (`COPY`, `EXPORT`, `ATTACH`, `INSTALL`/`LOAD`, ...) raise `ReadOnlyRefused`
+    (`catalog/read_only.py`); `read_only=False` gives the plain DuckDB connection. A failing
+    block of `views.sql` raises; a failing block of a later file is skipped with a warning
+    (its views are missing) unless `strict`, so one broken view never takes the whole
+    catalog down.
     """
     root = (lake.root if isinstance(lake, Lake) else Path(lake)).absolute()
     con = duckdb.connect(":memory:")
@@ -110,4 +114,7 @@ def connect(lake: Lake | str | Path, *, read_only: bool = True,
                     if strict or name == SQL_FILES[0]:
                         raise RuntimeError(message) from exc
                     warnings.warn(f"{message} (skipped)", stacklevel=2)
-    return con
+    if not read_only:
+        return con
+    lock(con)
+    return ReadOnlyConnection(con)

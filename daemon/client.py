@@ -1,6 +1,6 @@
 """Python client for an fr3_stack-compatible daemon (ours or a real NUC).
 
-`request_recording` is the one-shot REQ exchange of specs §1.1 (fresh socket per call, one
+`request_recording` is the one-shot REQ exchange of fr3_stack's `fr3_stack/recording.py` (fresh socket per call, one
 monotonic deadline); `Fr3Client` adds the recording methods of fr3_stack's `Robot`
 (`start_recording`, `stop_recording`, `recording_status`), joint impedance and idle commands
 on a conflated PUSH socket, and `state()` from a conflated SUB socket.

@@ -1,4 +1,4 @@
-"""fr3_stack CSV v2: the 80-column 1 kHz recording format (specs §3) and its batch formatter.
+"""fr3_stack CSV v2: the 80-column 1 kHz recording format (fr3_stack `src/ring_log_writer.cpp`, docs/formats.md) and its batch formatter.
 
 A frame is one row of 80 float64 values in CSV column order (`FRAME_WIDTH`); integer columns
 (`seq`, `controller`, `schema_version`, `joint_target_valid`, `joint_use_friction`,

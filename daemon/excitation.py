@@ -1,4 +1,4 @@
-"""Joint excitation plans with fr3_stack's `joint_sysid.py` semantics (specs §4.4).
+"""Joint excitation plans with fr3_stack's `joint_sysid.py` semantics (fr3_stack `examples/joint_sysid.py`, docs/daemon.md).
 
 Modes: `hold`, `sine` and `chirp` (one joint at a time, with gaps) and `multisine` (all
 selected joints together, inverse-frequency tone weights summing to `amplitude_deg`). Each

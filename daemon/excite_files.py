@@ -1,7 +1,7 @@
 """Files of an excitation run: `reference.csv`, `preview.svg`, `metadata.json` (specs §4.1, §4.3).
 
 Every file is created exclusively (an existing file is never overwritten); `metadata.json` is
-rewritten atomically through `metadata.json.tmp` as a run progresses. The SVG is drawn by hand
+rewritten atomically (through a hidden temporary file beside it) as a run progresses. The SVG is drawn by hand
 (four panels: offset, velocity, acceleration, jerk; one polyline per moving joint), so the
 same plan gives the same bytes.
 """
@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
+
+from twinlake.catalog import atomic_write_text
 
 from .excitation import Plan, offsets, sample_times
 
@@ -106,12 +107,9 @@ def write_preview_svg(path: Path, plan: Plan, width: int = 900, panel_h: int = 1
 
 
 def write_json_atomic(path: Path, data: dict) -> None:
-    """Write JSON via `<path>.tmp` then rename (indent 2, no NaN)."""
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        json.dump(data, fh, indent=2, allow_nan=False)
-        fh.write("\n")
-    os.replace(tmp, path)
+    """Replace `path` by the JSON of `data` atomically (indent 2, no NaN;
+    `twinlake.catalog.atomic_write_text`)."""
+    atomic_write_text(path, json.dumps(data, indent=2, allow_nan=False) + "\n")
 
 
 def initial_metadata(plan: Plan, *, robot_id: str | None, host: str | None, cmd_port: int,

@@ -1,6 +1,6 @@
 # twinlake's own Cap'n Proto schema for the fr3_stack wire protocol.
 #
-# Written from the facts in ../shared/specs/fr3_stack.md (§1.2, §2, Appendix A): every struct
+# Written from fr3_stack's published message layouts (its Cap'n Proto schema; docs/daemon.md): every struct
 # below has the same field ordinals, types and defaults as fr3_stack's proto/fr3.capnp, so
 # messages are layout-compatible in both directions. Cap'n Proto matches structs by layout on
 # the wire, never by file or type id, so this file keeps its own id. Field names are ours to

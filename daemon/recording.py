@@ -1,4 +1,4 @@
-"""The recording manager: one active 1 kHz recording per daemon (specs §1.3).
+"""The recording manager: one active 1 kHz recording per daemon (fr3_stack `src/recording.cpp`, docs/daemon.md).
 
 `RecordingManager.start/stop/status` implement fr3_stack's rules (ID and path checks, idempotent
 same-ID start and stop, refusal of reused or stale IDs, exclusive file creation); `capture` is
@@ -108,7 +108,7 @@ class RecordingManager:
         )
 
     def start(self, recording_id: str, path: str) -> RecordingStatus:
-        """Start a run (rules of specs §1.3, in order); refusals raise `RecordingRefused`."""
+        """Start a run (fr3_stack's recording-manager rules, in order; docs/daemon.md); refusals raise `RecordingRefused`."""
         with self._lock:
             try:
                 check_recording_id(recording_id)

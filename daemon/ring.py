@@ -1,4 +1,4 @@
-"""A bounded single-producer single-consumer ring of CSV v2 frames (specs §1.3).
+"""A bounded single-producer single-consumer ring of CSV v2 frames (as fr3_stack's recording manager keeps one; docs/daemon.md).
 
 The producer (the 1 kHz loop) and the consumer (the writer thread) share a preallocated
 (slots, 80) float64 array. The producer fills a slot and only then advances `head`; the

@@ -1,4 +1,4 @@
-"""The recording service: a REP socket answering `RecordingRequest`s (specs §1.1).
+"""The recording service: a REP socket answering `RecordingRequest`s (fr3_stack `src/recording.cpp`, docs/daemon.md).
 
 One non-real-time thread serves it. Each single-frame request gets exactly one single-frame
 `RecordingReply` whose `status` is always filled; malformed input (multipart, bad size,

@@ -1,4 +1,4 @@
-"""`RecordingStatus`: the 11-key status of the current or most recent recording (specs §1.2, §1.6).
+"""`RecordingStatus`: the 11-key status of the current or most recent recording (fr3_stack `fr3_stack/recording.py`; docs/daemon.md).
 
 There are no named states; a run's state is the combination of `active`, `ok`, `finished` and
 `complete`. `written`, `discarded` and `dropped` count rows (frames), `error_code` is an errno.

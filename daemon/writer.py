@@ -1,4 +1,4 @@
-"""The recording writer thread: drains the frame ring into a CSV v2 file (specs §1.4).
+"""The recording writer thread: drains the frame ring into a CSV v2 file (fr3_stack's RingLogWriter; docs/daemon.md).
 
 `RingLogWriter` opens the path exclusively (an existing file is refused, never truncated),
 writes and flushes the header, then drains the ring in batches of up to 512 rows every 2 ms.

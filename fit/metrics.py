@@ -1,4 +1,4 @@
-"""FrankaTwin-compatible sim-against-real metrics (specs/frankatwin.md §4, `metrics.json`).
+"""FrankaTwin-compatible sim-against-real metrics (FrankaTwin's `metrics.json`; docs/formats.md).
 
 Everything works on arrays: times ``(N,)``, positions ``(N,3)`` [m], quaternions ``(N,4)``
 xyzw, joint positions ``(N,7)`` [rad] and velocities ``(N,7)`` [rad/s]. A signal a side did

@@ -1,4 +1,4 @@
-"""The quick fit: a first-order per-joint velocity model by linear least squares (seed 004).
+"""The quick fit: a first-order per-joint velocity model by linear least squares (after simloop's `FirstOrderFit`).
 
 Model of one joint ``j`` (docs/fitting.md, "The quick fit")::
 
@@ -18,7 +18,7 @@ is linear in θ; one disjoint window is one equation. Windowing averages velocit
 the regressors, so it does not drag the time constant short. Standard errors come from the
 OLS covariance ``s²(XᵀX)⁻¹`` through the delta method.
 
-Rules (seed 004): windows with a time step over ``MAX_GAP_S`` or crossing a segment boundary
+Rules (after simloop's `FirstOrderFit`): windows with a time step over ``MAX_GAP_S`` or crossing a segment boundary
 are skipped; windows that stay at rest (``|dq|`` under ``REST_FRACTION`` of the 99th
 percentile speed) are skipped; fewer than ``MIN_INDEPENDENT_WINDOWS`` usable windows, a
 torque gain that is zero, negative or not finite, a velocity that would grow on its own, or
@@ -86,7 +86,7 @@ class FirstOrderModel:
 
     @property
     def gain_rad_s_per_nm(self) -> float:
-        """1 / b: steady speed per N·m [rad/s/(N·m)] (seed 004's free speed per unit power)."""
+        """1 / b: steady speed per N·m [rad/s/(N·m)] (`FirstOrderFit`'s free speed per unit power)."""
         return 1.0 / self.viscous_nms_per_rad if self.viscous_nms_per_rad > 0 else float("inf")
 
 

@@ -10,10 +10,15 @@ Files (the lake contract, docs/architecture.md and fit/README.md):
   FrankaTwin's history fields (iter, min, mean, best, iter_s, ms_per_tick, eta_s,
   per_traj_min, best_candidate_weighted) + sigma, evals_per_s, delay_probs, stage;
 - `runs.parquet`: one row per (run, interval) used: robot, run, interval_index, seq_first,
-  seq_last, role ('train' | 'holdout'), weight, loss, run_sha256;
+  seq_last, role ('train' | 'holdout'), weight, loss, run_sha256 (an imported fit also has
+  `IMPORT_RUN_FIELDS`: real_csv, num_samples, linked);
 - `seeds.parquet` (twinlake fits): one row per seed of `fit run --seeds N`: seed, best_loss,
   chosen (the seed whose optimum is the fit), the 29 parameters by name;
-- `profile.json`: the best parameters as a twinlake.profile/v1 (`twinlake.sim.save_profile`).
+- `profile.json`: the best parameters as a twinlake.profile/v1 (`twinlake.sim.save_profile`);
+- `raw/`: the source files of an imported fit, byte for byte (`publish_fit(raw_files=...)`).
+
+Every fit, run here or imported (`twinlake.fit.frankatwin_import`), is a `FitRecord` written
+by `publish_fit`; that is the one writer of `fits/`.
 
 `fit.parquet` of a twinlake fit also holds `identifiability_json` (error bars at the optimum,
 `twinlake.fit.identifiability.IdentifiabilityResult.to_json()`; null when nothing was free),
@@ -26,6 +31,8 @@ estimated noise floor; null when not measurable or without holdout).
 from __future__ import annotations
 
 import json
+import shutil
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -69,21 +76,29 @@ RUNS_SCHEMA = pa.schema(
     ]
 )
 
+IMPORT_RUN_FIELDS = pa.schema([("real_csv", pa.string()), ("num_samples", pa.int64()), ("linked", pa.bool_())])
+"""runs.parquet columns after RUNS_SCHEMA when some run has them (an imported fit's trajectory
+list): the source CSV path, its sample count, and whether a lake run of that CSV stem exists."""
+
 
 @dataclass
 class IntervalUse:
     """One (run, interval) a fit used, its role, weight, loss at the best parameters and the
-    SHA-256 of the run's raw file (provenance)."""
+    SHA-256 of the run's raw file (provenance). An imported fit may know only the run (no
+    interval: None) and adds `IMPORT_RUN_FIELDS` (None otherwise)."""
 
-    robot: str
+    robot: str | None
     run: str
-    interval_index: int
-    seq_first: int
-    seq_last: int
+    interval_index: int | None
+    seq_first: int | None
+    seq_last: int | None
     role: str  # 'train' | 'holdout'
-    weight: float
+    weight: float | None
     loss: float | None = None
     run_sha256: str | None = None
+    real_csv: str | None = None
+    num_samples: int | None = None
+    linked: bool | None = None
 
 
 SEEDS_SCHEMA = pa.schema(
@@ -168,7 +183,8 @@ def _fit_row(rec: FitRecord, param_vector: np.ndarray) -> pa.Table:
         if value is None:
             cols[key] = pa.array([None], pa.string() if key.endswith("_json") else pa.float64())
         elif isinstance(value, (list, tuple)):
-            cols[key] = pa.array([list(value)], pa.list_(pa.string()))
+            numbers = value and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value)
+            cols[key] = pa.array([list(value)], pa.list_(pa.float64() if numbers else pa.string()))
         else:
             cols[key] = pa.array([value])
     return pa.table(cols)
@@ -182,7 +198,9 @@ def history_table(history: list[dict[str, Any]]) -> pa.Table:
 
 
 def runs_table(runs: list[IntervalUse]) -> pa.Table:
-    return pa.Table.from_pylist([vars(r) for r in runs], schema=RUNS_SCHEMA)
+    """runs.parquet's table: RUNS_SCHEMA, then IMPORT_RUN_FIELDS when some run has one."""
+    extra = [f for f in IMPORT_RUN_FIELDS if any(getattr(r, f.name) is not None for r in runs)]
+    return pa.Table.from_pylist([vars(r) for r in runs], schema=pa.schema([*RUNS_SCHEMA, *extra]))
 
 
 def seeds_table(seeds: list[SeedResult]) -> pa.Table:
@@ -195,11 +213,17 @@ def seeds_table(seeds: list[SeedResult]) -> pa.Table:
     return pa.Table.from_pylist(rows, schema=SEEDS_SCHEMA)
 
 
-def write_fit_files(directory: Path, rec: FitRecord, param_vector: np.ndarray | None = None) -> None:
-    """Write fit.parquet, history.parquet, runs.parquet and profile.json into `directory`.
+PROFILE_PROVENANCE_EXTRAS = ("source_file", "source_sha256")
+"""`extra` fields that also go into profile.json's provenance (an imported fit's source)."""
 
-    `param_vector` (29,) overrides `rec.params.to_vector()` in fit.parquet (e.g. to keep a
-    non-integral imported delay as found); the profile always holds `rec.params`.
+
+def write_fit_files(directory: Path, rec: FitRecord, param_vector: np.ndarray | None = None,
+                    raw_files: Iterable[Path] = ()) -> None:
+    """Write fit.parquet, history.parquet, runs.parquet, seeds.parquet (when there are
+    seeds), profile.json and a copy of each of `raw_files` under raw/ into `directory`.
+
+    `param_vector` (29,) overrides `rec.params.to_vector()` in fit.parquet (e.g. to keep an
+    imported delay as written, out of range included); the profile always holds `rec.params`.
     """
     vec = rec.params.to_vector() if param_vector is None else np.asarray(param_vector, dtype=np.float64)
     pq.write_table(_fit_row(rec, vec), directory / "fit.parquet")
@@ -207,15 +231,24 @@ def write_fit_files(directory: Path, rec: FitRecord, param_vector: np.ndarray | 
     pq.write_table(runs_table(rec.runs), directory / "runs.parquet")
     if rec.seeds:
         pq.write_table(seeds_table(rec.seeds), directory / "seeds.parquet")
+    source = {k: rec.extra[k] for k in PROFILE_PROVENANCE_EXTRAS if rec.extra.get(k) is not None}
     save_profile(rec.params, directory / "profile.json", fit=rec.fit_id, fit_source=rec.fit_source,
-                 created_utc=rec.created_utc, best_loss=rec.best_loss)
+                 created_utc=rec.created_utc, best_loss=rec.best_loss, **source)
+    raw = list(raw_files)
+    if raw:
+        (directory / "raw").mkdir()
+        for path in raw:
+            shutil.copy2(path, directory / "raw" / Path(path).name)
 
 
-def publish_fit(lake: Lake | str | Path, rec: FitRecord, *, replace: bool = False) -> Path:
-    """Publish `rec` atomically as `<lake>/fits/fit=<rec.fit_id>/`; returns the partition path."""
+def publish_fit(lake: Lake | str | Path, rec: FitRecord, *, replace: bool = False,
+                param_vector: np.ndarray | None = None, raw_files: Iterable[Path] = ()) -> Path:
+    """Publish `rec` atomically as `<lake>/fits/fit=<rec.fit_id>/` (`write_fit_files`);
+    returns the partition path. `PartitionExists` when it is there and not `replace`."""
     lk = lake if isinstance(lake, Lake) else Lake(Path(lake))
     rel = lk.fit_dir(rec.fit_id).relative_to(lk.root)
-    return publish_partition(lk, rel, lambda d: write_fit_files(d, rec), replace=replace)
+    return publish_partition(lk, rel, lambda d: write_fit_files(d, rec, param_vector, raw_files),
+                             replace=replace)
 
 
 def _read_row(path: Path) -> dict[str, Any]:
@@ -248,7 +281,7 @@ def load_fit(lake: Lake | str | Path, fit_id: str) -> FitRecord:
     runs = []
     if (directory / "runs.parquet").is_file():
         for r in pq.read_table(directory / "runs.parquet").to_pylist():
-            runs.append(IntervalUse(**{k: r.get(k) for k in RUNS_SCHEMA.names}))
+            runs.append(IntervalUse(**{k: r.get(k) for k in (*RUNS_SCHEMA.names, *IMPORT_RUN_FIELDS.names)}))
     seeds = _read_seeds(directory / "seeds.parquet")
     known = {"fit_source", "created_utc", "status", "best_loss", "seed", "settings_json", "fit", *PARAM_NAMES}
     return FitRecord(

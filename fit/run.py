@@ -26,7 +26,7 @@ from typing import Callable
 
 import numpy as np
 
-from twinlake.catalog import Lake, check_id
+from twinlake.catalog import Lake, atomic_write_bytes, check_id
 from twinlake.fit.adequacy import fit_adequacy_columns
 from twinlake.fit.objective import FitProblem, LossScales, ProblemData, build_data
 from twinlake.fit.pool import LocalPool, RayPool, auto_chunk
@@ -85,19 +85,10 @@ def work_dir(lake: Lake, fit_id: str) -> Path:
     return lake.staging_dir / f"fitwork-{check_id('fit', fit_id)}"
 
 
-def _write_atomic(path: Path, payload: bytes) -> None:
-    tmp = path.with_suffix(".tmp")
-    with open(tmp, "wb") as fh:
-        fh.write(payload)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
-
-
 def _save_checkpoint(path: Path, search: MixedSearch, history: list[dict], wall_s: float, ema: float,
                      seed: int) -> None:
     state = {"search": search.state(), "history": history, "wall_s": wall_s, "ema": ema, "seed": seed}
-    _write_atomic(path, pickle.dumps(state, protocol=5))
+    atomic_write_bytes(path, pickle.dumps(state, protocol=5))
 
 
 def read_checkpoint(lake: Lake | str | Path, fit_id: str) -> tuple[FitSettings, dict | None]:
@@ -247,7 +238,7 @@ def _seed_result(wd: Path, settings: FitSettings, seed: int, data: ProblemData, 
         best, best_loss = _refine(settings, data, search, history, pool, bar)
     result = {"seed": seed, "best": np.asarray(best, dtype=np.float64), "best_loss": float(best_loss),
               "history": history, "wall_s": wall_before + time.perf_counter() - t_start}
-    _write_atomic(done, pickle.dumps(result, protocol=5))
+    atomic_write_bytes(done, pickle.dumps(result, protocol=5))
     ckpt_path.unlink(missing_ok=True)
     return result
 

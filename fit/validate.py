@@ -24,9 +24,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from twinlake.catalog import Lake, PartitionExists, publish_partition
+from twinlake.catalog import Lake, PartitionExists
 from twinlake.fit.adequacy import DEFAULT_MAX_FLOOR_RATIO, Adequacy, ResidualSegment, assess
 from twinlake.fit.metrics import Trajectory, compute_metrics, dumps, metrics_document
+from twinlake.fit.validation_record import ValidationRecord, publish_validation_record
 
 VALIDATION_SCHEMA = pa.schema([
     ("validation_source", pa.string()), ("created_utc", pa.string()), ("robot", pa.string()),
@@ -259,14 +260,12 @@ def trajectory_table(traj: dict[str, np.ndarray]) -> pa.Table:
 
 
 def publish_validation(lake: Lake, out: ValidationOutcome) -> bool:
-    """Publish the partition; False (nothing written) when this exact validation exists."""
-    def write(path: Path) -> None:
-        pq.write_table(out.row(), path / "validation.parquet")
-        (path / "metrics.json").write_text(dumps(out.metrics_doc))
-        pq.write_table(trajectory_table(out.trajectory), path / "trajectory.parquet")
-
+    """Publish the partition (`publish_validation_record`); False (nothing written) when this
+    exact validation exists."""
+    rec = ValidationRecord(out.validation_id, out.row(), dumps(out.metrics_doc).encode("utf-8"),
+                           trajectory_table(out.trajectory))
     try:
-        publish_partition(lake, f"validations/validation={out.validation_id}", write)
+        publish_validation_record(lake, rec)
     except PartitionExists:
         return False
     return True

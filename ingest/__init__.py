@@ -5,7 +5,7 @@ Public API: `ingest_paths` (the pipeline), the plug-in point (`register`, `reade
 """
 
 from twinlake.ingest.registry import (
-    FORMAT_PREFIXES,
+    FORMAT_MODULES,
     Detection,
     IngestError,
     IngestUnit,
@@ -32,7 +32,7 @@ __all__ = [
     "Outcome",
     "ingest_one",
     "ingest_paths",
-    "FORMAT_PREFIXES",
+    "FORMAT_MODULES",
     "Detection",
     "IngestError",
     "IngestUnit",

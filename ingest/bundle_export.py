@@ -1,11 +1,12 @@
 """Export one lake run (or one clean interval of it) as a `joint_sysid_recording/v1` bundle.
 
-The portable bundle fr3_stack planned (specs/fr3_stack.md §7): `metadata.json`, `samples.csv`
+The portable bundle fr3_stack planned: `metadata.json`, `samples.csv`
 (one row per 1 kHz tick, SI units, 1-based joint names; contract in `bundle_validate.py` and
 docs/formats.md) and `report.md`. A run that is gapped, aborted, incomplete, not joint
 impedance, not fit-eligible or not one controller configuration is refused with every reason,
 unless `interval` selects a clean interval of the `intervals` SQL (then only that slice is
-checked and exported). Output bytes depend only on the lake content (no wall-clock time).
+checked and exported). The run, its clean intervals and its frames are read through the
+catalog (`twinlake.catalog.selection`). Output bytes depend only on the lake content (no wall-clock time).
 """
 
 from __future__ import annotations
@@ -21,9 +22,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
-import pyarrow.parquet as pq
 
-from twinlake.catalog import Lake, connect
+from twinlake.catalog import (Lake, SelectionError, connect, pick_interval, resolve_run,
+                              run_frames, run_intervals)
 from twinlake.ingest.bundle_validate import (CONSTANT_COLUMNS, COLUMNS, NULLABLE,
                                              validate_bundle)
 
@@ -55,20 +56,15 @@ class Selection:
 
 
 def find_run(lake: Lake, run: str, robot: str | None = None) -> tuple[str, str]:
-    """(robot, run) for `run` (or `robot/run`); errors if absent or ambiguous."""
-    if "/" in run and robot is None:
-        robot, run = run.split("/", 1)
-    pattern = f"robot={robot or '*'}/run={run}"
-    found = sorted(lake.runs_dir.glob(pattern)) if lake.runs_dir.is_dir() else []
-    if not found:
-        known = sorted(p.name.removeprefix("run=") for p in lake.runs_dir.glob("robot=*/run=*")) \
-            if lake.runs_dir.is_dir() else []
-        hint = f" (runs: {', '.join(known[:6])}{', ...' if len(known) > 6 else ''})" if known else ""
-        raise ExportRefused(run, [f"no run {run!r} in the lake {lake.root}{hint}"])
-    if len(found) > 1:
-        robots = [p.parent.name.removeprefix("robot=") for p in found]
-        raise ExportRefused(run, [f"run {run!r} exists for robots {robots}: pass ROBOT/RUN"])
-    return found[0].parent.name.removeprefix("robot="), run
+    """(robot, run) for `run` (or `robot/run`); `ExportRefused` if absent or ambiguous."""
+    con = connect(lake)
+    try:
+        row = resolve_run(con, run, robot)
+    except SelectionError as exc:
+        raise ExportRefused(run, [str(exc)]) from None
+    finally:
+        con.close()
+    return row["robot"], row["run"]
 
 
 def frame_problems(frames: pa.Table) -> list[str]:
@@ -112,45 +108,34 @@ def run_problems(run_row: dict[str, Any]) -> list[str]:
     return out
 
 
-def _interval(lake: Lake, robot: str, run: str, index: int) -> Selection:
-    con = connect(lake)
-    try:
-        row = con.execute(
-            "SELECT seq_first, seq_last, start_reason, end_reason FROM "
-            "clean_intervals(robot_filter := ?, run_filter := ?) WHERE interval_index = ?",
-            [robot, run, index]).fetchone()
-        if row is None:
-            n = con.execute("SELECT count(*) FROM clean_intervals(robot_filter := ?, "
-                            "run_filter := ?)", [robot, run]).fetchone()[0]
-            raise ExportRefused(f"{robot}/{run}", [f"no clean interval {index} "
-                                                   f"(the run has {n} clean interval(s))"])
-    finally:
-        con.close()
-    return Selection("interval", int(row[0]), int(row[1]), index, row[2], row[3])
-
-
 def select(lake: Lake, robot: str, run: str, interval: int | None) -> tuple[pa.Table, dict, Selection]:
     """Frames, run row and selection to export, or `ExportRefused` with every reason."""
-    part = lake.run_dir(robot, run)
-    run_row = pq.read_table(part / "run.parquet").to_pylist()[0]
-    frames = pq.read_table(part / "frames.parquet")
     what = f"{robot}/{run}"
-    if interval is None:
+    con = connect(lake)
+    try:
+        try:
+            run_row = resolve_run(con, run, robot)
+            chosen = None if interval is None else pick_interval(
+                run_intervals(con, robot, run), interval, robot, run)
+        except SelectionError as exc:
+            raise ExportRefused(what, [str(exc)]) from None
+        first, last = (None, None) if chosen is None else (chosen["seq_first"], chosen["seq_last"])
+        frames = run_frames(con, robot, run, first, last)
+    finally:
+        con.close()
+    if chosen is None:
         reasons = run_problems(run_row) + frame_problems(frames)
         if reasons:
             raise ExportRefused(what, reasons + ["(choose a clean interval with --interval I; "
                                                  "see `twinlake intervals`)"])
         seq = frames["seq"]
         return frames, run_row, Selection("run", pc.min(seq).as_py(), pc.max(seq).as_py())
-    sel = _interval(lake, robot, run, interval)
-    sel.waived = run_problems(run_row)
-    mask = pc.and_(pc.greater_equal(frames["seq"], sel.seq_first),
-                   pc.less_equal(frames["seq"], sel.seq_last))
-    sliced = frames.filter(mask)
-    reasons = frame_problems(sliced)
+    sel = Selection("interval", int(chosen["seq_first"]), int(chosen["seq_last"]), interval,
+                    chosen["start_reason"], chosen["end_reason"], run_problems(run_row))
+    reasons = frame_problems(frames)
     if reasons:
         raise ExportRefused(f"{what} interval {interval}", reasons)
-    return sliced, run_row, sel
+    return frames, run_row, sel
 
 
 def samples_csv(frames: pa.Table) -> bytes:

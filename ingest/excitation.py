@@ -16,7 +16,8 @@ from typing import Any
 import pyarrow as pa
 
 from twinlake.catalog import sha256_file
-from twinlake.ingest.frankatwin_io import (SOURCE_FIELDS_TABLE, conform_frames, dumps, load_json,
+from twinlake.ingest.canonical import conform_frames
+from twinlake.ingest.frankatwin_io import (SOURCE_FIELDS_TABLE, dumps, load_json,
                                            read_header, source_fields_table, try_json)
 from twinlake.ingest.registry import (Detection, IngestError, IngestUnit, RawFile, ReadOptions,
                                       register)

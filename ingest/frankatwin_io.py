@@ -1,8 +1,8 @@
 """Small I/O helpers shared by the FrankaTwin, excitation and episode readers.
 
 Typed CSV reading with Arrow (no per-row Python) and one-line errors naming the file, line
-and field; gzip with a clear "truncated" error; JSON loading; conforming a frame table to the
-catalog's canonical `FRAME_SCHEMA` (unrecorded canonical columns become typed nulls).
+and field; gzip with a clear "truncated" error; JSON loading. (Conforming a frame table to
+the canonical columns is `twinlake.ingest.canonical.conform_frames`.)
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.csv as pacsv
 
-from twinlake.catalog import FRAME_SCHEMA
 from twinlake.ingest.csv_integers import as_double, float_text_in_int_column, integral_to_int
 from twinlake.ingest.registry import IngestError
 
@@ -53,7 +52,7 @@ def read_header(path: Path) -> list[str]:
 
 
 def read_typed_csv(path: Path, types: dict[str, pa.DataType], *,
-                   data: bytes | None = None, strict_columns: bool = True) -> pa.Table:
+                   data: bytes | None = None) -> pa.Table:
     """Read a headed CSV with Arrow, columns cast to `types` (others inferred). Empty fields
     are null; `nan`/`inf` text stays a float NaN/inf; integer columns written as integral
     floats (`17.0`, as pandas writes them) are integers. Errors name the line and column."""
@@ -132,25 +131,6 @@ def try_json(path: Path) -> Any | None:
         return load_json(path) if Path(path).is_file() else None
     except (IngestError, OSError):
         return None
-
-
-def conform_frames(table: pa.Table) -> pa.Table:
-    """Canonical columns first, in FRAME_SCHEMA order and types (typed nulls for the ones
-    the source did not record), then the source's extra columns in their order."""
-    n = table.num_rows
-    cols, names = [], []
-    for fld in FRAME_SCHEMA:
-        if fld.name in table.column_names:
-            cols.append(table[fld.name].cast(fld.type))
-        else:
-            cols.append(pa.nulls(n, fld.type))
-        names.append(fld.name)
-    canonical = set(FRAME_SCHEMA.names)
-    for name in table.column_names:
-        if name not in canonical:
-            cols.append(table[name])
-            names.append(name)
-    return pa.Table.from_arrays(cols, names=names)
 
 
 def dumps(obj: Any) -> str:

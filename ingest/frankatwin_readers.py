@@ -17,7 +17,8 @@ import pyarrow as pa
 
 from twinlake.ingest import frankatwin_csv as ftcsv
 from twinlake.ingest import frankatwin_sidecar as side
-from twinlake.ingest.frankatwin_io import (SOURCE_FIELDS_TABLE, conform_frames, load_json,
+from twinlake.ingest.canonical import conform_frames
+from twinlake.ingest.frankatwin_io import (SOURCE_FIELDS_TABLE, load_json,
                                            read_header, source_fields_table)
 from twinlake.ingest.frankatwin_ring import check_ring
 from twinlake.ingest.registry import (Detection, IngestError, IngestUnit, RawFile, ReadOptions,

@@ -2,13 +2,16 @@
 detect → read → validate → (already ingested? refuse?) → publish, or quarantine.
 
 `ingest_paths` yields one `Outcome` per recognised input. A directory argument ingests
-every recognisable entry in it (a reader may also claim the directory itself).
+every recognisable entry in it (a reader may also claim the directory itself); then the
+directory goes to the `results` importer the caller passes, which imports the FrankaTwin
+result files under it (fits, validations: not runs; `twinlake.fit.frankatwin_import`), and
+its answers become outcomes too. Ingest never imports the fit folder itself.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,17 +24,23 @@ from twinlake.catalog import (
     RUN_SCHEMA,
     Lake,
     PartitionExists,
-    FRAME_SCHEMA,
     check_id,
     clean_staging,
     publish_partition,
     quarantine,
 )
+from twinlake.ingest.canonical import conform_frames
 from twinlake.ingest.companions import companion_candidates
 from twinlake.ingest.registry import IngestError, IngestUnit, ReadOptions, SourceReader, detect
 from twinlake.ingest.rawstore import DEFAULT_RAW_CODEC, RawStore
 from twinlake.ingest.runstats import flags_for, frame_stats, verdict_for
 from twinlake.ingest.validate import validate_frames
+
+ResultImporter = Callable[[Path], Iterable[dict[str, Any]]]
+"""Imports the result files under a directory (`lambda folder: import_results(lake, [folder],
+robot)` of `twinlake.fit.frankatwin_import`); yields one dict per file it handled: `path`,
+`ok`, `message`, and `kind`, `existed`, `partition`. An entry it says nothing about is noted
+as skipped."""
 
 EXIT_OK, EXIT_REJECTED, EXIT_USAGE = 0, 1, 2
 PARQUET_COMPRESSION = "snappy"  # DuckDB's default too; ~20% faster to write than zstd
@@ -70,9 +79,11 @@ class Outcome:
 
 
 def ingest_paths(lake: Lake, paths: list[Path], options: ReadOptions = ReadOptions(), *,
-                 replace: bool = False, raw_codec: str = DEFAULT_RAW_CODEC) -> Iterator[Outcome]:
+                 replace: bool = False, raw_codec: str = DEFAULT_RAW_CODEC,
+                 results: ResultImporter | None = None) -> Iterator[Outcome]:
     """Ingest every path (file or directory); yields one Outcome per input. `raw_codec`
-    compresses the kept originals (rawstore.RAW_CODECS)."""
+    compresses the kept originals (rawstore.RAW_CODECS); `results` imports the result files
+    of each directory (None: they are noted as skipped, not runs)."""
     clean_staging(lake)
     for path in paths:
         path = Path(path)
@@ -84,10 +95,10 @@ def ingest_paths(lake: Lake, paths: list[Path], options: ReadOptions = ReadOptio
             outcome = ingest_one(lake, path, reader, options, replace=replace, raw_codec=raw_codec)
             yield outcome
             if path.is_dir():  # a directory unit (excitation run, episode) may hold recordings
-                yield from _ingest_dir(lake, path, options, replace, raw_codec,
+                yield from _ingest_dir(lake, path, options, replace, raw_codec, results,
                                        consumed={Path(p) for p in outcome.files}, quiet=True)
         elif path.is_dir():
-            yield from _ingest_dir(lake, path, options, replace, raw_codec)
+            yield from _ingest_dir(lake, path, options, replace, raw_codec, results)
         else:
             why = "; ".join(f"{name}: {reason}" for name, reason in tried) or "no readers"
             err = IngestError(path, f"not a recognised recording ({why})", kind="unrecognised")
@@ -95,12 +106,12 @@ def ingest_paths(lake: Lake, paths: list[Path], options: ReadOptions = ReadOptio
 
 
 def _ingest_dir(lake: Lake, folder: Path, options: ReadOptions, replace: bool,
-                raw_codec: str, consumed: set[Path] | None = None,
-                quiet: bool = False) -> Iterator[Outcome]:
-    """Every recognisable entry of `folder` not in `consumed`, then a `skipped` note for
-    each entry no reader recognises, or, when nothing at all was, one `unrecognised`
-    outcome listing them. `quiet`: say nothing of unrecognised entries (they belong to a
-    unit already ingested)."""
+                raw_codec: str, results: ResultImporter | None,
+                consumed: set[Path] | None = None, quiet: bool = False) -> Iterator[Outcome]:
+    """Every recognisable entry of `folder` not in `consumed`, then its result files through
+    `results`, then a `skipped` note for each entry nothing recognised, or, when nothing at
+    all was, one `unrecognised` outcome listing them.
+    `quiet`: say nothing of unrecognised entries (they belong to a unit already ingested)."""
     consumed = set(consumed or ())
     unrecognised: list[tuple[Path, list[tuple[str, str]]]] = []
     recognised = 0
@@ -115,14 +126,14 @@ def _ingest_dir(lake: Lake, folder: Path, options: ReadOptions, replace: bool,
         consumed.update(Path(p) for p in outcome.files)
         recognised += 1
         yield outcome
-    results = set()
-    for item in _import_results(lake, folder, options, replace):
-        results.add(Path(item.path))
+    imported = set()
+    for item in _import_results(folder, results):
+        imported.add(Path(item.path))
         yield item
-    left = [(e, tried) for e, tried in unrecognised if e not in consumed and e not in results]
+    left = [(e, tried) for e, tried in unrecognised if e not in consumed and e not in imported]
     if quiet:
         return
-    if not recognised and not results:
+    if not recognised and not imported:
         yield _nothing_recognised(folder, left)
         return
     for entry, tried in left:
@@ -145,12 +156,10 @@ def _nothing_recognised(folder: Path, seen: list[tuple[Path, list[tuple[str, str
                    files=[str(e) for e, _ in seen])
 
 
-def _import_results(lake: Lake, folder: Path, options: ReadOptions,
-                    replace: bool) -> Iterator[Outcome]:
-    """FrankaTwin result files of the directory (fits, then validations), after its runs."""
-    from twinlake.ingest.frankatwin_results import import_results
-
-    for item in import_results(lake, [folder], options.robot, replace=replace):
+def _import_results(folder: Path, results: ResultImporter | None) -> Iterator[Outcome]:
+    """The result files under the directory, imported by `results` (fits, then
+    validations), one Outcome per file it answered for."""
+    for item in results(folder) if results is not None else ():
         status = (("already_ingested" if item.get("existed") else "published") if item["ok"]
                   else "rejected")
         yield Outcome(item["path"], status, item["message"], format=item.get("kind"),
@@ -227,22 +236,6 @@ def _publish(lake: Lake, path: Path, unit: IngestUnit, row: dict, raw: RawStore,
     flags = f" ({', '.join(row['flags'])})" if row["flags"] else ""
     return _with(base, status, f"{path.name}: {status} {unit.robot}/{unit.run}: "
                  f"{unit.frames.num_rows} frames, verdict {row['verdict']}{flags}", target)
-
-
-def conform_frames(frames: pa.Table) -> pa.Table:
-    """Canonical columns first (missing ones added as null, never zero), extras after."""
-    names = frames.column_names
-    if names[: len(FRAME_SCHEMA)] == FRAME_SCHEMA.names:
-        return frames
-    arrays, fields = [], []
-    for f in FRAME_SCHEMA:
-        arrays.append(frames.column(f.name) if f.name in names else pa.nulls(frames.num_rows, f.type))
-        fields.append(f.with_nullable(True) if f.name not in names else frames.schema.field(f.name))
-    for name in names:
-        if name not in FRAME_SCHEMA.names:
-            arrays.append(frames.column(name))
-            fields.append(frames.schema.field(name))
-    return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
 
 
 def _with(base: Outcome, status: str, message: str, partition: Path) -> Outcome:

@@ -1,24 +1,29 @@
 """The ingest plug-in point: a registry of source readers and the unit they produce.
 
 A source format is one module that defines a `SourceReader` and calls `register(reader)` at
-import time; `twinlake.ingest.readers()` imports the known format modules (`FORMAT_MODULES`)
-so every reader is registered before detection. The pipeline (`twinlake.ingest.pipeline`)
+import time, listed in `FORMAT_MODULES`; `twinlake.ingest.readers()` imports those modules, in
+that order, so every reader is registered (and tried) in a known order before detection. The pipeline (`twinlake.ingest.pipeline`)
 does detect → read → validate → publish (or quarantine) for all of them.
 """
 
 from __future__ import annotations
 
 import importlib
-import pkgutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 import pyarrow as pa
 
-FORMAT_PREFIXES: tuple[str, ...] = ("fr3_csv", "frankatwin", "excitation", "episode")
-"""Modules of `twinlake.ingest` whose names start with one of these (and do not end in
-`_cli`) are format modules: `readers()` imports them, in this prefix order, then by name."""
+FORMAT_MODULES: tuple[str, ...] = (
+    "twinlake.ingest.fr3_csv",  # fr3_stack recording CSV v2 / v1
+    "twinlake.ingest.frankatwin_readers",  # FrankaTwin logs: 50 Hz, ring 1 kHz, target, sim CSV, sidecar alone
+    "twinlake.ingest.frankatwin_results",  # FrankaTwin result files: recognised, never runs (a hint)
+    "twinlake.ingest.excitation",  # fr3_stack joint-excitation run directory
+    "twinlake.ingest.episode",  # TestRandomization episode directory
+)
+"""The format modules, in detection order (the first reader whose `detect` matches wins).
+Adding a source format is one module and one line here."""
 
 
 class IngestError(ValueError):
@@ -122,21 +127,14 @@ def register(reader: SourceReader) -> SourceReader:
 
 
 def readers() -> list[SourceReader]:
-    """All registered readers, after importing the known format modules that exist."""
-    for module in format_modules():
+    """All registered readers, after importing `FORMAT_MODULES`: those of the listed modules
+    in the list's order (then each module's registration order), whatever was imported first;
+    readers registered by other modules after them, in registration order."""
+    for module in FORMAT_MODULES:
         importlib.import_module(module)
-    return list(_READERS.values())
-
-
-def format_modules() -> list[str]:
-    """Fully qualified names of the format modules present in this package."""
-    import twinlake.ingest as package
-
-    names = sorted(m.name for m in pkgutil.iter_modules(package.__path__))
-    found = []
-    for prefix in FORMAT_PREFIXES:
-        found += [n for n in names if n.startswith(prefix) and not n.endswith("_cli")]
-    return [f"twinlake.ingest.{n}" for n in found]
+    rank = {name: i for i, name in enumerate(FORMAT_MODULES)}
+    found = list(_READERS.values())
+    return sorted(found, key=lambda r: rank.get(type(r).__module__, len(rank)))
 
 
 def detect(path: Path) -> tuple[SourceReader | None, list[tuple[str, str]]]:

@@ -9,68 +9,17 @@ nothing of the lake.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import pyarrow as pa
 
+from twinlake.catalog import IntervalFrames, interval_frames
 from twinlake.sim import (CARTESIAN_IMPEDANCE, FR3_MODEL_PATH, TIME_BASE_ZOH, CartesianGains, DynamicsParams,
                           ReplayInput, ReplayResult, load_model, load_params, replay_reference)
 from twinlake.sim.replay_input import TIME_BASE_TICKS
 from twinlake.sim.sim_csv import sim_sidecar, write_sidecar, write_sim_csv
 
 ZOH_RATE_BELOW_HZ = 500.0  # runs logged slower than this are replayed on FrankaTwin's ZOH time base
-
-
-@dataclass
-class IntervalFrames:
-    """The frames of one clean interval and what the catalog knows about its run."""
-
-    robot: str
-    run: str
-    interval: dict
-    frames: pa.Table
-    run_row: dict
-
-
-
-def load_interval(lake, run: str, interval: int | None) -> IntervalFrames:
-    """Resolve `[ROBOT/]RUN` and an interval index (default: the longest clean interval)."""
-    from twinlake.catalog import connect
-    from twinlake.catalog.intervals import clean_intervals
-
-    robot, _, name = run.rpartition("/")
-    con = connect(lake)
-    try:
-        rows = con.execute("SELECT robot FROM runs WHERE run = ?", [name]).fetchall()
-        robots = sorted({r[0] for r in rows if not robot or r[0] == robot})
-        if not robots:
-            raise ValueError(f"run {run!r}: not in the lake (see `twinlake catalog runs`)")
-        if len(robots) > 1:
-            raise ValueError(f"run {run!r}: several robots have it ({robots}); write ROBOT/RUN")
-        robot = robots[0]
-        table = clean_intervals(con, robot=robot, run=name).to_pylist()
-        if not table:
-            raise ValueError(f"run {robot}/{name}: no clean interval to replay")
-        if interval is None:
-            chosen = max(table, key=lambda r: (r["frame_count"], -r["interval_index"]))
-        else:
-            hits = [r for r in table if int(r["interval_index"]) == interval]
-            if not hits:
-                raise ValueError(f"--interval {interval}: run {robot}/{name} has intervals "
-                                 f"{[int(r['interval_index']) for r in table]}")
-            chosen = hits[0]
-        frames = con.sql(
-            "SELECT * EXCLUDE (robot, run) FROM frames WHERE robot = $robot AND run = $run "
-            "AND seq BETWEEN $first AND $last ORDER BY seq",
-            params={"robot": robot, "run": name, "first": chosen["seq_first"], "last": chosen["seq_last"]},
-        ).to_arrow_table()
-        run_row = con.sql("SELECT * FROM runs WHERE robot = $robot AND run = $run",
-                          params={"robot": robot, "run": name}).to_arrow_table().to_pylist()[0]
-    finally:
-        con.close()
-    return IntervalFrames(robot, name, chosen, frames, run_row)
 
 
 def _metadata(run_row: dict) -> dict:
@@ -109,7 +58,7 @@ def run_replay(lake, run: str, out_dir: Path, *, interval: int | None = None, pa
     """Replay and write `<run>_i<interval>_sim.csv` and `.json` into out_dir; returns a summary."""
     params = load_params(params_path) if params_path else DynamicsParams.nominal()
     model = load_model(model_path, joint_map=joint_map)
-    data = load_interval(lake, run, interval)
+    data = interval_frames(lake, run, interval)
     inp = build_input(data, use_ema=use_ema)
     if progress is not None:
         progress(0, inp.n_ticks)
@@ -134,4 +83,4 @@ def run_replay(lake, run: str, out_dir: Path, *, interval: int | None = None, pa
             "ticks": int(inp.n_ticks), "q_rmse_vs_recording_rad": sidecar["summary"]["q_rmse_vs_recording_rad"]}
 
 
-__all__ = ["build_input", "load_interval", "run_replay"]
+__all__ = ["build_input", "run_replay"]

@@ -19,7 +19,7 @@ ALLOWED = {
     "catalog": {"sql"},
     "sim": {"jsonfile", "lazy"},
     "ingest": {"catalog", "sim"},
-    "daemon": {"sim", "jsonfile", "lazy"},
+    "daemon": {"sim", "catalog", "jsonfile", "lazy"},
     "fit": {"catalog", "sim", "jsonfile", "lazy"},
     "campaign": {"catalog", "sim", "fit", "daemon"},  # above fit: reads fits, the daemon's reference.csv
 }

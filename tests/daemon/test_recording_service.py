@@ -1,4 +1,4 @@
-"""Recording rules of specs §1.3–1.4 over real ZMQ sockets on 127.0.0.1 (ephemeral ports)."""
+"""fr3_stack's recording rules (docs/daemon.md) over real ZMQ sockets on 127.0.0.1 (ephemeral ports)."""
 
 from __future__ import annotations
 

@@ -97,3 +97,13 @@ def offline_run(tmp: Path, name: str, seed: int, noise, **gains) -> Path:
     csv = folder / f"{name}.csv"
     record_offline(folder / "reference.csv", csv, seed=seed, noise=noise, tail_s=0.3, robot_id="demo-robot", **gains)
     return csv
+
+
+def ingest_recordings(lake: Path, made: list[tuple[str, str, Path]], robot: str = "demo-robot") -> None:
+    """Ingest each (run, role, csv) as run `<robot>/<run>`; AssertionError unless published."""
+    from twinlake.catalog import Lake
+    from twinlake.ingest import ReadOptions, ingest_paths
+
+    for run, _role, csv in made:
+        for outcome in ingest_paths(Lake(lake), [csv], ReadOptions(robot=robot, run=run)):
+            assert outcome.status in ("published", "already_ingested", "replaced"), (csv, outcome.message)

@@ -17,8 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import synth
-from floor_recording import offline_run, record_arm
-from rich.console import Console
+from floor_recording import ingest_recordings, offline_run, record_arm
 from typer.testing import CliRunner
 
 from twinlake.catalog import connect
@@ -52,14 +51,13 @@ def _publish(lake: Path, fit_id: str, params: DynamicsParams) -> None:
 @pytest.fixture(scope="module")
 def lake(tmp_path_factory) -> Path:
     from twinlake.daemon.noise import NoiseConfig
-    from twinlake.fit.demo import ingest_runs
 
     tmp = tmp_path_factory.mktemp("adequacy")
     noise = NoiseConfig()
     made = [("train", "train", offline_run(tmp, "train", 1, noise)),
             ("soft", "holdout", offline_run(tmp, "soft", 2, noise, **SOFT))]
     root = tmp / "lake"
-    ingest_runs(root, made, Console(quiet=True))
+    ingest_recordings(root, made)
     targets = np.r_[np.tile(HOME_Q, (300, 1)), synth.multisine_targets(2700, seed=9)]
     synth.publish_run(root, ROBOT, "payload", record_arm(_truth(), targets, seed=4, noise_q_rad=NOISE_Q,
                                                          payload_kg=PAYLOAD_KG))

@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from floor_recording import measured, offline_run, record_arm
-from rich.console import Console
+from floor_recording import ingest_recordings, measured, offline_run, record_arm
 from synth import TRUTH, multisine_targets
 
 from twinlake.fit.noise_floor import difference_sigma, estimate_noise_floor
@@ -73,7 +72,6 @@ def test_offline_recordings_ingested_give_the_injected_sigma(tmp_path):
     """The product path: the daemon's noise source, CSV v2 text, ingest, clean intervals,
     replay inputs; one run with fr3_stack's default gains, one with other K/D."""
     from twinlake.daemon.noise import NoiseConfig
-    from twinlake.fit.demo import ingest_runs
     from twinlake.fit.objective import build_data
 
     noise = NoiseConfig(q_std_rad=3e-5, dq_std_rad_s=6e-4, tau_std_nm=0.05)
@@ -81,7 +79,7 @@ def test_offline_recordings_ingested_give_the_injected_sigma(tmp_path):
     made = [("stiff", "holdout", offline_run(tmp_path, "stiff", 1, noise)),
             ("soft", "holdout", offline_run(tmp_path, "soft", 2, noise, **soft))]
     lake = tmp_path / "lake"
-    ingest_runs(lake, made, Console(quiet=True))
+    ingest_recordings(lake, made)
     for run, k2 in (("stiff", 600.0), ("soft", 300.0)):
         data = build_data(lake, [f"demo-robot/{run}"])
         assert all(np.all(inp.k_nm_per_rad[:, 1] == k2) for inp in data.inputs)  # the recorded gains

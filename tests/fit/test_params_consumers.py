@@ -15,8 +15,7 @@ import pytest
 
 from twinlake.fit.identifiability import DISCRETE_NAMES, analyse
 from twinlake.fit.space import ParameterSpace, parse_space, select
-from twinlake.ingest.frankatwin_results import decoded_values
-from twinlake.ingest.registry import IngestError
+from twinlake.fit.frankatwin_import import ResultFileError, decoded_values
 from twinlake.sim import LAYOUT, DynamicsParams, to_frankatwin_decoded
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -75,10 +74,10 @@ def test_frankatwin_import_and_export_use_the_layouts_names_and_order(tmp_path):
     np.testing.assert_allclose(list(decoded_values(tmp_path / "x.json", given_mu_dynamic).values()),
                                p.to_vector(), rtol=1e-15)
     bad = {**to_frankatwin_decoded(p), "mu_viscous": [1.0] * 6}
-    with pytest.raises(IngestError, match="best_params_decoded.mu_viscous"):
+    with pytest.raises(ResultFileError, match="best_params_decoded.mu_viscous"):
         decoded_values(tmp_path / "x.json", bad)
     bad = {**to_frankatwin_decoded(p), "motor_delay_steps": "2"}
-    with pytest.raises(IngestError, match="best_params_decoded.motor_delay_steps"):
+    with pytest.raises(ResultFileError, match="best_params_decoded.motor_delay_steps"):
         decoded_values(tmp_path / "x.json", bad)
 
 

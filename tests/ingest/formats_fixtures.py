@@ -1,8 +1,8 @@
 """Fixture writers: files exactly as the specs describe them (column order, `%.9f`/`%d`,
 sidecar keys in order), with deterministic synthetic values. Used by tests/ingest/test_formats_*.
 
-FrankaTwin: specs/frankatwin.md §1, §3.5, §4; seed 000. fr3_stack excitation: specs/fr3_stack.md
-§4; seed 001. TestRandomization episode: seed 002.
+FrankaTwin: its data-format docs (docs/formats.md). fr3_stack excitation: `examples/joint_sysid.py`.
+TestRandomization episode: its runner's log schema.
 """
 
 from __future__ import annotations
@@ -403,7 +403,7 @@ CSV_V2_COLUMNS = (
     + [f"D_joint{i}" for i in _J0]
     + ["filter_alpha", "joint_use_friction", "joint_reset_count", "robot_time_s",
        "control_period_s"])
-"""The 80 CSV v2 columns (specs/fr3_stack.md §3), suffixes 0..6 = J1..J7."""
+"""The 80 CSV v2 columns (fr3_stack `src/ring_log_writer.cpp`), suffixes 0..6 = J1..J7."""
 
 
 def write_csv_v2(directory: Path, stem: str = "ji_run", n: int = 600, *, gap_after: int | None = None,

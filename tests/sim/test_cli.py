@@ -75,10 +75,11 @@ def test_sim_replay_errors_are_one_line(tmp_path):
     publish(tmp_path / "lake", "sim-fr3", "run-b", frames)
     runner = CliRunner()
     missing = runner.invoke(app, ["sim", "replay", "nope", "--lake", str(tmp_path / "lake"), "--out", str(tmp_path)])
-    assert missing.exit_code == 2 and "run 'nope': not in the lake" in missing.output
+    assert missing.exit_code == 2 and "no run 'nope' in the lake (runs: run-b" in missing.output
     bad_interval = runner.invoke(app, ["sim", "replay", "run-b", "--interval", "7", "--lake", str(tmp_path / "lake"),
                                        "--out", str(tmp_path)])
-    assert bad_interval.exit_code == 2 and "--interval 7" in bad_interval.output
+    assert bad_interval.exit_code == 2 and "no clean interval 7 (its clean intervals: 0" in bad_interval.output
+    assert len(bad_interval.output.strip().splitlines()) == 1
     bad_params = tmp_path / "p.json"
     bad_params.write_text("{}")
     res = runner.invoke(app, ["sim", "replay", "run-b", "--params", str(bad_params), "--lake", str(tmp_path / "lake"),

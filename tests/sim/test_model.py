@@ -22,7 +22,7 @@ def test_home_pose_forward_kinematics(model):
     data = mujoco.MjData(model)
     data.qpos[:] = HOME_Q
     mujoco.mj_kinematics(model, data)
-    # chain offsets of specs/fr3_model.md: x = 0.0825 - 0.0825 + 0.384 + 0.088 at home, z = 0.333 + 0.316 - 0.107 + ...
+    # the FR3's published kinematic chain offsets: x = 0.0825 - 0.0825 + 0.384 + 0.088 at home, z = 0.333 + 0.316 - 0.107 + ...
     pos = data.site_xpos[model.site("ee").id]
     assert pos[0] == pytest.approx(0.5545, abs=1e-3) and abs(pos[1]) < 1e-9 and pos[2] == pytest.approx(0.6245, abs=1e-3)
 

@@ -66,7 +66,7 @@ def test_reads_frankatwin_sysid_best_params(tmp_path):
     path = tmp_path / "sysid_best_params.json"
     path.write_text(json.dumps({"best_score": 0.1, "best_params_raw": [0.5] * 29, "best_params_decoded": decoded}))
     np.testing.assert_allclose(load_params(path).to_vector(), _distinct().to_vector())
-    # FrankaTwin 0.3.0 published fit (specs/frankatwin.md §6.3), given as mu_dynamic only
+    # FrankaTwin 0.3.0 published fit (FrankaTwin 0.3.0's docs), given as mu_dynamic only
     published = {"armature": [0.425, 0.281, 0.185, 0.189, 0.182, 0.159, 0.106],
                  "mu_static": [1.13, 1.04, 1.58, 1.74, 1.17, 1.38, 1.02],
                  "mu_dynamic": [0.59, 0.65, 1.00, 1.20, 0.75, 0.41, 0.44],

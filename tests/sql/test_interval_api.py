@@ -57,7 +57,7 @@ def _files_read(con, sql: str, params: dict, tmp_path) -> list[int]:
 
 
 def test_one_run_reads_only_its_own_files(three_runs, tmp_path):
-    con = connect(three_runs.root)
+    con = connect(three_runs.root, read_only=False)  # the profile is a file: read-only refuses it
     one = "SELECT * FROM clean_intervals(robot_filter := $robot, run_filter := $run)"
     assert _files_read(con, one, {"robot": "fr3a", "run": "a2"}, tmp_path) == [1, 1, 1]
     view = "SELECT * FROM intervals WHERE run = $run"

@@ -42,6 +42,7 @@ def ingest_command(
     from rich.console import Console
 
     from twinlake.catalog import Lake, resolve_lake
+    from twinlake.fit.frankatwin_import import import_results
     from twinlake.ingest.pipeline import ingest_paths
     from twinlake.ingest.registry import ReadOptions
 
@@ -54,8 +55,10 @@ def ingest_command(
     options = ReadOptions(robot=robot, run=run, allow_partial=allow_partial)
     worst = 0
     with err.status("ingesting...", spinner="dots") as status:
+        # a directory's FrankaTwin result files become fits and validations (the fit folder's job)
+        results = lambda folder: import_results(the_lake, [folder], robot, replace=replace)  # noqa: E731
         for outcome in ingest_paths(the_lake, list(paths), options, replace=replace,
-                                    raw_codec=raw_codec):
+                                    raw_codec=raw_codec, results=results):
             status.update(f"ingested {Path(outcome.path).name}")
             worst = max(worst, outcome.exit_code)
             _report(outcome, as_json, err)
@@ -139,7 +142,7 @@ def import_frankatwin(
     """Import FrankaTwin sysid_best_params.json (→ a fit) and metrics.json (→ a validation).
     Fits are imported before validations so a validation links to its fit."""
     from twinlake.catalog import Lake, resolve_lake
-    from twinlake.ingest.frankatwin_results import import_results
+    from twinlake.fit.frankatwin_import import import_results
 
     worst = 0
     for item in import_results(Lake(resolve_lake(lake)), paths, robot, replace=replace):

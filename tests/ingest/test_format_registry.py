@@ -1,0 +1,46 @@
+"""The explicit format registry: `FORMAT_MODULES` is the list of format modules, in detection
+order, and every module that registers a reader is on it."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import twinlake.ingest as ingest
+from twinlake.ingest import FORMAT_MODULES, readers
+
+INGEST = Path(ingest.__file__).parent
+
+
+def _registers_a_reader(path: Path) -> bool:
+    """Whether the module calls `register(...)` at import time (at module level or in a
+    module-level loop)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    for node in tree.body:
+        for sub in ast.walk(node) if isinstance(node, (ast.Expr, ast.For)) else ():
+            if isinstance(sub, ast.Call) and getattr(sub.func, "id", None) == "register":
+                return True
+    return False
+
+
+def test_every_module_that_registers_a_reader_is_listed():
+    registering = {f"twinlake.ingest.{p.stem}" for p in INGEST.glob("*.py") if _registers_a_reader(p)}
+    assert registering == set(FORMAT_MODULES)
+    assert len(set(FORMAT_MODULES)) == len(FORMAT_MODULES)
+
+
+def test_readers_are_tried_in_the_listed_order():
+    names = [r.name for r in readers()]
+    assert names == ["fr3_stack_csv", "frankatwin_log50", "frankatwin_ring_1khz", "frankatwin_target_csv",
+                     "frankatwin_sim_csv", "frankatwin_sidecar", "frankatwin_result",
+                     "fr3_joint_excitation", "tr_episode"]
+
+
+def test_the_order_does_not_depend_on_what_was_imported_first():
+    import subprocess
+    import sys
+
+    code = ("import twinlake.ingest.episode, twinlake.ingest.frankatwin_results; "
+            "from twinlake.ingest import readers; print(','.join(r.name for r in readers()))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip().split(",") == [r.name for r in readers()]
