@@ -27,7 +27,7 @@ from twinlake.catalog.lake import Lake
 from twinlake.catalog.read_only import ReadOnlyConnection, lock
 from twinlake.catalog.schema import FRAME_SCHEMA, RUN_SCHEMA
 
-SQL_FILES: tuple[str, ...] = ("views", "clean_intervals", "fits", "validations")
+SQL_FILES: tuple[str, ...] = ("views", "clean_intervals", "fits", "validations", "campaigns")
 """SQL files loaded by `connect`, in order (files that do not exist yet are skipped)."""
 
 _MARKER = re.compile(r"^--\s*(?:(requires|unless):\s*(\S.*)|(always))\s*$")

@@ -2,7 +2,7 @@
 the MJCF joint attributes to paste into a user's model.
 
 - `profile`: twinlake.profile/v1 JSON (`twinlake.sim.save_profile`), provenance = the fit.
-- `frankatwin`: `sysid_best_params.json` with FrankaTwin's keys (specs/frankatwin.md §3.5):
+- `frankatwin`: `sysid_best_params.json` with FrankaTwin's keys (FrankaTwin's sysid output):
   best_score, best_params_raw (29), best_params_decoded, history, bounds, args, source. A fit
   imported from FrankaTwin exports its original file byte for byte (kept under `raw/`).
 - `mjcf`: one `<joint>` element per arm joint with `armature`, `damping` (= mu_viscous) and
@@ -10,25 +10,32 @@ the MJCF joint attributes to paste into a user's model.
   have no MJCF attribute and are given as a comment; a fitted payload (mass > 0) is a `payload`
   body with its `<inertial>`, to put inside the flange body (`fr3_link7`, at the flange).
   FrankaTwin's file holds FrankaTwin's 29 only; the profile holds every group.
+- `randomization`: the fit as a distribution for domain randomisation (`randomization_doc`,
+  schema `twinlake.randomization/v1`, fields in docs/campaigns.md): per parameter its value,
+  bounds, 95 % interval and distribution (truncated normal, uniform or fixed), and the motor
+  delay as a categorical distribution. `twinlake campaign run --sample posterior` draws from
+  exactly this description.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 from twinlake.fit.record import FitRecord
 from twinlake.sim import LAYOUT, save_profile, to_frankatwin_decoded
 from twinlake.sim.fr3 import FLANGE_OFFSET_M
 
-FORMATS = ("profile", "frankatwin", "mjcf")
+FORMATS = ("profile", "frankatwin", "mjcf", "randomization")
+RANDOMIZATION_SCHEMA = "twinlake.randomization/v1"
 HISTORY_KEYS = ("iter", "min", "mean", "best", "iter_s", "ms_per_tick", "eta_s", "per_traj_min",
                 "best_candidate_weighted")
 
 
 def default_name(rec: FitRecord, fmt: str) -> str:
     return {"profile": f"{rec.fit_id}.profile.json", "frankatwin": "sysid_best_params.json",
-            "mjcf": f"{rec.fit_id}.joints.xml"}[fmt]
+            "mjcf": f"{rec.fit_id}.joints.xml", "randomization": f"{rec.fit_id}.randomization.json"}[fmt]
 
 
 def frankatwin_doc(rec: FitRecord) -> dict:
@@ -101,6 +108,66 @@ def _payload_lines(p) -> list[str]:
     ]
 
 
+def _parameter_entry(name: str, value: float, stored: dict | None) -> dict:
+    """One continuous parameter of the randomisation document: a truncated normal at the
+    optimum with the stored standard error (free, finite error), uniform over its bounds (free,
+    unbounded error: the data do not constrain it), else fixed at the fit's value."""
+    group = LAYOUT.group_of(name)
+    lo, hi = (float(b) for b in LAYOUT.bounds[LAYOUT.index(name)])
+    stored = stored or {}
+    lo = stored.get("lower_bound") if stored.get("lower_bound") is not None else lo
+    hi = stored.get("upper_bound") if stored.get("upper_bound") is not None else hi
+    entry = {"name": name, "group": group.name, "unit": group.unit, "value": float(value),
+             "lower_bound": float(lo), "upper_bound": float(hi),
+             "ci95_low": stored.get("ci95_low"), "ci95_high": stored.get("ci95_high"),
+             "flags": list(stored.get("flags", []))}
+    stderr = stored.get("stderr")
+    if not stored.get("free"):
+        entry.update(distribution="fixed", std=None)
+    elif stderr is None or not math.isfinite(stderr):
+        entry.update(distribution="uniform", std=None)
+    else:
+        entry.update(distribution="truncated_normal", std=float(stderr))
+    return entry
+
+
+def delay_distribution(rec: FitRecord) -> dict:
+    """The motor delay [ms] as a categorical distribution: the search's last delay
+    probabilities (`history.delay_probs`) when stored, else all mass at the fit's delay."""
+    group = LAYOUT.group("motor_delay_ms")
+    values = list(range(int(group.bounds[0]), int(group.bounds[1]) + 1))
+    probs = next((h.get("delay_probs") for h in reversed(rec.history) if h.get("delay_probs")), None)
+    source = "search_delay_probs"
+    if probs is None or len(probs) != len(values) or not math.isclose(sum(probs), 1.0, abs_tol=1e-6):
+        probs = [1.0 if v == rec.params.motor_delay_ms else 0.0 for v in values]
+        source = "fit_value"
+    return {"name": group.name, "unit": group.unit, "value": int(rec.params.motor_delay_ms),
+            "distribution": "categorical", "values": values, "probabilities": [float(p) for p in probs],
+            "source": source}
+
+
+def randomization_doc(rec: FitRecord) -> dict:
+    """The fit as a randomisation distribution (schema `twinlake.randomization/v1`).
+
+    Needs the fit's stored error bars (`identifiability_json`); ValueError naming the fit
+    otherwise. The covariance stored with a fit is diagonal (per-parameter standard errors),
+    so parameters are independent: `"correlation": "independent"` says so.
+    """
+    ident = rec.identifiability
+    if not ident or not ident.get("parameters"):
+        raise ValueError(f"fit {rec.fit_id}: no stored error bars (identifiability_json is empty); "
+                         "a posterior needs them (use a twinlake fit, or declared ranges)")
+    stored = {p["name"]: p for p in ident["parameters"]}
+    integer = {LAYOUT.names[i] for i in LAYOUT.integer_indices}
+    params = [_parameter_entry(n, v, stored.get(n)) for n, v in zip(LAYOUT.names, rec.vector.tolist())
+              if n not in integer]
+    return {"schema": RANDOMIZATION_SCHEMA, "fit": rec.fit_id, "fit_source": rec.fit_source,
+            "created_utc": rec.created_utc,
+            "best_loss": rec.best_loss if math.isfinite(rec.best_loss) else None,
+            "method": ident.get("method"), "correlation": "independent",
+            "parameters": params, "delay": delay_distribution(rec)}
+
+
 def export_fit(rec: FitRecord, fmt: str, out: Path) -> Path:
     """Write `rec` in format `fmt` (one of FORMATS) to `out`; returns the path written."""
     if fmt not in FORMATS:
@@ -113,6 +180,9 @@ def export_fit(rec: FitRecord, fmt: str, out: Path) -> Path:
                             configured_loads=rec.configured_loads)
     if fmt == "mjcf":
         out.write_text(mjcf_snippet(rec))
+        return out
+    if fmt == "randomization":
+        out.write_text(json.dumps(randomization_doc(rec), indent=2, allow_nan=False) + "\n")
         return out
     raw = sorted((rec.path / "raw").glob("*.json")) if rec.path is not None and (rec.path / "raw").is_dir() else []
     if rec.fit_source == "frankatwin_import" and raw:

@@ -15,7 +15,7 @@ from typing import Any, Callable
 import typer
 
 from twinlake import demo
-from twinlake.commands import daemon, fit, ingest, lake, simulation
+from twinlake.commands import campaign, daemon, fit, ingest, lake, simulation
 from twinlake.option_lists import ListOptionGroup
 
 # (name, a command function or a typer group), in the order `twinlake --help` and docs/cli.md show them
@@ -32,6 +32,7 @@ COMMANDS: tuple[tuple[str, Callable[..., Any] | typer.Typer], ...] = (
     ("daemon", daemon.daemon_app),            # daemon serve
     ("excite", daemon.excite),
     ("fit", fit.fit_app),                     # fit run | list | show | export | validate | quick | report
+    ("campaign", campaign.campaign_app),      # campaign run | list | show
     ("demo", demo.demo_cmd),
 )
 

@@ -165,10 +165,10 @@ def show_cmd(fit: str = typer.Argument(..., help="Fit id (see `twinlake fit list
 
 @fit_app.command("export")
 def export_cmd(fit: str = typer.Argument(..., help="Fit id."),
-               fmt: str = typer.Option("profile", "--format", help="profile | frankatwin | mjcf"),
+               fmt: str = typer.Option("profile", "--format", help="profile | frankatwin | mjcf | randomization"),
                out: Optional[Path] = typer.Option(None, "--out", help="Output file (default: a name in the current directory)."),
                lake: Optional[Path] = LAKE) -> None:
-    """Export a fit as a profile JSON, FrankaTwin sysid_best_params.json or MJCF joint attributes."""
+    """Export a fit as a profile JSON, FrankaTwin sysid_best_params.json, MJCF joint attributes or a randomisation JSON."""
     from twinlake.catalog import resolve_lake
     from twinlake.fit.export import FORMATS, default_name, export_fit
     from twinlake.fit.record import load_fit
