@@ -34,7 +34,7 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from twinlake.jsonfile import read_json_object
+from twinlake.sim.jsonfile import read_json_object
 from twinlake.sim.params import LAYOUT
 
 (_DELAY,) = LAYOUT.integer_indices  # the search's one categorical coordinate (fit/search.py)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from twinlake.lazy import lazy_exports
+from .lazy import lazy_exports
 
 DEMO_PROFILE_PATH = Path(__file__).resolve().parent / "profiles" / "demo_robot.json"
 

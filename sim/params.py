@@ -25,7 +25,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from twinlake.jsonfile import read_json_object
+from .jsonfile import read_json_object
 
 from .layout import JOINT_COUNT, ParameterGroup, ParameterLayout
 from .load import EndLoad
