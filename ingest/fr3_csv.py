@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
@@ -54,6 +55,8 @@ _JOINT_NAME = re.compile(r"^(q|dq|tau_J|tau_cmd|q_target|q_target_filtered|K_joi
 _INT_TYPES = {"seq": pa.int64(), "controller": pa.int32(), "schema_version": pa.int32(),
               "joint_target_valid": pa.int8(), "joint_use_friction": pa.int8(),
               "joint_reset_count": pa.int64()}
+_PL_TYPES = {pa.int64(): pl.Int64, pa.int32(): pl.Int32, pa.int8(): pl.Int8,
+             pa.float64(): pl.Float64}
 _MARKERS = ("q0", "dq0", "tau_J0", "tau_cmd0")
 _JOINT_BLOCK = [f.name for f in FRAME_SCHEMA][FRAME_SCHEMA.get_field_index("q_target1"):
                                               FRAME_SCHEMA.get_field_index("joint_reset_count") + 1]
@@ -159,7 +162,7 @@ def _names(names: list[str]) -> str:
 
 def parse_frames(path: Path, header: list[str], version: int,
                  allow_partial: bool) -> tuple[pa.Table, bool]:
-    """Parse the rows (multithreaded pyarrow.csv) into canonical frames; returns
+    """Parse the rows (polars, else pyarrow.csv on one thread) into canonical frames; returns
     `(frames, truncated)`. A last line without `\\n` is an error unless `allow_partial`."""
     buf = pa.memory_map(str(path), "r").read_buffer()
     truncated = _last_byte(buf) != 10
@@ -170,7 +173,9 @@ def parse_frames(path: Path, header: list[str], version: int,
                               "--allow-partial keeps the complete rows", line=lines,
                               kind="truncated")
         buf = buf.slice(0, _last_newline(buf) + 1)
-    table = _read_csv(path, buf, header)
+    table = None if truncated else polars_csv(path, header)
+    if table is None:
+        table = _read_csv(path, buf, header)
     if table.num_rows == 0:
         raise IngestError(path, "no data rows after the header", line=2, kind="empty")
     return canonical_frames(table, version), truncated
@@ -189,6 +194,24 @@ def _last_newline(buf: pa.Buffer) -> int:
 
 def _column_types(header: list[str]) -> dict[str, pa.DataType]:
     return {name: _INT_TYPES.get(name, pa.float64()) for name in header}
+
+
+def polars_csv(path: Path, header: list[str]) -> pa.Table | None:
+    """The fast path: polars' CSV reader (~25% fewer CPU seconds than Arrow's, on both
+    cores, one chunk per column). Returns None, for the Arrow path (which names the line
+    and field of an error) to decide, unless the table is exactly what Arrow would give:
+    polars read the header's names, every line (an empty line is a row of nulls there, so
+    any null declines) and every value under its type; its float parsing is bit-identical
+    to Arrow's (both correctly rounded; NaN and -0 kept bit for bit)."""
+    types = {name: _PL_TYPES[t] for name, t in _column_types(header).items()}
+    try:
+        df = pl.read_csv(path, has_header=True, schema_overrides=types, infer_schema=False,
+                         quote_char=None, null_values=None, encoding="utf8")
+    except (pl.exceptions.PolarsError, ValueError, UnicodeDecodeError):
+        return None
+    if df.columns != header or df.height == 0 or any(df.null_count().row(0)):
+        return None
+    return df.to_arrow()
 
 
 def _read_csv(path: Path, buf: pa.Buffer, header: list[str]) -> pa.Table:
@@ -211,12 +234,15 @@ def _arrow_csv(buf: pa.Buffer, types: dict[str, pa.DataType]) -> pa.Table:
     convert = pacsv.ConvertOptions(column_types=types, null_values=[],
                                    strings_can_be_null=False, quoted_strings_can_be_null=False)
     parse = pacsv.ParseOptions(quote_char=False, ignore_empty_lines=False)
-    read = pacsv.ReadOptions(use_threads=True, block_size=1 << 20)  # 1 MiB: cache-friendly
+    # One thread: Arrow's threaded CSV reader costs ~2x the CPU seconds on 2 cores for no
+    # wall-time gain; the other core hashes and compresses the raw copy meanwhile (rawstore).
+    read = pacsv.ReadOptions(use_threads=False, block_size=1 << 20)  # 1 MiB: cache-friendly
     return pacsv.read_csv(pa.BufferReader(buf), read_options=read, parse_options=parse,
                           convert_options=convert)
 
 
-_CONV = re.compile(r"In CSV column #(\d+): CSV conversion error to (\w+): invalid value '(.*)'")
+_CONV = re.compile(r"In CSV column #(\d+): (?:Row #\d+: )?CSV conversion error to (\w+): "
+                   r"invalid value '(.*)'")  # the single-threaded reader names the row
 _PARSE = re.compile(r"Expected (\d+) columns, got (\d+): (.*)", re.S)
 _NUMBER = {"int": r"^[0-9]+$", "float": r"^[+-]?((nan|inf|infinity)|([0-9]+\.?[0-9]*|\.[0-9]+)"
                                          r"([eE][+-]?[0-9]+)?)$"}

@@ -54,10 +54,11 @@ def frame_stats(frames: pa.Table) -> dict[str, Any]:
     }
     out.update(_controller_stats(frames))
     out.update(_gain_stats(frames))
-    out["nan_tau_J"] = _nonfinite_rows(frames, _TAU_J)
-    others = [c for c in _FLOAT_COLUMNS if c not in _TAU_J and c in frames.column_names]
-    out["_non_finite_other"] = _nonfinite_rows(frames, others)
-    out["nonfinite_frames"] = nonfinite_counts(frames)
+    masks = _nonfinite_masks(frames)  # one pass over the float columns for all three
+    out["nan_tau_J"] = _rows_any(masks, _TAU_J)
+    out["_non_finite_other"] = _rows_any(masks, [c for c in masks if c not in _TAU_J])
+    out["nonfinite_frames"] = [{"column": name, "frames": count}
+                               for name, (count, _) in masks.items()]
     return out
 
 
@@ -65,15 +66,32 @@ def nonfinite_counts(frames: pa.Table) -> list[dict[str, Any]]:
     """`[{column, frames}]`: for each canonical float column holding NaN or ±inf (null is
     "not recorded" and does not count), the number of frames where it does; canonical
     column order, columns without any left out."""
-    counts = []
+    return [{"column": name, "frames": count}
+            for name, (count, _) in _nonfinite_masks(frames).items()]
+
+
+def _nonfinite_masks(frames: pa.Table) -> dict[str, tuple[int, pa.ChunkedArray]]:
+    """Canonical float column → (frames holding NaN or ±inf, that row mask; null → False),
+    for the columns holding any, in canonical order."""
+    masks = {}
     for name in _FLOAT_COLUMNS:
         col = frames.column(name)
         if col.null_count == len(col):
             continue
-        bad = int(pc.sum(pc.invert(pc.is_finite(col))).as_py() or 0)
-        if bad:
-            counts.append({"column": name, "frames": bad})
-    return counts
+        bad = pc.invert(pc.is_finite(col))
+        count = int(pc.sum(bad).as_py() or 0)
+        if count:
+            masks[name] = (count, pc.fill_null(bad, False))
+    return masks
+
+
+def _rows_any(masks: dict[str, tuple[int, pa.ChunkedArray]], names: list[str]) -> int:
+    """Rows where any of `names` holds a non-finite value (`masks` of _nonfinite_masks)."""
+    bad = None
+    for name in names:
+        if name in masks:
+            bad = masks[name][1] if bad is None else pc.or_(bad, masks[name][1])
+    return 0 if bad is None else int(pc.sum(bad).as_py() or 0)
 
 
 def _controller_stats(frames: pa.Table) -> dict[str, Any]:
@@ -115,18 +133,6 @@ def _gain_stats(frames: pa.Table) -> dict[str, Any]:
             "filter_alpha": first[-2],
             "joint_use_friction": None if friction is None else bool(friction),
             "gain_changes": int(np.count_nonzero(changed))}
-
-
-def _nonfinite_rows(frames: pa.Table, names: list[str]) -> int:
-    """Rows where any of `names` holds a non-null, non-finite value."""
-    bad = None
-    for name in names:
-        col = frames.column(name)
-        if col.null_count == len(col):
-            continue
-        flag = pc.fill_null(pc.invert(pc.is_finite(col)), False)
-        bad = flag if bad is None else pc.or_(bad, flag)
-    return 0 if bad is None else int(pc.sum(bad).as_py() or 0)
 
 
 def flags_for(stats: dict[str, Any], complete: bool | None) -> list[str]:
