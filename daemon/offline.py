@@ -2,8 +2,9 @@
 
 `record_offline` runs the daemon's plant, controller, noise and CSV v2 formatter (`RobotTicker`,
 `format_rows`) without sockets or a wall clock. A `reference.csv` drives it through the same
-command path as the daemon (each row is encoded as a wire `Command`, decoded and applied) at
-the reference's own times: row i becomes the pending command at tick round(t_i / 1 ms). The
+command semantics as the daemon (each row becomes a joint impedance command through
+`plantloop.sim_command`, the function the daemon applies to its decoded frames; there is no
+wire offline, so no encoding) at the reference's own times: row i becomes the pending command at tick round(t_i / 1 ms). The
 arm starts at rest at the first reference target in joint impedance (as `--initial-controller
 joint_impedance` does), and the run continues `tail_s` after the last row. Rows are formatted
 in batches with one formatting call each. Same inputs and seed → the same bytes.
@@ -30,10 +31,9 @@ from .client import DEFAULT_D_JOINT, DEFAULT_FILTER_ALPHA, DEFAULT_K_JOINT
 from .companions import recording_meta, write_companions
 from .excite_files import read_reference_csv
 from .noise import NoiseConfig
-from .plantloop import _EE_QUAT, CONFIG_COLUMNS, TICK_S, RobotTicker, quat_xyzw_from_mats, to_sim_command
+from .plantloop import _EE_QUAT, CONFIG_COLUMNS, TICK_S, RobotTicker, quat_xyzw_from_mats, sim_command
 from .status import RecordingStatus
 from .wire import JointImpedanceCommand as WireJoint
-from .wire import decode_command, encode_joint_impedance
 
 BATCH_ROWS = 1024
 
@@ -83,7 +83,7 @@ def record_offline(reference_csv: str | Path, out_csv: str | Path, *, truth_path
     try:
         os.write(fd, C.HEADER.encode())
         with _CsvSink(fd, worker=n_ticks > BATCH_ROWS) as sink:
-            _simulate(robot, n_ticks, first, _wire_commands(cmd_ticks, q_ref, gains), sink, progress)
+            _simulate(robot, n_ticks, first, _commands(cmd_ticks, q_ref, gains), sink, progress)
     finally:
         os.close(fd)
     wall = time.perf_counter() - started
@@ -95,10 +95,11 @@ def record_offline(reference_csv: str | Path, out_csv: str | Path, *, truth_path
     return OfflineResult(out_csv, n_ticks, n_ticks * TICK_S, wall, status)
 
 
-def _wire_commands(cmd_ticks: np.ndarray, q_ref: np.ndarray, gains: tuple):
-    """Yield (tick, sim command) per reference row, each through the wire encoding as the daemon gets it."""
+def _commands(cmd_ticks: np.ndarray, q_ref: np.ndarray, gains: tuple):
+    """Yield (tick, sim command) per reference row: a jointImpedance command with the
+    recording's gains, through the daemon's command semantics (`sim_command`)."""
     for tick, q in zip(cmd_ticks.tolist(), q_ref):
-        yield tick, to_sim_command(decode_command(encode_joint_impedance(WireJoint(q, *gains, False))))
+        yield tick, sim_command(WireJoint(q, *gains, False))
 
 
 def _simulate(robot: RobotTicker, n_ticks: int, first, commands, sink: "_CsvSink", progress) -> None:

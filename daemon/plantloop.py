@@ -60,14 +60,26 @@ def quat_xyzw_from_mats(mats: np.ndarray) -> np.ndarray:
     return q / np.linalg.norm(q, axis=1, keepdims=True)
 
 
+def sim_command(config):
+    """A command's config (`wire.JointImpedanceCommand` or `wire.IdleCommand`) → the sim's
+    command object (None for anything else).
+
+    The one mapping from fr3_stack's command semantics to the plant, shared by the daemon (its
+    decoded wire frames, `to_sim_command`) and the offline recorder (reference rows, which
+    never touch the wire encoding)."""
+    if isinstance(config, WireJoint):
+        return JointImpedanceCommand(config.q_target, JointImpedanceConfig(config.k_joint, config.d_joint,
+                                                                           config.filter_alpha, config.use_friction))
+    if isinstance(config, WireIdle):
+        return IdleCommand(config.use_friction)
+    return None
+
+
 def to_sim_command(cmd: DecodedCommand):
     """A decoded wire command → the sim's command object (None for controllers we lack)."""
-    if cmd.controller == CONTROLLER_JOINT and isinstance(cmd.config, WireJoint):
-        c = cmd.config
-        return JointImpedanceCommand(c.q_target, JointImpedanceConfig(c.k_joint, c.d_joint, c.filter_alpha,
-                                                                      c.use_friction))
-    if cmd.controller == CONTROLLER_IDLE and isinstance(cmd.config, WireIdle):
-        return IdleCommand(cmd.config.use_friction)
+    if (cmd.controller == CONTROLLER_JOINT and isinstance(cmd.config, WireJoint)) or \
+            (cmd.controller == CONTROLLER_IDLE and isinstance(cmd.config, WireIdle)):
+        return sim_command(cmd.config)
     return None
 
 
