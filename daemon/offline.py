@@ -7,7 +7,7 @@ command semantics as the daemon (each row becomes a joint impedance command thro
 wire offline, so no encoding) at the reference's own times: row i becomes the pending command at tick round(t_i / 1 ms). The
 arm starts at rest at the first reference target in joint impedance (as `--initial-controller
 joint_impedance` does), and the run continues `tail_s` after the last row. Rows are formatted
-in batches with one formatting call each. Same inputs and seed → the same bytes.
+in batches by the compiled formatter (`csv_v2.format_rows_bytes`, the bytes of `format_rows`). Same inputs and seed → the same bytes.
 """
 
 from __future__ import annotations
@@ -130,7 +130,7 @@ def _simulate(robot: RobotTicker, n_ticks: int, first, commands, sink: "_CsvSink
 
 
 def _format_bytes(rows: np.ndarray) -> bytes:
-    return C.format_rows(rows).encode()
+    return C.format_rows_bytes(rows)
 
 
 class _CsvSink:
@@ -140,6 +140,7 @@ class _CsvSink:
 
     def __init__(self, fd: int, worker: bool) -> None:
         self.fd, self.pending = fd, deque()
+        _format_bytes(C.empty_frames(2))  # load the compiled formatter before a worker forks
         # fork only from a single-threaded process (the CLI): a thread of the caller's could hold
         # a lock the child would inherit locked
         fork = worker and threading.active_count() == 1 and "fork" in multiprocessing.get_all_start_methods()
