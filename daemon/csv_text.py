@@ -12,7 +12,9 @@ half an ulp of m (< 1.3e-4), so rounding m to the nearest integer gives the corr
 digits unless m's fraction lies within 1e-3 of one half. Those values, and values whose
 power of ten is not exact (|v| < 1e-11 or ≥ 1e34), go to the C library's `snprintf("%.12g")`
 (glibc's conversion is exact and rounds half to even, as Python's). Compiled with numba,
-cached on disk; checked against Python's `%` on millions of values in tests/daemon.
+cached on disk; checked against Python's `%` on many values in tests/daemon. A value with
+the same bits as the one above it in its column reuses that text (a recording's gains,
+targets and zero columns change only with a command).
 """
 
 from __future__ import annotations
@@ -184,19 +186,32 @@ def _put_g12(out, pos, v, pow10, nan_text, inf_text, pairs, dig):
 
 
 @njit(cache=True)
-def _format_into(rows, int_mask, out, pow10, nan_text, inf_text, pairs):
+def _format_into(rows, bits, int_mask, out, pow10, nan_text, inf_text, pairs):
+    """All rows into out → bytes written. A value with the bits of the one above it in its
+    column (gains, targets, zeros, ...) reuses that value's text."""
     dig = np.empty(12, dtype=np.uint8)
-    pos = 0
     width = rows.shape[1]
+    start = np.full(width, -1, dtype=np.int64)  # where column c's previous text starts in out
+    length = np.zeros(width, dtype=np.int64)
+    pos = 0
     for i in range(rows.shape[0]):
         for c in range(width):
             if c:
                 out[pos] = 44
                 pos += 1
+            if i and bits[i, c] == bits[i - 1, c]:
+                first, n = start[c], length[c]
+                for b in range(n):
+                    out[pos + b] = out[first + b]
+                start[c] = pos
+                pos += n
+                continue
+            begin = pos
             if int_mask[c]:
                 pos = _put_int(out, pos, rows[i, c])
             else:
                 pos = _put_g12(out, pos, rows[i, c], pow10, nan_text, inf_text, pairs, dig)
+            start[c], length[c] = begin, pos - begin
         out[pos] = 10
         pos += 1
     return pos
@@ -207,5 +222,5 @@ def format_rows_bytes(rows: np.ndarray, int_mask: np.ndarray) -> bytes:
     whose values must be finite and below 2^63 in magnitude (the caller checks)."""
     rows = np.ascontiguousarray(rows, dtype=np.float64)
     out = np.empty(rows.shape[0] * (rows.shape[1] * (MAX_CHARS_PER_VALUE + 1) + 1), dtype=np.uint8)
-    end = _format_into(rows, np.ascontiguousarray(int_mask, dtype=np.bool_), out, _POW10, _NAN, _INF, _PAIRS)
+    end = _format_into(rows, rows.view(np.int64), np.ascontiguousarray(int_mask, dtype=np.bool_), out, _POW10, _NAN, _INF, _PAIRS)
     return out[:end].tobytes()

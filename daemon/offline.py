@@ -103,7 +103,11 @@ def _commands(cmd_ticks: np.ndarray, q_ref: np.ndarray, gains: tuple):
 
 
 def _simulate(robot: RobotTicker, n_ticks: int, first, commands, sink: "_CsvSink", progress) -> None:
-    """Run n_ticks ticks in batches of BATCH_ROWS rows; each finished batch goes to `sink`."""
+    """Run n_ticks ticks in batches of BATCH_ROWS rows; each finished batch goes to `sink`.
+
+    Within a batch the ticks from one command to the next run in one compiled call
+    (`RobotTicker.advance_many`); a command is taken in Python at its tick, on that tick's
+    noise row (the noise is drawn per batch: the same stream as tick by tick)."""
     batch = C.empty_frames(BATCH_ROWS)
     xmats = np.zeros((BATCH_ROWS, 9))
     versions = np.zeros(BATCH_ROWS, dtype=np.int64)  # config version of each row
@@ -111,16 +115,21 @@ def _simulate(robot: RobotTicker, n_ticks: int, first, commands, sink: "_CsvSink
     pending = next(commands, None)
     for start in range(0, n_ticks, BATCH_ROWS):
         count = min(BATCH_ROWS, n_ticks - start)
-        for i in range(count):
+        offsets = robot.noise.block(count)
+        i = 0
+        while i < count:
             tick = start + i
             command = first if tick == 0 else None
             while pending is not None and pending[0] <= tick:  # latest wins
                 command = pending[1]
                 pending = next(commands, None)
-            robot.advance(command, batch[i], xmats[i])
-            versions[i] = robot.config_version
             if command is not None:
+                robot.take_command(command, offsets[i])
                 configs[robot.config_version] = robot.config_row[CONFIG_COLUMNS].copy()
+            end = count if pending is None else max(i + 1, min(count, pending[0] - start))
+            robot.advance_many(offsets[i:end], batch[i:end], xmats[i:end])
+            versions[i:end] = robot.config_version
+            i = end
         rows = batch[:count]
         _fill_batch_columns(rows, xmats[:count], versions[:count], configs, start)
         configs = {versions[count - 1]: configs[versions[count - 1]]}

@@ -149,6 +149,20 @@ class RobotTicker:
         if command is not None:
             self._refresh_config()
 
+    def take_command(self, command, offsets: np.ndarray) -> None:
+        """A command taken at the start of the next tick, whose noise row is `offsets` (21,):
+        applied on that tick's measured q (true q + noise) as `advance(command, ...)` applies
+        it, the config columns renewed. `advance_many` then runs the tick."""
+        self.sim.apply_command(command, self.sim.q + offsets[0:7])
+        self._refresh_config()
+
+    def advance_many(self, offsets: np.ndarray, rows: np.ndarray, ee_xmats_out: np.ndarray) -> None:
+        """len(offsets) ticks of `advance` without commands, the noise rows given (n, 21): the
+        same columns into rows (n, 80) and the EE rotation matrices into ee_xmats_out (n, 9),
+        in one compiled call (SimFR3.run_recorded)."""
+        self.sim.run_recorded(offsets, rows[:, _MEAS], rows[:, _TAU_CMD], rows[:, _Q_FILTERED], rows[:, _EE_POS],
+                              ee_xmats_out)
+
     def step(self, command=None, control_period_s: float = TICK_S, out: np.ndarray | None = None,
              ee_xmat_out: np.ndarray | None = None) -> np.ndarray:
         """Run one 1 ms tick with an optional sim command and fill a frame (seq/t_s unset).
