@@ -49,7 +49,7 @@ def _snprintf_g12(typingctx, out, pos, value):
     return types.int64(out, types.int64, types.float64), codegen
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _put_digits(out, pos, n, width):
     """The `width` decimal digits of n ≥ 0 (zero-padded) at out[pos:pos + width]."""
     for i in range(width - 1, -1, -1):
@@ -58,7 +58,7 @@ def _put_digits(out, pos, n, width):
     return pos + width
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _put_int(out, pos, value):
     """`%d` of a float64 holding an integer (truncated as Python's int())."""
     n = np.int64(value)
@@ -74,7 +74,7 @@ def _put_int(out, pos, value):
     return _put_digits(out, pos, n, width)
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _twelve_digits(a, pow10):
     """(digits, X): |v| = a rounded to 12 significant digits (an int in [1e11, 1e12)) and its
     decimal exponent, or (−1, 0) when the fast path cannot be sure (snprintf then)."""
@@ -102,7 +102,7 @@ def _twelve_digits(a, pow10):
     return -1, 0
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", error_model="numpy")
 def _put_pairs(dig, at, v, pairs):
     """The 6 digits of v < 10^6 into dig[at:at + 6] from the two-digit table."""
     for k in range(2, -1, -1):
@@ -113,7 +113,7 @@ def _put_pairs(dig, at, v, pairs):
         v = q
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _put_g12(out, pos, v, pow10, nan_text, inf_text, pairs, dig):
     """`%.12g` of v at out[pos:], → the next position. dig: (12,) uint8 scratch."""
     if v != v:
@@ -185,7 +185,7 @@ def _put_g12(out, pos, v, pow10, nan_text, inf_text, pairs, dig):
     return pos + 4
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _format_into(rows, bits, int_mask, out, pow10, nan_text, inf_text, pairs):
     """All rows into out → bytes written. A value with the bits of the one above it in its
     column (gains, targets, zeros, ...) reuses that value's text."""
