@@ -46,7 +46,7 @@ class OfflineResult:
 
     @property
     def speedup(self) -> float:
-        """Simulated time per wall time (≥ 20 is the target)."""
+        """Simulated time per wall time (≥ 100 is the target)."""
         return self.sim_seconds / self.wall_seconds if self.wall_seconds > 0 else float("inf")
 
 
