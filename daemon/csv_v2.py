@@ -6,6 +6,8 @@ A frame is one row of 80 float64 values in CSV column order (`FRAME_WIDTH`); int
 one C-level formatting call per batch: doubles as `%.12g` (NaN → `nan`), integers as integers.
 A column that holds one value throughout the batch (gains, filter, schema, ...) is formatted
 once and written into the row template as text, so only the changing columns cost a conversion.
+`format_rows_bytes` writes the same bytes with a compiled formatter (csv_text.py), no Python
+per value: the offline recorder's.
 """
 
 from __future__ import annotations
@@ -92,6 +94,29 @@ def format_rows(rows: np.ndarray) -> str:
                         for spec, value, same in zip(_SPECS, first.tolist(), constant.tolist())) + "\n"
     varying = rows[:, ~constant] if constant.any() else rows
     return (template * rows.shape[0]) % tuple(varying.ravel().tolist())
+
+
+_INT_MASK = np.zeros(FRAME_WIDTH, dtype=bool)
+_INT_MASK[_INT_INDEX] = True
+_INT_LIMIT = 2.0 ** 63
+
+
+def format_rows_bytes(rows: np.ndarray) -> bytes:
+    """`format_rows(rows).encode()`, byte for byte, from the compiled formatter (csv_text.py).
+
+    Raises ValueError as format_rows does (wrong shape, non-finite integer column), and on an
+    integer column beyond ±2^63."""
+    from .csv_text import format_rows_bytes as compiled
+
+    rows = np.asarray(rows, dtype=np.float64)
+    if rows.ndim != 2 or rows.shape[1] != FRAME_WIDTH:
+        raise ValueError(f"CSV v2 frames: expected shape (n, {FRAME_WIDTH}), got {rows.shape}")
+    ints = rows[:, _INT_INDEX]
+    if not np.isfinite(ints).all():
+        raise ValueError("CSV v2 frames: integer column holds a non-finite value")
+    if ints.size and np.abs(ints).max() >= _INT_LIMIT:
+        raise ValueError("CSV v2 frames: integer column holds a value beyond ±2^63")
+    return compiled(rows, _INT_MASK)
 
 
 def empty_frames(n: int) -> np.ndarray:

@@ -60,14 +60,26 @@ def quat_xyzw_from_mats(mats: np.ndarray) -> np.ndarray:
     return q / np.linalg.norm(q, axis=1, keepdims=True)
 
 
+def sim_command(config):
+    """A command's config (`wire.JointImpedanceCommand` or `wire.IdleCommand`) → the sim's
+    command object (None for anything else).
+
+    The one mapping from fr3_stack's command semantics to the plant, shared by the daemon (its
+    decoded wire frames, `to_sim_command`) and the offline recorder (reference rows, which
+    never touch the wire encoding)."""
+    if isinstance(config, WireJoint):
+        return JointImpedanceCommand(config.q_target, JointImpedanceConfig(config.k_joint, config.d_joint,
+                                                                           config.filter_alpha, config.use_friction))
+    if isinstance(config, WireIdle):
+        return IdleCommand(config.use_friction)
+    return None
+
+
 def to_sim_command(cmd: DecodedCommand):
     """A decoded wire command → the sim's command object (None for controllers we lack)."""
-    if cmd.controller == CONTROLLER_JOINT and isinstance(cmd.config, WireJoint):
-        c = cmd.config
-        return JointImpedanceCommand(c.q_target, JointImpedanceConfig(c.k_joint, c.d_joint, c.filter_alpha,
-                                                                      c.use_friction))
-    if cmd.controller == CONTROLLER_IDLE and isinstance(cmd.config, WireIdle):
-        return IdleCommand(cmd.config.use_friction)
+    if (cmd.controller == CONTROLLER_JOINT and isinstance(cmd.config, WireJoint)) or \
+            (cmd.controller == CONTROLLER_IDLE and isinstance(cmd.config, WireIdle)):
+        return sim_command(cmd.config)
     return None
 
 
@@ -136,6 +148,20 @@ class RobotTicker:
         sim.step_recorded(self.noise.next_row(), row[_MEAS], row[_TAU_CMD], row[_Q_FILTERED], command)
         if command is not None:
             self._refresh_config()
+
+    def take_command(self, command, offsets: np.ndarray) -> None:
+        """A command taken at the start of the next tick, whose noise row is `offsets` (21,):
+        applied on that tick's measured q (true q + noise) as `advance(command, ...)` applies
+        it, the config columns renewed. `advance_many` then runs the tick."""
+        self.sim.apply_command(command, self.sim.q + offsets[0:7])
+        self._refresh_config()
+
+    def advance_many(self, offsets: np.ndarray, rows: np.ndarray, ee_xmats_out: np.ndarray) -> None:
+        """len(offsets) ticks of `advance` without commands, the noise rows given (n, 21): the
+        same columns into rows (n, 80) and the EE rotation matrices into ee_xmats_out (n, 9),
+        in one compiled call (SimFR3.run_recorded)."""
+        self.sim.run_recorded(offsets, rows[:, _MEAS], rows[:, _TAU_CMD], rows[:, _Q_FILTERED], rows[:, _EE_POS],
+                              ee_xmats_out)
 
     def step(self, command=None, control_period_s: float = TICK_S, out: np.ndarray | None = None,
              ee_xmat_out: np.ndarray | None = None) -> np.ndarray:

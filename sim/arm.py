@@ -11,7 +11,9 @@ One tick costs one MuJoCo split step: the controller's first call of a tick runs
 true state, as in the replay engines (not at the noisy measured state: the difference is of
 the order of the velocity noise times ∂C/∂dq, ~1e-4 N·m; `measured_coriolis=True` restores
 the measured-state term at the cost of one more kinematics pass per tick). `control()` is `tick()` without
-the TickOutput copies; `step_recorded()` is the recorders' hot loop.
+the TickOutput copies; `step_recorded()` is the recorders' hot loop,
+`run_recorded()` many such ticks in one compiled call (arm_loop.py), `apply_command()` a
+command between them.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import mujoco
 import numpy as np
 
 from .controllers import JOINT_SLEW_NM_PER_TICK, JointImpedanceConfig, mat_to_quat_xyzw, slew_limit_inplace
+from .arm_loop import run_recorded_ticks, step_functions
 from .kernels import add_joint_extras, arm_step, joint_impedance_tick, warm_up
 from .model import HOME_Q, load_model
 from .load import NO_LOAD, EndLoad
@@ -251,6 +254,38 @@ class SimFR3:
         mujoco.mj_step2(plant.model, plant.data)
         self._staged = False
         self._store_link_torque()
+
+    def apply_command(self, command, q_meas: np.ndarray) -> None:
+        """A command as a tick's controller takes it before its law, on that tick's measured q
+        (7,): a switch into joint impedance resets the EMA to q_meas and counts a reset; the
+        target and config take effect. Then `run_recorded` runs the tick (as `step_recorded`
+        with the command would)."""
+        self._apply(command, np.asarray(q_meas, dtype=np.float64))
+
+    def run_recorded(self, offsets: np.ndarray, measured: np.ndarray, tau_out: np.ndarray, ema_out: np.ndarray,
+                     ee_pos_out: np.ndarray, ee_xmat_out: np.ndarray) -> None:
+        """n = len(offsets) ticks of `step_recorded` without a command, each also storing the
+        flange pose of its true state (position (3,), rotation matrix (9,) row-major) into
+        ee_pos_out[i], ee_xmat_out[i]; offsets, measured (n, 21), tau_out, ema_out (n, 7) as
+        step_recorded's per tick. One compiled call for all n (arm_loop.run_recorded_ticks, the
+        same bits) when it can run; tick by tick otherwise."""
+        functions = step_functions()
+        if functions is None or self.measured_coriolis or self._views is None or self._staged:
+            d, site = self.plant.data, self.plant.arm.ee_site
+            for i in range(len(offsets)):
+                self.stage()
+                ee_pos_out[i], ee_xmat_out[i] = d.site_xpos[site], d.site_xmat[site]
+                self.step_recorded(offsets[i], measured[i], tau_out[i], ema_out[i])
+            return
+        plant, views, cfg, d = self.plant, self._views, self.config, self.plant.data
+        delay = plant.delay
+        delay.tick = run_recorded_ticks(
+            functions[0], functions[1], plant.model._address, d._address, offsets, measured, tau_out, ema_out,
+            ee_pos_out, ee_xmat_out, views[0], views[1], self._tau_j, views[2], views[3], views[4], views[5],
+            d.site_xpos[None], d.site_xmat[None], d.xanchor[None], d.xaxis[None], plant.arm.ee_site, plant._jnt_ids,
+            self.mode == CONTROLLER_JOINT_IMPEDANCE, self.ema, self._keep, self._alpha_target, cfg.k_nm_per_rad,
+            cfg.d_nms_per_rad, cfg.use_friction, self.tau_prev, delay.ring, delay.tick, delay.delays,
+            plant.friction.coef, delay.law, plant.load, plant.loaded, plant.extras, plant.extra)
 
     def tick(self, q_meas, dq_meas, command=None) -> TickOutput:
         """One controller tick in fr3_stack's order: command (reset on mode change) → EMA → torque → slew."""
