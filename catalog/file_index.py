@@ -33,10 +33,10 @@ import fcntl
 import hashlib
 import json
 import os
+import re
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from fnmatch import fnmatchcase
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -69,14 +69,13 @@ class FileIndex:
     def files(self, pattern: str) -> Iterator[tuple[str, str]]:
         """`(relative path, schema id)` of every indexed file matching the glob `pattern`
         (relative to the lake root, `*` within one path component), sorted by path."""
-        parts = pattern.strip("/").split("/")
+        rx = _glob_regex(pattern)
         for rel in sorted(self.partitions):
-            entry = self.partitions[rel]
-            for name in sorted(entry.files):
-                path = f"{rel}/{name}"
-                segs = path.split("/")
-                if len(segs) == len(parts) and all(fnmatchcase(s, p) for s, p in zip(segs, parts)):
-                    yield path, entry.files[name]
+            files = self.partitions[rel].files
+            for name in sorted(files):
+                path = rel + "/" + name
+                if rx.match(path):
+                    yield path, files[name]
 
     def schema_groups(self, pattern: str) -> list[list[str]]:
         """The files matching `pattern` grouped by identical schema, groups ordered by their
@@ -90,8 +89,8 @@ class FileIndex:
         """True if every file `pattern` can match lies where the index looks."""
         parts = pattern.strip("/").split("/")
         depth = INDEXED_KINDS.get(parts[0])
-        return depth is not None and len(parts) == depth + 2 and "*" not in parts[-1] \
-            and "?" not in parts[-1] and "[" not in parts[-1]
+        return depth is not None and len(parts) == depth + 2 and "[" not in pattern \
+            and "*" not in parts[-1] and "?" not in parts[-1]
 
     def to_json(self) -> str:
         used = {s for e in self.partitions.values() for s in e.files.values()}
@@ -103,6 +102,13 @@ class FileIndex:
             "schemas": {s: self.schemas[s] for s in sorted(used)},
         }
         return json.dumps(body, separators=(",", ":")) + "\n"
+
+
+def _glob_regex(pattern: str) -> re.Pattern:
+    """`*` / `?` within one path component, everything else literal."""
+    body = "".join("[^/]*" if c == "*" else "[^/]" if c == "?" else re.escape(c)
+                   for c in pattern.strip("/"))
+    return re.compile(body + r"\Z")
 
 
 def index_path(root: Path) -> Path:

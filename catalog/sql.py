@@ -102,7 +102,8 @@ def _create_indexed_views(con: duckdb.DuckDBPyConnection, root: Path, index: Fil
             continue
         parts = []
         for i, group in enumerate(groups):
-            con.execute(f"SET VARIABLE {view}_{i} = ?", [[str(root / rel) for rel in group]])
+            prefix = str(root) + os.sep
+            con.execute(f"SET VARIABLE {view}_{i} = ?", [[prefix + rel for rel in group]])
             parts.append(f"SELECT * FROM lake_files(getvariable('{view}_{i}'))")
         body = " UNION ALL BY NAME ".join(parts)
         if len(parts) > 1:  # keep the Hive columns last, as one read_parquet puts them
