@@ -93,22 +93,32 @@ def _should_run(root: Path, kind: str, globs: list[str], index: FileIndex) -> bo
     return True
 
 
-def _create_indexed_views(con: duckdb.DuckDBPyConnection, root: Path, index: FileIndex) -> None:
-    """One view per `INDEXED_VIEWS` entry with files: its schema groups, each bound as the
-    list variable `<view>_<i>` (absolute paths, bound parameters), unioned by name."""
+def _create_indexed_views(con: duckdb.DuckDBPyConnection, root: Path,
+                          index: FileIndex) -> list[tuple[str, list[str]]]:
+    """One view per `INDEXED_VIEWS` entry with files: its schema groups, each read from the
+    list variable `<view>_<i>` (absolute paths, bound parameters), unioned by name.
+
+    Each variable holds only its group's first file for now (same schema as the whole
+    group), so creating this view and the views of `SQL_FILES` over it binds one file per
+    schema; returns the `(variable, full list)` pairs `connect` sets once they exist
+    (DuckDB binds a view's text again at every query, so queries see the full lists)."""
+    full: list[tuple[str, list[str]]] = []
+    prefix = str(root) + os.sep
     for view, pattern in INDEXED_VIEWS:
         groups = index.schema_groups(pattern)
         if not groups:
             continue
         parts = []
         for i, group in enumerate(groups):
-            prefix = str(root) + os.sep
-            con.execute(f"SET VARIABLE {view}_{i} = ?", [[prefix + rel for rel in group]])
-            parts.append(f"SELECT * FROM lake_files(getvariable('{view}_{i}'))")
+            var = f"{view}_{i}"
+            con.execute(f"SET VARIABLE {var} = ?", [[prefix + group[0]]])
+            full.append((var, [prefix + rel for rel in group]))
+            parts.append(f"SELECT * FROM lake_files(getvariable('{var}'))")
         body = " UNION ALL BY NAME ".join(parts)
         if len(parts) > 1:  # keep the Hive columns last, as one read_parquet puts them
             body = f"SELECT * EXCLUDE (robot, run), robot, run FROM ({body})"
         con.execute(f"CREATE OR REPLACE VIEW {view} AS {body}")
+    return full
 
 
 def _empty_table(schema: pa.Schema) -> pa.Table:
@@ -140,7 +150,7 @@ def connect(lake: Lake | str | Path, *, read_only: bool = True,
         con.execute(f"CREATE TABLE {name} AS SELECT * FROM _{name}_arrow")
         con.unregister(f"_{name}_arrow")
     con.execute(load_sql("lake_files"))
-    _create_indexed_views(con, root, index)
+    file_lists = _create_indexed_views(con, root, index)
     for name in SQL_FILES:
         try:
             text = load_sql(name)
@@ -155,6 +165,8 @@ def connect(lake: Lake | str | Path, *, read_only: bool = True,
                     if strict or name == SQL_FILES[0]:
                         raise RuntimeError(message) from exc
                     warnings.warn(f"{message} (skipped)", stacklevel=2)
+    for var, files in file_lists:
+        con.execute(f"SET VARIABLE {var} = ?", [files])
     if not read_only:
         return con
     lock(con)
