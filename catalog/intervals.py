@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import duckdb
 import pyarrow as pa
 
-from twinlake.catalog.sql import load_sql
+from twinlake.catalog.sql import load_sql, run_scope
 
 OPTIONAL_SPLITS: tuple[str, ...] = (
     "reset",
@@ -112,8 +112,9 @@ def clean_intervals(
     """The clean intervals of the lake behind `con` (a `twinlake.catalog.connect` connection),
     one row per interval with `INTERVAL_COLUMNS`, ordered by robot, run, seq_first.
 
-    `robot` / `run` restrict the query before the window, so one run reads only its own
-    files. Other arguments: see `IntervalRules`. Raises ValueError on a bad argument.
+    `robot` / `run` restrict the query before the window; with both given, `frames` and
+    `runs` are narrowed to that run's files for the query (`run_scope`), so its cost does
+    not grow with the lake. Other arguments: see `IntervalRules`. Raises ValueError on a bad argument.
     """
     rules = IntervalRules(
         min_duration_s=min_duration_s,
@@ -133,7 +134,8 @@ def clean_intervals(
         "split_on": list(rules.split_on),
     }
     try:
-        return con.sql(_QUERY, params=params).to_arrow_table()
+        with run_scope(con, robot, run):
+            return con.sql(_QUERY, params=params).to_arrow_table()
     except duckdb.CatalogException as exc:
         if "clean_intervals" not in str(exc):
             raise

@@ -6,6 +6,9 @@ fsynced, then the directory is renamed to its final place in one `rename` system
 reader (or a crash) sees the whole partition or none of it. On Linux `renameat2` is used with
 `RENAME_NOREPLACE` (two racing writers: exactly one wins) and `RENAME_EXCHANGE` (replace
 swaps old and new atomically); elsewhere a plain `os.rename`, which refuses a non-empty target.
+After the rename of a partition of an indexed kind (`runs/`), the lake's file index
+(`catalog/file_index.py`) is updated under its lock; if that fails the partition stays
+published and readers find it by listing (the index is a cache, never the truth).
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import json
 import os
 import shutil
 import uuid
+import warnings
 from collections.abc import Callable, Iterable
 from datetime import datetime, timezone
 from pathlib import Path
@@ -205,7 +209,21 @@ def publish_partition(
     finally:
         if staged.exists():
             shutil.rmtree(staged, ignore_errors=True)
+    _update_file_index(lk, rel)
     return target
+
+
+def _update_file_index(lake: Lake, rel: Path) -> None:
+    from twinlake.catalog.file_index import INDEXED_KINDS, update_index
+
+    if rel.parts[0] not in INDEXED_KINDS:
+        return
+    try:
+        update_index(lake.root)
+    except (OSError, ValueError) as exc:
+        warnings.warn(f"{lake.root}: partition {rel} is published, but the file index was not "
+                      f"updated ({exc}); readers list it anyway, `twinlake catalog rebuild` "
+                      "rewrites the index", stacklevel=3)
 
 
 def quarantine(lake: Lake | str | Path, files: Iterable[str | Path], reason: dict) -> Path:

@@ -2,8 +2,9 @@
 intervals, and the frames of a run or of one clean interval read back.
 
 This is the one home of these rules; the fit (`twinlake.fit.intervals`), the replay and the
-bundle export use it. Every function reads through a catalog connection (`connect`), so
-a query for one run reads only that run's files.
+bundle export use it. Every function reads through a catalog connection (`connect`); the
+intervals and frames of one run are queried over that run's files alone (`run_scope`), so
+their cost does not grow with the lake.
 
 - `parse_selector(text)`: `RUN`, `ROBOT/RUN`, `RUN:INTERVAL`, `ROBOT/RUN:INTERVAL`.
 - `resolve_run(con, run, robot)`: the run's `runs` row; RUN alone must name one robot's run.
@@ -30,7 +31,7 @@ import pyarrow as pa
 from twinlake.catalog.intervals import clean_intervals
 from twinlake.catalog.lake import Lake
 from twinlake.catalog.read_only import Connection
-from twinlake.catalog.sql import connect
+from twinlake.catalog.sql import connect, run_scope
 
 SEQ_MIN, SEQ_MAX = -(2**63), 2**63 - 1
 _FRAMES = ("SELECT * EXCLUDE (robot, run) FROM frames WHERE robot = $robot AND run = $run "
@@ -146,11 +147,14 @@ def run_frames(con: Connection, robot: str, run: str, seq_first: int | None = No
                seq_last: int | None = None) -> pa.Table:
     """The frames of one run (canonical columns and the sources' extras, without the
     partition columns), sorted by seq; with `seq_first` / `seq_last` only that inclusive
-    seq range. An empty table when nothing is there (the caller says why that is wrong)."""
+    seq range. An empty table when nothing is there (the caller says why that is wrong).
+    Only the run's own files are bound and read (`run_scope`): canonical columns the run's
+    file lacks come back as nulls; extra columns of other runs do not appear."""
     params = {"robot": robot, "run": run,
               "first": SEQ_MIN if seq_first is None else int(seq_first),
               "last": SEQ_MAX if seq_last is None else int(seq_last)}
-    return con.sql(_FRAMES, params=params).to_arrow_table()
+    with run_scope(con, robot, run):  # bind and read this run's files only
+        return con.sql(_FRAMES, params=params).to_arrow_table()
 
 
 def resolve_intervals(con: Connection, selectors: Iterable[str], *, min_duration_s: float = 0.0) -> list[IntervalRef]:

@@ -7,7 +7,14 @@ sequence of blocks separated by marker comment lines:
     -- unless: runs/*/*/frames.parquet                  block runs only if the glob matches nothing
     -- always                                           block runs unconditionally
 
-Text before the first marker runs unconditionally. Globs are relative to the lake root.
+Text before the first marker runs unconditionally. Globs are relative to the lake root; a glob
+over run partitions (`runs/*/*/<file>`) is answered from the lake's file index
+(`catalog/file_index.py`), others by globbing the lake.
+
+Before the files of `SQL_FILES`, `connect` creates the indexed views of `INDEXED_VIEWS`
+(`indexed_runs`, `indexed_frames`, `indexed_targets`): the index's files of that name, one
+`lake_files(...)` (sql/lake_files.sql) per schema group, unioned by name, the Hive columns
+`robot`, `run` last. A view exists only when some file does; views.sql reads them.
 The lake root reaches SQL only as the DuckDB variable `lake_root` (`getvariable('lake_root')`),
 set with a bound parameter, never by string concatenation. Empty tables `empty_frames` and
 `empty_runs` (canonical columns plus `robot`, `run`) exist for `-- unless` fallbacks.
@@ -15,20 +22,31 @@ set with a bound parameter, never by string concatenation. Empty tables `empty_f
 
 from __future__ import annotations
 
+import os
 import re
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from importlib import resources
 from pathlib import Path
 
 import duckdb
 import pyarrow as pa
 
-from twinlake.catalog.lake import Lake
+from twinlake.catalog.file_index import FileIndex, current_files
+from twinlake.catalog.lake import Lake, check_id
 from twinlake.catalog.read_only import ReadOnlyConnection, lock
 from twinlake.catalog.schema import FRAME_SCHEMA, RUN_SCHEMA
 
 SQL_FILES: tuple[str, ...] = ("views", "clean_intervals", "fits", "validations", "campaigns")
 """SQL files loaded by `connect`, in order (files that do not exist yet are skipped)."""
+
+INDEXED_VIEWS: tuple[tuple[str, str], ...] = (
+    ("indexed_runs", "runs/*/*/run.parquet"),
+    ("indexed_frames", "runs/*/*/frames.parquet"),
+    ("indexed_targets", "runs/*/*/targets.parquet"),
+)
+"""(view, glob) pairs bound from the file index by `connect` before `SQL_FILES` run."""
 
 _MARKER = re.compile(r"^--\s*(?:(requires|unless):\s*(\S.*)|(always))\s*$")
 
@@ -61,16 +79,46 @@ def _has_sql(sql: str) -> bool:
     return any(ln.strip() and not ln.strip().startswith("--") for ln in sql.splitlines())
 
 
-def _matches(root: Path, pattern: str) -> bool:
+def _matches(root: Path, pattern: str, index: FileIndex) -> bool:
+    if index.covers(pattern):
+        return next(index.files(pattern), None) is not None
     return next(iter(root.glob(pattern)), None) is not None
 
 
-def _should_run(root: Path, kind: str, globs: list[str]) -> bool:
+def _should_run(root: Path, kind: str, globs: list[str], index: FileIndex) -> bool:
     if kind == "requires":
-        return all(_matches(root, g) for g in globs)
+        return all(_matches(root, g, index) for g in globs)
     if kind == "unless":
-        return not any(_matches(root, g) for g in globs)
+        return not any(_matches(root, g, index) for g in globs)
     return True
+
+
+def _create_indexed_views(con: duckdb.DuckDBPyConnection, root: Path,
+                          index: FileIndex) -> list[tuple[str, list[str]]]:
+    """One view per `INDEXED_VIEWS` entry with files: its schema groups, each read from the
+    list variable `<view>_<i>` (absolute paths, bound parameters), unioned by name.
+
+    Each variable holds only its group's first file for now (same schema as the whole
+    group), so creating this view and the views of `SQL_FILES` over it binds one file per
+    schema; returns the `(variable, full list)` pairs `connect` sets once they exist
+    (DuckDB binds a view's text again at every query, so queries see the full lists)."""
+    full: list[tuple[str, list[str]]] = []
+    prefix = str(root) + os.sep
+    for view, pattern in INDEXED_VIEWS:
+        groups = index.schema_groups(pattern)
+        if not groups:
+            continue
+        parts = []
+        for i, group in enumerate(groups):
+            var = f"{view}_{i}"
+            con.execute(f"SET VARIABLE {var} = ?", [[prefix + group[0]]])
+            full.append((var, [prefix + rel for rel in group]))
+            parts.append(f"SELECT * FROM lake_files(getvariable('{var}'))")
+        body = " UNION ALL BY NAME ".join(parts)
+        if len(parts) > 1:  # keep the Hive columns last, as one read_parquet puts them
+            body = f"SELECT * EXCLUDE (robot, run), robot, run FROM ({body})"
+        con.execute(f"CREATE OR REPLACE VIEW {view} AS {body}")
+    return full
 
 
 def _empty_table(schema: pa.Schema) -> pa.Table:
@@ -92,21 +140,24 @@ def connect(lake: Lake | str | Path, *, read_only: bool = True,
     catalog down.
     """
     root = (lake.root if isinstance(lake, Lake) else Path(lake)).absolute()
+    index = current_files(root)
     con = duckdb.connect(":memory:")
     con.execute("SET VARIABLE lake_root = ?", [str(root)])
-    # the views read every file's footer (union_by_name) on each query: cache them
+    # glob views (fits, validations) read every file's footer (union_by_name): cache them
     con.execute("SET parquet_metadata_cache = true")
     for name, schema in (("empty_frames", FRAME_SCHEMA), ("empty_runs", RUN_SCHEMA)):
         con.register(f"_{name}_arrow", _empty_table(schema))
         con.execute(f"CREATE TABLE {name} AS SELECT * FROM _{name}_arrow")
         con.unregister(f"_{name}_arrow")
+    con.execute(load_sql("lake_files"))
+    file_lists = _create_indexed_views(con, root, index)
     for name in SQL_FILES:
         try:
             text = load_sql(name)
         except FileNotFoundError:
             continue
         for kind, globs, sql in sql_blocks(text):
-            if _should_run(root, kind, globs):
+            if _should_run(root, kind, globs, index):
                 try:
                     con.execute(sql)
                 except duckdb.Error as exc:
@@ -114,7 +165,50 @@ def connect(lake: Lake | str | Path, *, read_only: bool = True,
                     if strict or name == SQL_FILES[0]:
                         raise RuntimeError(message) from exc
                     warnings.warn(f"{message} (skipped)", stacklevel=2)
+    for var, files in file_lists:
+        con.execute(f"SET VARIABLE {var} = ?", [files])
     if not read_only:
         return con
     lock(con)
     return ReadOnlyConnection(con)
+
+
+_DROP_SCOPE = ("DROP VIEW IF EXISTS temp.frames", "DROP VIEW IF EXISTS temp.runs")
+
+
+@contextmanager
+def run_scope(con, robot: str | None, run: str | None) -> Iterator[bool]:
+    """Within the block, `frames` and `runs` of the catalog connection `con` read only the
+    files of run `robot`/`run` (sql/run_scope.sql), so a query naming one run binds and plans
+    over its files alone, flat in the size of the lake. Yields True if narrowed; False (views
+    untouched) when robot or run is None, not a valid id, the run has no frames.parquet
+    or run.parquet now, or `con` has no `lake_root` (not a `connect` connection). The run's files are read
+    as they are when the block runs, not as at `connect`."""
+    frames_path = _run_file(con, robot, run, "frames.parquet")
+    runs_path = _run_file(con, robot, run, "run.parquet")
+    if frames_path is None or runs_path is None:
+        yield False
+        return
+    con.execute("SET VARIABLE run_scope_frames = ?", [[frames_path]])
+    con.execute("SET VARIABLE run_scope_runs = ?", [[runs_path]])
+    try:
+        con.execute(load_sql("run_scope"))
+        yield True
+    finally:
+        for statement in _DROP_SCOPE:
+            con.execute(statement)
+
+
+def _run_file(con, robot: str | None, run: str | None, name: str) -> str | None:
+    if robot is None or run is None:
+        return None
+    try:
+        check_id("robot", robot)
+        check_id("run", run)
+        ((root,),) = con.execute("SELECT getvariable('lake_root')").fetchall()
+    except (ValueError, duckdb.Error):
+        return None
+    if root is None:
+        return None
+    path = os.path.join(root, "runs", f"robot={robot}", f"run={run}", name)
+    return path if os.path.isfile(path) else None

@@ -10,6 +10,9 @@
 -- matches a file under the lake root; `-- unless: <glob>` only when it matches none. `runs`
 -- and `frames` always exist (empty, with the canonical columns, on an empty lake); other
 -- views exist only once their files do. The lake root comes from getvariable('lake_root').
+-- runs, frames and targets read the indexed views (indexed_runs, ...; sql/lake_files.sql,
+-- catalog/sql.py): explicit file lists from the lake's file index, grouped by schema, so
+-- binding reads one footer per schema and a query naming a run opens only that run's files.
 
 -- always
 -- lake_parquet(relative_glob): the lake's Parquet files matching it (relative to the lake root, with a
@@ -23,18 +26,18 @@ SELECT * FROM read_parquet(
 
 -- requires: runs/*/*/run.parquet
 CREATE OR REPLACE VIEW runs AS
-SELECT * FROM lake_parquet('/runs/*/*/run.parquet');
+SELECT * FROM indexed_runs;
 
 -- unless: runs/*/*/run.parquet
 CREATE OR REPLACE VIEW runs AS SELECT * FROM empty_runs;
 
 -- requires: runs/*/*/frames.parquet
 CREATE OR REPLACE VIEW frames AS
-SELECT * FROM lake_parquet('/runs/*/*/frames.parquet');
+SELECT * FROM indexed_frames;
 
 -- unless: runs/*/*/frames.parquet
 CREATE OR REPLACE VIEW frames AS SELECT * FROM empty_frames;
 
 -- requires: runs/*/*/targets.parquet
 CREATE OR REPLACE VIEW targets AS
-SELECT * FROM lake_parquet('/runs/*/*/targets.parquet');
+SELECT * FROM indexed_targets;

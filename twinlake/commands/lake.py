@@ -1,4 +1,4 @@
-"""`twinlake sql`, `twinlake catalog runs` and `twinlake intervals`: the lake's catalog and its
+"""`twinlake sql`, `twinlake catalog runs|rebuild` and `twinlake intervals`: the lake's catalog and its
 clean gap-free intervals (docs/lake.md, docs/intervals.md), over twinlake.catalog."""
 
 from __future__ import annotations
@@ -65,6 +65,24 @@ def runs_command(
         return
     rel = con.execute(f"SELECT {', '.join(RUN_COLUMNS)} FROM runs ORDER BY robot, run")
     _emit(list(RUN_COLUMNS), rel.fetchall(), "table")
+
+
+@catalog_app.command("rebuild")
+def rebuild_command(lake: Optional[Path] = LAKE) -> None:
+    """Rebuild the lake's file index (_catalog/files.json) from the Parquet files alone."""
+    from twinlake.catalog import resolve_lake
+    from twinlake.catalog.file_index import index_path, rebuild_index
+
+    root = resolve_lake(lake)
+    if not root.is_dir():
+        fail(f"lake {root}: no such directory (give --lake DIR or set $TWINLAKE_LAKE)")
+    try:
+        index = rebuild_index(root)
+    except (OSError, ValueError) as exc:
+        fail(f"lake {root}: cannot rebuild the file index: {str(exc).splitlines()[0]}", code=1)
+    files = sum(len(e.files) for e in index.partitions.values())
+    print(f"{index_path(root)}: {len(index.partitions)} partitions, {files} files, "
+          f"{len(index.schemas)} schemas")
 
 
 def _connect(lake: Optional[Path]):
