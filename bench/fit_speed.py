@@ -60,7 +60,14 @@ def twinlake_fit(lake: Path, train, holdout, method: str, seed: int, workers: in
                            refine_iterations=10, method=method)  # `fit run`'s defaults
     started = time.perf_counter()
     rec = run_fit(lake, settings, fit_id=f"speed-{method}", workers=workers, progress=False)
-    return rec.vector, time.perf_counter() - started, rec.extra.get("local_gates")
+    wall = time.perf_counter() - started
+    stages: dict[str, float] = {}
+    for h in rec.history:
+        stages[h["stage"]] = stages.get(h["stage"], 0.0) + h["iter_s"]
+    print(f"  {method}: stage seconds " + ", ".join(f"{k} {v:.1f}" for k, v in stages.items())
+          + f", error bars {rec.extra['error_bars_s']:.1f}, rest {wall - sum(stages.values()) - rec.extra['error_bars_s']:.1f}",
+          flush=True)
+    return rec.vector, wall, rec.extra.get("local_gates")
 
 
 def mujoco_fit(lake: Path, train, delay: int, workers: int, max_iter: int):

@@ -31,7 +31,7 @@ TWINLAKE = [sys.executable, "-m", "twinlake"]
 
 def _settings(**kw) -> FitSettings:
     base = dict(train=["r1", "demo/r2:0"], holdout=["r3"], space=parse_space(["dynamic_ratio=0.6"]).to_json(),
-                population=8, generations=3, seed=11, max_duration_s=0.4, chunk=3)
+                population=8, generations=3, seed=11, max_duration_s=0.4, chunk=3, method="cma")
     base.update(kw)
     return FitSettings(**base)
 
