@@ -15,7 +15,8 @@ MuJoCo's `mujoco.sysid` evaluates its Jacobian columns as one batch). The stages
    moved continues LM there (at most `DELAY_ROUNDS` times); the delay of the best start is then profiled: each neighbouring delay (±1 ms) gets
    `PROFILE_ITERATIONS` LM iterations from the converged point, and the best becomes the delay.
 2. **full**: LM on all the training data from the best cheap point at its delay
-   (fit/refine.py, `refine_iterations` or `FULL_ITERATIONS`), the delay profiled again.
+   (fit/refine.py, `refine_iterations` or `FULL_ITERATIONS`; the delay stays the one the
+   cheap stage profiled).
 3. **gates**: the starts *agree* when at least two of them end within `AGREE_REL` of the
    best cheap loss; the full loss is *near the floor* when it is at most `FLOOR_GATE` × the
    loss the noise alone would leave (`floor_loss`, from the noise floor of the recorded q and
@@ -45,7 +46,7 @@ from twinlake.fit.refine import LAMBDAS, REL_TOL, STEP, refine
 from twinlake.fit.space import ParameterSpace
 
 CHEAP_WINDOW_S = 1.0  # length of one cheap-fidelity window [s]
-CHEAP_ITERATIONS = 8
+CHEAP_ITERATIONS = 6
 PROFILE_ITERATIONS = 2
 DELAY_ROUNDS = 2
 FULL_ITERATIONS = 4
@@ -251,7 +252,8 @@ def local_seed(wd: Path, settings, seed: int, data, pool, cheap_pool_factory: Ca
         start_loss = float(combine(pool.evaluate(x0[None]))[0])
         params, loss, rows = refine(pool, combine, space, x0, start_loss,
                                     settings.refine_iterations or FULL_ITERATIONS,
-                                    on_iteration=lambda i, l, d: note(f"full LM {i} (delay {d} ms): loss {l:.4g}"))
+                                    on_iteration=lambda i, l, d: note(f"full LM {i} (delay {d} ms): loss {l:.4g}"),
+                                    profile_delay=False)
         for r in rows:
             r["stage"] = "local-full"
         _append(history, rows, data.ticks_per_rollout)

@@ -66,7 +66,7 @@ class FitSettings:
     refine_iterations: int = 0
     seeds: int = 1  # seeded searches (seed, seed+1, ...); the best is the fit
     method: str = "local"  # 'local' (fit/local_search.py) or 'cma'
-    starts: int = 4  # local: multi-start points (nominal + seeded Halton points)
+    starts: int = 3  # local: multi-start points (nominal + seeded Halton points)
     cheap_s: float = 2.0  # local: seconds of each training interval at cheap fidelity
 
     @property
