@@ -269,7 +269,8 @@ def local_seed(wd: Path, settings, seed: int, data, pool, cheap_pool_factory: Ca
     if state["failed"]:
         bar.note("local result not trusted (" + "; ".join(state["failed"]) + "): CMA-ES from the best local point")
         c_params, c_loss, c_rows = cma(params, space.delay_of(params))
-        history.extend(dict(r, iter=len(history) + k + 1) for k, r in enumerate(c_rows))
+        base = len(history)
+        history.extend([dict(r, iter=base + k + 1) for k, r in enumerate(c_rows)])
         if c_loss < loss:
             params, loss = c_params, c_loss
     return params, loss, history, gate_verdict(state)
