@@ -74,7 +74,7 @@ def _lm(pool, combine, space, z, delay, loss, iterations, rows, on_iteration):
 
 
 def refine(pool, combine, space: ParameterSpace, best: np.ndarray, best_loss: float, iterations: int,
-           on_iteration=None) -> tuple[np.ndarray, float, list[dict]]:
+           on_iteration=None, profile_delay: bool = True) -> tuple[np.ndarray, float, list[dict]]:
     """Refine an (n,) best vector (`LAYOUT` order); returns (params, loss, one history dict per iteration).
 
     LM runs at the best candidate's delay; then each neighbouring delay (±1 ms, within the
@@ -82,7 +82,8 @@ def refine(pool, combine, space: ParameterSpace, best: np.ndarray, best_loss: fl
     the other parameters partly compensate a wrong delay; a better neighbour becomes the
     delay and LM continues (at most MAX_DELAY_ROUNDS switches).
     `pool` has `.residuals(params (P, n)) -> (P, M)` and `.evaluate(params) -> (P, B)`;
-    `combine((P, B)) -> (P,)` is the weighted loss.
+    `combine((P, B)) -> (P,)` is the weighted loss. `profile_delay=False` keeps the delay
+    (the caller profiled it already, e.g. on cheap data).
     """
     if len(space.free_indices) == 0 or iterations <= 0:
         return best, best_loss, []
@@ -92,7 +93,7 @@ def refine(pool, combine, space: ParameterSpace, best: np.ndarray, best_loss: fl
     z, loss = _lm(pool, combine, space, z, delay, loss, iterations, rows, on_iteration)
     choices = set(space.delay_choices.tolist())
     tried = {delay}
-    for _ in range(MAX_DELAY_ROUNDS):
+    for _ in range(MAX_DELAY_ROUNDS if profile_delay else 0):
         found = None
         for d in (delay - 1, delay + 1):
             if d not in choices or d in tried:

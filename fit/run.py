@@ -1,6 +1,9 @@
 """The fit driver: search loop, per-generation checkpoints, holdout scoring, publication.
 
-`run_fit(lake, settings)` runs `settings.generations` generations of `MixedSearch`, each
+`settings.method` chooses the search: `local` (the default, fit/local_search.py: multi-start
+LM on cheap data, LM on the full data, CMA-ES only when the local result fails its gates,
+checkpointed after each stage) or `cma`, described here.
+With `cma`, `run_fit(lake, settings)` runs `settings.generations` generations of `MixedSearch`, each
 evaluated by a pool (Ray actors by default), writing after each generation a checkpoint
 (search state, RNG states, history) to `<lake>/_staging/fitwork-<fit_id>/checkpoint.pkl`
 (atomically replaced). `resume_fit(lake, fit_id)` continues from it: the result is the same,
@@ -28,6 +31,7 @@ import numpy as np
 
 from twinlake.catalog import Lake, atomic_write_bytes, check_id
 from twinlake.fit.adequacy import fit_adequacy_columns
+from twinlake.fit import local_search
 from twinlake.fit.objective import FitProblem, LossScales, ProblemData, build_data
 from twinlake.fit.pool import LocalPool, RayPool, auto_chunk
 from twinlake.fit.progress import FitProgress, stage_note
@@ -61,6 +65,9 @@ class FitSettings:
     model_path: str | None = None
     refine_iterations: int = 0
     seeds: int = 1  # seeded searches (seed, seed+1, ...); the best is the fit
+    method: str = "local"  # 'local' (fit/local_search.py) or 'cma'
+    starts: int = 3  # local: multi-start points (nominal + seeded Halton points)
+    cheap_s: float = 2.0  # local: seconds of each training interval at cheap fidelity
     # the firmware's configured end-effector load for every run (EndLoad JSON, `--configured-load`);
     # None: each run's metadata's, else none
     configured_load: dict | None = None
@@ -181,9 +188,11 @@ def run_fit(
     pool = _make_pool(data, settings, workers, address, nthread)
     try:
         results = []
+        cheap = _cheap_pool_factory(lk, settings, data, workers, address, nthread)
         for k in range(settings.seeds):
             label = fit_id if settings.seeds == 1 else f"{fit_id} seed {settings.seed + k}"
-            results.append(_seed_result(wd, settings, settings.seed + k, data, pool, progress, label, on_generation))
+            results.append(_seed_result(wd, settings, settings.seed + k, data, pool, progress, label, on_generation,
+                                        cheap))
         t0 = time.perf_counter()
         stage_note(progress, fit_id, "error bars at the optimum and scoring train and holdout intervals")
         record = _finish(lk, fit_id, settings, data, results, pool)
@@ -205,6 +214,11 @@ def _start(lk: Lake, settings: FitSettings | None, fit_id: str | None, resume: b
         raise ValueError("run_fit: settings are required for a new fit")
     if settings.seeds < 1:
         raise ValueError(f"--seeds {settings.seeds}: expected at least 1 seeded search")
+    if settings.method not in ("local", "cma"):
+        raise ValueError(f"--method {settings.method!r}: expected 'local' or 'cma'")
+    if settings.method == "local" and (settings.starts < 1 or not settings.cheap_s > 0):
+        raise ValueError(f"--method local: expected starts >= 1 and cheap_s > 0, got {settings.starts}, "
+                         f"{settings.cheap_s}")
     fit_id = check_id("fit", fit_id or new_fit_id(settings))
     if lk.fit_dir(fit_id).exists():
         raise ValueError(f"fit {fit_id!r} already exists at {lk.fit_dir(fit_id)}")
@@ -213,19 +227,91 @@ def _start(lk: Lake, settings: FitSettings | None, fit_id: str | None, resume: b
     return settings, fit_id
 
 
+def _cheap_pool_factory(lk: Lake, settings: FitSettings, data: ProblemData, workers: int, address: str | None,
+                        nthread: int) -> Callable:
+    """() -> (pool, data) on the cheap-fidelity windows of the training intervals (local method)."""
+    def make(full_pool):
+        refs = local_search.cheap_windows(data.refs, settings.cheap_s)
+        cheap = build_data(lk, refs, run_weights=settings.weights, scales=settings.scales,
+                           model_path=settings.model_path)
+        if workers == 0:
+            return _make_pool(cheap, settings, workers, address, nthread), cheap
+        full_pool.close()  # its actors hold the CPUs the cheap pool's actors need
+        cheap_pool = _make_pool(cheap, settings, workers, address, nthread)
+        close = cheap_pool.close
+
+        def close_and_restore() -> None:
+            close()
+            full_pool.actors = [full_pool._new_actor() for _ in range(full_pool.workers)]
+        cheap_pool.close = close_and_restore
+        return cheap_pool, cheap
+    return make
+
+
 def _seed_result(wd: Path, settings: FitSettings, seed: int, data: ProblemData, pool, progress: bool,
-                 label: str, on_generation) -> dict:
-    """One seed's search and refinement: {seed, best, best_loss, history, wall_s}; kept in
-    `seed-<seed>.pkl` once finished, so `--resume` skips finished seeds."""
+                 label: str, on_generation, cheap_pool_factory=None) -> dict:
+    """One seed's search and refinement: {seed, best, best_loss, history, wall_s, gates}; kept
+    in `seed-<seed>.pkl` once finished, so `--resume` skips finished seeds."""
     done = wd / f"seed-{seed}.pkl"
     if done.is_file():
         return pickle.loads(done.read_bytes())
+    if settings.method == "local":
+        return _local_result(wd, settings, seed, data, pool, progress, label, on_generation, cheap_pool_factory)
+    t_start = time.perf_counter()
+    best, best_loss, history, wall_before = _cma_stage(wd, settings, seed, data, pool, progress, label,
+                                                       on_generation, None, settings.refine_iterations)
+    result = {"seed": seed, "best": np.asarray(best, dtype=np.float64), "best_loss": float(best_loss),
+              "history": history, "wall_s": wall_before + time.perf_counter() - t_start, "gates": None}
+    atomic_write_bytes(done, pickle.dumps(result, protocol=5))
+    (wd / "checkpoint.pkl").unlink(missing_ok=True)
+    return result
+
+
+def _local_result(wd: Path, settings: FitSettings, seed: int, data: ProblemData, pool, progress: bool,
+                  label: str, on_generation, cheap_pool_factory) -> dict:
+    """The local-first search of one seed (fit/local_search.py); CMA-ES from the best local
+    point when its gates fail (rows of stage 'cma' then 'refine' follow in the history)."""
+    timing = wd / f"local-{seed}.wall"
+    wall_before = float(timing.read_text()) if timing.is_file() else 0.0
+    t_start = time.perf_counter()
+
+    def fallback(x0: np.ndarray, delay: int):
+        space = settings.parameter_space
+        probs = np.where(space.delay_choices == delay, 0.5, 0.5 / max(len(space.delay_choices) - 1, 1))
+        init = (space.encode(x0[None])[0], probs if len(probs) > 1 else None)
+        best, loss, rows, _ = _cma_stage(wd, settings, seed, data, pool, progress, f"{label} cma", on_generation,
+                                         init, settings.refine_iterations or local_search.FULL_ITERATIONS)
+        return best, loss, rows
+
+    def on_stage(stage: int, stage_pool) -> None:
+        atomic_write_bytes(timing, repr(wall_before + time.perf_counter() - t_start).encode())
+        if on_generation is not None:
+            on_generation(stage, stage_pool)
+
+    with FitProgress(2, 0, progress, label=f"{label} local") as bar:
+        best, best_loss, history, verdict = local_search.local_seed(
+            wd, settings, seed, data, pool, cheap_pool_factory, fallback, atomic_write_bytes, bar, on_stage)
+    stage_note(progress, label, f"local search: {verdict}")
+    result = {"seed": seed, "best": np.asarray(best, dtype=np.float64), "best_loss": float(best_loss),
+              "history": [{k: v for k, v in h.items()} for h in history],
+              "wall_s": wall_before + time.perf_counter() - t_start, "gates": verdict}
+    atomic_write_bytes(wd / f"seed-{seed}.pkl", pickle.dumps(result, protocol=5))
+    (wd / "checkpoint.pkl").unlink(missing_ok=True)
+    return result
+
+
+def _cma_stage(wd: Path, settings: FitSettings, seed: int, data: ProblemData, pool, progress: bool, label: str,
+               on_generation, init, refine_iterations: int) -> tuple[np.ndarray, float, list[dict], float]:
+    """The CMA-ES generations (checkpointed each) and the LM refinement; `init` None (the box
+    centre, uniform delays) or (x0, delay_probs). Returns (best, loss, history, wall before)."""
     ckpt_path = wd / "checkpoint.pkl"
     ckpt = pickle.loads(ckpt_path.read_bytes()) if ckpt_path.is_file() else None
     if ckpt is not None and ckpt.get("seed", settings.seed) != seed:
         ckpt = None  # the previous seed's last checkpoint (crash after its seed file was written)
     if ckpt is None:
-        search = MixedSearch(settings.parameter_space, settings.population, seed, settings.sigma0)
+        x0, probs = init or (None, None)
+        sigma0 = settings.sigma0 if init is None else local_search.FALLBACK_SIGMA
+        search = MixedSearch(settings.parameter_space, settings.population, seed, sigma0, x0=x0, delay_probs=probs)
         history, wall_before, ema = [], 0.0, None
     else:
         search = MixedSearch.from_state(ckpt["search"])
@@ -246,24 +332,20 @@ def _seed_result(wd: Path, settings: FitSettings, seed: int, data: ProblemData, 
             bar.update(search.generation, row["best"], row["mean"], row["sigma"], row["evals_per_s"], row["eta_s"])
             if on_generation is not None:
                 on_generation(search.generation, pool)
-        best, best_loss = _refine(settings, data, search, history, pool, bar)
-    result = {"seed": seed, "best": np.asarray(best, dtype=np.float64), "best_loss": float(best_loss),
-              "history": history, "wall_s": wall_before + time.perf_counter() - t_start}
-    atomic_write_bytes(done, pickle.dumps(result, protocol=5))
-    ckpt_path.unlink(missing_ok=True)
-    return result
+        best, best_loss = _refine(settings, data, search, history, pool, bar, refine_iterations)
+    return best, best_loss, history, wall_before
 
 
 def _refine(settings: FitSettings, data: ProblemData, search: MixedSearch, history: list[dict],
-            pool, bar: FitProgress) -> tuple[np.ndarray, float]:
+            pool, bar: FitProgress, iterations: int) -> tuple[np.ndarray, float]:
     """Levenberg–Marquardt polish of the best-ever candidate (fit/refine.py); history rows
     with stage 'refine' continue the iteration count."""
-    if settings.refine_iterations <= 0:
+    if iterations <= 0:
         return search.best_params, search.best_loss
     bar.note("refining the best candidate (Levenberg–Marquardt)")
     combine = FitProblem(data).combine
     params, loss, rows = refine(pool, combine, settings.parameter_space, search.best_params,
-                                search.best_loss, settings.refine_iterations,
+                                search.best_loss, iterations,
                                 on_iteration=lambda i, l, d: bar.note(f"refine {i} (delay {d} ms): loss {l:.4g}"))
     running = search.best_loss
     for row in rows:
@@ -319,6 +401,8 @@ def _finish(lk: Lake, fit_id: str, settings: FitSettings, data: ProblemData, res
             "workers": int(pool.workers),
             "actor_replacements": int(pool.replacements),
             "seed_count": len(results),
+            "method": settings.method,
+            "local_gates": chosen.get("gates"),
             "identifiability_json": None if ident is None else ident.to_json(),
             "configured_load_json": json.dumps(data.configured_loads, sort_keys=True),
             "error_bars_s": float(error_bars_s),

@@ -60,7 +60,10 @@ class MixedSearch:
     Use `ask()` → evaluate `proposal.params` → `tell(proposal, losses)`; repeat.
     """
 
-    def __init__(self, space: ParameterSpace, population: int, seed: int, sigma0: float = 0.3) -> None:
+    def __init__(self, space: ParameterSpace, population: int, seed: int, sigma0: float = 0.3,
+                 x0: np.ndarray | None = None, delay_probs: np.ndarray | None = None) -> None:
+        """`x0` (n_free,) the normalised start of CMA-ES (default the box centre);
+        `delay_probs` the initial delay distribution (default uniform)."""
         if population < 2:
             raise ValueError(f"population: expected at least 2, got {population}")
         self.space = space
@@ -70,7 +73,8 @@ class MixedSearch:
         self.best_loss = float("inf")
         self.best_params: np.ndarray | None = None
         n_delays = len(space.delay_choices)
-        self.delay_probs = np.full(n_delays, 1.0 / n_delays)
+        self.delay_probs = (np.full(n_delays, 1.0 / n_delays) if delay_probs is None
+                            else np.asarray(delay_probs, dtype=np.float64) / np.sum(delay_probs))
         self._delay_rng = np.random.default_rng([self.seed, 7])
         n_free = len(space.free_indices)
         self._es = None
@@ -79,7 +83,7 @@ class MixedSearch:
             saved = np.random.get_state()
             try:
                 self._es = cma.CMAEvolutionStrategy(
-                    np.full(n_free, 0.5),
+                    np.full(n_free, 0.5) if x0 is None else np.clip(np.asarray(x0, dtype=np.float64), 0.0, 1.0),
                     float(sigma0),
                     {
                         "randn": np.random.RandomState(self.seed).randn,  # pickled with the strategy

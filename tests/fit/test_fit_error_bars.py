@@ -28,7 +28,7 @@ class Crash(Exception):
 
 def _settings(**kw) -> FitSettings:
     base = dict(train=["r1", "demo/r2:0"], holdout=["r3"], space=parse_space(["dynamic_ratio=0.6"]).to_json(),
-                population=6, generations=2, seed=21, max_duration_s=0.3, seeds=2)
+                population=6, generations=2, seed=21, max_duration_s=0.3, seeds=2, method="cma")
     base.update(kw)
     return FitSettings(**base)
 

@@ -31,7 +31,7 @@ TWINLAKE = [sys.executable, "-m", "twinlake"]
 
 def _settings(**kw) -> FitSettings:
     base = dict(train=["r1", "demo/r2:0"], holdout=["r3"], space=parse_space(["dynamic_ratio=0.6"]).to_json(),
-                population=8, generations=3, seed=11, max_duration_s=0.4, chunk=3)
+                population=8, generations=3, seed=11, max_duration_s=0.4, chunk=3, method="cma")
     base.update(kw)
     return FitSettings(**base)
 
@@ -125,25 +125,26 @@ def _cli_fit(lake: Path, fit_id: str, address: str) -> list[str]:
 
 @pytest.mark.slow
 def test_resume_after_sigkill_of_the_driver_gives_the_uninterrupted_result(synth_lake, ray_cluster):
+    """`fit run`'s default (local) method: killed once its first stage is checkpointed."""
     lake = Lake(synth_lake)
     proc = subprocess.Popen(_cli_fit(synth_lake, "killed", ray_cluster), stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, start_new_session=True)
-    ckpt = work_dir(lake, "killed") / "checkpoint.pkl"
-    deadline = time.monotonic() + 90
-    generation = 0
+    stage = work_dir(lake, "killed") / "local-5.pkl"
+    deadline = time.monotonic() + 120
+    checkpointed = None
     while time.monotonic() < deadline and proc.poll() is None:
-        if ckpt.is_file():
+        if stage.is_file():
             try:
-                generation = len(pickle.loads(ckpt.read_bytes())["history"])
+                checkpointed = pickle.loads(stage.read_bytes())["stage"]
             except (EOFError, pickle.UnpicklingError):
-                generation = 0
-            if generation >= 2:
+                checkpointed = None
+            if checkpointed is not None:
                 break
         time.sleep(0.02)
     assert proc.poll() is None, proc.stderr.read().decode()[-2000:]
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
-    assert 2 <= generation < 8 and not lake.fit_dir("killed").exists()
+    assert checkpointed in ("cheap", "full") and not lake.fit_dir("killed").exists()
     resumed = subprocess.run(TWINLAKE + ["fit", "run", "--lake", str(synth_lake), "--resume", "killed",
                                          "--workers", "1", "--address", ray_cluster, "--json"],
                              capture_output=True, text=True)

@@ -49,7 +49,8 @@ def run_cmd(
     dq_scale: float = typer.Option(0.01 / 0.1**0.5, "--dq-scale", help="Declared joint velocity error scale [rad/s]."),
     max_seconds: Optional[float] = typer.Option(None, "--max-seconds", help="Use at most this many seconds of each interval."),
     min_seconds: float = typer.Option(0.5, "--min-seconds", help="Ignore clean intervals shorter than this [s]."),
-    refine_iterations: int = typer.Option(10, "--refine", min=0, help="Levenberg–Marquardt iterations after CMA-ES (0: none)."),
+    method: str = typer.Option("local", "--method", help="Search: local (multi-start LM on cheap windows, then LM on the full data; CMA-ES from the best local point when its gates fail) or cma (CMA-ES, then --refine LM iterations)."),
+    refine_iterations: int = typer.Option(10, "--refine", min=0, help="Levenberg–Marquardt iterations after CMA-ES (--method cma, or a local fit's fallback; 0: none)."),
     seeds: int = typer.Option(1, "--seeds", min=1, help="Seeded searches (seeds S, S+1, ...); the best is the fit, the spread is flagged."),
     workers: int = typer.Option(2, "--workers", min=0, help="Ray actors (0: evaluate in-process, no Ray)."),
     address: Optional[str] = typer.Option(None, "--address", help="Join this Ray cluster (default: start a local one)."),
@@ -60,7 +61,7 @@ def run_cmd(
     lake: Optional[Path] = LAKE,
 ) -> None:
     """Fit the 29 FrankaTwin parameters (and any group --params frees) on clean intervals with
-    CMA-ES on Ray; store the error bars at the optimum; publish fits/fit=<id>/."""
+    the local-first search (or --method cma) on Ray; store the error bars at the optimum; publish fits/fit=<id>/."""
     from twinlake.catalog import resolve_lake
     from twinlake.fit.objective import LossScales
     from twinlake.fit.run import FitSettings, run_fit
@@ -86,7 +87,7 @@ def run_cmd(
                 weights=_weights(weights), q_scale_rad=q_scale, dq_scale_rad_s=dq_scale,
                 max_duration_s=max_seconds, min_duration_s=min_seconds,
                 model_path=str(model.absolute()) if model else None, refine_iterations=refine_iterations,
-                seeds=seeds,
+                seeds=seeds, method=method,
             )
             rec = run_fit(root, settings, fit_id=fit_id, workers=workers, address=address,
                           progress=sys.stderr.isatty() or not as_json)

@@ -1,0 +1,174 @@
+"""Benchmark: time to a trusted fit of a FrankaTwin-size problem, three methods side by side.
+
+Problem: 29 parameters (`twinlake.sim.LAYOUT`, FrankaTwin's), three training runs of
+`--seconds` (12) s at 1 kHz and one held-out run, multisine excitations of all 7 joints recorded
+by the offline recorder on a truth drawn inside the published per-joint spans (bench/recovery.py:
+`sample_truth`, `record`), ingested into a temporary lake. Each method gets the same lake and
+a local Ray cluster of `--workers` CPUs (started before the clock; the fits' actors start inside it):
+
+1. `local` — the default of `fit run` (fit/local_search.py), with `fit run`'s defaults;
+2. `cma` — `fit run --method cma` (CMA-ES population 32 × 20 generations, then 10 LM iterations);
+3. MuJoCo's `mujoco.minimize.least_squares` (the optimizer `mujoco.sysid` runs) on the same
+   residuals (`FitProblem.residuals`, its vectorised Jacobian columns evaluated as one batch on
+   the same Ray pool), over the 28 continuous parameters in the same normalised box, from the
+   nominal parameters, finite-difference step 1e-3 like ours. It cannot search an integer, so
+   it is given the delay the `local` fit found (an advantage it gets for free).
+
+Wall time of a twinlake method is the whole `run_fit` (data read, actors, search, error bars,
+holdout scoring, publication). Printed per method: wall time, the worst relative error over
+the excited parameters (armature, Coulomb = mu_static·dynamic_ratio, viscous: 21 values; and
+separately over the static-friction split), the delay against the truth, the held-out q RMSE
+against the noise floor (the truth replayed), and the ratio of FrankaTwin's published
+40 iterations × 378 s to it. Targets: every excited parameter within 5 %, the delay exact,
+held-out ≤ 1.2× the floor, ≤ 60 s wall on 2 cores.
+
+    python bench/fit_speed.py [--seed 0] [--seconds 12] [--workers 2] [--methods local,cma,mujoco]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from recovery import holdout_rmse, record, sample_truth  # noqa: E402
+
+FRANKATWIN_S = 40 * 378.0  # published: 40 iterations × ≈378 s (128 envs, 3 runs, one GPU)
+
+
+def make_lake(root: Path, seed: int, seconds: float):
+    from twinlake.sim import save_profile
+
+    truth = sample_truth(seed)
+    truth_path = save_profile(truth, root / "truth.json")
+    train = [record(root, truth_path, f"train{i}", (0.3, 0.7, 1.3), 10 + i, seconds) for i in (1, 2, 3)]
+    holdout = [record(root, truth_path, "holdout", (0.4, 0.9, 1.7), 20, seconds)]
+    return truth, train, holdout
+
+
+def twinlake_fit(lake: Path, train, holdout, method: str, seed: int, workers: int):
+    from twinlake.fit.run import FitSettings, run_fit
+
+    settings = FitSettings(train=train, holdout=holdout, population=32, generations=20, seed=seed,
+                           refine_iterations=10, method=method)  # `fit run`'s defaults
+    started = time.perf_counter()
+    rec = run_fit(lake, settings, fit_id=f"speed-{method}", workers=workers, progress=False)
+    wall = time.perf_counter() - started
+    stages: dict[str, float] = {}
+    for h in rec.history:
+        stages[h["stage"]] = stages.get(h["stage"], 0.0) + h["iter_s"]
+    print(f"  {method}: stage seconds " + ", ".join(f"{k} {v:.1f}" for k, v in stages.items())
+          + f", error bars {rec.extra['error_bars_s']:.1f}, rest {wall - sum(stages.values()) - rec.extra['error_bars_s']:.1f}",
+          flush=True)
+    return rec.vector, wall, rec.extra.get("local_gates")
+
+
+def mujoco_fit(lake: Path, train, delay: int, workers: int, max_iter: int):
+    """mujoco.minimize.least_squares over the 28 continuous parameters at `delay`."""
+    from mujoco import minimize
+
+    from twinlake.fit.objective import build_data
+    from twinlake.fit.pool import RayPool
+    from twinlake.fit.space import ParameterSpace
+    from twinlake.sim import DynamicsParams
+
+    space = ParameterSpace()
+    started = time.perf_counter()
+    pool = RayPool(build_data(lake, train), workers, chunk=16)
+    try:
+        def residual(x: np.ndarray) -> np.ndarray:
+            z = np.atleast_2d(x.T) if x.ndim == 1 else x.T
+            r = pool.residuals(space.decode(z, np.full(len(z), delay))).T
+            return r[:, 0] if x.ndim == 1 else r
+
+        z0 = space.encode(DynamicsParams.nominal().to_vector()[None])[0]
+        n = len(z0)
+        z, _ = minimize.least_squares(z0, residual, bounds=[np.zeros(n), np.ones(n)], max_iter=max_iter,
+                                      verbose=0, eps=1e-3)
+    finally:
+        pool.close()
+    return space.decode(z[None], np.array([delay]))[0], time.perf_counter() - started, None
+
+
+def errors(vec: np.ndarray, truth) -> tuple[float, str, float]:
+    """(worst |rel. error| % over armature, Coulomb, viscous; its name; worst over mu_static)."""
+    from twinlake.sim import DynamicsParams
+
+    fit = DynamicsParams.from_vector(vec)
+    worst, name = 0.0, ""
+    for group, f, t in (("armature", fit.armature, truth.armature), ("mu_dynamic", fit.mu_dynamic, truth.mu_dynamic),
+                        ("mu_viscous", fit.mu_viscous, truth.mu_viscous)):
+        rel = np.abs(np.asarray(f) - t) / np.abs(t) * 100
+        j = int(np.argmax(rel))
+        if rel[j] > worst:
+            worst, name = float(rel[j]), f"{group}_j{j + 1}"
+    static = float(np.max(np.abs(np.asarray(fit.mu_static) - truth.mu_static) / truth.mu_static * 100))
+    return worst, name, static
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seed", type=int, default=0, help="truth and fit seed")
+    ap.add_argument("--seconds", type=float, default=12.0)
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--methods", default="local,cma,mujoco")
+    ap.add_argument("--mujoco-iterations", type=int, default=20)
+    args = ap.parse_args()
+    methods = args.methods.split(",")
+
+    import os
+
+    os.environ.setdefault("RAY_AUTH_MODE", "token")
+    import ray
+
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        t0 = time.perf_counter()
+        truth, train, holdout = make_lake(root, args.seed, args.seconds)
+        lake = root / "lake"
+        print(f"truth seed {args.seed} (delay {truth.motor_delay_ms} ms); 3 × {args.seconds:g} s train + 1 held-out, "
+              f"recorded + ingested in {time.perf_counter() - t0:.0f} s; {args.workers} Ray workers")
+        ray.init(num_cpus=max(args.workers, 1), include_dashboard=False, logging_level=logging.WARNING,
+                 log_to_driver=False)
+        results, local_delay = {}, truth.motor_delay_ms
+        for m in methods:
+            if m == "mujoco":
+                results[m] = mujoco_fit(lake, train, local_delay, args.workers, args.mujoco_iterations)
+            else:
+                results[m] = twinlake_fit(lake, train, holdout, m, args.seed, args.workers)
+                if m == "local":
+                    local_delay = int(round(results[m][0][-1]))
+            print(f"  {m}: {results[m][1]:.1f} s", flush=True)
+        ray.shutdown()
+        rmse = holdout_rmse(lake, holdout, {**{m: r[0] for m, r in results.items()}, "truth": truth.to_vector()})
+    floor = rmse["truth"]
+    print(f"\n{'method':8s} {'wall s':>7s} {'worst err %':>12s} {'(param)':16s} {'static %':>9s} {'delay':>6s} "
+          f"{'held-out':>9s} {'FrankaTwin ×':>13s}  gates")
+    summary = {}
+    for m, (vec, wall, gates) in results.items():
+        worst, name, static = errors(vec, truth)
+        delay = int(round(vec[-1]))
+        ratio = rmse[m] / floor
+        print(f"{m:8s} {wall:7.1f} {worst:12.2f} {name:16s} {static:9.1f} {delay:3d}/{truth.motor_delay_ms:<2d} "
+              f"{ratio:8.2f}× {FRANKATWIN_S / wall:12.0f}×  {gates or ''}")
+        summary[m] = {"wall_s": wall, "worst_err_pct": worst, "worst_param": name, "static_err_pct": static,
+                      "delay_ms": delay, "truth_delay_ms": truth.motor_delay_ms, "holdout_ratio": ratio,
+                      "frankatwin_ratio": FRANKATWIN_S / wall}
+    print("(mujoco: given the delay found by `local`; it cannot search an integer)" if "mujoco" in results else "")
+    ok = summary.get("local")
+    if ok:
+        met = ok["worst_err_pct"] <= 5 and ok["delay_ms"] == ok["truth_delay_ms"] and ok["holdout_ratio"] <= 1.2 \
+            and ok["wall_s"] <= 60
+        print(f"target (local): ≤ 5 %, delay exact, ≤ 1.2× floor, ≤ 60 s: {'met' if met else 'NOT met'}")
+    print(json.dumps(summary))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,296 @@
+"""Local-first search: seeded multi-start Levenberg–Marquardt on cheap data, the best start
+refined on the full data, CMA-ES only when the local result fails its gates.
+
+Near a good guess the least-squares structure of the loss (Σ r², fit/objective.py) makes a
+Gauss–Newton step worth many CMA-ES generations; the finite-difference Jacobian is one
+population batch (n + 1 candidates), so it fans out over the same pool as a generation (as
+MuJoCo's `mujoco.sysid` evaluates its Jacobian columns as one batch). The stages:
+
+1. **cheap** (`cheap_s` seconds of each training interval, as `CHEAP_WINDOW_S` windows spread
+   over it, each replayed from its recorded start state): `starts` points — the nominal
+   parameters (Menagerie's, clipped into the box) and scrambled Halton points in the box,
+   seeded — each take the best delay of a scan over every delay choice, then run
+   `CHEAP_ITERATIONS` LM iterations together (their Jacobians and steps in one batch each);
+   every start's delay is scanned again at its converged point and a start whose best delay
+   moved continues LM there (at most `DELAY_ROUNDS` times); the delay of the best start is then profiled: each neighbouring delay (±1 ms) gets
+   `PROFILE_ITERATIONS` LM iterations from the converged point, and the best becomes the delay.
+2. **full**: LM on all the training data from the best cheap point at its delay
+   (fit/refine.py, `refine_iterations` or `FULL_ITERATIONS`; the delay stays the one the
+   cheap stage profiled).
+3. **gates**: the starts *agree* when at least two of them end within `AGREE_REL` of the
+   best cheap loss; the full loss is *near the floor* when it is at most `FLOOR_GATE` × the
+   loss the noise alone would leave (`floor_loss`, from the noise floor of the recorded q and
+   dq, fit/noise_floor.py). A floor that cannot be measured is stated and does not gate.
+   If a gate fails, CMA-ES runs from the best local point (`FALLBACK_SIGMA`, the delay
+   distribution centred on its delay) followed by LM, and the better of the two is the fit;
+   the history says which gate failed.
+
+Every stage is checkpointed (`local-<seed>.pkl`, atomically replaced), so a killed fit resumes
+at the last finished stage with the same result. Deterministic per seed: the starts come
+from a seeded generator, everything else is deterministic, and the pool's results never
+depend on its slicing or number of workers.
+"""
+
+from __future__ import annotations
+
+import pickle
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from twinlake.fit.noise_floor import estimate_noise_floor
+from twinlake.fit.refine import LAMBDAS, REL_TOL, STEP, refine
+from twinlake.fit.space import ParameterSpace
+
+CHEAP_WINDOW_S = 1.0  # length of one cheap-fidelity window [s]
+CHEAP_ITERATIONS = 6
+PROFILE_ITERATIONS = 2
+DELAY_ROUNDS = 2
+FULL_ITERATIONS = 4
+AGREE_REL = 0.05
+FLOOR_GATE = 2.0  # full loss / floor loss above this: the local result is not trusted
+FALLBACK_SIGMA = 0.1
+
+
+def cheap_windows(refs: list, cheap_s: float, period_s: float = 1e-3) -> list:
+    """IntervalRefs of the cheap fidelity: per interval, round(cheap_s / CHEAP_WINDOW_S) windows
+    of CHEAP_WINDOW_S spread evenly over it (centres at k/(count+1) of its length); an
+    interval too short for them is used whole."""
+    count = max(1, int(round(cheap_s / CHEAP_WINDOW_S)))
+    width = int(round(CHEAP_WINDOW_S / period_s))
+    out = []
+    for r in refs:
+        length = r.seq_last - r.seq_first
+        if length <= count * width:
+            out.append(r)
+            continue
+        for k in range(1, count + 1):
+            first = r.seq_first + int(round(k * length / (count + 1))) - width // 2
+            out.append(replace(r, seq_first=first, seq_last=first + width))
+    return out
+
+
+def start_points(space: ParameterSpace, starts: int, seed: int) -> np.ndarray:
+    """(starts, n_free) normalised points: the nominal parameters, then scrambled Halton points."""
+    from scipy.stats import qmc
+
+    from twinlake.sim import DynamicsParams
+
+    n = len(space.free_indices)
+    nominal = space.encode(DynamicsParams.nominal().to_vector()[None])
+    if starts <= 1:
+        return nominal[:1]
+    halton = qmc.Halton(d=n, scramble=True, seed=np.random.default_rng([seed, 31]))
+    return np.vstack([nominal, halton.random(starts - 1)])
+
+
+def floor_loss(data) -> tuple[float | None, str]:
+    """The loss (fit/objective.py's units) the measurement noise alone leaves on `data`: per
+    interval mean_j σq_j² / q_scale² + mean_j σdq_j² / dq_scale², weighted like the loss; and
+    why it cannot be measured ('' when it can)."""
+    parts = []
+    for inp in data.inputs:
+        nf = estimate_noise_floor([inp.q_ref], [inp.dq_ref])
+        if not nf.measurable or nf.dq_rad_s is None or not np.all(np.isfinite(nf.dq_rad_s)):
+            return None, nf.reason or "velocity noise not measurable"
+        parts.append(np.mean(nf.q_rad ** 2) / data.scales.q_rad ** 2
+                     + np.mean(nf.dq_rad_s ** 2) / data.scales.dq_rad_s ** 2)
+    w = data.weights
+    return float(np.dot(parts, w) / w.sum()), ""
+
+
+def _scan_delays(pool, combine, space, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Best delay (K,) and its loss (K,) of each of K points over every delay choice."""
+    choices = space.delay_choices
+    zs = np.repeat(z, len(choices), axis=0)
+    ds = np.tile(choices, len(z))
+    losses = np.asarray(combine(pool.evaluate(space.decode(zs, ds)))).reshape(len(z), len(choices))
+    losses = np.where(np.isfinite(losses), losses, np.inf)
+    k = np.argmin(losses, axis=1)  # ties: the smaller delay
+    return choices[k], losses[np.arange(len(z)), k]
+
+
+def lm_batch(pool, combine, space: ParameterSpace, z: np.ndarray, delays: np.ndarray, loss: np.ndarray,
+             iterations: int, rows: list, stage: str, note=None) -> tuple[np.ndarray, np.ndarray]:
+    """Projected LM (fit/refine.py's step) on K points at once: per iteration one residual
+    batch of K·(n+1) candidates and one loss batch of K·len(LAMBDAS); a point stops once its
+    relative decrease is below REL_TOL. Returns (z (K, n), loss (K,))."""
+    z, loss = z.copy(), loss.astype(np.float64).copy()
+    n, active = z.shape[1], np.isfinite(loss)  # an unstable start does not move
+    for _ in range(iterations):
+        idx = np.flatnonzero(active)
+        if not idx.size:
+            break
+        t0 = time.perf_counter()
+        zk = z[idx]
+        h = np.where(zk + STEP <= 1.0, STEP, -STEP)  # (k, n)
+        cand = np.concatenate([np.vstack([zi, zi + np.diag(hi)]) for zi, hi in zip(zk, h)])
+        res = pool.residuals(space.decode(cand, np.repeat(delays[idx], n + 1))).reshape(len(idx), n + 1, -1)
+        trials = []
+        for k in range(len(idx)):
+            r, jac = res[k, 0], (res[k, 1:] - res[k, 0]).T / h[k]
+            jtj, jtr = jac.T @ jac, jac.T @ r
+            if not (np.all(np.isfinite(jtj)) and np.all(np.isfinite(jtr))):
+                trials += [zk[k].copy()] * len(LAMBDAS)  # a non-finite replay nearby: no step
+                continue
+            scale = np.diag(np.maximum(np.diag(jtj), 1e-12))
+            for lam in LAMBDAS:
+                try:
+                    trials.append(zk[k] + np.linalg.solve(jtj + lam * scale, -jtr))
+                except np.linalg.LinAlgError:
+                    trials.append(zk[k].copy())
+        trial = np.clip(np.array(trials), 0.0, 1.0)
+        per_interval = pool.evaluate(space.decode(trial, np.repeat(delays[idx], len(LAMBDAS))))
+        tl = np.asarray(combine(per_interval)).reshape(len(idx), len(LAMBDAS))
+        tl = np.where(np.isfinite(tl), tl, np.inf)
+        for k, i in enumerate(idx):
+            j = int(np.argmin(tl[k]))
+            active[i] = tl[k, j] < loss[i] * (1.0 - REL_TOL)
+            if tl[k, j] < loss[i]:
+                z[i], loss[i] = trial[k * len(LAMBDAS) + j], float(tl[k, j])
+        finite = tl[np.isfinite(tl)]
+        rows.append({"stage": stage, "min": float(tl.min()), "mean": float(finite.mean()) if finite.size else float("inf"),
+                     "best": float(loss.min()), "iter_s": time.perf_counter() - t0,
+                     "per_traj_min": np.min(per_interval, axis=0).tolist(),
+                     "evaluations": int(len(cand) + len(trial))})
+        if note is not None:
+            note(f"{stage} {len(rows)}: best loss {loss.min():.4g} ({len(idx)} start(s) moving)")
+    return z, loss
+
+
+def cheap_stage(pool, combine, space: ParameterSpace, starts: int, seed: int, iterations: int,
+                note=None) -> dict:
+    """Stage 1 on the cheap pool: {z (n,), delay, loss, start_losses (K,), start_delays (K,), rows}."""
+    rows: list = []
+    z = start_points(space, starts, seed)
+    delays, loss = _scan_delays(pool, combine, space, z)
+    z, loss = lm_batch(pool, combine, space, z, delays, loss, iterations, rows, "local-cheap", note)
+    for _ in range(DELAY_ROUNDS):  # the delay's discrete neighbourhood of every start
+        scanned, scanned_loss = _scan_delays(pool, combine, space, z)
+        moved = (scanned != delays) & (scanned_loss < loss)
+        if not moved.any():
+            break
+        delays, loss = np.where(moved, scanned, delays), np.where(moved, scanned_loss, loss)
+        zm, lm = lm_batch(pool, combine, space, z[moved], delays[moved], loss[moved], iterations, rows,
+                          "local-cheap", note)
+        z[moved], loss[moved] = zm, lm
+    best = int(np.argmin(loss))  # ties: the lower start
+    zb, db, lb = z[best], int(delays[best]), float(loss[best])
+    choices = set(space.delay_choices.tolist())
+    neighbours = np.array([d for d in (db - 1, db + 1) if d in choices], dtype=np.int64)
+    if neighbours.size:
+        zn = np.repeat(zb[None], len(neighbours), axis=0)
+        ln = np.asarray(combine(pool.evaluate(space.decode(zn, neighbours))))
+        zn, ln = lm_batch(pool, combine, space, zn, neighbours, np.where(np.isfinite(ln), ln, np.inf),
+                          PROFILE_ITERATIONS, rows, "local-cheap", note)
+        k = int(np.argmin(ln))
+        if ln[k] < lb:
+            zb, db, lb = zn[k], int(neighbours[k]), float(ln[k])
+            zb_l = lm_batch(pool, combine, space, zb[None], np.array([db]), np.array([lb]), iterations, rows,
+                            "local-cheap", note)
+            zb, lb = zb_l[0][0], float(zb_l[1][0])
+    return {"z": zb, "delay": db, "loss": lb, "start_losses": loss, "start_delays": delays, "rows": rows}
+
+
+def gates(cheap: dict, full_loss: float, floor: float | None, floor_reason: str) -> list[str]:
+    """The failed gates' reasons ([] when the local result is trusted)."""
+    failed = []
+    losses = np.asarray(cheap["start_losses"])
+    if len(losses) >= 2:
+        agree = int(np.sum(losses <= losses.min() * (1.0 + AGREE_REL)))
+        if agree < 2:
+            failed.append(f"starts disagree: only 1 of {len(losses)} within {AGREE_REL:.0%} of the best cheap loss")
+    if floor is not None and full_loss > FLOOR_GATE * floor:
+        failed.append(f"loss {full_loss:.4g} is {full_loss / floor:.1f}× the noise floor's {floor:.4g} "
+                      f"(gate {FLOOR_GATE:g}×)")
+    return failed
+
+
+def _save(path: Path, state: dict, write_atomic) -> None:
+    write_atomic(path, pickle.dumps(state, protocol=5))
+
+
+def local_seed(wd: Path, settings, seed: int, data, pool, cheap_pool_factory: Callable, cma: Callable,
+               write_atomic, bar, on_stage=None) -> tuple[np.ndarray, float, list[dict], str]:
+    """One seed of the local-first search; returns (params (n,), loss, history rows, the
+    gates' verdict). `cma(x0_params, delay) -> (params, loss, rows)` is the fallback stage;
+    `on_stage(stage_number, pool)` is called after each stage's checkpoint."""
+    from twinlake.fit.objective import FitProblem
+
+    space = settings.parameter_space
+    combine = FitProblem(data).combine
+    path = wd / f"local-{seed}.pkl"
+    state = pickle.loads(path.read_bytes()) if path.is_file() else {"stage": None, "history": []}
+    history = state["history"]
+    note = bar.note
+    if len(space.free_indices) == 0:
+        raise ValueError("--method local: no continuous parameter is free (use --method cma)")
+    if state["stage"] is None:
+        bar.note(f"cheap fidelity: {settings.starts} start(s), LM")
+        cheap_pool, cheap_data = cheap_pool_factory(pool)
+        try:
+            cheap = cheap_stage(cheap_pool, FitProblem(cheap_data).combine, space, settings.starts, seed,
+                                CHEAP_ITERATIONS, note)
+        finally:
+            cheap_pool.close()
+        rows = cheap.pop("rows")
+        for r in rows:
+            r["per_traj_min"] = None  # per cheap window, not per training interval
+        _append(history, rows, cheap_data.ticks_per_rollout)
+        state = {"stage": "cheap", "cheap": cheap, "history": history}
+        _save(path, state, write_atomic)
+        bar.update(1, cheap["loss"], cheap["loss"], 0.0, 0.0, 0.0)
+        if on_stage:
+            on_stage(1, pool)
+    cheap = state["cheap"]
+    if state["stage"] == "cheap":
+        bar.note("full data: LM")
+        x0 = space.decode(cheap["z"][None], np.array([cheap["delay"]]))[0]
+        start_loss = float(combine(pool.evaluate(x0[None]))[0])
+        params, loss, rows = refine(pool, combine, space, x0, start_loss,
+                                    settings.refine_iterations or FULL_ITERATIONS,
+                                    on_iteration=lambda i, l, d: note(f"full LM {i} (delay {d} ms): loss {l:.4g}"),
+                                    profile_delay=False)
+        for r in rows:
+            r["stage"] = "local-full"
+        _append(history, rows, data.ticks_per_rollout)
+        floor, reason = floor_loss(data)
+        failed = gates(cheap, loss, floor, reason)
+        state = {"stage": "full", "cheap": cheap, "history": history, "params": params, "loss": loss,
+                 "floor_loss": floor, "floor_reason": reason, "failed": failed}
+        _save(path, state, write_atomic)
+        bar.update(2, loss, loss, 0.0, 0.0, 0.0)
+        if on_stage:
+            on_stage(2, pool)
+    params, loss = state["params"], state["loss"]
+    if state["failed"]:
+        bar.note("local result not trusted (" + "; ".join(state["failed"]) + "): CMA-ES from the best local point")
+        c_params, c_loss, c_rows = cma(params, space.delay_of(params))
+        base = len(history)
+        history.extend([dict(r, iter=base + k + 1) for k, r in enumerate(c_rows)])
+        if c_loss < loss:
+            params, loss = c_params, c_loss
+    return params, loss, history, gate_verdict(state)
+
+
+def gate_verdict(state: dict) -> str:
+    """One line: 'trusted' or 'fallback to cma: <reasons>', and whether the floor gate applied."""
+    verdict = "fallback to cma: " + "; ".join(state["failed"]) if state["failed"] else "trusted"
+    if state["floor_loss"] is None:
+        verdict += f" (noise-floor gate not applied: {state['floor_reason']})"
+    return verdict
+
+
+def _append(history: list[dict], rows: list[dict], ticks: int) -> None:
+    running = min([h["best"] for h in history if h.get("stage") == rows[0]["stage"]] or [np.inf]) if rows else 0
+    for row in rows:
+        running = min(running, row["min"])
+        history.append({"iter": len(history) + 1, "stage": row["stage"], "min": row["min"], "mean": row["mean"],
+                        "best": running, "iter_s": row["iter_s"],
+                        "ms_per_tick": row["iter_s"] / max(ticks, 1) * 1e3, "eta_s": 0.0,
+                        "per_traj_min": row["per_traj_min"], "best_candidate_weighted": None, "sigma": None,
+                        "evals_per_s": row["evaluations"] / row["iter_s"] if row["iter_s"] > 0 else None,
+                        "delay_probs": None})

@@ -1,0 +1,96 @@
+"""The local-first search (`method='local'`, the default of `run_fit`): recovery from the
+nominal start, the same bits for a seed whatever the number of workers, resume after a crash
+at every stage boundary, and the CMA-ES fallback when a gate fails."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from twinlake.catalog import Lake
+from twinlake.fit import local_search
+from twinlake.fit.record import load_fit
+from twinlake.fit.run import FitSettings, run_fit, work_dir
+from twinlake.fit.space import parse_space
+import synth
+from twinlake.sim import PARAM_NAMES
+
+FREE = ("armature_j1", "armature_j2", "mu_viscous_j1", "mu_viscous_j2")
+
+
+class Crash(Exception):
+    pass
+
+
+def _space(free=FREE) -> dict:
+    truth = synth.TRUTH.to_vector()
+    specs = [f"{n}={float(truth[i])!r}" for i, n in enumerate(PARAM_NAMES) if n not in free and n != "motor_delay_ms"]
+    return parse_space([",".join(specs)]).to_json()
+
+
+def _settings(**kw) -> FitSettings:
+    base = dict(train=["r1", "demo/r2:0"], holdout=["r3"], space=_space(), seed=4, starts=3, cheap_s=0.4,
+                population=6, generations=2, refine_iterations=3)
+    base.update(kw)
+    return FitSettings(**base)
+
+
+def _same(a, b) -> None:
+    assert np.array_equal(a.vector, b.vector) and a.best_loss == b.best_loss
+    for key in ("iter", "stage", "min", "mean", "best"):
+        assert [h[key] for h in a.history] == [h[key] for h in b.history], key
+
+
+def test_cheap_windows_spread_over_each_interval():
+    from twinlake.fit.intervals import IntervalRef
+
+    long, short = IntervalRef("r", "a", 0, 100, 12100), IntervalRef("r", "b", 0, 0, 1500)
+    out = local_search.cheap_windows([long, short], cheap_s=2.0)
+    assert [(w.run, w.seq_first, w.seq_last) for w in out] == [("a", 3600, 4600), ("a", 7600, 8600), ("b", 0, 1500)]
+    pts = local_search.start_points(parse_space([]), 4, seed=1)
+    assert pts.shape == (4, 28) and np.all((pts >= 0) & (pts <= 1))
+    assert np.array_equal(pts, local_search.start_points(parse_space([]), 4, seed=1))
+    assert not np.array_equal(pts[1:], local_search.start_points(parse_space([]), 4, seed=2)[1:])
+
+
+def test_local_recovers_two_joints_and_the_delay(synth_lake):
+    rec = run_fit(synth_lake, _settings(holdout=[]), fit_id="local-recover", workers=0, progress=False)
+    truth = synth.TRUTH.to_vector()
+    for name in FREE:
+        i = PARAM_NAMES.index(name)
+        assert abs(rec.vector[i] - truth[i]) <= 0.02 * truth[i], (name, rec.vector[i], truth[i])
+    assert rec.params.motor_delay_ms == synth.TRUTH.motor_delay_ms
+    stages = [h["stage"] for h in rec.history]
+    assert stages[0] == "local-cheap" and "local-full" in stages and "cma" not in stages
+    assert rec.extra["method"] == "local" and rec.extra["local_gates"].startswith("trusted")
+    assert load_fit(synth_lake, "local-recover").extra["local_gates"] == rec.extra["local_gates"]
+
+
+def test_same_bits_across_workers_and_resume_at_each_stage(synth_lake, ray_cluster):
+    local = run_fit(synth_lake, _settings(), fit_id="loc-0w", workers=0, progress=False)
+    one = run_fit(synth_lake, _settings(), fit_id="loc-1w", workers=1, progress=False)
+    two = run_fit(synth_lake, _settings(), fit_id="loc-2w", workers=2, progress=False)
+    _same(local, one)
+    _same(local, two)
+    for stage in (1, 2):
+        def crash(k, pool, stage=stage):
+            if k == stage:
+                raise Crash
+
+        fid = f"loc-crash-{stage}"
+        with pytest.raises(Crash):
+            run_fit(synth_lake, _settings(), fit_id=fid, workers=0, progress=False, on_generation=crash)
+        assert (work_dir(Lake(synth_lake), fid) / "local-4.pkl").is_file()
+        resumed = run_fit(synth_lake, fit_id=fid, resume=True, workers=0, progress=False)
+        _same(resumed, local)
+
+
+def test_a_failed_gate_falls_back_to_cma_from_the_local_point(synth_lake, monkeypatch):
+    monkeypatch.setattr(local_search, "FLOOR_GATE", 1e-6)  # no loss passes: the fallback must run
+    rec = run_fit(synth_lake, _settings(holdout=[]), fit_id="loc-fallback", workers=0, progress=False)
+    stages = [h["stage"] for h in rec.history]
+    assert stages.index("cma") > stages.index("local-full") and stages.count("cma") == 2
+    assert rec.extra["local_gates"].startswith("fallback to cma: loss")
+    full_best = min(h["best"] for h in rec.history if h["stage"] == "local-full")
+    assert rec.best_loss <= full_best
+    assert [h["iter"] for h in rec.history] == list(range(1, len(rec.history) + 1))
