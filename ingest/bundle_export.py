@@ -31,7 +31,7 @@ from twinlake.ingest.bundle_validate import (CONSTANT_COLUMNS, COLUMNS, NULLABLE
 JOINT_IMPEDANCE = 2
 FRICTION_MODEL = {"form": "fp1*tanh(fp2*dq) + fp3*dq", "fp1_nm": [0.5, 0.5, 0.5, 0.5, 0.3, 0.3, 0.2],
                   "fp2_s_per_rad": 50.0, "fp3_nm_s_per_rad": 0.05,
-                  "source": "fr3_stack daemon defaults (specs/fr3_stack.md §5)"}
+                  "source": "fr3_stack daemon defaults (its joint impedance controller)"}
 
 
 class ExportRefused(Exception):

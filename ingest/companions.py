@@ -3,7 +3,7 @@
 Recognised by content, not by name: any `<stem>*.json` beside `<stem>.csv` (for example
 `run001.status.json`, `run001_status.json`, `run001.meta.json`, `run001.json`) is read;
 an object carrying the recording-stop keys (`complete`, `written`, `dropped`, ...) is the
-status (specs/fr3_stack.md §1.4, 11 keys); another object is experiment metadata
+status (fr3_stack's `fr3_stack/recording.py`, 11 keys); another object is experiment metadata
 (`robot_id`, `payload`, `gains`, `source`, `plan`, ...).
 """
 

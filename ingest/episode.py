@@ -1,4 +1,4 @@
-"""TestRandomization episode directory (`tr-c1-episode/1`, seed 002) → one run.
+"""TestRandomization episode directory (`tr-c1-episode/1`, TestRandomization's runner) → one run.
 
 Files: `episode_config.json`, `ticks.csv.gz` (10 Hz controller ticks), `state100.csv.gz`
 (100 Hz true state), `summary.json` (outcome, metrics, file hashes), `server_stderr.txt`, and
@@ -84,7 +84,7 @@ def _decompressed_or_empty(path: Path) -> bytes:
 
 
 def config_hash_matches(config_path: Path, want: Any) -> bool | None:
-    """`config_hash` is "SHA256 over canonical JSON" (seed 002, canonical form unstated): we
+    """`config_hash` is "SHA256 over canonical JSON" (TestRandomization's log schema; canonical form unstated): we
     accept sorted-keys JSON, compact or with default separators, or the file bytes."""
     if not isinstance(want, str):
         return None

@@ -1,6 +1,6 @@
 """fr3_stack joint excitation output directory (`fr3_joint_excitation/v1`) → one run.
 
-Facts: specs/fr3_stack.md §4, seed 001. The directory holds `reference.csv` (29 columns),
+Source: fr3_stack `examples/joint_sysid.py` (docs/formats.md). The directory holds `reference.csv` (29 columns),
 `commands_and_state.csv` (28 columns, execute mode only), `metadata.json` and `preview.svg`.
 These are client send attempts plus the latest PUB state: **not** 1 kHz fit data. The run is
 catalogued as command/state diagnostics: `fit_eligible = false`, and `sysid_ready` /

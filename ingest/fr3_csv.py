@@ -1,6 +1,6 @@
 """Reader for the fr3_stack 1 kHz recording CSV: v2 (80 columns) and legacy v1 (first 45).
 
-Facts: specs/fr3_stack.md §3. Parsing is by header name, never by position; joint suffixes
+Source: fr3_stack `src/ring_log_writer.cpp` (docs/formats.md). Parsing is by header name, never by position; joint suffixes
 `0..6` become canonical 1-based names (`q0` → `q1`). Zeros that the format documents as
 "not available" become null: `tgt_*` under controllers without a pose target (0 idle,
 2 joint impedance) and the joint-target block (columns 48-78) where `joint_target_valid`

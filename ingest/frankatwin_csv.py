@@ -1,6 +1,6 @@
 """FrankaTwin CSV layouts and their pure readers into canonical Arrow tables.
 
-Facts: specs/frankatwin.md §1-2, seed 000. Four CSV layouts, all written by FrankaTwin with
+Source: FrankaTwin's data-format docs (docs/formats.md). Four CSV layouts, all written by FrankaTwin with
 a plain header line (no `#`), `,` delimiter:
 
 - 50 Hz real log (`cart_impedance.py --log`): 47 columns, every value `%.9f`.

@@ -1,4 +1,4 @@
-"""Registry readers for FrankaTwin's CSV sources (specs/frankatwin.md §1, seed 000).
+"""Registry readers for FrankaTwin's CSV sources (FrankaTwin's data-format docs).
 
 - `frankatwin_log50`: 50 Hz Cartesian log `<run>.csv` (47 columns) + sidecar `<run>.json`.
 - `frankatwin_ring_1khz`: `<stem>.csv` (49 columns) + `<stem>_targets.csv` + `<stem>.json`.

@@ -1,5 +1,5 @@
 """Cross-checks of a FrankaTwin 1 kHz ring log: sidecar `ring_log` summary vs frames vs
-targets (specs/frankatwin.md §1.2). Pure numpy over whole columns; loops only over gaps.
+targets (FrankaTwin's 1 kHz ring log; docs/formats.md). Pure numpy over whole columns; loops only over gaps.
 
 Findings are *flags* (the run is kept and the flag says what is off) except the ones that
 make the run unusable, which are *reasons* to reject: `save_error`, and frames that name a

@@ -1,6 +1,6 @@
 """FrankaTwin sidecar JSON (`schema_version` 2, real logs; 1, sim replays) → run fields.
 
-Facts: specs/frankatwin.md §1.3 and §2.3, seed 000. The sidecar of a real run names its
+Source: FrankaTwin's data-format docs and its sidecar writer (docs/formats.md). The sidecar of a real run names its
 gains (`args.kp_pos/kp_ori/kd_pos/kd_ori`), `q_init`, the anchors, `abort`, `summary` and the
 ring-log summary (`ring_log`); all of them become run fields, and the whole sidecar is kept
 verbatim (`sidecar_json`, and the file under `raw/`).
@@ -25,8 +25,8 @@ TARGET_CONTROLLERS = ("multiband_excitation_target", "multiband_pos_only_target"
 
 
 def sidecar_candidates(csv_path: Path) -> list[Path]:
-    """Where FrankaTwin puts a CSV's sidecar: `<stem>.json` (seed 000) or `<csv>.json`
-    (`<ring_csv>.json`, specs/frankatwin.md §1.3)."""
+    """Where FrankaTwin puts a CSV's sidecar: `<stem>.json` (FrankaTwin's data-format page) or `<csv>.json`
+    (`<ring_csv>.json`, as its code writes it)."""
     return [csv_path.with_suffix(".json"), csv_path.with_name(csv_path.name + ".json")]
 
 

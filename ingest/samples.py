@@ -1,4 +1,4 @@
-"""Synthetic fr3_stack recording CSVs (v2 and v1), written exactly as specs/fr3_stack.md §3
+"""Synthetic fr3_stack recording CSVs (v2 and v1), written exactly as fr3_stack's `src/ring_log_writer.cpp`
 says (header line, `%.12g` doubles, `%u` integers, `\\n` line ends). For tests, the bench
 and docs; not a physics simulation (the daemon folder makes real ones).
 """

@@ -1,4 +1,4 @@
-"""FrankaTwin's sim-CSV layout and sidecar (specs/frankatwin.md §2.3) for one replay.
+"""FrankaTwin's sim-CSV layout and sidecar (FrankaTwin's `replay_python_csv_sim.py` output; docs/formats.md) for one replay.
 
 Columns: t_s, q1..q7, dq1..dq7, x_x,x_y,x_z, dx_x,dx_y,dx_z, quat_x..quat_w (xyzw), wx,wy,wz,
 x_des_x.., dx_des_x.., quat_des_x.., e_x,e_y,e_z, e_ox,e_oy,e_oz. `x` is our flange site;
