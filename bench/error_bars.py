@@ -1,4 +1,4 @@
-"""Trust benchmarks: one-batch Jacobian vs candidate-at-a-time; vectorised quick fit vs per-window loop."""
+"""Error bars and the quick fit: the one-batch finite-difference Jacobian against one candidate at a time; the vectorised quick fit against a per-window loop."""
 import sys
 import time
 from pathlib import Path
