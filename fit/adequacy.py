@@ -287,7 +287,7 @@ def problem_adequacy(data, vector: np.ndarray, *, max_floor_ratio: float | None 
 
     model = load_model(data.model_path) if data.model_path else None
     vec = np.asarray(vector, dtype=np.float64)
-    results = PopulationEngine(data.inputs, model=model, nthread=1).run(vec[None])
+    results = PopulationEngine(data.inputs, model=model, nthread=1, friction_law=data.friction_law).run(vec[None])
     segments = [ResidualSegment.from_replay(inp, r.q[0], r.dq[0], r.tau_cmd[0]) for inp, r in zip(data.inputs, results)]
     return assess(segments, DynamicsParams.from_vector(vec), model=model, max_floor_ratio=max_floor_ratio)
 

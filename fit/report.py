@@ -53,6 +53,7 @@ class ParamRow:
     flags: tuple[str, ...] = ()
     seed_min: float | None = None  # spread of the optima over several seeds
     seed_max: float | None = None
+    free: bool = True  # searched by the fit (False: frozen at its value)
 
 
 @dataclass
@@ -98,13 +99,22 @@ def plot_convergence(history: list[dict[str, Any]], path: Path) -> bytes:
     return _save(fig, path)
 
 
+def plotted_groups(params: list[ParamRow]) -> list[str]:
+    """The `LAYOUT` groups `plot_parameters` draws: those with a row the fit searched."""
+    free = {p.name for p in params if p.free}
+    return [g.name for g in LAYOUT.groups if free.intersection(g.names)]
+
+
 def plot_parameters(params: list[ParamRow], path: Path) -> bytes:
-    """Per group (`LAYOUT`), each joint's value with its 95 % interval, the nominal value, the
-    range over seeds (when known) and the bounds (grey)."""
+    """Per group (`LAYOUT`) with a parameter the fit searched (`ParamRow.free`; frozen groups are
+    listed in the table only), each joint's value with its 95 % interval, the nominal value,
+    the range over seeds (when known) and the bounds (grey)."""
     by_name = {p.name: p for p in params}
-    widths = [g.size if g.per_joint else 1.4 for g in LAYOUT.groups]
-    fig, axes = plt.subplots(1, len(widths), figsize=(15, 3.6), gridspec_kw={"width_ratios": widths})
-    for ax, g in zip(axes, LAYOUT.groups):
+    groups = [g for g in LAYOUT.groups if g.name in plotted_groups(params)] or list(LAYOUT.groups[:1])
+    widths = [g.size if g.per_joint else 1.4 for g in groups]
+    fig, axes = plt.subplots(1, len(widths), figsize=(max(4.0, 15 * sum(widths) / 36), 3.6),
+                             gridspec_kw={"width_ratios": widths}, squeeze=False)
+    for ax, g in zip(axes[0], groups):
         labels = [f"J{j}" for j in range(1, g.size + 1)] if g.per_joint else [g.display]
         _param_axis(ax, [by_name.get(n) for n in g.names], labels, f"{g.display} [{g.unit}]")
     fig.tight_layout()
@@ -278,15 +288,18 @@ def report_data_from_lake(lake: Any, fit_id: str, *, nominal: Any = None, error_
 
 def _param_rows(rec: Any, nominal: Any, ident: dict | None) -> tuple[list[ParamRow], list[str]]:
     """One ParamRow per parameter (bounds from the fit's settings) and the parameter flags."""
+    from twinlake.fit.space import ParameterSpace
+
     space = (rec.settings or {}).get("space")
     bounds = np.array([space["bounds"][n] for n in LAYOUT.names]) if space else np.asarray(LAYOUT.bounds)
+    free = set((ParameterSpace.from_json(space) if space else ParameterSpace()).free_names)
     by_name = {p["name"]: p for p in (ident or {}).get("parameters", [])}
     params, flags = [], []
     for i, (name, value, nom) in enumerate(zip(LAYOUT.names, rec.vector, nominal.to_vector())):
         p = by_name.get(name, {})
         row = ParamRow(name, float(value), float(nom), float(bounds[i, 0]), float(bounds[i, 1]), p.get("ci95_low"),
                        p.get("ci95_high"), tuple(f for f in p.get("flags", []) if f != "discrete"),
-                       p.get("seed_min"), p.get("seed_max"))
+                       p.get("seed_min"), p.get("seed_max"), name in free)
         params.append(row)
         flags += [f"{name}: {f}" for f in row.flags]
     flags += [f"{name}: at a bound (fit record)" for name in rec.extra.get("at_bounds") or []]

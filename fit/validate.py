@@ -161,22 +161,29 @@ def _samples(table: pa.Table, rows: np.ndarray, names: list[str]) -> np.ndarray 
 
 
 def replay_runs(lake: Lake | str | Path, selectors: list[str], params: np.ndarray, *,
-                min_duration_s: float = 0.5, use_ema: bool = True, model_path: str | None = None):
-    """Replay every clean interval of each run for the (P, 29) `params` in one population batch.
+                min_duration_s: float = 0.5, use_ema: bool = True, model_path: str | None = None,
+                friction_law: str = "stribeck", configured_load=None):
+    """Replay every clean interval of each run for the (P, n) `params` in one population batch,
+    with the plant's `friction_law` and each run's configured end-effector load (`configured_load`,
+    a twinlake.sim EndLoad, for every run; None: each run's metadata, as a fit's training does).
 
     Returns a dict run-key -> (refs, real Trajectory, [sim Trajectory per parameter set],
     target pos, target quat, [[ResidualSegment per interval] per parameter set]), samples of
     a run's intervals concatenated in seq order.
     """
     from twinlake.fit.intervals import read_frames, replay_inputs, resolve
+    from twinlake.fit.objective import configured_loads
     from twinlake.sim import load_model
     from twinlake.sim.population import PopulationEngine
 
     refs = resolve(lake, selectors, min_duration_s=min_duration_s)
     tables = read_frames(lake, refs)
     inputs = replay_inputs(refs, tables, use_ema=use_ema)
+    for inp, load in zip(inputs, configured_loads(lake, refs, configured_load)):
+        inp.configured_load = load
     model = load_model(model_path) if model_path else None
-    results = PopulationEngine(inputs, model=model, nthread=1, record_ee=True).run(params)
+    results = PopulationEngine(inputs, model=model, nthread=1, record_ee=True,
+                               friction_law=friction_law).run(params)
     runs: dict[tuple[str, str], list] = {}
     for ref, table, inp, res in zip(refs, tables, inputs, results):
         runs.setdefault((ref.robot, ref.run), []).append((ref, table, inp, res))
@@ -221,8 +228,9 @@ def validate_fit(lake: Lake | str | Path, fit_id: str, runs: list[str], threshol
     params = np.stack([p.to_vector() for p in labels.values()])
     created = created_utc or datetime.now(timezone.utc).isoformat(timespec="seconds")
     settings = rec.settings or {}
+    law, load = _replay_settings(settings)
     replays = replay_runs(lk, runs, params, min_duration_s=settings.get("min_duration_s", min_duration_s),
-                          model_path=settings.get("model_path"))
+                          model_path=settings.get("model_path"), friction_law=law, configured_load=load)
     model = load_model(settings["model_path"]) if settings.get("model_path") else None
     outcomes = []
     for (robot, run), (refs, real, sims, des_pos, des_quat, segments) in replays.items():
@@ -248,6 +256,17 @@ def validate_fit(lake: Lake | str | Path, fit_id: str, runs: list[str], threshol
             out.published = publish_validation(lk, out)
             outcomes.append(out)
     return outcomes
+
+
+def _replay_settings(settings: dict) -> tuple[str, Any]:
+    """(friction law, configured-load override or None) a fit trained with, from its stored
+    settings, so that its validation replays the plant the fit was fitted in."""
+    from twinlake.fit.space import ParameterSpace
+    from twinlake.sim.load import load_from_json
+
+    law = ParameterSpace.from_json(settings["space"]).friction_law if settings.get("space") else "stribeck"
+    load = settings.get("configured_load")
+    return law, (None if load is None else load_from_json(load, "fit settings configured_load"))
 
 
 def trajectory_table(traj: dict[str, np.ndarray]) -> pa.Table:

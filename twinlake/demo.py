@@ -3,13 +3,19 @@
 1. plan multisine excitations of all 7 joints (daemon's planner): two training runs and one
    held-out run with different tones and phases;
 2. record them with the offline recorder on the demo robot (`sim/profiles/demo_robot.json`,
-   the truth the fit never sees), with measurement noise;
+   the truth the fit never sees), with measurement noise; the robot carries a tool at its
+   flange (`--tool-kg`, default 0.6 kg) that its firmware was not told about (no configured
+   load), as a camera bolted on a real arm;
 3. ingest the CSV v2 recordings into the lake;
-4. select the clean intervals, fit on a local Ray (CMA-ES + categorical delay, then a
+4. select the clean intervals and fit FrankaTwin's 29 parameters briefly: the fit's model
+   adequacy line says its residual is many times the noise floor and names the flange mass
+   (`try --params +payload`);
+5. fit again with `--params +payload` on a local Ray (CMA-ES + categorical delay, then a
    Levenberg–Marquardt polish);
-5. print truth against fit per joint with the 95 % intervals stored with the fit (and whether
-   each truth value lies inside its interval), and the held-out joint RMSE of the fit beside the
-   noise floor (the replay of the truth itself) and the nominal (untuned) model.
+6. print truth against fit per joint with the 95 % intervals stored with the fit (and whether
+   each truth value lies inside its interval), the tool's mass found, and the held-out joint
+   RMSE of both fits beside the noise floor (the replay of the truth itself) and the nominal
+   (untuned) model.
 
 Recordings are deterministic (seeded), so re-running the demo on the same lake reuses them.
 """
@@ -48,6 +54,16 @@ class DemoConfig:
     seed: int = 0
     train_tones: tuple[float, ...] = (0.3, 0.7, 1.3)
     holdout_tones: tuple[float, ...] = (0.4, 0.9, 1.7)
+    tool_kg: float = 0.6  # the flange payload the firmware does not know [kg]; 0: none, no first fit
+    tool_com_m: tuple[float, float, float] = (0.0, 0.0, 0.05)  # its centre of mass, flange frame [m]
+    screen_generations: int = 3  # generations of the first fit (FrankaTwin's 29, no refinement)
+
+    @property
+    def tool(self):
+        """The tool as a twinlake.sim EndLoad, None without one."""
+        from twinlake.sim.load import EndLoad
+
+        return EndLoad(self.tool_kg, self.tool_com_m) if self.tool_kg > 0 else None
 
     def runs(self) -> list[tuple[str, SyntheticRun]]:
         """(role, synthetic run) of the three recordings: phases and noise seeded 1, 2, 3."""
@@ -67,7 +83,7 @@ def record_runs(cfg: DemoConfig, out: Path, console: Console) -> list[tuple[str,
 
     made = []
     for role, spec in cfg.runs():
-        rec = record(spec, out, robot_id=ROBOT, truth_path=DEMO_PROFILE_PATH)
+        rec = record(spec, out, robot_id=ROBOT, truth_path=DEMO_PROFILE_PATH, payload=cfg.tool)
         if rec.reused:
             console.print(f"  reusing {rec.csv}")
         else:
@@ -123,7 +139,7 @@ def truth_table(truth, fit, console: Console, ident: dict | None = None) -> dict
     cover = truth_in_intervals(truth, ident)
     title = "demo robot: truth (never shown to the fit) / fit"
     table = Table(title=title + (" ± 95 % half-width, ✓ truth inside" if cover else " (error %)"))
-    groups = [g.name for g in LAYOUT.joint_groups]  # the fitted per-joint parameters
+    groups = [g.name for g in LAYOUT.joint_groups if not g.frozen_by_default]  # FrankaTwin's per-joint groups
     table.add_column("joint")
     for g in groups:
         table.add_column(g, justify="right")
@@ -160,44 +176,90 @@ def rmse_table(rmse: dict[str, np.ndarray], console: Console) -> None:
     console.print(table)
 
 
+def _new_fit_id(lake: Path, stem: str) -> str:
+    from twinlake.catalog import Lake
+
+    fit_id, suffix = stem, 1
+    while Lake(lake).fit_dir(fit_id).exists():
+        suffix += 1
+        fit_id = f"{stem}-{suffix}"
+    return fit_id
+
+
+def screen_fit(lake: Path, train: list[str], holdout: list[str], cfg: DemoConfig, stem: str, *,
+               address: str | None, progress: bool, console: Console) -> tuple[str, list[str]]:
+    """A short fit of FrankaTwin's 29 (no payload): its id and model-adequacy lines, printed."""
+    from twinlake.fit.run import FitSettings, run_fit
+    from twinlake.fit.show import adequacy_lines
+    from twinlake.fit.space import parse_space
+
+    settings = FitSettings(train=train, holdout=holdout, space=parse_space([]).to_json(),
+                           population=cfg.population, generations=cfg.screen_generations, seed=cfg.seed,
+                           refine_iterations=0)
+    rec = run_fit(lake, settings, fit_id=_new_fit_id(lake, stem), workers=cfg.workers, address=address,
+                  progress=progress)
+    lines = [text for text, _passed in adequacy_lines(rec)[:2]]  # training, held-out
+    for text in lines:
+        console.print(f"  {text}")
+    return rec.fit_id, lines
+
+
 def run_demo(lake: Path, out: Path, cfg: DemoConfig = DemoConfig(), *, address: str | None = None,
              console: Console | None = None, progress: bool = True) -> dict:
     """The whole demo; returns a JSON-able summary (fit id, parameters, RMSEs)."""
-    from twinlake.catalog import Lake
+    from twinlake.fit.record import load_fit
     from twinlake.fit.run import FitSettings, run_fit
     from twinlake.fit.space import parse_space
     from twinlake.sim import DEMO_PROFILE_PATH, DynamicsParams, load_params
 
     console = console or Console(stderr=True, width=110)
     lake, out = Path(lake).absolute(), Path(out).absolute()
-    console.rule("1/4 record (offline recorder, demo robot)")
+    tool = cfg.tool
+    steps = 5 if tool is not None else 4
+    console.rule(f"1/{steps} record (offline recorder, demo robot"
+                 + (f" with a {cfg.tool_kg:g} kg tool its firmware does not know)" if tool else ")"))
     made = record_runs(cfg, out, console)
-    console.rule(f"2/4 ingest into {lake}")
+    console.rule(f"2/{steps} ingest into {lake}")
     ingest_runs(lake, made, console)
     train = [f"{ROBOT}/{rec.spec.run}" for role, rec in made if role == "train"]
     holdout = [f"{ROBOT}/{rec.spec.run}" for role, rec in made if role == "holdout"]
-    console.rule(f"3/4 fit on Ray: population {cfg.population}, {cfg.generations} generations, {cfg.workers} workers")
-    settings = FitSettings(train=train, holdout=holdout, space=parse_space([]).to_json(),
+    stem = "demo-" + datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S")
+    screen_id, screen_lines = None, []
+    if tool is not None:
+        console.rule(f"3/{steps} FrankaTwin's 29 parameters ({cfg.screen_generations} generations): model adequacy")
+        screen_id, screen_lines = screen_fit(lake, train, holdout, cfg, f"{stem}-29", address=address,
+                                             progress=progress, console=console)
+    specs = ["+payload"] if tool is not None else []
+    console.rule(f"{steps - 1}/{steps} fit on Ray{' with --params +payload' if specs else ''}: population "
+                 f"{cfg.population}, {cfg.generations} generations, {cfg.workers} workers")
+    settings = FitSettings(train=train, holdout=holdout, space=parse_space(specs).to_json(),
                            population=cfg.population, generations=cfg.generations, seed=cfg.seed,
                            refine_iterations=cfg.refine_iterations)
-    fit_id = "demo-" + datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S")
-    suffix = 1
-    while Lake(lake).fit_dir(fit_id if suffix == 1 else f"{fit_id}-{suffix}").exists():
-        suffix += 1
-    fit_id = fit_id if suffix == 1 else f"{fit_id}-{suffix}"
+    fit_id = _new_fit_id(lake, stem)
     rec = run_fit(lake, settings, fit_id=fit_id, workers=cfg.workers, address=address, progress=progress)
-    console.rule("4/4 truth vs fit")
+    console.rule(f"{steps}/{steps} truth vs fit")
     truth = load_params(DEMO_PROFILE_PATH)
+    truth = truth.with_payload(tool) if tool is not None else truth
     cover = truth_table(truth, rec.params, console, rec.identifiability)
-    rmse = holdout_rmse(lake, holdout, {"fit": rec.params, "truth (noise floor)": truth,
-                                        "nominal (Menagerie)": DynamicsParams.nominal()})
+    candidates = {"fit": rec.params}
+    if tool is not None:
+        found = rec.params.payload_mass
+        console.print(f"tool: truth {cfg.tool_kg:.3f} kg, fit {found:.3f} kg "
+                      f"({100 * (found - cfg.tool_kg) / cfg.tool_kg:+.1f} %); centre of mass truth "
+                      f"{tuple(cfg.tool_com_m)} m, fit ({rec.params.payload_com_x:.3f}, "
+                      f"{rec.params.payload_com_y:.3f}, {rec.params.payload_com_z:.3f}) m")
+        candidates["FrankaTwin's 29 (no tool)"] = load_fit(lake, screen_id).params
+    candidates |= {"truth (noise floor)": truth, "nominal (Menagerie)": DynamicsParams.nominal()}
+    rmse = holdout_rmse(lake, holdout, candidates)
     rmse_table(rmse, console)
     fit_all = float(np.sqrt(np.mean(rmse["fit"] ** 2)))
     floor_all = float(np.sqrt(np.mean(rmse["truth (noise floor)"] ** 2)))
     console.print(f"held-out q RMSE: fit {1e3 * fit_all:.3f} mrad = {fit_all / floor_all:.2f}× the noise floor "
                   f"({1e3 * floor_all:.3f} mrad); fit stored as fits/fit={fit_id}/ "
                   f"(`twinlake fit show {fit_id} --lake {lake}`)")
-    return {"fit": fit_id, "lake": str(lake), "config": asdict(cfg),
+    return {"fit": fit_id, "lake": str(lake), "config": asdict(cfg), "screen_fit": screen_id,
+            "screen_adequacy": screen_lines,
+            "tool_kg": {"truth": cfg.tool_kg, "fit": rec.params.payload_mass},
             "truth": truth.to_vector().tolist(), "fitted": rec.vector.tolist(),
             "holdout_q_rmse_rad": {k: v.tolist() for k, v in rmse.items()},
             "holdout_rmse_ratio_to_floor": fit_all / floor_all,
@@ -213,12 +275,17 @@ def demo_cmd(
     refine_iterations: int = typer.Option(DemoConfig.refine_iterations, "--refine", min=0, help="Levenberg–Marquardt iterations after CMA-ES."),
     workers: int = typer.Option(DemoConfig.workers, "--workers", min=0, help="Ray actors (0: no Ray)."),
     seed: int = typer.Option(0, "--seed", help="Search seed."),
+    tool_kg: float = typer.Option(DemoConfig.tool_kg, "--tool-kg", min=0.0,
+                                  help="Mass of the tool the firmware does not know [kg] (0: no tool, one fit)."),
     address: Optional[str] = typer.Option(None, "--address", help="Join this Ray cluster instead of a local one."),
     as_json: bool = typer.Option(False, "--json", help="Also print a JSON summary on stdout."),
 ) -> None:
-    """Run the whole job on the bundled demo robot: record, ingest, fit on Ray, compare with the truth."""
+    """Run the whole job on the bundled demo robot (with a tool its firmware does not know): record,
+    ingest, fit on Ray (FrankaTwin's 29, flagged by its adequacy line; then with the payload),
+    compare with the truth."""
     cfg = DemoConfig(seconds=seconds, population=population, generations=generations, workers=workers, seed=seed,
-                     refine_iterations=refine_iterations)
+                     refine_iterations=refine_iterations, tool_kg=tool_kg,
+                     screen_generations=min(DemoConfig.screen_generations, generations))
     try:
         summary = run_demo(lake or Path("demo-lake"), out or Path("demo-out"), cfg, address=address)
     except ValueError as exc:

@@ -89,10 +89,11 @@ def write_reference(spec: SyntheticRun, path: Path) -> Path:
 
 
 def record(spec: SyntheticRun, out_dir: Path, *, robot_id: str, truth_path: str | Path | None = None,
-           reuse: bool = True) -> SyntheticRecording:
+           reuse: bool = True, payload=None) -> SyntheticRecording:
     """Record `spec` offline into `<out_dir>/<run>/` on the truth (profile JSON or FrankaTwin
     sysid_best_params.json; default the bundled demo robot). An existing `<run>.csv` is reused
-    when `reuse` (the recorder never overwrites one)."""
+    when `reuse` (the recorder never overwrites one). `payload` (a twinlake.sim EndLoad): the
+    true flange payload, replacing the truth's (the firmware is not told: no configured load)."""
     from twinlake.daemon import record_offline
 
     folder = Path(out_dir) / spec.run
@@ -104,7 +105,7 @@ def record(spec: SyntheticRun, out_dir: Path, *, robot_id: str, truth_path: str 
     for stale in folder.glob(f"{spec.run}.*.json"):  # companions of an interrupted recording
         stale.unlink()
     result = record_offline(reference, csv, truth_path=None if truth_path is None else str(truth_path),
-                            seed=spec.seed, tail_s=spec.tail_s, robot_id=robot_id)
+                            seed=spec.seed, tail_s=spec.tail_s, robot_id=robot_id, payload=payload)
     return SyntheticRecording(spec, csv, result)
 
 

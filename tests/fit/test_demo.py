@@ -1,6 +1,8 @@
 """`twinlake demo`, reduced (short runs, small population, few generations) end to end: the
 offline recorder, ingest, interval selection, a fit on the session's Ray cluster, the truth
-table with the stored 95 % intervals and the held-out RMSE against the noise floor."""
+table with the stored 95 % intervals and the held-out RMSE against the noise floor; the demo
+robot carries a tool its firmware does not know: the first fit (FrankaTwin's 29) is flagged
+by its adequacy line naming the flange mass, the `+payload` fit finds the mass."""
 
 from __future__ import annotations
 
@@ -13,7 +15,9 @@ from typer.testing import CliRunner
 from twinlake.catalog import connect
 from twinlake.cli import app
 from twinlake.fit.record import list_fits, load_fit
+from twinlake.demo import DemoConfig
 from twinlake.sim import DEMO_PROFILE_PATH, PARAM_NAMES, load_params
+from twinlake.sim.load import EndLoad
 
 
 @pytest.mark.slow
@@ -25,7 +29,15 @@ def test_reduced_demo_end_to_end(tmp_path, ray_cluster):
     assert res.exit_code == 0, res.output[-3000:]
     summary = json.loads(res.output[res.output.index("{\n"):])
     fit_id = summary["fit"]
-    assert list_fits(lake) == [fit_id]
+    assert sorted(list_fits(lake)) == sorted([fit_id, summary["screen_fit"]])
+    # the default 29 cannot explain a robot with an unknown tool; the line says so and why
+    training, held_out = summary["screen_adequacy"]
+    for line in (training, held_out):
+        assert "× the noise floor" in line and "the model does not explain" in line, line
+        assert "flange-mass gravity" in line and "try `--params +payload`" in line, line
+    assert held_out in " ".join(res.output.split()) or held_out.split(":")[0] in res.output
+    screen = load_fit(lake, summary["screen_fit"])
+    assert screen.params.payload_mass == 0.0 and screen.extra["holdout_floor_ratio"] > 30
     rec = load_fit(lake, fit_id)
     assert [u.role for u in rec.runs] == ["train", "train", "holdout"]
     # the default (local) method: LM on cheap windows, then on the full data (then CMA-ES and LM
@@ -33,25 +45,32 @@ def test_reduced_demo_end_to_end(tmp_path, ray_cluster):
     stages = [h["stage"] for h in rec.history]
     assert stages[0] == "local-cheap" and stages[-1] in ("local-full", "refine") and rec.extra["method"] == "local"
     assert rec.best_loss <= min(h["min"] for h in rec.history if h["stage"] != "local-cheap")
-    assert summary["truth"] == load_params(DEMO_PROFILE_PATH).to_vector().tolist()  # shown, not fitted on
+    tool = EndLoad(DemoConfig.tool_kg, DemoConfig.tool_com_m)
+    truth_params = load_params(DEMO_PROFILE_PATH).with_payload(tool)
+    assert summary["truth"] == truth_params.to_vector().tolist()  # shown, not fitted on
+    assert "payload_mass" in rec.settings["space"]["bounds"] and rec.params.payload_mass > 0
+    assert summary["tool_kg"] == {"truth": DemoConfig.tool_kg, "fit": rec.params.payload_mass}
+    assert abs(rec.params.payload_mass - DemoConfig.tool_kg) <= 0.2 * DemoConfig.tool_kg  # a 2-generation fit
+    assert f"tool: truth {DemoConfig.tool_kg:.3f} kg, fit {rec.params.payload_mass:.3f} kg" in res.output
     rmse = {k: np.array(v) for k, v in summary["holdout_q_rmse_rad"].items()}
     floor = rmse["truth (noise floor)"]
     assert np.all(floor < 1e-4)  # the truth replays its own recording to the noise level
     assert np.all(rmse["fit"] >= floor * 0.9)
+    assert np.sqrt(np.mean(rmse["fit"] ** 2)) < np.sqrt(np.mean(rmse["FrankaTwin's 29 (no tool)"] ** 2))
     assert summary["holdout_rmse_ratio_to_floor"] == np.sqrt(np.mean(rmse["fit"] ** 2)) / np.sqrt(np.mean(floor ** 2))
     # the fit carries its error bars; the table says whether each truth lies inside its interval
-    truth = dict(zip(PARAM_NAMES, load_params(DEMO_PROFILE_PATH).to_vector().tolist()))
+    truth = dict(zip(PARAM_NAMES, truth_params.to_vector().tolist()))
     ident = rec.identifiability
     assert ident is not None and rec.extra["error_bars_s"] > 0
     cover = summary["truth_in_ci95"]
     free = [p for p in ident["parameters"] if p["free"] and p["ci95_low"] is not None]
-    assert sorted(cover) == sorted(p["name"] for p in free) and len(cover) == 28
+    assert sorted(cover) == sorted(p["name"] for p in free) and len(cover) == 32  # the 28 continuous of the 29, the tool's mass and centre
     for p in free:
         c = cover[p["name"]]
         assert (c["low"], c["high"], c["truth"]) == (p["ci95_low"], p["ci95_high"], truth[p["name"]])
         assert c["inside"] == (p["ci95_low"] <= truth[p["name"]] <= p["ci95_high"])
     inside = sum(c["inside"] for c in cover.values())
-    assert f"truth inside its 95 % interval for {inside} of 28 parameters" in res.output
+    assert f"truth inside its 95 % interval for {inside} of 32 parameters" in res.output
     assert res.output.count("±") >= 28 and ("✓" in res.output or "✗" in res.output)
     con = connect(lake)
     runs = con.execute("select run, verdict from runs order by run").fetchall()
@@ -61,4 +80,4 @@ def test_reduced_demo_end_to_end(tmp_path, ray_cluster):
                                      "--generations", "1", "--seconds", "1.5", "--refine", "0",
                                      "--workers", "2", "--address", ray_cluster])
     assert again.exit_code == 0, again.output[-3000:]
-    assert "reusing" in again.output and len(list_fits(lake)) == 2
+    assert "reusing" in again.output and len(list_fits(lake)) == 4

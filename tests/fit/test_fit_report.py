@@ -87,3 +87,28 @@ def test_report_renders_every_plot_in_a_headless_browser(rendered, tmp_path):
     assert expected and ok, f"chromium did not run the page's load script: {out.stderr[-500:]}"
     assert int(expected.group(1)) == 6
     assert int(ok.group(1)) == 6
+
+
+def test_the_parameter_plot_draws_only_the_groups_a_fit_searched(tmp_path):
+    """A fit of the default 29 (payload, asymmetry, bias, ... frozen) plots 5 groups and no
+    empty axes; a fit with +payload adds the payload's; frozen groups warn nothing."""
+    import warnings
+
+    from twinlake.fit.report import _param_rows, plot_parameters, plotted_groups
+    from twinlake.fit.space import parse_space
+    from twinlake.sim import LAYOUT
+
+    class Rec:
+        def __init__(self, space):
+            self.settings, self.vector, self.extra = {"space": space.to_json()}, DynamicsParams.nominal().to_vector(), {}
+
+    nominal = DynamicsParams.nominal()
+    default_rows, _ = _param_rows(Rec(parse_space([])), nominal, None)
+    assert len(default_rows) == len(LAYOUT.names) > 29
+    assert plotted_groups(default_rows) == ["armature", "mu_static", "dynamic_ratio", "mu_viscous", "motor_delay_ms"]
+    payload_rows, _ = _param_rows(Rec(parse_space(["+payload", "+smooth-friction"])), nominal, None)
+    assert plotted_groups(payload_rows) == ["armature", "mu_static", "mu_viscous", "motor_delay_ms", "payload_mass",
+                                            "payload_com_x", "payload_com_y", "payload_com_z"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # matplotlib's tight_layout warning on too many axes
+        assert plot_parameters(payload_rows, tmp_path / "p.png").startswith(PNG_MAGIC)
