@@ -20,7 +20,7 @@ def list_campaigns(lake) -> list[str]:
     """Campaign ids in the lake, sorted."""
     from pathlib import Path
 
-    from twinlake.catalog import Lake
+    from ..catalog import Lake
 
     root = (lake.root if isinstance(lake, Lake) else Path(lake)) / "campaigns"
     if not root.is_dir():

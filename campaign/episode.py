@@ -19,8 +19,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from twinlake.sim import LAYOUT
-from twinlake.sim.fr3 import TIMESTEP_S
+from ..sim import LAYOUT
+from ..sim.fr3 import TIMESTEP_S
 
 from .gains import GainSet
 from .store import canonical_json, sha256_text

@@ -66,7 +66,7 @@ def _maybe_fault(specs: list[EpisodeSpec], text: str) -> None:
 
 
 def _engine(job: ChunkJob):
-    from twinlake.sim import PopulationEngine
+    from ..sim import PopulationEngine
 
     key = (job.reference.sha256, job.reference.n_ticks, job.gains, job.nthread)
     if key not in _ENGINE_CACHE:

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from twinlake.daemon.client import DEFAULT_D_JOINT, DEFAULT_FILTER_ALPHA, DEFAULT_K_JOINT
+from ..daemon.client import DEFAULT_D_JOINT, DEFAULT_FILTER_ALPHA, DEFAULT_K_JOINT
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from twinlake.sim.fr3 import CART_TORQUE_LIMIT_NM, JOINT_SLEW_NM_PER_TICK, TIMESTEP_S
+from ..sim.fr3 import CART_TORQUE_LIMIT_NM, JOINT_SLEW_NM_PER_TICK, TIMESTEP_S
 
 FR3_TORQUE_LIMIT_NM = CART_TORQUE_LIMIT_NM  # FR3 joint torque limits [N·m] (J1..J7)
 DEFAULT_TRACKING_LIMIT_RAD = 0.05  # fr3_stack's live guard (excite `--tracking-error`)

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from twinlake.sim import DynamicsParams, JointImpedanceCommand, JointImpedanceConfig, SimFR3
+from ..sim import DynamicsParams, JointImpedanceCommand, JointImpedanceConfig, SimFR3
 
 from .outcome import CONTROLLER_EXCEPTION, CONTROLLER_NONFINITE
 

@@ -23,9 +23,9 @@ from pathlib import Path
 
 import numpy as np
 
-from twinlake.sim import JOINT_IMPEDANCE, ReplayInput
-from twinlake.sim.fr3 import REPULSION_LOWER_RAD, REPULSION_UPPER_RAD, TIMESTEP_S
-from twinlake.sim.params import MAX_DELAY_MS
+from ..sim import JOINT_IMPEDANCE, ReplayInput
+from ..sim.fr3 import REPULSION_LOWER_RAD, REPULSION_UPPER_RAD, TIMESTEP_S
+from ..sim.params import MAX_DELAY_MS
 
 from .gains import GainSet
 
@@ -117,7 +117,7 @@ def _speed_limit(path: Path, given: float | None) -> float:
 
 def from_csv(path: str | Path, *, tail_s: float = 1.0, speed_limit_rad_s: float | None = None) -> Reference:
     """A reference.csv (t_s, q_ref1..7, ...), timed as the offline recorder does."""
-    from twinlake.daemon.excite_files import read_reference_csv
+    from ..daemon.excite_files import read_reference_csv
 
     path = Path(path)
     t_s, q = read_reference_csv(path)
@@ -128,7 +128,7 @@ def from_csv(path: str | Path, *, tail_s: float = 1.0, speed_limit_rad_s: float 
 
 def from_run(lake, selector: str, *, tail_s: float = 1.0, speed_limit_rad_s: float | None = None) -> Reference:
     """A recorded run's joint targets (first clean interval, or the one named by `:INTERVAL`)."""
-    from twinlake.fit.intervals import read_frames, resolve
+    from ..fit.intervals import read_frames, resolve
 
     refs = resolve(lake, [selector], min_duration_s=0.0)
     table = read_frames(lake, refs[:1])[0]

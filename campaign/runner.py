@@ -31,7 +31,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from twinlake.catalog import Lake, sha256_file
+from ..catalog import Lake, sha256_file
 
 from .episode import EpisodeSpec, episode_config, plan_episodes
 from .execution import FAULT_ENV, ChunkJob, run_chunk
@@ -102,8 +102,8 @@ class CampaignReport:
 
 
 def _distribution(lake: Lake, req: CampaignRequest) -> tuple[ParameterDistribution, str]:
-    from twinlake.fit.export import randomization_doc
-    from twinlake.fit.record import load_fit
+    from ..fit.export import randomization_doc
+    from ..fit.record import load_fit
 
     rec = load_fit(lake, req.fit)
     fit_sha = sha256_file(rec.path / "fit.parquet")
@@ -213,7 +213,7 @@ def _execute(store: CampaignStore, jobs: list[ChunkJob], workers: int, address: 
         os.environ.setdefault("RAY_AUTH_MODE", "token")
     import ray
 
-    from twinlake.fit.pool import ensure_ray
+    from ..fit.pool import ensure_ray
 
     started_here = not ray.is_initialized()
     ensure_ray(address, None if address else max(1, workers))

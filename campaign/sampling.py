@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from twinlake.sim import LAYOUT
+from ..sim import LAYOUT
 
 POSTERIOR = "posterior"
 RANGES = "ranges"

@@ -28,7 +28,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from twinlake.catalog import Lake, check_id
+from ..catalog import Lake, check_id
 
 SUMMARY_FIXED = ("episode_id", "index", "sample_index", "gains_id", "status", "outcome", "seed", "config_hash",
                  "abort_t_s", "abort_reason", "failure_category", "wall_total_s", "wall_sim_s", "run_id")

@@ -10,21 +10,20 @@ sql/clean_intervals.sql), the selection of recorded data (`parse_selector`, `res
 `FRAME_SCHEMA`, `RUN_SCHEMA` and the ordered `SQL_FILES`.
 """
 
-from twinlake.catalog.lake import Lake, check_id, resolve_lake, sha256_file
-from twinlake.catalog.publish import (
+from .durable import atomic_write_bytes, atomic_write_text
+from .lake import Lake, check_id, resolve_lake, sha256_file
+from .publish import (
     PartitionExists,
-    atomic_write_bytes,
-    atomic_write_text,
     clean_staging,
     new_staging_dir,
     publish_partition,
     quarantine,
 )
-from twinlake.catalog.schema import FRAME_SCHEMA, JOINTS, RAW_FILE_TYPE, RUN_SCHEMA
-from twinlake.catalog.read_only import ReadOnlyConnection, ReadOnlyRefused
-from twinlake.catalog.sql import SQL_FILES, connect, load_sql
-from twinlake.catalog.intervals import clean_intervals
-from twinlake.catalog.selection import (
+from .schema import FRAME_SCHEMA, JOINTS, RAW_FILE_TYPE, RUN_SCHEMA
+from .read_only import ReadOnlyConnection, ReadOnlyRefused
+from .sql import SQL_FILES, connect, load_sql
+from .intervals import clean_intervals
+from .selection import (
     IntervalFrames,
     IntervalRef,
     RunSelector,

@@ -231,7 +231,7 @@ class _IndexLock:
 
 
 def _write(root: Path, index: FileIndex) -> None:
-    from twinlake.catalog.publish import atomic_write_text  # publish imports this module
+    from .durable import atomic_write_text
 
     atomic_write_text(index_path(root), index.to_json())
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import duckdb
 import pyarrow as pa
 
-from twinlake.catalog.sql import load_sql, run_scope
+from .sql import load_sql, run_scope
 
 OPTIONAL_SPLITS: tuple[str, ...] = (
     "reset",

@@ -24,7 +24,8 @@ from collections.abc import Callable, Iterable
 from datetime import datetime, timezone
 from pathlib import Path
 
-from twinlake.catalog.lake import Lake
+from .durable import fsync_dir, fsync_tree
+from .lake import Lake
 
 _RENAME_NOREPLACE = 1
 _RENAME_EXCHANGE = 2
@@ -68,54 +69,6 @@ def _rename(src: Path, dst: Path, flags: int) -> bool:
     if err in (errno.ENOSYS, errno.EINVAL):
         return False
     raise OSError(err, os.strerror(err), str(dst))
-
-
-def fsync_tree(path: Path) -> None:
-    """fsync every regular file under `path`, then every directory bottom-up."""
-    for dirpath, _dirnames, filenames in os.walk(path, topdown=False):
-        for name in filenames:
-            fd = os.open(os.path.join(dirpath, name), os.O_RDONLY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-        _fsync_dir(Path(dirpath))
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
-    """Replace the file `path` by `data` atomically; returns `path`.
-
-    The bytes go to a hidden temporary file beside it (`.<name>.<pid>-<random>.tmp`, same
-    directory, so same filesystem), which is fsynced and renamed over `path` (`os.replace`),
-    then the directory is fsynced: a reader, or a crash, sees the old file or the new one,
-    never a part. The directory must exist. On an error the temporary file is removed.
-    """
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}-{uuid.uuid4().hex[:8]}.tmp")
-    try:
-        with open(tmp, "xb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    _fsync_dir(path.parent)
-    return path
-
-
-def atomic_write_text(path: str | Path, text: str, encoding: str = "utf-8") -> Path:
-    """`atomic_write_bytes` of `text` encoded (UTF-8 by default, newlines as given)."""
-    return atomic_write_bytes(path, text.encode(encoding))
 
 
 def new_staging_dir(lake: Lake | str | Path, label: str = "part") -> Path:
@@ -205,7 +158,7 @@ def publish_partition(
         fsync_tree(staged)
         target.parent.mkdir(parents=True, exist_ok=True)
         _move_into_place(staged, target, replace)
-        _fsync_dir(target.parent)
+        fsync_dir(target.parent)
     finally:
         if staged.exists():
             shutil.rmtree(staged, ignore_errors=True)
@@ -214,7 +167,7 @@ def publish_partition(
 
 
 def _update_file_index(lake: Lake, rel: Path) -> None:
-    from twinlake.catalog.file_index import INDEXED_KINDS, update_index
+    from .file_index import INDEXED_KINDS, update_index
 
     if rel.parts[0] not in INDEXED_KINDS:
         return

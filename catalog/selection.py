@@ -28,10 +28,10 @@ from typing import Any
 
 import pyarrow as pa
 
-from twinlake.catalog.intervals import clean_intervals
-from twinlake.catalog.lake import Lake
-from twinlake.catalog.read_only import Connection
-from twinlake.catalog.sql import connect, run_scope
+from .intervals import clean_intervals
+from .lake import Lake
+from .read_only import Connection
+from .sql import connect, run_scope
 
 SEQ_MIN, SEQ_MAX = -(2**63), 2**63 - 1
 _FRAMES = ("SELECT * EXCLUDE (robot, run) FROM frames WHERE robot = $robot AND run = $run "

@@ -33,10 +33,10 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 
-from twinlake.catalog.file_index import FileIndex, current_files
-from twinlake.catalog.lake import Lake, check_id
-from twinlake.catalog.read_only import ReadOnlyConnection, lock
-from twinlake.catalog.schema import FRAME_SCHEMA, RUN_SCHEMA
+from .file_index import FileIndex, current_files
+from .lake import Lake, check_id
+from .read_only import ReadOnlyConnection, lock
+from .schema import FRAME_SCHEMA, RUN_SCHEMA
 
 SQL_FILES: tuple[str, ...] = ("views", "clean_intervals", "fits", "validations", "campaigns")
 """SQL files loaded by `connect`, in order (files that do not exist yet are skipped)."""

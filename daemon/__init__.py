@@ -11,7 +11,7 @@ Fr3Daemon` works as before.
 
 from __future__ import annotations
 
-from twinlake.sim.lazy import lazy_exports
+from ..sim.lazy import lazy_exports
 
 _MODULES = {
     "client": ("ClientState", "Fr3Client", "RecordingError", "RecordingTimeout", "request_recording"),

@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from twinlake.sim import Q_MAX, Q_MIN
+from ..sim import Q_MAX, Q_MIN
 
 MODES = ("hold", "sine", "chirp", "multisine")
 Q_LOWER = Q_MIN + 0.1 * (Q_MAX - Q_MIN)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from twinlake.catalog import atomic_write_text
+from ..catalog import atomic_write_text
 
 from .excitation import Plan, offsets, sample_times
 

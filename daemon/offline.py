@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from twinlake.sim import DEMO_PROFILE_PATH, NO_LOAD, EndLoad, JointImpedanceCommand, load_params
+from ..sim import DEMO_PROFILE_PATH, NO_LOAD, EndLoad, JointImpedanceCommand, load_params
 
 from . import csv_v2 as C
 from .client import DEFAULT_D_JOINT, DEFAULT_FILTER_ALPHA, DEFAULT_K_JOINT

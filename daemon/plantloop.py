@@ -12,7 +12,7 @@ from __future__ import annotations
 import mujoco
 import numpy as np
 
-from twinlake.sim import DynamicsParams, IdleCommand, JointImpedanceCommand, JointImpedanceConfig, SimFR3
+from ..sim import DynamicsParams, IdleCommand, JointImpedanceCommand, JointImpedanceConfig, SimFR3
 
 from . import csv_v2 as C
 from .noise import NoiseConfig, NoiseSource

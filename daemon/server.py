@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import zmq
 
-from twinlake.sim import DEMO_PROFILE_PATH, NO_LOAD, EndLoad, JointImpedanceCommand, load_params
+from ..sim import DEMO_PROFILE_PATH, NO_LOAD, EndLoad, JointImpedanceCommand, load_params
 
 from . import csv_v2 as C
 from .noise import NoiseConfig

@@ -15,7 +15,7 @@ records alone (`fit list`, `fit show`) does not pay for cma, scipy and MuJoCo:
 
 from __future__ import annotations
 
-from twinlake.sim.lazy import lazy_exports
+from ..sim.lazy import lazy_exports
 
 __getattr__, __dir__, __all__ = lazy_exports(__name__, globals(), {
     "intervals": ("IntervalRef", "resolve"),

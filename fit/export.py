@@ -23,9 +23,9 @@ import json
 import math
 from pathlib import Path
 
-from twinlake.fit.record import FitRecord
-from twinlake.sim import LAYOUT, save_profile, to_frankatwin_decoded
-from twinlake.sim.fr3 import FLANGE_OFFSET_M
+from .record import FitRecord
+from ..sim import LAYOUT, save_profile, to_frankatwin_decoded
+from ..sim.fr3 import FLANGE_OFFSET_M
 
 FORMATS = ("profile", "frankatwin", "mjcf", "randomization")
 RANDOMIZATION_SCHEMA = "twinlake.randomization/v1"

@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from twinlake.sim.params import LAYOUT
+from ..sim.params import LAYOUT
 
 DISCRETE_NAMES = frozenset(LAYOUT.names[i] for i in LAYOUT.integer_indices)  # never in J
 
@@ -258,9 +258,9 @@ def identifiability_for_fit(lake: Any, rec: Any, seed_records: Sequence[Any] = (
     """Error bars of a stored fit (a ``FitRecord``) on its own training intervals, with the
     free parameters and bounds of its settings; ``seed_records``: fits of the same problem
     with other seeds (their best vectors give the spread). For ``fit show`` / ``fit report``."""
-    from twinlake.fit.intervals import IntervalRef
-    from twinlake.fit.objective import FitProblem, LossScales
-    from twinlake.fit.space import ParameterSpace
+    from .intervals import IntervalRef
+    from .objective import FitProblem, LossScales
+    from .space import ParameterSpace
 
     if not rec.train:
         raise ValueError(f"fit {rec.fit_id}: no training intervals recorded (imported fit?); no Jacobian to take")

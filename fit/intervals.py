@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from twinlake.catalog import IntervalRef, Lake, connect, resolve_intervals, run_frames
+from ..catalog import IntervalRef, Lake, connect, resolve_intervals, run_frames
 
 def resolve(
     lake: Lake | str | Path, selectors: list[str], *, min_duration_s: float = 0.5
@@ -49,7 +49,7 @@ def read_frames(lake: Lake | str | Path, refs: list[IntervalRef], max_duration_s
 def replay_inputs(refs: list[IntervalRef], tables: list[pa.Table], *, use_ema: bool = True) -> list:
     """One `twinlake.sim.ReplayInput` per interval (its frames from `read_frames`); an
     interval that cannot be replayed is named in the ValueError."""
-    from twinlake.sim import ReplayInput
+    from ..sim import ReplayInput
 
     inputs = []
     for ref, table in zip(refs, tables):

@@ -41,9 +41,9 @@ from typing import Callable
 
 import numpy as np
 
-from twinlake.fit.noise_floor import estimate_noise_floor
-from twinlake.fit.refine import LAMBDAS, REL_TOL, STEP, refine
-from twinlake.fit.space import ParameterSpace
+from .noise_floor import estimate_noise_floor
+from .refine import LAMBDAS, REL_TOL, STEP, refine
+from .space import ParameterSpace
 
 CHEAP_WINDOW_S = 1.0  # length of one cheap-fidelity window [s]
 CHEAP_ITERATIONS = 6
@@ -77,7 +77,7 @@ def start_points(space: ParameterSpace, starts: int, seed: int) -> np.ndarray:
     """(starts, n_free) normalised points: the nominal parameters, then scrambled Halton points."""
     from scipy.stats import qmc
 
-    from twinlake.sim import DynamicsParams
+    from ..sim import DynamicsParams
 
     n = len(space.free_indices)
     nominal = space.encode(DynamicsParams.nominal().to_vector()[None])
@@ -218,7 +218,7 @@ def local_seed(wd: Path, settings, seed: int, data, pool, cheap_pool_factory: Ca
     """One seed of the local-first search; returns (params (n,), loss, history rows, the
     gates' verdict). `cma(x0_params, delay) -> (params, loss, rows)` is the fallback stage;
     `on_stage(stage_number, pool)` is called after each stage's checkpoint."""
-    from twinlake.fit.objective import FitProblem
+    from .objective import FitProblem
 
     space = settings.parameter_space
     combine = FitProblem(data).combine

@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from twinlake.fit.intervals import IntervalRef, read_frames, replay_inputs, resolve
+from .intervals import IntervalRef, read_frames, replay_inputs, resolve
 
 DEFAULT_Q_SCALE_RAD = 0.01
 DEFAULT_DQ_SCALE_RAD_S = 0.01 / math.sqrt(0.1)
@@ -109,8 +109,8 @@ def configured_loads(lake, refs: list[IntervalRef], override=None) -> list:
     run when its metadata states a malformed load."""
     import json
 
-    from twinlake.catalog import connect
-    from twinlake.sim.load import NO_LOAD, load_from_metadata
+    from ..catalog import connect
+    from ..sim.load import NO_LOAD, load_from_metadata
 
     if override is not None:
         return [override] * len(refs)
@@ -168,7 +168,7 @@ class FitProblem:
     @property
     def engine(self):
         if self._engine is None:
-            from twinlake.sim import PopulationEngine, load_model
+            from ..sim import PopulationEngine, load_model
 
             model = load_model(self.data.model_path) if self.data.model_path else None
             self._engine = PopulationEngine(self.data.inputs, model=model, nthread=self.nthread,

@@ -20,7 +20,7 @@ from collections import deque
 
 import numpy as np
 
-from twinlake.fit.objective import FitProblem, ProblemData
+from .objective import FitProblem, ProblemData
 
 DEFAULT_CHUNK = 16
 MAX_CHUNK = 64  # beyond this the engine's per-tick numpy overhead is already amortised

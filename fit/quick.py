@@ -379,8 +379,8 @@ def sim_joint_model(params, joint: int, q_samples: np.ndarray, model_path: str |
     f_c = mu_static · dynamic_ratio."""
     import mujoco
 
-    from twinlake.sim import load_model
-    from twinlake.sim.model import arm_index
+    from ..sim import load_model
+    from ..sim.model import arm_index
 
     model = load_model(model_path)
     arm = arm_index(model)
@@ -406,8 +406,8 @@ def quick_fit_run(lake, run: str, joint: int, *, profile=None, profile_label: st
                   min_duration_s: float = 0.5) -> GapReport:
     """Quick-fit one joint of a run's clean intervals (selector ``[ROBOT/]RUN``) and compare it
     with ``profile`` (a DynamicsParams; default nominal). Raises QuickFitRefused or ValueError."""
-    from twinlake.fit.intervals import read_frames, resolve
-    from twinlake.sim import DynamicsParams
+    from .intervals import read_frames, resolve
+    from ..sim import DynamicsParams
 
     if not 1 <= joint <= 7:
         raise ValueError(f"--joint {joint}: expected a joint number 1..7")

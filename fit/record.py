@@ -42,8 +42,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from twinlake.catalog import Lake, publish_partition
-from twinlake.sim import PARAM_NAMES, DynamicsParams, save_profile
+from ..catalog import Lake, publish_partition
+from ..sim import PARAM_NAMES, DynamicsParams, save_profile
 
 HISTORY_SCHEMA = pa.schema(
     [

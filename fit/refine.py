@@ -25,7 +25,7 @@ import time
 
 import numpy as np
 
-from twinlake.fit.space import ParameterSpace
+from .space import ParameterSpace
 
 STEP = 1e-3
 LAMBDAS = (1e-6, 1e-4, 1e-3, 1e-2, 1e-1, 1.0)

@@ -23,7 +23,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from twinlake.sim.params import LAYOUT  # noqa: E402
+from ..sim.params import LAYOUT  # noqa: E402
 
 _PNG_META = {"Software": None}
 
@@ -254,16 +254,16 @@ def report_data_from_lake(lake: Any, fit_id: str, *, nominal: Any = None, error_
     (stored ``identifiability_json``, or computed now when ``error_bars``)."""
     import json
 
-    from twinlake.catalog import Lake
-    from twinlake.fit.record import load_fit
-    from twinlake.sim import DynamicsParams
+    from ..catalog import Lake
+    from .record import load_fit
+    from ..sim import DynamicsParams
 
     lk = lake if isinstance(lake, Lake) else Lake(Path(lake))
     rec = load_fit(lk, fit_id)
     nominal = nominal if nominal is not None else DynamicsParams.nominal()
     ident = json.loads(rec.extra["identifiability_json"]) if rec.extra.get("identifiability_json") else None
     if ident is None and error_bars:
-        from twinlake.fit.identifiability import identifiability_for_fit
+        from .identifiability import identifiability_for_fit
 
         ident = identifiability_for_fit(lk, rec, rec.other_seeds).to_dict()
     params, flags = _param_rows(rec, nominal, ident)
@@ -274,7 +274,7 @@ def report_data_from_lake(lake: Any, fit_id: str, *, nominal: Any = None, error_
         flags.append("not validated on any held-out run (G3 open): run `twinlake fit validate`")
     flags += [f"held-out {v['robot']}/{v['run']}: fitted parameters FAILED the declared thresholds"
               for v in validations if v["sim_label"] == "fitted" and v["verdict"] == "fail"]
-    from twinlake.fit.show import adequacy_lines, fit_validations
+    from .show import adequacy_lines, fit_validations
 
     adequacy = adequacy_lines(rec, fit_validations(lk.root, fit_id))
     flags += [f"model adequacy: {text}" for text, ok in adequacy if ok is False]
@@ -288,7 +288,7 @@ def report_data_from_lake(lake: Any, fit_id: str, *, nominal: Any = None, error_
 
 def _param_rows(rec: Any, nominal: Any, ident: dict | None) -> tuple[list[ParamRow], list[str]]:
     """One ParamRow per parameter (bounds from the fit's settings) and the parameter flags."""
-    from twinlake.fit.space import ParameterSpace
+    from .space import ParameterSpace
 
     space = (rec.settings or {}).get("space")
     bounds = np.array([space["bounds"][n] for n in LAYOUT.names]) if space else np.asarray(LAYOUT.bounds)
@@ -312,7 +312,7 @@ _VALIDATION_COLS = ("validation", "robot", "run", "sim_label", "q_rmse_all_rad",
 
 def _validations(lake: Any, fit_id: str) -> list[dict[str, Any]]:
     """The fit's validation rows from the catalog (view `validations`)."""
-    from twinlake.catalog import connect
+    from ..catalog import connect
 
     con = connect(lake)
     try:
@@ -328,7 +328,7 @@ def _validations(lake: Any, fit_id: str) -> list[dict[str, Any]]:
 
 def _held_out(lake: Any, validations: list[dict[str, Any]]) -> list[HeldOutTrace]:
     """Traces of the latest fitted (and nominal) validation of each run that stored samples."""
-    from twinlake.fit.validate import load_trajectory
+    from .validate import load_trajectory
 
     latest: dict[tuple[str, str], dict[str, str]] = {}
     for v in validations:

@@ -29,17 +29,17 @@ from typing import Callable
 
 import numpy as np
 
-from twinlake.catalog import Lake, atomic_write_bytes, check_id
-from twinlake.fit.adequacy import fit_adequacy_columns
-from twinlake.fit import local_search
-from twinlake.fit.objective import FitProblem, LossScales, ProblemData, build_data
-from twinlake.fit.pool import LocalPool, RayPool, auto_chunk
-from twinlake.fit.progress import FitProgress, stage_note
-from twinlake.fit.record import FitRecord, IntervalUse, SeedResult, publish_fit
-from twinlake.fit.refine import refine
-from twinlake.fit.search import MixedSearch
-from twinlake.fit.space import ParameterSpace
-from twinlake.sim import DynamicsParams
+from ..catalog import Lake, atomic_write_bytes, check_id
+from .adequacy import fit_adequacy_columns
+from . import local_search
+from .objective import FitProblem, LossScales, ProblemData, build_data
+from .pool import LocalPool, RayPool, auto_chunk
+from .progress import FitProgress, stage_note
+from .record import FitRecord, IntervalUse, SeedResult, publish_fit
+from .refine import refine
+from .search import MixedSearch
+from .space import ParameterSpace
+from ..sim import DynamicsParams
 
 EMA_KEEP = 0.8  # FrankaTwin's ETA smoothing: ema = 0.8·old + 0.2·new
 
@@ -75,7 +75,7 @@ class FitSettings:
     @property
     def configured_end_load(self):
         """`configured_load` as a twinlake.sim EndLoad (None: from each run's metadata)."""
-        from twinlake.sim.load import load_from_json
+        from ..sim.load import load_from_json
 
         return None if self.configured_load is None else load_from_json(self.configured_load, "configured_load")
 
@@ -415,7 +415,7 @@ def error_bars(pool, settings: FitSettings, best: np.ndarray, seed_optima: np.nd
     """`identifiability_summary` at `best` (n,) over the training data held by `pool` (its
     `residuals` fan out like a generation); the same result as `identifiability_for_fit`
     on the stored record. None when no continuous parameter is free."""
-    from twinlake.fit.identifiability import DISCRETE_NAMES, identifiability_summary
+    from .identifiability import DISCRETE_NAMES, identifiability_summary
 
     space = settings.parameter_space
     free = [n for n in space.free_names if n not in DISCRETE_NAMES]

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import cma
 import numpy as np
 
-from twinlake.fit.space import ParameterSpace
+from .space import ParameterSpace
 
 DELAY_RATE = 0.3
 DELAY_FLOOR = 0.02

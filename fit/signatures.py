@@ -21,8 +21,8 @@ from typing import Sequence
 
 import numpy as np
 
-from twinlake.fit.adequacy import GRAVITY_STEP_S, MAX_SHIFT_MS, STILL_RAD_S, ResidualSegment, Signature
-from twinlake.fit.noise_floor import NoiseFloor
+from .residual import GRAVITY_STEP_S, MAX_SHIFT_MS, STILL_RAD_S, ResidualSegment, Signature
+from .noise_floor import NoiseFloor
 
 GRAVITY = np.array([0.0, 0.0, -9.81])  # [m/s²], the base frame's z up
 JOINT_SHARE = 0.15  # a joint carrying this share of a structure's power is named
@@ -40,8 +40,8 @@ class _Arm:
     def __init__(self, model) -> None:
         import mujoco
 
-        from twinlake.sim import load_model
-        from twinlake.sim.model import arm_index
+        from ..sim import load_model
+        from ..sim.model import arm_index
 
         self.mj = mujoco
         self.model = model if model is not None else load_model()

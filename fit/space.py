@@ -34,8 +34,8 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from twinlake.sim.jsonfile import read_json_object
-from twinlake.sim.params import LAYOUT
+from ..sim.jsonfile import read_json_object
+from ..sim.params import LAYOUT
 
 (_DELAY,) = LAYOUT.integer_indices  # the search's one categorical coordinate (fit/search.py)
 

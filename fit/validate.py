@@ -24,10 +24,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from twinlake.catalog import Lake, PartitionExists
-from twinlake.fit.adequacy import DEFAULT_MAX_FLOOR_RATIO, Adequacy, ResidualSegment, assess
-from twinlake.fit.metrics import Trajectory, compute_metrics, dumps, metrics_document
-from twinlake.fit.validation_record import ValidationRecord, publish_validation_record
+from ..catalog import Lake, PartitionExists
+from .adequacy import DEFAULT_MAX_FLOOR_RATIO, Adequacy, ResidualSegment, assess
+from .metrics import Trajectory, compute_metrics, dumps, metrics_document
+from .validation_record import ValidationRecord, publish_validation_record
 
 VALIDATION_SCHEMA = pa.schema([
     ("validation_source", pa.string()), ("created_utc", pa.string()), ("robot", pa.string()),
@@ -171,10 +171,10 @@ def replay_runs(lake: Lake | str | Path, selectors: list[str], params: np.ndarra
     target pos, target quat, [[ResidualSegment per interval] per parameter set]), samples of
     a run's intervals concatenated in seq order.
     """
-    from twinlake.fit.intervals import read_frames, replay_inputs, resolve
-    from twinlake.fit.objective import configured_loads
-    from twinlake.sim import load_model
-    from twinlake.sim.population import PopulationEngine
+    from .intervals import read_frames, replay_inputs, resolve
+    from .objective import configured_loads
+    from ..sim import load_model
+    from ..sim.population import PopulationEngine
 
     refs = resolve(lake, selectors, min_duration_s=min_duration_s)
     tables = read_frames(lake, refs)
@@ -216,9 +216,9 @@ def validate_fit(lake: Lake | str | Path, fit_id: str, runs: list[str], threshol
                  min_duration_s: float = 0.5) -> list[ValidationOutcome]:
     """Validate fit `fit_id` on `runs` (selectors `[ROBOT/]RUN`) with fitted and nominal
     parameters; publish one partition per (run, label). Refuses runs the fit trained on."""
-    from twinlake.fit.noise_floor import estimate_noise_floor
-    from twinlake.fit.record import load_fit
-    from twinlake.sim import DynamicsParams, load_model, to_frankatwin_decoded
+    from .noise_floor import estimate_noise_floor
+    from .record import load_fit
+    from ..sim import DynamicsParams, load_model, to_frankatwin_decoded
 
     lk = lake if isinstance(lake, Lake) else Lake(Path(lake))
     rec = load_fit(lk, fit_id)
@@ -261,8 +261,8 @@ def validate_fit(lake: Lake | str | Path, fit_id: str, runs: list[str], threshol
 def _replay_settings(settings: dict) -> tuple[str, Any]:
     """(friction law, configured-load override or None) a fit trained with, from its stored
     settings, so that its validation replays the plant the fit was fitted in."""
-    from twinlake.fit.space import ParameterSpace
-    from twinlake.sim.load import load_from_json
+    from .space import ParameterSpace
+    from ..sim.load import load_from_json
 
     law = ParameterSpace.from_json(settings["space"]).friction_law if settings.get("space") else "stribeck"
     load = settings.get("configured_load")

@@ -20,7 +20,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from twinlake.catalog import Lake, publish_partition
+from ..catalog import Lake, publish_partition
 
 VALIDATION_COLUMNS = pa.schema([
     ("validation_source", pa.string()), ("created_utc", pa.string()), ("robot", pa.string()),

@@ -4,7 +4,7 @@ Public API: `ingest_paths` (the pipeline), the plug-in point (`register`, `reade
 `SourceReader`, `Detection`, `IngestUnit`, `RawFile`, `ReadOptions`, `IngestError`).
 """
 
-from twinlake.ingest.registry import (
+from .registry import (
     FORMAT_MODULES,
     Detection,
     IngestError,
@@ -22,7 +22,7 @@ _LAZY = {"ingest_paths", "ingest_one", "Outcome"}  # the pipeline imports pander
 
 def __getattr__(name: str):
     if name in _LAZY:
-        from twinlake.ingest import pipeline
+        from . import pipeline
 
         return getattr(pipeline, name)
     raise AttributeError(f"module 'twinlake.ingest' has no attribute {name!r}")

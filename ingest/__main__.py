@@ -2,6 +2,6 @@
 function, faster start-up: it does not compose the other commands). The command lives with the
 others in the root package (twinlake/commands/ingest.py)."""
 
-from twinlake.commands.ingest import main
+from ..commands.ingest import main
 
 main()

@@ -14,8 +14,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-import twinlake
-from twinlake.ingest.bundle_validate import COLUMNS, SCHEMA
+from .. import __version__
+from .bundle_validate import COLUMNS, SCHEMA
 
 SUFFIX_NOTE = "fr3_stack CSV v2 suffix i (0-based) = bundle suffix i+1 = physical joint J(i+1)"
 
@@ -95,7 +95,7 @@ def build_metadata(frames: pa.Table, run_row: dict, robot: str, run: str, select
            for f in run_row.get("raw_files") or []]
     return {
         "schema": SCHEMA,
-        "exporter": {"name": "twinlake", "version": twinlake.__version__},
+        "exporter": {"name": "twinlake", "version": __version__},
         "source": {"robot": robot, "run": run, "source_format": run_row.get("source_format"),
                    "source_version": run_row.get("source_version"),
                    "source_file": run_row.get("source_file"), "raw_sha256": run_row.get("raw_sha256"),

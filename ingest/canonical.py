@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from twinlake.catalog import FRAME_SCHEMA
+from ..catalog import FRAME_SCHEMA
 
 
 def conform_frames(table: pa.Table) -> pa.Table:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from twinlake.ingest.registry import IngestError, RawFile
+from .registry import IngestError, RawFile
 
 STATUS_KEYS = ("recording_id", "path", "active", "ok", "finished", "complete", "written",
                "discarded", "dropped", "error", "error_code")

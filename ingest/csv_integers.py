@@ -18,7 +18,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from twinlake.ingest.registry import IngestError
+from .registry import IngestError
 
 EXACT_INT_LIMIT = 2**53
 """Largest magnitude up to which a double represents every integer exactly."""

@@ -17,10 +17,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
-from twinlake.catalog import FRAME_SCHEMA, JOINTS
-from twinlake.ingest.companions import Companions, find_companions
-from twinlake.ingest.csv_integers import as_double, float_text_in_int_column, integral_to_int
-from twinlake.ingest.registry import (
+from ..catalog import FRAME_SCHEMA, JOINTS
+from .companions import Companions, find_companions
+from .csv_integers import as_double, float_text_in_int_column, integral_to_int
+from .registry import (
     Detection,
     IngestError,
     IngestUnit,

@@ -24,7 +24,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from twinlake.ingest.frankatwin_io import read_header, read_typed_csv
+from .frankatwin_io import read_header, read_typed_csv
 
 J = range(1, 8)
 XYZ = ("x", "y", "z")
@@ -109,7 +109,7 @@ def describe_mismatch(header: list[str], expected: tuple[str, ...]) -> str:
 def _read(path: Path, columns: tuple[str, ...]) -> pa.Table:
     header = read_header(path)
     if tuple(header) != columns:
-        from twinlake.ingest.registry import IngestError
+        from .registry import IngestError
 
         raise IngestError(path, f"header does not match: {describe_mismatch(header, columns)}",
                           line=1)

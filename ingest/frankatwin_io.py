@@ -18,8 +18,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.csv as pacsv
 
-from twinlake.ingest.csv_integers import as_double, float_text_in_int_column, integral_to_int
-from twinlake.ingest.registry import IngestError
+from .csv_integers import as_double, float_text_in_int_column, integral_to_int
+from .registry import IngestError
 
 
 def read_bytes(path: Path) -> bytes:

@@ -15,13 +15,13 @@ from typing import Any
 
 import pyarrow as pa
 
-from twinlake.ingest import frankatwin_csv as ftcsv
-from twinlake.ingest import frankatwin_sidecar as side
-from twinlake.ingest.canonical import conform_frames
-from twinlake.ingest.frankatwin_io import (SOURCE_FIELDS_TABLE, load_json,
+from . import frankatwin_csv as ftcsv
+from . import frankatwin_sidecar as side
+from .canonical import conform_frames
+from .frankatwin_io import (SOURCE_FIELDS_TABLE, load_json,
                                            read_header, source_fields_table)
-from twinlake.ingest.frankatwin_ring import check_ring
-from twinlake.ingest.registry import (Detection, IngestError, IngestUnit, RawFile, ReadOptions,
+from .frankatwin_ring import check_ring
+from .registry import (Detection, IngestError, IngestUnit, RawFile, ReadOptions,
                                       register)
 
 LAYOUT_NAMES = {"log50": "47-column FrankaTwin 50 Hz log", "ring": "49-column FrankaTwin 1 kHz "

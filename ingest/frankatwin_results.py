@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from twinlake.ingest.frankatwin_io import try_json
-from twinlake.ingest.registry import Detection, IngestError, ReadOptions, register
+from .frankatwin_io import try_json
+from .registry import Detection, IngestError, ReadOptions, register
 
 
 def result_kind(path: Path) -> tuple[str | None, str]:

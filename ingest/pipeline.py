@@ -19,8 +19,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-import twinlake
-from twinlake.catalog import (
+from .. import __version__
+from ..catalog import (
     RUN_SCHEMA,
     Lake,
     PartitionExists,
@@ -29,12 +29,12 @@ from twinlake.catalog import (
     publish_partition,
     quarantine,
 )
-from twinlake.ingest.canonical import conform_frames
-from twinlake.ingest.companions import companion_candidates
-from twinlake.ingest.registry import IngestError, IngestUnit, ReadOptions, SourceReader, detect
-from twinlake.ingest.rawstore import DEFAULT_RAW_CODEC, RawStore
-from twinlake.ingest.runstats import flags_for, frame_stats, verdict_for
-from twinlake.ingest.validate import validate_frames
+from .canonical import conform_frames
+from .companions import companion_candidates
+from .registry import IngestError, IngestUnit, ReadOptions, SourceReader, detect
+from .rawstore import DEFAULT_RAW_CODEC, RawStore
+from .runstats import flags_for, frame_stats, verdict_for
+from .validate import validate_frames
 
 ResultImporter = Callable[[Path], Iterable[dict[str, Any]]]
 """Imports the result files under a directory (`lambda folder: import_results(lake, [folder],
@@ -288,7 +288,7 @@ def run_row(unit: IngestUnit, stored: list, manifest_hash: bool = False) -> dict
     row.update({k: v for k, v in fields.items() if k in row})
     row.update(raw_files=[s.as_row() for s in stored],
                raw_sha256=identity_sha256(stored, manifest_hash), completion_confirmed=confirmed, verdict=verdict, reasons=reasons,
-               flags=flags, twinlake_version=twinlake.__version__)
+               flags=flags, twinlake_version=__version__)
     # source-specific fields (fit_eligible, recorded_gaps, gains, ...) follow the canonical ones
     row.update({k: v for k, v in fields.items() if k not in row})
     return row

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from twinlake.catalog import Lake, new_staging_dir
+from ..catalog import Lake, new_staging_dir
 
 CHUNK_BYTES = 1 << 23
 RAW_CODECS = {"zstd": ".zst", "lz4": ".lz4", "none": ""}

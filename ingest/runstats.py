@@ -15,7 +15,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from twinlake.catalog import FRAME_SCHEMA, JOINTS
+from ..catalog import FRAME_SCHEMA, JOINTS
 
 JOINT_IMPEDANCE = 2
 _GAIN_COLS = ([f"K_joint{j}" for j in range(1, JOINTS + 1)]

@@ -20,8 +20,8 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from twinlake.catalog import FRAME_SCHEMA, JOINTS
-from twinlake.ingest.registry import IngestError
+from ..catalog import FRAME_SCHEMA, JOINTS
+from .registry import IngestError
 
 # Physical joint position limits [rad]: the wider of fr3_stack's Q_MIN/Q_MAX
 # (its controllers_common.hpp) and the MuJoCo Menagerie FR3 joint ranges, plus a margin.

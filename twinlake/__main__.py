@@ -1,3 +1,3 @@
-from twinlake.cli import main
+from .cli import main
 
 main()

@@ -14,9 +14,9 @@ from typing import Any, Callable
 
 import typer
 
-from twinlake import demo
-from twinlake.commands import campaign, daemon, fit, ingest, lake, simulation
-from twinlake.option_lists import ListOptionGroup
+from . import demo
+from .commands import campaign, daemon, fit, ingest, lake, simulation
+from .option_lists import ListOptionGroup
 
 # (name, a command function or a typer group), in the order `twinlake --help` and docs/cli.md show them
 COMMANDS: tuple[tuple[str, Callable[..., Any] | typer.Typer], ...] = (

@@ -190,7 +190,7 @@ def render(root: Any, notes: dict[str, str]) -> str:
 
 def generate() -> str:
     """docs/cli.md for the composed `twinlake` app."""
-    from twinlake.cli import app
+    from .cli import app
 
     return render(typer.main.get_command(app), read_notes(NOTES_PATH.read_text(encoding="utf-8")))
 

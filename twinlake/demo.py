@@ -33,10 +33,10 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from twinlake.options import fail
+from .options import fail
 
 if TYPE_CHECKING:
-    from twinlake.synthetic import SyntheticRecording, SyntheticRun
+    from .synthetic import SyntheticRecording, SyntheticRun
 
 ROBOT = "demo-robot"
 
@@ -61,13 +61,13 @@ class DemoConfig:
     @property
     def tool(self):
         """The tool as a twinlake.sim EndLoad, None without one."""
-        from twinlake.sim.load import EndLoad
+        from .sim.load import EndLoad
 
         return EndLoad(self.tool_kg, self.tool_com_m) if self.tool_kg > 0 else None
 
     def runs(self) -> list[tuple[str, SyntheticRun]]:
         """(role, synthetic run) of the three recordings: phases and noise seeded 1, 2, 3."""
-        from twinlake.synthetic import multisine_run
+        from .synthetic import multisine_run
 
         shape = dict(seconds=self.seconds, amplitude_deg=self.amplitude_deg, ramp_s=min(1.0, self.seconds / 4),
                      hold_s=0.3, tail_s=0.3)
@@ -78,8 +78,8 @@ class DemoConfig:
 
 def record_runs(cfg: DemoConfig, out: Path, console: Console) -> list[tuple[str, SyntheticRecording]]:
     """Write reference.csv and the offline recording of each demo run under `out`."""
-    from twinlake.sim import DEMO_PROFILE_PATH
-    from twinlake.synthetic import record
+    from .sim import DEMO_PROFILE_PATH
+    from .synthetic import record
 
     made = []
     for role, spec in cfg.runs():
@@ -95,7 +95,7 @@ def record_runs(cfg: DemoConfig, out: Path, console: Console) -> list[tuple[str,
 
 def ingest_runs(lake: Path, made: list[tuple[str, SyntheticRecording]], console: Console) -> None:
     """Ingest each recording as run `<run>` of robot `demo-robot`."""
-    from twinlake.synthetic import ingest
+    from .synthetic import ingest
 
     for _role, rec in made:
         for outcome in ingest(lake, [rec], ROBOT):
@@ -104,7 +104,7 @@ def ingest_runs(lake: Path, made: list[tuple[str, SyntheticRecording]], console:
 
 def holdout_rmse(lake: Path, holdout: list[str], candidates: dict) -> dict[str, np.ndarray]:
     """Per-joint held-out q RMSE [rad] (7,) of each named parameter set, over all samples."""
-    from twinlake.fit.objective import FitProblem
+    from .fit.objective import FitProblem
 
     problem = FitProblem.from_lake(lake, holdout)
     names = list(candidates)
@@ -119,7 +119,7 @@ def holdout_rmse(lake: Path, holdout: list[str], candidates: dict) -> dict[str, 
 
 def truth_in_intervals(truth, ident: dict | None) -> dict[str, dict]:
     """Per parameter name with a finite stored 95 % interval: {low, high, truth, inside}."""
-    from twinlake.sim import LAYOUT
+    from .sim import LAYOUT
 
     values = dict(zip(LAYOUT.names, truth.to_vector().tolist()))
     out = {}
@@ -134,7 +134,7 @@ def truth_in_intervals(truth, ident: dict | None) -> dict[str, dict]:
 def truth_table(truth, fit, console: Console, ident: dict | None = None) -> dict[str, dict]:
     """Print truth / fit ± 95 % half-width per joint and group, ✓ when the truth lies inside
     the interval (✗ outside); returns `truth_in_intervals`."""
-    from twinlake.sim import LAYOUT
+    from .sim import LAYOUT
 
     cover = truth_in_intervals(truth, ident)
     title = "demo robot: truth (never shown to the fit) / fit"
@@ -177,7 +177,7 @@ def rmse_table(rmse: dict[str, np.ndarray], console: Console) -> None:
 
 
 def _new_fit_id(lake: Path, stem: str) -> str:
-    from twinlake.catalog import Lake
+    from .catalog import Lake
 
     fit_id, suffix = stem, 1
     while Lake(lake).fit_dir(fit_id).exists():
@@ -189,9 +189,9 @@ def _new_fit_id(lake: Path, stem: str) -> str:
 def screen_fit(lake: Path, train: list[str], holdout: list[str], cfg: DemoConfig, stem: str, *,
                address: str | None, progress: bool, console: Console) -> tuple[str, list[str]]:
     """A short fit of FrankaTwin's 29 (no payload): its id and model-adequacy lines, printed."""
-    from twinlake.fit.run import FitSettings, run_fit
-    from twinlake.fit.show import adequacy_lines
-    from twinlake.fit.space import parse_space
+    from .fit.run import FitSettings, run_fit
+    from .fit.show import adequacy_lines
+    from .fit.space import parse_space
 
     settings = FitSettings(train=train, holdout=holdout, space=parse_space([]).to_json(),
                            population=cfg.population, generations=cfg.screen_generations, seed=cfg.seed,
@@ -207,10 +207,10 @@ def screen_fit(lake: Path, train: list[str], holdout: list[str], cfg: DemoConfig
 def run_demo(lake: Path, out: Path, cfg: DemoConfig = DemoConfig(), *, address: str | None = None,
              console: Console | None = None, progress: bool = True) -> dict:
     """The whole demo; returns a JSON-able summary (fit id, parameters, RMSEs)."""
-    from twinlake.fit.record import load_fit
-    from twinlake.fit.run import FitSettings, run_fit
-    from twinlake.fit.space import parse_space
-    from twinlake.sim import DEMO_PROFILE_PATH, DynamicsParams, load_params
+    from .fit.record import load_fit
+    from .fit.run import FitSettings, run_fit
+    from .fit.space import parse_space
+    from .sim import DEMO_PROFILE_PATH, DynamicsParams, load_params
 
     console = console or Console(stderr=True, width=110)
     lake, out = Path(lake).absolute(), Path(out).absolute()

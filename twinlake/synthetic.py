@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Iterable
 
 if TYPE_CHECKING:
-    from twinlake.daemon import OfflineResult, Plan
+    from .daemon import OfflineResult, Plan
 
 ALL_JOINTS = (1, 2, 3, 4, 5, 6, 7)
 # fast multisine: 100 Hz commands, loose reference limits (the plans stay far from the FR3's)
@@ -63,7 +63,7 @@ def multisine_run(run: str, tones_hz: Iterable[float], seed: int, *, seconds: fl
     """A multisine of all 7 joints: `tones_hz` [Hz] with phases from `seed` (also the noise
     seed), `seconds` of excitation [s] faded in and out over `ramp_s` [s], held `hold_s` [s]
     before and after, peak offset `amplitude_deg` [deg] per joint."""
-    from twinlake.daemon import Plan
+    from .daemon import Plan
 
     plan = Plan(mode="multisine", joints=ALL_JOINTS, amplitude_deg=amplitude_deg, seconds=seconds,
                 ramp=ramp_s, hold=hold_s, tones=tuple(tones_hz), seed=seed, rate=RATE_HZ,
@@ -75,9 +75,9 @@ def multisine_run(run: str, tones_hz: Iterable[float], seed: int, *, seconds: fl
 def write_reference(spec: SyntheticRun, path: Path) -> Path:
     """Check the plan (limits, and the joint range at the preview anchor) and write its
     reference.csv (t_s, q_ref1..7), as a `twinlake excite` preview does; replaces `path`."""
-    from twinlake.daemon import preflight, validate_plan
-    from twinlake.daemon.excitation import PREVIEW_ANCHOR_Q
-    from twinlake.daemon.excite_files import reference_table, write_reference_csv
+    from .daemon import preflight, validate_plan
+    from .daemon.excitation import PREVIEW_ANCHOR_Q
+    from .daemon.excite_files import reference_table, write_reference_csv
 
     plan = validate_plan(spec.plan)
     preflight(plan, PREVIEW_ANCHOR_Q)
@@ -94,7 +94,7 @@ def record(spec: SyntheticRun, out_dir: Path, *, robot_id: str, truth_path: str 
     sysid_best_params.json; default the bundled demo robot). An existing `<run>.csv` is reused
     when `reuse` (the recorder never overwrites one). `payload` (a twinlake.sim EndLoad): the
     true flange payload, replacing the truth's (the firmware is not told: no configured load)."""
-    from twinlake.daemon import record_offline
+    from .daemon import record_offline
 
     folder = Path(out_dir) / spec.run
     csv = folder / f"{spec.run}.csv"
@@ -113,8 +113,8 @@ def ingest(lake: Path, recordings: Iterable[SyntheticRecording], robot: str) -> 
     """Ingest each recording as run `<robot>/<run>` into `lake`; returns the ingest outcomes
     (`twinlake.ingest.Outcome`). ValueError naming the file unless each is published, already
     ingested or replaced."""
-    from twinlake.catalog import Lake
-    from twinlake.ingest import ReadOptions, ingest_paths
+    from .catalog import Lake
+    from .ingest import ReadOptions, ingest_paths
 
     outcomes = []
     for made in recordings:

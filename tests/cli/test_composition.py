@@ -1,70 +1,31 @@
-"""The root package composes the folders, never the other way round (docs/architecture.md):
-a source scan of every folder's imports, and what `twinlake --help` loads."""
+"""The root package composes the folders, never the other way round (docs/architecture.md): no
+folder holds or imports command-line code, and `twinlake --help` loads no folder's code. The
+folder-to-folder layering itself is tests/test_architecture.py."""
 
 from __future__ import annotations
 
-import ast
 import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 REPO = Path(__file__).resolve().parents[2]
-FOLDERS = ("catalog", "ingest", "sim", "daemon", "fit", "campaign")
+sys.path.insert(0, str(REPO / "tests"))
+
+from test_architecture import FOLDERS, _imports, _modules  # noqa: E402
+
 ROOT_MODULES = {"cli", "commands", "demo", "replay", "synthetic", "options", "clidoc", "option_lists"}
-# folder -> the packages of ours it may import besides itself and `twinlake` (the version); the
-# ground floor's shared leaf modules `sim.jsonfile` and `sim.lazy` count as sim
-ALLOWED = {
-    "catalog": {"sql"},
-    "sim": set(),
-    "ingest": {"catalog", "sim"},
-    "daemon": {"sim", "catalog"},
-    "fit": {"catalog", "sim"},
-    "campaign": {"catalog", "sim", "fit", "daemon"},  # above fit: reads fits, the daemon's reference.csv
-}
-
-
-def _imports_of_ours(path: Path, folder: str) -> set[str]:
-    """The first component after `twinlake.` of every import in `path` (relative imports
-    resolve inside `folder`, so a `from ..x` leaving it is reported as `..`)."""
-    found = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.Import):
-            names = [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            if node.level > 1:
-                found.add("..")
-                continue
-            names = [] if node.level == 1 else [node.module or ""]
-        else:
-            continue
-        for name in names:
-            parts = name.split(".")
-            if parts[0] == "twinlake":
-                found.add(parts[1] if len(parts) > 1 else "twinlake")
-    found.discard(folder)
-    return found
-
-
-@pytest.mark.parametrize("folder", FOLDERS)
-def test_a_folder_imports_only_what_the_architecture_allows(folder):
-    wrong = {}
-    for path in sorted((REPO / folder).rglob("*.py")):
-        if path.name == "__main__.py":  # `python -m twinlake.ingest`: an entry point into the root
-            continue
-        extra = _imports_of_ours(path, folder) - ALLOWED[folder] - {"twinlake"}
-        if extra:
-            wrong[str(path.relative_to(REPO))] = sorted(extra)
-    assert wrong == {}, f"imports against the grain: {wrong}"
 
 
 def test_no_folder_holds_command_line_code():
-    for folder in FOLDERS:
-        for path in (REPO / folder).rglob("*.py"):
-            assert not path.stem.endswith("cli"), path
-            if path.name != "__main__.py":
-                assert not (_imports_of_ours(path, folder) & ROOT_MODULES), path
+    for name, path in _modules().items():
+        folder = path.relative_to(REPO).parts[0]
+        if folder not in FOLDERS or folder == "sql":
+            continue
+        assert not path.stem.endswith("cli"), path
+        if path.name == "__main__.py":  # `python -m twinlake.ingest`: the one entry point into the root
+            continue
+        root_uses = {m.split(".")[1] for m in _imports(name, path) if m.count(".") >= 1} & ROOT_MODULES
+        assert not root_uses, f"{path} imports the root's {sorted(root_uses)}"
 
 
 def test_help_loads_no_folder_but_the_catalog():

@@ -8,7 +8,7 @@ from typing import Optional
 
 import typer
 
-from twinlake.options import LAKE, fail
+from ..options import LAKE, fail
 
 campaign_app = typer.Typer(help="Randomisation campaigns: run the twin across its own uncertainty.",
                            no_args_is_help=True)
@@ -52,8 +52,8 @@ def run_cmd(
     lake: Optional[Path] = LAKE,
 ) -> None:
     """Run (or resume) a campaign: N episodes of the reference on arms drawn from the fit."""
-    from twinlake.campaign import CampaignRequest, run_campaign
-    from twinlake.catalog import resolve_lake
+    from ..campaign import CampaignRequest, run_campaign
+    from ..catalog import resolve_lake
 
     req = CampaignRequest(fit=fit, episodes=episodes, reference_csv=str(reference) if reference else None, run=run,
                           sample=sample, ranges=ranges, kp=_floats(kp, "--kp"), kd=_floats(kd, "--kd"),
@@ -80,8 +80,8 @@ def run_cmd(
 def list_cmd(lake: Optional[Path] = LAKE,
              as_json: bool = typer.Option(False, "--json", help="Print a JSON array.")) -> None:
     """List the campaigns in the lake with their episode counts."""
-    from twinlake.campaign import CampaignStore, list_campaigns
-    from twinlake.catalog import resolve_lake
+    from ..campaign import CampaignStore, list_campaigns
+    from ..catalog import resolve_lake
 
     root = resolve_lake(lake)
     rows = []
@@ -104,9 +104,9 @@ def list_cmd(lake: Optional[Path] = LAKE,
 def show_cmd(campaign_id: str = typer.Argument(..., help="Campaign id."), lake: Optional[Path] = LAKE,
              as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
     """Outcome counts and tracking-error percentiles of a campaign (per gain set)."""
-    from twinlake.campaign import CampaignStore
-    from twinlake.campaign.report import campaign_summary
-    from twinlake.catalog import resolve_lake
+    from ..campaign import CampaignStore
+    from ..campaign.report import campaign_summary
+    from ..catalog import resolve_lake
 
     store = CampaignStore(resolve_lake(lake), campaign_id)
     if not store.exists():

@@ -48,15 +48,15 @@ def serve(
     """Serve a simulated FR3 at 1 kHz; exit 2 if any recording failed or was incomplete."""
     import zmq
 
-    from twinlake.daemon.noise import NoiseConfig
-    from twinlake.daemon.server import DaemonConfig, Fr3Daemon
+    from ..daemon.noise import NoiseConfig
+    from ..daemon.server import DaemonConfig, Fr3Daemon
 
     if joint and idle:
         typer.echo("twinlake daemon serve: --joint and --idle are exclusive", err=True)
         raise typer.Exit(1)
     initial_controller = "joint_impedance" if joint else "idle" if idle else initial_controller
     try:
-        from twinlake.sim.load import NO_LOAD, parse_load
+        from ..sim.load import NO_LOAD, parse_load
 
         config = DaemonConfig(host=host, cmd_port=cmd_port, state_port=state_port,
                               recording_port=recording_port, truth_path=truth,
@@ -85,7 +85,7 @@ def sys_stdout_flush() -> None:
 
 
 def _run(ctx: typer.Context, action: str, **kwargs) -> None:
-    from twinlake.daemon.client import Fr3Client, RecordingError, RecordingTimeout
+    from ..daemon.client import Fr3Client, RecordingError, RecordingTimeout
 
     opts = ctx.obj
     client = None
@@ -211,8 +211,8 @@ def excite(
     nuc_log: str | None = typer.Option(None, "--nuc-log", help="Reference string of a separate NUC log."),
 ) -> None:
     """Joint excitation: preview files by default; --execute streams to a daemon."""
-    from twinlake.daemon.excitation import Plan, validate_plan
-    from twinlake.daemon.excite_run import Gains, Guards, load_experiment, new_output_dir, run_preview
+    from ..daemon.excitation import Plan, validate_plan
+    from ..daemon.excite_run import Gains, Guards, load_experiment, new_output_dir, run_preview
 
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
     try:
@@ -259,8 +259,8 @@ def _execute(plan, out_dir, host, robot_id, guards, record, gains, finish, exper
              nuc_log, cmd_port, state_port, recording_port) -> None:
     from rich.progress import Progress
 
-    from twinlake.daemon.client import Fr3Client
-    from twinlake.daemon.excite_run import ExcitationRun
+    from ..daemon.client import Fr3Client
+    from ..daemon.excite_run import ExcitationRun
 
     record_path = None
     if record is not None:

@@ -13,8 +13,8 @@ from typing import Optional
 
 import typer
 
-from twinlake.commands import validation
-from twinlake.options import LAKE, fail
+from . import validation
+from ..options import LAKE, fail
 
 fit_app = typer.Typer(help="Fit dynamics parameters, inspect and export fits.", no_args_is_help=True)
 
@@ -62,11 +62,11 @@ def run_cmd(
 ) -> None:
     """Fit the 29 FrankaTwin parameters (and any group --params frees) on clean intervals with
     the local-first search (or --method cma) on Ray; store the error bars at the optimum; publish fits/fit=<id>/."""
-    from twinlake.catalog import resolve_lake
-    from twinlake.fit.objective import LossScales
-    from twinlake.fit.run import FitSettings, run_fit
-    from twinlake.fit.space import parse_space
-    from twinlake.option_lists import split_values
+    from ..catalog import resolve_lake
+    from ..fit.objective import LossScales
+    from ..fit.run import FitSettings, run_fit
+    from ..fit.space import parse_space
+    from ..option_lists import split_values
 
     root = resolve_lake(lake)
     try:
@@ -77,7 +77,7 @@ def run_cmd(
             if not split_values(train):
                 fail("give at least one --train [ROBOT/]RUN[:INTERVAL]")
             LossScales(q_scale, dq_scale)
-            from twinlake.sim.load import parse_load
+            from ..sim.load import parse_load
 
             load = None if configured_load is None else parse_load(configured_load).to_json()
             settings = FitSettings(
@@ -101,20 +101,20 @@ def run_cmd(
 
 def summary(rec, validations=None) -> dict:
     """JSON-able summary of a FitRecord (fit/show.py)."""
-    from twinlake.fit.show import fit_summary
+    from ..fit.show import fit_summary
 
     return fit_summary(rec, validations)
 
 
 def _console():
-    from twinlake.fit.show import console
+    from ..fit.show import console
 
     return console()
 
 
 def show_record(rec, validations=None) -> None:
     """Print a fit as rich tables (fit/show.py)."""
-    from twinlake.fit.show import print_fit
+    from ..fit.show import print_fit
 
     print_fit(rec, validations)
 
@@ -124,7 +124,7 @@ def list_cmd(as_json: bool = typer.Option(False, "--json", help="JSON on stdout.
     """List the fits in the lake (view `fits`)."""
     from rich.table import Table
 
-    from twinlake.catalog import connect, resolve_lake
+    from ..catalog import connect, resolve_lake
 
     con = connect(resolve_lake(lake))
     cols = [r[0] for r in con.execute("DESCRIBE fits").fetchall()]
@@ -148,9 +148,9 @@ def show_cmd(fit: str = typer.Argument(..., help="Fit id (see `twinlake fit list
              lake: Optional[Path] = LAKE) -> None:
     """Show a fit: parameters, intervals and losses, 95 % intervals and flags, condition number,
     weak directions, the spread over seeds and the held-out runs it passed."""
-    from twinlake.catalog import resolve_lake
-    from twinlake.fit.record import load_fit
-    from twinlake.fit.show import fit_validations
+    from ..catalog import resolve_lake
+    from ..fit.record import load_fit
+    from ..fit.show import fit_validations
 
     root = resolve_lake(lake)
     try:
@@ -170,9 +170,9 @@ def export_cmd(fit: str = typer.Argument(..., help="Fit id."),
                out: Optional[Path] = typer.Option(None, "--out", help="Output file (default: a name in the current directory)."),
                lake: Optional[Path] = LAKE) -> None:
     """Export a fit as a profile JSON, FrankaTwin sysid_best_params.json, MJCF joint attributes or a randomisation JSON."""
-    from twinlake.catalog import resolve_lake
-    from twinlake.fit.export import FORMATS, default_name, export_fit
-    from twinlake.fit.record import load_fit
+    from ..catalog import resolve_lake
+    from ..fit.export import FORMATS, default_name, export_fit
+    from ..fit.record import load_fit
 
     if fmt not in FORMATS:
         fail(f"--format {fmt!r}: expected one of {', '.join(FORMATS)}")

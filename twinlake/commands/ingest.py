@@ -15,7 +15,7 @@ from typing import Optional
 
 import typer
 
-from twinlake.options import LAKE, fail
+from ..options import LAKE, fail
 
 export_app = typer.Typer(help="Export lake data to portable formats.", no_args_is_help=True)
 validate_app = typer.Typer(help="Validate portable files.", no_args_is_help=True)
@@ -41,10 +41,10 @@ def ingest_command(
     """
     from rich.console import Console
 
-    from twinlake.catalog import Lake, resolve_lake
-    from twinlake.fit.frankatwin_import import import_results
-    from twinlake.ingest.pipeline import ingest_paths
-    from twinlake.ingest.registry import ReadOptions
+    from ..catalog import Lake, resolve_lake
+    from ..fit.frankatwin_import import import_results
+    from ..ingest.pipeline import ingest_paths
+    from ..ingest.registry import ReadOptions
 
     err = Console(stderr=True)
     if run is not None and (len(paths) > 1 or any(p.is_dir() for p in paths)):
@@ -90,9 +90,9 @@ def export_bundle(
     Refuses, with reasons, runs that are gapped, aborted, incomplete or not joint impedance,
     unless --interval selects a clean interval. The output always passes `validate bundle`.
     """
-    from twinlake.catalog import Lake, resolve_lake
-    from twinlake.ingest.bundle_export import ExportRefused
-    from twinlake.ingest.bundle_export import export_bundle as do_export
+    from ..catalog import Lake, resolve_lake
+    from ..ingest.bundle_export import ExportRefused
+    from ..ingest.bundle_export import export_bundle as do_export
 
     try:
         path, lines = do_export(Lake(resolve_lake(lake)), run, out, interval=interval)
@@ -119,7 +119,7 @@ def validate_bundle(
 ) -> None:
     """Check a joint_sysid_recording/v1 bundle (hashes, columns, units, monotonic seq).
     Exit 0 if valid, 1 otherwise."""
-    from twinlake.ingest.bundle_validate import validate_bundle as check
+    from ..ingest.bundle_validate import validate_bundle as check
 
     rep = check(directory)
     if as_json:
@@ -141,8 +141,8 @@ def import_frankatwin(
 ) -> None:
     """Import FrankaTwin sysid_best_params.json (→ a fit) and metrics.json (→ a validation).
     Fits are imported before validations so a validation links to its fit."""
-    from twinlake.catalog import Lake, resolve_lake
-    from twinlake.fit.frankatwin_import import import_results
+    from ..catalog import Lake, resolve_lake
+    from ..fit.frankatwin_import import import_results
 
     worst = 0
     for item in import_results(Lake(resolve_lake(lake)), paths, robot, replace=replace):

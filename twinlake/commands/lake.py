@@ -13,8 +13,8 @@ from typing import Optional
 import pyarrow as pa
 import typer
 
-from twinlake.catalog.intervals import OPTIONAL_SPLITS
-from twinlake.options import LAKE, fail
+from ..catalog.intervals import OPTIONAL_SPLITS
+from ..options import LAKE, fail
 
 catalog_app = typer.Typer(help="Browse the lake's catalog.", no_args_is_help=True)
 
@@ -70,8 +70,8 @@ def runs_command(
 @catalog_app.command("rebuild")
 def rebuild_command(lake: Optional[Path] = LAKE) -> None:
     """Rebuild the lake's file index (_catalog/files.json) from the Parquet files alone."""
-    from twinlake.catalog import resolve_lake
-    from twinlake.catalog.file_index import index_path, rebuild_index
+    from ..catalog import resolve_lake
+    from ..catalog.file_index import index_path, rebuild_index
 
     root = resolve_lake(lake)
     if not root.is_dir():
@@ -86,7 +86,7 @@ def rebuild_command(lake: Optional[Path] = LAKE) -> None:
 
 
 def _connect(lake: Optional[Path]):
-    from twinlake.catalog import connect, resolve_lake
+    from ..catalog import connect, resolve_lake
 
     try:
         return connect(resolve_lake(lake))
@@ -146,9 +146,9 @@ def intervals_command(
 ) -> None:
     """List clean gap-free intervals: consecutive ticks under one controller configuration,
     with why each starts and ends (the `intervals` view; join it to `frames` in SQL)."""
-    from twinlake.catalog import connect, resolve_lake
-    from twinlake.catalog.intervals import clean_intervals
-    from twinlake.option_lists import split_values
+    from ..catalog import connect, resolve_lake
+    from ..catalog.intervals import clean_intervals
+    from ..option_lists import split_values
 
     no_split = split_values(no_split)
     for name in no_split:

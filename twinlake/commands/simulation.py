@@ -13,7 +13,7 @@ from typing import Optional
 
 import typer
 
-from twinlake.options import LAKE, fail
+from ..options import LAKE, fail
 
 sim_app = typer.Typer(help="Simulate the FR3: replay recorded runs.", no_args_is_help=True)
 
@@ -34,8 +34,8 @@ def replay_command(
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
-    from twinlake.catalog import resolve_lake
-    from twinlake.replay import run_replay
+    from ..catalog import resolve_lake
+    from ..replay import run_replay
 
     err = Console(stderr=True)
     try:
@@ -88,10 +88,10 @@ def sim_record(
     """Offline recorder: the daemon's plant, controller and CSV writer in simulated time."""
     from rich.progress import Progress
 
-    from twinlake.daemon.noise import NoiseConfig
-    from twinlake.daemon.offline import record_offline
+    from ..daemon.noise import NoiseConfig
+    from ..daemon.offline import record_offline
 
-    from twinlake.sim.load import NO_LOAD, parse_load
+    from ..sim.load import NO_LOAD, parse_load
 
     try:
         loads = {"payload": None if payload is None else parse_load(payload, "--payload"),

@@ -11,7 +11,7 @@ from typing import Optional
 
 import typer
 
-from twinlake.options import LAKE, fail
+from ..options import LAKE, fail
 
 
 def _finite(value: float) -> float | None:
@@ -19,7 +19,7 @@ def _finite(value: float) -> float | None:
 
 
 def _load_profile(path: Optional[Path]):
-    from twinlake.sim import DynamicsParams, load_params
+    from ..sim import DynamicsParams, load_params
 
     if path is None:
         return DynamicsParams.nominal(), "nominal (Menagerie fr3.xml values)"
@@ -45,9 +45,9 @@ def validate_cmd(
     from rich.console import Console
     from rich.table import Table
 
-    from twinlake.catalog import resolve_lake
-    from twinlake.fit.validate import Thresholds, validate_fit
-    from twinlake.option_lists import split_values
+    from ..catalog import resolve_lake
+    from ..fit.validate import Thresholds, validate_fit
+    from ..option_lists import split_values
 
     runs = split_values(runs)
     try:
@@ -83,7 +83,7 @@ def validate_cmd(
         table.add_row(f"{r['robot']}/{r['run']}", r["sim_label"], milli(r["q_rmse_all_rad"]), ratio,
                       milli(r["dq_rmse_all_rad_s"]), milli(r["ee_pos_rmse_3d_m"]), r["verdict"] or "—",
                       "new" if r["new"] else "already stored")
-    from twinlake.fit.show import console as stdout_console
+    from ..fit.show import console as stdout_console
 
     stdout_console().print(table)  # not a terminal: wide enough not to truncate the run names
     for r in rows:
@@ -97,7 +97,7 @@ def validate_cmd(
 
 
 def _write_atomic(path: Path, text: str) -> None:
-    from twinlake.catalog import atomic_write_text
+    from ..catalog import atomic_write_text
 
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(path, text)
@@ -115,8 +115,8 @@ def quick_cmd(
     lake: Optional[Path] = LAKE,
 ) -> None:
     """A first-order per-joint fit (inertia, viscous damping, Coulomb friction) with standard errors; gap report against the profile."""
-    from twinlake.catalog import resolve_lake
-    from twinlake.fit.quick import QuickFitRefused, quick_fit_run
+    from ..catalog import resolve_lake
+    from ..fit.quick import QuickFitRefused, quick_fit_run
 
     root = resolve_lake(lake)
     try:
@@ -158,8 +158,8 @@ def report_cmd(
     """Write a self-contained HTML report of a fit (plots embedded; PNGs beside it)."""
     from rich.console import Console
 
-    from twinlake.catalog import resolve_lake
-    from twinlake.fit.report import render_report, report_data_from_lake
+    from ..catalog import resolve_lake
+    from ..fit.report import render_report, report_data_from_lake
 
     try:
         params, _ = _load_profile(nominal)

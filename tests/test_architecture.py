@@ -1,0 +1,151 @@
+"""The import graph between the repository's folders follows the declared layering
+(docs/architecture.md): catalog and sim on the ground floor, ingest and daemon above them, fit
+above those, the root package `twinlake/` composing commands. The test reads every module's
+imports with `ast` (nothing is imported), so it fails as soon as an arrow runs the wrong way
+or a circle appears inside a folder."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+FOLDERS = ("catalog", "sql", "sim", "ingest", "daemon", "fit", "campaign")
+ROOT = "twinlake"
+
+# folder -> the folders of ours it may import (the root package composes; it may use anything)
+ALLOWED: dict[str, set[str]] = {
+    "catalog": set(),
+    "sql": set(),
+    "sim": set(),
+    "ingest": {"catalog", "sql"},
+    "daemon": {"sim", "catalog"},
+    "fit": {"catalog", "sql", "sim"},
+    "campaign": {"catalog", "sql", "sim", "fit", "daemon"},
+}
+# the one entry point into the root from a folder: `python -m twinlake.ingest`
+ENTRY_POINTS = {"twinlake.ingest.__main__"}
+
+
+def _modules() -> dict[str, Path]:
+    """Dotted module name -> file, for every module of the installed package layout."""
+    out: dict[str, Path] = {}
+    for folder in FOLDERS + (ROOT,):
+        base = REPO / folder
+        for path in base.rglob("*.py"):
+            rel = path.relative_to(base).with_suffix("")
+            parts = [p for p in rel.parts if p != "__init__"]
+            package = ROOT if folder == ROOT else f"{ROOT}.{folder}"
+            out[".".join([package, *parts])] = path
+    return out
+
+
+def _imports(name: str, path: Path) -> set[str]:
+    """Absolute names of the twinlake modules `name` imports (relative imports resolved)."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    is_package = path.name == "__init__.py"
+    package = name if is_package else name.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names if a.name.split(".")[0] == ROOT)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - (node.level - 1)]
+                mod = ".".join(base + ([node.module] if node.module else []))
+            else:
+                mod = node.module or ""
+            if mod.split(".")[0] != ROOT:
+                continue
+            found.add(mod)
+            found.update(f"{mod}.{a.name}" for a in node.names)
+    return found
+
+
+def graph_between_folders() -> dict[str, set[str]]:
+    """folder -> the folders of ours its modules import (what docs/architecture.md draws)."""
+    out: dict[str, set[str]] = {f: set() for f in FOLDERS + (ROOT,)}
+    for src, targets in _graph().items():
+        if src in ENTRY_POINTS:
+            continue
+        a = _folder(src)
+        out[a].update(b for b in map(_folder, targets - {ROOT}) if b != a)
+    return out
+
+
+def _folder(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 and parts[1] in FOLDERS else ROOT
+
+
+def _graph() -> dict[str, set[str]]:
+    mods = _modules()
+    return {n: {m for m in _imports(n, p) if m in mods} for n, p in mods.items()}
+
+
+def test_every_arrow_between_folders_follows_the_layering() -> None:
+    wrong = []
+    for src, targets in _graph().items():
+        a = _folder(src)
+        if a == ROOT or src in ENTRY_POINTS:
+            continue
+        for dst in targets:
+            b = _folder(dst)
+            if dst == ROOT:  # the bare package: its version, nothing else
+                continue
+            if b != a and b not in ALLOWED[a]:
+                wrong.append(f"{src} -> {dst} ({a} may import only {sorted(ALLOWED[a]) or 'nothing of ours'})")
+    assert not wrong, "imports against the layering:\n" + "\n".join(sorted(wrong))
+
+
+def test_no_import_circle_between_modules() -> None:
+    graph = _graph()
+    # a package's __init__ re-exporting its own modules is not a circle of the code's logic
+    edges = {s: {d for d in t if not (s == d.rpartition(".")[0] or d == s)} for s, t in graph.items()}
+    state: dict[str, int] = {}
+    stack: list[str] = []
+    cycles: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        state[node] = 1
+        stack.append(node)
+        for nxt in sorted(edges.get(node, ())):
+            if state.get(nxt) == 1:
+                cycles.append(stack[stack.index(nxt):] + [nxt])
+            elif nxt not in state:
+                visit(nxt)
+        stack.pop()
+        state[node] = 2
+
+    for node in sorted(edges):
+        if node not in state:
+            visit(node)
+    assert not cycles, "import circles:\n" + "\n".join(" -> ".join(c) for c in cycles)
+
+
+@pytest.mark.parametrize("folder", FOLDERS + (ROOT,))
+def test_no_module_is_over_the_size_limit(folder: str) -> None:
+    big = [f"{p.relative_to(REPO)}: {n} lines" for p in (REPO / folder).rglob("*.py")
+           if (n := len(p.read_text().splitlines())) > 450]
+    assert not big, "modules over ~400 lines (limit 450):\n" + "\n".join(big)
+
+
+def test_the_architecture_doc_draws_the_real_graph() -> None:
+    """docs/architecture.md lists each folder's imports as the code has them."""
+    doc = (REPO / "docs" / "architecture.md").read_text()
+    for folder, uses in graph_between_folders().items():
+        if folder == ROOT:
+            continue
+        line = f"- `{folder}` → " + (", ".join(f"`{u}`" for u in sorted(uses)) or "nothing of ours")
+        assert line in doc, f"docs/architecture.md should say: {line}"
+
+
+def test_the_resolver_sees_relative_imports(tmp_path) -> None:
+    pkg = tmp_path / "fit"
+    pkg.mkdir()
+    (pkg / "a.py").write_text("from ..catalog import Lake\nfrom .b import x\nfrom . import c\n")
+    found = _imports("twinlake.fit.a", pkg / "a.py")
+    assert {"twinlake.catalog", "twinlake.catalog.Lake", "twinlake.fit.b", "twinlake.fit.c"} <= found
