@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from synth import frame_columns
 from twinlake.sim import DynamicsParams, JointImpedanceCommand, JointImpedanceConfig, SimFR3
 
 GRAVITY_M_S2 = 9.81
@@ -57,23 +58,7 @@ def record_arm(truth: DynamicsParams, targets: np.ndarray, *, seed: int, noise_q
         if payload_kg:
             _payload_wrench(arm, payload_kg)  # at this tick's pose (after the tick's mj_step1)
         arm.physics_step()
-    seq = np.arange(n, dtype=np.int64)
-    frame: dict[str, np.ndarray] = {"seq": seq, "t_s": seq * 1e-3}
-    names = {"q": "q", "dq": "dq", "tau_cmd": "tau_cmd", "q_target": "q_target",
-             "q_target_filtered": "q_target_filtered", "K": "K_joint", "D": "D_joint"}
-    for key, prefix in names.items():
-        for j in range(7):
-            frame[f"{prefix}{j + 1}"] = cols[key][:, j]
-    frame["controller"] = np.full(n, 2, np.int32)
-    frame["schema_version"] = np.full(n, 2, np.int32)
-    frame["joint_target_valid"] = np.ones(n, np.int8)
-    frame["filter_alpha"] = np.full(n, config.filter_alpha)
-    frame["joint_use_friction"] = np.zeros(n, np.int8)
-    frame["joint_reset_count"] = np.ones(n, np.int64)
-    period = np.full(n, 1e-3)
-    period[0] = 0.0
-    frame["control_period_s"] = period
-    return frame
+    return frame_columns(cols, n, filter_alpha=config.filter_alpha)
 
 
 def measured(frame: dict[str, np.ndarray], prefix: str = "q") -> np.ndarray:

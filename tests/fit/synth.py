@@ -58,18 +58,23 @@ def record(truth: DynamicsParams, n: int, seed: int, noise_q_rad: float = 1e-4,
                          ("D", out.d_nms_per_rad)):
             cols[key].append(val)
         arm.physics_step()
-    arr = {k: np.array(v) for k, v in cols.items()}
+    return frame_columns({k: np.array(v) for k, v in cols.items()}, n, filter_alpha=0.05)
+
+
+def frame_columns(cols: dict[str, np.ndarray], n: int, *, filter_alpha: float) -> dict[str, np.ndarray]:
+    """Canonical frame columns of an n-tick joint-impedance recording from its per-tick (n, 7)
+    arrays `q`, `dq`, `tau_cmd`, `q_target`, `q_target_filtered`, `K`, `D`."""
     seq = np.arange(n, dtype=np.int64)
-    frame = {"seq": seq, "t_s": seq * 1e-3}
+    frame: dict[str, np.ndarray] = {"seq": seq, "t_s": seq * 1e-3}
     names = {"q": "q", "dq": "dq", "tau_cmd": "tau_cmd", "q_target": "q_target",
              "q_target_filtered": "q_target_filtered", "K": "K_joint", "D": "D_joint"}
     for key, prefix in names.items():
         for j in range(7):
-            frame[f"{prefix}{j + 1}"] = arr[key][:, j]
+            frame[f"{prefix}{j + 1}"] = cols[key][:, j]
     frame["controller"] = np.full(n, 2, np.int32)
     frame["schema_version"] = np.full(n, 2, np.int32)
     frame["joint_target_valid"] = np.ones(n, np.int8)
-    frame["filter_alpha"] = np.full(n, 0.05)
+    frame["filter_alpha"] = np.full(n, filter_alpha)
     frame["joint_use_friction"] = np.zeros(n, np.int8)
     frame["joint_reset_count"] = np.ones(n, np.int64)
     period = np.full(n, 1e-3)
