@@ -29,20 +29,16 @@ from typing import Callable
 
 import numpy as np
 
-from ..catalog import Lake, atomic_write_bytes, check_id
+from ..catalog import Lake, check_id
 from .adequacy import fit_adequacy_columns
 from . import local_search
 from .objective import FitProblem, LossScales, ProblemData, build_data
 from .pool import LocalPool, RayPool, auto_chunk
-from .progress import FitProgress, stage_note
+from .progress import stage_note
 from .record import FitRecord, IntervalUse, SeedResult, publish_fit
-from .refine import refine
-from .search import MixedSearch
+from .seed_search import seed_result
 from .space import ParameterSpace
 from ..sim import DynamicsParams
-
-EMA_KEEP = 0.8  # FrankaTwin's ETA smoothing: ema = 0.8·old + 0.2·new
-
 
 @dataclass
 class FitSettings:
@@ -102,12 +98,6 @@ def work_dir(lake: Lake, fit_id: str) -> Path:
     return lake.staging_dir / f"fitwork-{check_id('fit', fit_id)}"
 
 
-def _save_checkpoint(path: Path, search: MixedSearch, history: list[dict], wall_s: float, ema: float,
-                     seed: int) -> None:
-    state = {"search": search.state(), "history": history, "wall_s": wall_s, "ema": ema, "seed": seed}
-    atomic_write_bytes(path, pickle.dumps(state, protocol=5))
-
-
 def read_checkpoint(lake: Lake | str | Path, fit_id: str) -> tuple[FitSettings, dict | None]:
     """The settings and last checkpoint (None before generation 1) of an unfinished fit."""
     lk = lake if isinstance(lake, Lake) else Lake(Path(lake))
@@ -131,28 +121,6 @@ def _make_pool(data: ProblemData, settings: FitSettings, workers: int, address: 
         # before its first import; a user's own RAY_AUTH_MODE is left alone.
         os.environ.setdefault("RAY_AUTH_MODE", "token")
     return RayPool(data, workers, chunk=chunk, nthread=nthread, address=address)
-
-
-def _history_row(gen: int, losses: np.ndarray, per_interval: np.ndarray, weights: np.ndarray,
-                 search: MixedSearch, iter_s: float, ticks: int, ema: float | None, remaining: int) -> tuple[dict, float]:
-    ema = iter_s if ema is None else EMA_KEEP * ema + (1 - EMA_KEEP) * iter_s
-    best_i = int(np.argmin(np.where(np.isfinite(losses), losses, np.inf)))
-    row = {
-        "iter": gen,
-        "min": float(np.min(losses)),
-        "mean": float(np.mean(losses[np.isfinite(losses)])) if np.isfinite(losses).any() else float("inf"),
-        "best": float(search.best_loss),
-        "iter_s": iter_s,
-        "ms_per_tick": iter_s / max(ticks, 1) * 1e3,
-        "eta_s": ema * remaining,
-        "per_traj_min": np.min(per_interval, axis=0).tolist(),
-        "best_candidate_weighted": (weights / weights.sum() * per_interval[best_i]).tolist(),
-        "sigma": search.sigma,
-        "evals_per_s": len(losses) / iter_s if iter_s > 0 else float("inf"),
-        "delay_probs": search.delay_probs.tolist(),
-        "stage": "cma",
-    }
-    return row, ema
 
 
 def run_fit(
@@ -191,7 +159,7 @@ def run_fit(
         cheap = _cheap_pool_factory(lk, settings, data, workers, address, nthread)
         for k in range(settings.seeds):
             label = fit_id if settings.seeds == 1 else f"{fit_id} seed {settings.seed + k}"
-            results.append(_seed_result(wd, settings, settings.seed + k, data, pool, progress, label, on_generation,
+            results.append(seed_result(wd, settings, settings.seed + k, data, pool, progress, label, on_generation,
                                         cheap))
         t0 = time.perf_counter()
         stage_note(progress, fit_id, "error bars at the optimum and scoring train and holdout intervals")
@@ -246,118 +214,6 @@ def _cheap_pool_factory(lk: Lake, settings: FitSettings, data: ProblemData, work
         cheap_pool.close = close_and_restore
         return cheap_pool, cheap
     return make
-
-
-def _seed_result(wd: Path, settings: FitSettings, seed: int, data: ProblemData, pool, progress: bool,
-                 label: str, on_generation, cheap_pool_factory=None) -> dict:
-    """One seed's search and refinement: {seed, best, best_loss, history, wall_s, gates}; kept
-    in `seed-<seed>.pkl` once finished, so `--resume` skips finished seeds."""
-    done = wd / f"seed-{seed}.pkl"
-    if done.is_file():
-        return pickle.loads(done.read_bytes())
-    if settings.method == "local":
-        return _local_result(wd, settings, seed, data, pool, progress, label, on_generation, cheap_pool_factory)
-    t_start = time.perf_counter()
-    best, best_loss, history, wall_before = _cma_stage(wd, settings, seed, data, pool, progress, label,
-                                                       on_generation, None, settings.refine_iterations)
-    result = {"seed": seed, "best": np.asarray(best, dtype=np.float64), "best_loss": float(best_loss),
-              "history": history, "wall_s": wall_before + time.perf_counter() - t_start, "gates": None}
-    atomic_write_bytes(done, pickle.dumps(result, protocol=5))
-    (wd / "checkpoint.pkl").unlink(missing_ok=True)
-    return result
-
-
-def _local_result(wd: Path, settings: FitSettings, seed: int, data: ProblemData, pool, progress: bool,
-                  label: str, on_generation, cheap_pool_factory) -> dict:
-    """The local-first search of one seed (fit/local_search.py); CMA-ES from the best local
-    point when its gates fail (rows of stage 'cma' then 'refine' follow in the history)."""
-    timing = wd / f"local-{seed}.wall"
-    wall_before = float(timing.read_text()) if timing.is_file() else 0.0
-    t_start = time.perf_counter()
-
-    def fallback(x0: np.ndarray, delay: int):
-        space = settings.parameter_space
-        probs = np.where(space.delay_choices == delay, 0.5, 0.5 / max(len(space.delay_choices) - 1, 1))
-        init = (space.encode(x0[None])[0], probs if len(probs) > 1 else None)
-        best, loss, rows, _ = _cma_stage(wd, settings, seed, data, pool, progress, f"{label} cma", on_generation,
-                                         init, settings.refine_iterations or local_search.FULL_ITERATIONS)
-        return best, loss, rows
-
-    def on_stage(stage: int, stage_pool) -> None:
-        atomic_write_bytes(timing, repr(wall_before + time.perf_counter() - t_start).encode())
-        if on_generation is not None:
-            on_generation(stage, stage_pool)
-
-    with FitProgress(2, 0, progress, label=f"{label} local") as bar:
-        best, best_loss, history, verdict = local_search.local_seed(
-            wd, settings, seed, data, pool, cheap_pool_factory, fallback, atomic_write_bytes, bar, on_stage)
-    stage_note(progress, label, f"local search: {verdict}")
-    result = {"seed": seed, "best": np.asarray(best, dtype=np.float64), "best_loss": float(best_loss),
-              "history": [{k: v for k, v in h.items()} for h in history],
-              "wall_s": wall_before + time.perf_counter() - t_start, "gates": verdict}
-    atomic_write_bytes(wd / f"seed-{seed}.pkl", pickle.dumps(result, protocol=5))
-    (wd / "checkpoint.pkl").unlink(missing_ok=True)
-    return result
-
-
-def _cma_stage(wd: Path, settings: FitSettings, seed: int, data: ProblemData, pool, progress: bool, label: str,
-               on_generation, init, refine_iterations: int) -> tuple[np.ndarray, float, list[dict], float]:
-    """The CMA-ES generations (checkpointed each) and the LM refinement; `init` None (the box
-    centre, uniform delays) or (x0, delay_probs). Returns (best, loss, history, wall before)."""
-    ckpt_path = wd / "checkpoint.pkl"
-    ckpt = pickle.loads(ckpt_path.read_bytes()) if ckpt_path.is_file() else None
-    if ckpt is not None and ckpt.get("seed", settings.seed) != seed:
-        ckpt = None  # the previous seed's last checkpoint (crash after its seed file was written)
-    if ckpt is None:
-        x0, probs = init or (None, None)
-        sigma0 = settings.sigma0 if init is None else local_search.FALLBACK_SIGMA
-        search = MixedSearch(settings.parameter_space, settings.population, seed, sigma0, x0=x0, delay_probs=probs)
-        history, wall_before, ema = [], 0.0, None
-    else:
-        search = MixedSearch.from_state(ckpt["search"])
-        history, wall_before, ema = ckpt["history"], ckpt["wall_s"], ckpt["ema"]
-    t_start = time.perf_counter()
-    with FitProgress(settings.generations, search.generation, progress, label=label) as bar:
-        while search.generation < settings.generations:
-            t0 = time.perf_counter()
-            proposal = search.ask()
-            per_interval = pool.evaluate(proposal.params)
-            losses = np.asarray(FitProblem(data).combine(per_interval))
-            search.tell(proposal, losses)
-            row, ema = _history_row(search.generation, losses, per_interval, data.weights, search,
-                                    time.perf_counter() - t0, data.ticks_per_rollout, ema,
-                                    settings.generations - search.generation)
-            history.append(row)
-            _save_checkpoint(ckpt_path, search, history, wall_before + time.perf_counter() - t_start, ema, seed)
-            bar.update(search.generation, row["best"], row["mean"], row["sigma"], row["evals_per_s"], row["eta_s"])
-            if on_generation is not None:
-                on_generation(search.generation, pool)
-        best, best_loss = _refine(settings, data, search, history, pool, bar, refine_iterations)
-    return best, best_loss, history, wall_before
-
-
-def _refine(settings: FitSettings, data: ProblemData, search: MixedSearch, history: list[dict],
-            pool, bar: FitProgress, iterations: int) -> tuple[np.ndarray, float]:
-    """Levenberg–Marquardt polish of the best-ever candidate (fit/refine.py); history rows
-    with stage 'refine' continue the iteration count."""
-    if iterations <= 0:
-        return search.best_params, search.best_loss
-    bar.note("refining the best candidate (Levenberg–Marquardt)")
-    combine = FitProblem(data).combine
-    params, loss, rows = refine(pool, combine, settings.parameter_space, search.best_params,
-                                search.best_loss, iterations,
-                                on_iteration=lambda i, l, d: bar.note(f"refine {i} (delay {d} ms): loss {l:.4g}"))
-    running = search.best_loss
-    for row in rows:
-        running = min(running, row["min"])  # best so far (delay probes may start worse)
-        history.append({"iter": len(history) + 1, "stage": "refine", "min": row["min"], "mean": row["mean"],
-                        "best": running, "iter_s": row["iter_s"],
-                        "ms_per_tick": row["iter_s"] / max(data.ticks_per_rollout, 1) * 1e3,
-                        "eta_s": 0.0, "per_traj_min": row["per_traj_min"],
-                        "best_candidate_weighted": None, "sigma": None,
-                        "evals_per_s": row["evaluations"] / row["iter_s"] if row["iter_s"] > 0 else None,
-                        "delay_probs": None})
-    return params, loss
 
 
 def _finish(lk: Lake, fit_id: str, settings: FitSettings, data: ProblemData, results: list[dict],
