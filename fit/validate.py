@@ -226,7 +226,7 @@ def validate_fit(lake: Lake | str | Path, fit_id: str, runs: list[str], threshol
     nominal = nominal if nominal is not None else DynamicsParams.nominal()
     labels = {"fitted": rec.params, "nominal": nominal}
     params = np.stack([p.to_vector() for p in labels.values()])
-    created = created_utc or datetime.now(timezone.utc).isoformat(timespec="seconds")
+    created = created_utc or datetime.now(timezone.utc).isoformat(timespec="microseconds")
     settings = rec.settings or {}
     law, load = _replay_settings(settings)
     replays = replay_runs(lk, runs, params, min_duration_s=settings.get("min_duration_s", min_duration_s),
