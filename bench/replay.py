@@ -123,14 +123,18 @@ def applied_torques(params: np.ndarray, tau_cmd: np.ndarray, dq: np.ndarray) -> 
     return relief + delayed
 
 
-def bench_rollout(models: list[mujoco.MjModel], n_ticks: int, nthread: int, tau: np.ndarray) -> float:
-    """Open-loop rollout of the candidates' models driven by the torques the population engine
-    applied (qfrc_applied): the same trajectories, no controller; returns seconds."""
+def rollout_seconds(models: list[mujoco.MjModel], tau: np.ndarray, nthread: int,
+                    q0: np.ndarray = HOME_Q, dq0: np.ndarray | None = None) -> float:
+    """Seconds of an open-loop rollout of the candidates' models from (q0, dq0), driven by the
+    torques the population engine applied (qfrc_applied, (P, T, 7)): the same trajectories,
+    no controller. A 10-step warm-up is not timed."""
     population = len(models)
     model = models[0]
     datas = [mujoco.MjData(model) for _ in range(max(1, nthread))]
     d = datas[0]
-    d.qpos[:] = HOME_Q
+    d.qpos[:7] = q0
+    if dq0 is not None:
+        d.qvel[:7] = dq0
     spec = mujoco.mjtState.mjSTATE_FULLPHYSICS.value
     state0 = np.empty(mujoco.mj_stateSize(model, spec))
     mujoco.mj_getState(model, d, state0, spec)
@@ -141,6 +145,12 @@ def bench_rollout(models: list[mujoco.MjModel], n_ticks: int, nthread: int, tau:
     start = time.perf_counter()
     rollout.rollout(models, datas, state0, control, control_spec=ctrl_spec)
     return time.perf_counter() - start
+
+
+def bench_rollout(models: list[mujoco.MjModel], n_ticks: int, nthread: int, tau: np.ndarray) -> float:
+    """Open-loop rollout of the candidates' models driven by the torques the population engine
+    applied (qfrc_applied): the same trajectories, no controller; returns seconds."""
+    return rollout_seconds(models, tau, nthread)
 
 
 def main() -> None:
