@@ -1,4 +1,5 @@
-"""Files of an excitation run: `reference.csv`, `preview.svg`, `metadata.json` (specs §4.1, §4.3).
+"""Files of an excitation run: `reference.csv`, `preview.svg`, `metadata.json`, as
+fr3_stack's `joint_sysid.py` writes them (docs/daemon.md).
 
 Every file is created exclusively (an existing file is never overwritten); `metadata.json` is
 rewritten atomically (through a hidden temporary file beside it) as a run progresses. The SVG is drawn by hand

@@ -102,7 +102,7 @@ class RobotTicker:
     def __init__(self, params: DynamicsParams, noise: NoiseConfig, seed: int, q0=None,
                  measured_coriolis: bool = False, configured_load=None) -> None:
         # measured_coriolis: C(q,dq)·dq at the measured (noisy) state, as the real daemon's
-        # franka::Model::coriolis (fr3_stack §5); costs one more kinematics pass (~18 µs) a tick.
+        # franka::Model::coriolis in fr3_stack's control loop; costs one more kinematics pass (~18 µs) a tick.
         # The real-time daemon uses it; the offline recorder keeps the true state (differs by
         # ~1e-4 N·m, far below the torque noise) to run faster than real time.
         # params carry the true payload; configured_load (an EndLoad, none if None) is the load the
@@ -132,7 +132,7 @@ class RobotTicker:
         f[C.D_JOINT] = sim.config.d_nms_per_rad if joint else 0.0
         f[_ALPHA] = sim.config.filter_alpha if joint else 0.0
         f[_FRICTION] = sim.config.use_friction if joint else False
-        f[_RESETS] = sim.reset_count if joint else 0  # §3.2: cols 48–78 zero unless valid
+        f[_RESETS] = sim.reset_count if joint else 0  # CSV v2: cols 48–78 zero unless valid
         self.config_version += 1
 
     def advance(self, command, row: np.ndarray, ee_xmat_out: np.ndarray) -> None:

@@ -102,7 +102,7 @@ def joints_block(q_real: np.ndarray, q_sim: np.ndarray, dq_real: np.ndarray | No
 
 def compute_metrics(real: Trajectory, sim: Trajectory, des_pos_m: np.ndarray | None = None,
                     des_quat_xyzw: np.ndarray | None = None) -> dict[str, Any]:
-    """``num_samples, duration_s, ee, joints, tracking`` of sim against real (§4).
+    """``num_samples, duration_s, ee, joints, tracking`` of sim against real (FrankaTwin's metrics.json).
 
     ``des_*`` is the real run's Cartesian target (None for joint-space runs: then
     ``tracking`` is null). ``ee`` needs EE poses on both sides, ``joints`` needs q on both.
@@ -145,7 +145,7 @@ def metrics_document(metrics: dict[str, Any], *, created_utc: str, real_csv: str
                      sim_csv: str | None = None, real_sidecar: str | None = None, sim_sidecar: str | None = None,
                      extra: dict[str, Any] | None = None, out_dir: str | None = None,
                      metrics_path: str | None = None) -> dict[str, Any]:
-    """The full metrics.json object, top-level keys in §4's exact order."""
+    """The full metrics.json object, top-level keys in FrankaTwin's exact order."""
     doc: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "created_utc": created_utc, "real_csv": real_csv,
                            "sim_csv": sim_csv, "real_sidecar": real_sidecar, "sim_sidecar": sim_sidecar}
     for key, value in (extra or {}).items():

@@ -3,7 +3,7 @@ score them with FrankaTwin-compatible metrics, and store one validation partitio
 (run, parameter set) with a pass/fail verdict against thresholds declared beforehand.
 
 Partition ``<lake>/validations/validation=<id>/`` (lake contract, docs/architecture.md):
-``validation.parquet`` (one row, ``VALIDATION_SCHEMA``), ``metrics.json`` (spec §4) and
+``validation.parquet`` (one row, ``VALIDATION_SCHEMA``), ``metrics.json`` (FrankaTwin's layout) and
 ``trajectory.parquet`` (t_s, recorded q/dq and simulated q/dq per sample, for the report).
 The id is derived from (fit, robot, run, label, thresholds, parameters), so validating the
 same thing twice is a no-op that says so. Both parameter sets replay in ONE population batch.

@@ -1,5 +1,5 @@
-"""End to end as a new user would: an fr3_stack CSV v2 recording (written here from the spec's
-column list, §3) goes through the real `twinlake.ingest` pipeline, then `twinlake intervals
+"""End to end as a new user would: an fr3_stack CSV v2 recording (written here from fr3_stack's
+CSV v2 column list) goes through the real `twinlake.ingest` pipeline, then `twinlake intervals
 --min-duration-s 5` and the documented join through `twinlake sql`."""
 
 from __future__ import annotations
