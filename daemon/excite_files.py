@@ -114,9 +114,11 @@ def write_json_atomic(path: Path, data: dict) -> None:
 
 
 def initial_metadata(plan: Plan, *, robot_id: str | None, host: str | None, cmd_port: int,
-                     state_port: int, guards: dict, experiment: dict | None = None) -> dict:
-    """The metadata keys every run starts with (status `initializing`)."""
-    return {
+                     state_port: int, guards: dict, experiment: dict | None = None,
+                     configured_load=None) -> dict:
+    """The metadata keys every run starts with (status `initializing`); `configured_load`
+    (a twinlake.sim EndLoad: the load set in Desk / setLoad) is stated when given."""
+    meta = {
         "schema": SCHEMA,
         "status": "initializing",
         "created_at_utc": datetime.now(timezone.utc).isoformat(),
@@ -135,3 +137,6 @@ def initial_metadata(plan: Plan, *, robot_id: str | None, host: str | None, cmd_
         "commands_sent": 0,
         "motion_command_attempted": False,
     }
+    if configured_load is not None:
+        meta["configured_load"] = configured_load.to_json()
+    return meta

@@ -104,13 +104,15 @@ def new_output_dir(output: str | None) -> Path:
     return path
 
 
-def run_preview(plan: Plan, out_dir: Path, q0=None, *, robot_id=None, guards: Guards = Guards()) -> dict:
-    """Offline preview: no network. Writes the three files; returns the metadata."""
+def run_preview(plan: Plan, out_dir: Path, q0=None, *, robot_id=None, guards: Guards = Guards(),
+                configured_load=None) -> dict:
+    """Offline preview: no network. Writes the three files; returns the metadata.
+    `configured_load` (a twinlake.sim EndLoad, the load set in Desk) goes into the metadata."""
     validate_plan(plan)
     anchor = PREVIEW_ANCHOR_Q if q0 is None else np.asarray(q0, dtype=np.float64)
     peaks = preflight(plan, anchor)
     meta = initial_metadata(plan, robot_id=robot_id, host=None, cmd_port=5555, state_port=5556,
-                            guards=guards.to_dict())
+                            guards=guards.to_dict(), configured_load=configured_load)
     write_reference_csv(out_dir / "reference.csv", reference_table(plan, anchor))
     write_preview_svg(out_dir / "preview.svg", plan)
     meta.update(status="preview", anchor_q_rad=[float(x) for x in anchor],
@@ -125,13 +127,14 @@ class ExcitationRun:
     def __init__(self, plan: Plan, out_dir: Path, client: Fr3Client, *, robot_id: str,
                  gains: Gains = Gains(), guards: Guards = Guards(), finish: str = "hold",
                  record_path: str | None = None, experiment: dict | None = None, nuc_log: str | None = None,
-                 progress=None) -> None:
+                 progress=None, configured_load=None) -> None:
         self.plan, self.out, self.client = validate_plan(plan), out_dir, client
         self.gains, self.guards, self.finish = gains.validate(), guards, finish
         self.record_path = record_path
         self.progress = progress or (lambda fraction: None)
         self.meta = initial_metadata(plan, robot_id=robot_id, host=client.host, cmd_port=client.cmd_port,
-                                     state_port=client.state_port, guards=guards.to_dict(), experiment=experiment)
+                                     state_port=client.state_port, guards=guards.to_dict(), experiment=experiment,
+                                     configured_load=configured_load)
         self.meta["nuc_log_reference"] = nuc_log
         self.meta_path = out_dir / "metadata.json"
         self.recording_id = ""

@@ -99,12 +99,14 @@ def load_from_json(doc: Any, what: str) -> EndLoad:
 def load_from_metadata(meta: Mapping[str, Any] | None, what: str = "metadata") -> EndLoad | None:
     """The configured load a recording's metadata states, None when it states none.
 
-    Looks for `configured_load` at the top level, under `args` (a FrankaTwin sidecar's
-    arguments) and under `robot`; each in EndLoad's JSON form or libfranka's setLoad names.
+    Looks for `configured_load` at the top level (`twinlake excite --configured-load`, the
+    offline recorder), under `args` (a FrankaTwin sidecar's arguments), `robot` and
+    `experiment` (the user's `--experiment-metadata` object); each in EndLoad's JSON form or
+    libfranka's setLoad names.
     """
     if not isinstance(meta, Mapping):
         return None
-    for where in (meta, meta.get("args"), meta.get("robot")):
+    for where in (meta, meta.get("args"), meta.get("robot"), meta.get("experiment")):
         if isinstance(where, Mapping) and where.get("configured_load") is not None:
             return load_from_json(where["configured_load"], f"{what}: configured_load")
     return None

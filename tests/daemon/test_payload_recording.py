@@ -69,3 +69,42 @@ def test_sim_record_takes_payload_and_configured_load_flags(tmp_path):
     bad = CliRunner().invoke(app, ["sim", "record", "--reference", str(out / "reference.csv"), "--out",
                                    str(tmp_path / "b.csv"), "--payload", "0.8,1"])
     assert bad.exit_code == 1 and "--payload '0.8,1': expected MASS or MASS,X,Y,Z" in bad.output
+
+
+def test_excite_states_the_configured_load_and_the_fit_replays_with_it(start_daemon, tmp_path):
+    """`twinlake excite --execute --configured-load` against a daemon configured with the same
+    load: metadata.json states it, ingest keeps it in the run's metadata, where the fit reads it."""
+    daemon = start_daemon(initial_controller="joint_impedance", payload=CONFIGURED, configured_load=CONFIGURED)
+    daemon.wait_state(lambda s: s.controller == "joint_impedance")
+    ports = daemon.daemon.ports
+    out = tmp_path / "exc"
+    result = CliRunner().invoke(app, ["excite", *PLAN, "--execute", "--host", "127.0.0.1",
+                                      "--cmd-port", str(ports["cmd"]), "--state-port", str(ports["state"]),
+                                      "--recording-port", str(ports["recording"]), "--output", str(out),
+                                      "--record", "run.csv", "--configured-load", "0.3,0,0,0.04",
+                                      "--max-lateness", "0.5", "--stale-after", "1.0"])
+    assert result.exit_code == 0, result.output
+    assert json.loads((out / "metadata.json").read_text())["configured_load"] == CONFIGURED.to_json()
+    lake = tmp_path / "lake"
+    ingested = CliRunner().invoke(app, ["ingest", "--lake", str(lake), "--json", str(out)])
+    assert ingested.exit_code == 0, ingested.output
+    from twinlake.catalog import connect
+    from twinlake.sim.load import load_from_metadata
+
+    con = connect(lake)
+    try:
+        (meta_json,) = con.execute("SELECT metadata_json FROM runs WHERE run = 'exc'").fetchone()
+    finally:
+        con.close()
+    assert load_from_metadata(json.loads(meta_json)) == CONFIGURED  # what build_data replays each interval with
+
+
+def test_a_malformed_configured_load_is_refused_before_anything_is_written(tmp_path):
+    out = tmp_path / "never"
+    result = CliRunner().invoke(app, ["excite", *PLAN, "--output", str(out), "--configured-load", "0.3,0,0"])
+    assert result.exit_code == 1
+    assert "--configured-load" in result.output and "MASS,X,Y,Z" in result.output
+    assert not out.exists()
+    preview = tmp_path / "preview"
+    assert CliRunner().invoke(app, ["excite", *PLAN, "--output", str(preview), "--configured-load", "0.3"]).exit_code == 0
+    assert json.loads((preview / "metadata.json").read_text())["configured_load"]["mass_kg"] == 0.3

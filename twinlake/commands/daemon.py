@@ -209,10 +209,12 @@ def excite(
     finish: str = typer.Option("hold", "--finish", help="hold (stay in joint impedance) or terminate."),
     experiment_metadata: str | None = typer.Option(None, "--experiment-metadata", help="JSON object stored in metadata."),
     nuc_log: str | None = typer.Option(None, "--nuc-log", help="Reference string of a separate NUC log."),
+    configured_load: str | None = typer.Option(None, "--configured-load", help="The end-effector load set in Desk / setLoad, MASS[,X,Y,Z] (kg; CoM m in the flange frame): stored in metadata.json as configured_load, which the fit replays with."),
 ) -> None:
     """Joint excitation: preview files by default; --execute streams to a daemon."""
     from ..daemon.excitation import Plan, validate_plan
     from ..daemon.excite_run import Gains, Guards, load_experiment, new_output_dir, run_preview
+    from ..sim.load import parse_load
 
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
     try:
@@ -237,14 +239,15 @@ def excite(
         gains = Gains(k_joint=_floats(kp, "--kp", 7) or base.k_joint, d_joint=_floats(kd, "--kd", 7) or base.d_joint,
                       filter_alpha=base.filter_alpha if filter_alpha is None else filter_alpha).validate()
         experiment = load_experiment(experiment_metadata)  # before anything is written
+        load = None if configured_load is None else parse_load(configured_load)
         out_dir = new_output_dir(output)
         if not execute:
-            meta = run_preview(plan, out_dir, q0, robot_id=robot_id, guards=guards)
+            meta = run_preview(plan, out_dir, q0, robot_id=robot_id, guards=guards, configured_load=load)
             typer.echo(json.dumps({"output": str(out_dir), "status": meta["status"],
                                    "total_s": plan.total_s}))
             return
         _execute(plan, out_dir, host, robot_id, guards, record, gains, finish,
-                 experiment, nuc_log, cmd_port, state_port, recording_port)
+                 experiment, nuc_log, cmd_port, state_port, recording_port, load)
     except KeyboardInterrupt:
         typer.echo("twinlake excite: interrupted", err=True)
         raise typer.Exit(130)
@@ -256,7 +259,7 @@ def excite(
 
 
 def _execute(plan, out_dir, host, robot_id, guards, record, gains, finish, experiment,
-             nuc_log, cmd_port, state_port, recording_port) -> None:
+             nuc_log, cmd_port, state_port, recording_port, configured_load) -> None:
     from rich.progress import Progress
 
     from ..daemon.client import Fr3Client
@@ -271,6 +274,7 @@ def _execute(plan, out_dir, host, robot_id, guards, record, gains, finish, exper
             task = progress.add_task(f"{plan.mode} {plan.total_s:g} s", total=1.0)
             run = ExcitationRun(plan, out_dir, client, robot_id=robot_id, gains=gains, guards=guards,
                                 finish=finish, record_path=record_path, experiment=experiment, nuc_log=nuc_log,
+                                configured_load=configured_load,
                                 progress=lambda f: progress.update(task, completed=f))
             meta = run.run()
     finally:
