@@ -13,10 +13,10 @@ the same writers as twinlake's own (`FitRecord` / `publish_fit`, `ValidationReco
   its `sysid_params` file is found and hashed).
 
 Ids derive from the file's SHA-256, so importing the same bytes again is a no-op that says so.
-Which files are results is decided by content (`result_kind`: keys present, never the name);
-`twinlake ingest` recognises the same two shapes to tell a user where such a file belongs
-(`twinlake.ingest.frankatwin_results`, which cannot import this folder; a test checks the two
-agree). A broken file raises `ResultFileError` naming the file, line and field.
+Which files are results is decided by content, by the one rule of the ingest folder, which owns
+the source formats (`twinlake.ingest.frankatwin_results.result_kind`: keys present, never the
+name; `twinlake ingest` uses it to tell a user where such a file belongs). A broken file raises
+`ResultFileError` naming the file, line and field.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..catalog import Lake, PartitionExists, SelectionError, connect, resolve_run, sha256_file
+from ..ingest.frankatwin_results import result_kind
 from .record import FitRecord, IntervalUse, publish_fit
 from .validation_record import VALIDATION_COLUMNS, ValidationRecord, publish_validation_record
 
@@ -61,22 +62,6 @@ def load_json(path: Path) -> Any:
         raise ResultFileError(path, f"invalid JSON: {exc.msg} (column {exc.colno})", line=exc.lineno) from None
     except UnicodeDecodeError:
         raise ResultFileError(path, "not UTF-8 text") from None
-
-
-def result_kind(path: Path) -> tuple[str | None, str]:
-    """'fit' for a sysid_best_params.json body, 'validation' for a metrics.json body, with
-    the reason (from content: keys present), else (None, why not)."""
-    try:
-        body = load_json(path) if path.is_file() and path.suffix == ".json" else None
-    except (ResultFileError, OSError):
-        body = None
-    if not isinstance(body, dict):
-        return None, "not a JSON object"
-    if isinstance(body.get("best_params_decoded"), dict) and "best_score" in body:
-        return "fit", "has best_score + best_params_decoded (FrankaTwin sysid_best_params.json)"
-    if body.get("schema_version") == 1 and {"real_csv", "sim_csv", "ee"} <= body.keys():
-        return "validation", "has real_csv, sim_csv, ee (FrankaTwin metrics.json)"
-    return None, "neither sysid_best_params.json (best_params_decoded) nor metrics.json keys"
 
 
 def result_files(paths: list[Path]) -> list[Path]:

@@ -22,7 +22,7 @@ ALLOWED: dict[str, set[str]] = {
     "sim": set(),
     "ingest": {"catalog", "sql"},
     "daemon": {"sim", "catalog"},
-    "fit": {"catalog", "sql", "sim"},
+    "fit": {"catalog", "sql", "sim", "ingest"},
     "campaign": {"catalog", "sql", "sim", "fit", "daemon"},
 }
 # the one entry point into the root from a folder: `python -m twinlake.ingest`

@@ -159,14 +159,17 @@ def test_result_files_are_found_recursively_fits_first(tmp_path):
         import_fit(Lake(tmp_path / "lake"), data / "broken.json")
 
 
-@pytest.mark.parametrize("body", [
-    ff.best_params_body(), ff.metrics_body("a.csv", "b.csv"), {"hello": 1}, [1, 2],
-    {"best_params_decoded": {}, "no_score": 1}, {"best_params_decoded": [], "best_score": 1},
-    {**ff.metrics_body("a.csv", "b.csv"), "schema_version": 2},
-    {k: v for k, v in ff.metrics_body("a.csv", "b.csv").items() if k != "ee"},
+@pytest.mark.parametrize("body, kind", [
+    (ff.best_params_body(), "fit"), (ff.metrics_body("a.csv", "b.csv"), "validation"), ({"hello": 1}, None),
+    ([1, 2], None), ({"best_params_decoded": {}, "no_score": 1}, None), ({"best_params_decoded": [], "best_score": 1}, None),
+    ({**ff.metrics_body("a.csv", "b.csv"), "schema_version": 2}, None),
+    ({k: v for k, v in ff.metrics_body("a.csv", "b.csv").items() if k != "ee"}, None),
 ])
-def test_ingest_recognises_exactly_the_files_this_importer_imports(tmp_path, body):
-    """ingest cannot import this folder, so it states the content rule again for its hint;
-    the two must agree."""
+def test_ingest_points_exactly_the_files_this_importer_imports_to_it(tmp_path, body, kind):
+    """One content rule (ingest's, which owns the formats): the importer finds exactly the
+    files whose ingest hint tells the user to run `twinlake import frankatwin`."""
     path = ff.write_json(tmp_path / "x.json", body)
-    assert frankatwin_results.result_kind(path) == result_kind(path)
+    assert result_kind(path)[0] == kind
+    assert result_files([tmp_path]) == ([path] if kind else [])
+    reason = frankatwin_results.ResultFileHint().detect(path).reason
+    assert ("twinlake import frankatwin" in reason) == (kind is not None), reason
