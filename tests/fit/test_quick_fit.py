@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from twinlake.fit.gap_report import GapReport
 from twinlake.fit.quick import (
     FirstOrderModel,
-    GapReport,
     JointSamples,
     QuickFitRefused,
     fit_first_order,

@@ -116,7 +116,8 @@ def quick_cmd(
 ) -> None:
     """A first-order per-joint fit (inertia, viscous damping, Coulomb friction) with standard errors; gap report against the profile."""
     from ..catalog import resolve_lake
-    from ..fit.quick import QuickFitRefused, quick_fit_run
+    from ..fit.gap_report import quick_fit_run
+    from ..fit.quick import QuickFitRefused
 
     root = resolve_lake(lake)
     try:
