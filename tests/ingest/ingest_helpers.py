@@ -32,3 +32,14 @@ def quarantined(lake: Lake) -> list[dict]:
     if not qdir.exists():
         return []
     return [json.loads((d / "reason.json").read_text()) for d in sorted(qdir.iterdir())]
+
+
+def edit_cell(path, line_no: int, column: str, value: str) -> None:
+    """Replace one cell of a CSV file in place: line `line_no` (1-based, the header is line 1),
+    the column named `column` in the header, by the text `value`."""
+    lines = path.read_text().split("\n")
+    idx = lines[0].split(",").index(column)
+    cells = lines[line_no - 1].split(",")
+    cells[idx] = value
+    lines[line_no - 1] = ",".join(cells)
+    path.write_text("\n".join(lines))

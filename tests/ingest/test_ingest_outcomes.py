@@ -7,16 +7,7 @@ import json
 
 import pytest
 
-from ingest_helpers import quarantined, runs_of
-
-
-def _edit_cell(path, line_no: int, column: str, value: str) -> None:
-    lines = path.read_text().split("\n")
-    idx = lines[0].split(",").index(column)
-    cells = lines[line_no - 1].split(",")
-    cells[idx] = value
-    lines[line_no - 1] = ",".join(cells)
-    path.write_text("\n".join(lines))
+from ingest_helpers import edit_cell, quarantined, runs_of
 
 
 def _drop_column(path, column: str) -> None:
@@ -46,18 +37,18 @@ CASES = {
     # kind: (mutate(path), expected substrings of the message)
     "missing_column": (lambda p: _drop_column(p, "dq3"), [":1:", "'dq3'", "missing"]),
     "unknown_column": (lambda p: _rename_column(p, "K_joint2", "K_joint9"), [":1:", "'K_joint9'"]),
-    "non_numeric": (lambda p: _edit_cell(p, 57, "tau_J3", "abc"), [":57:", "'tau_J3'", "abc"]),
-    "schema_version": (lambda p: _edit_cell(p, 40, "schema_version", "3"), [":40:", "'schema_version'"]),
+    "non_numeric": (lambda p: edit_cell(p, 57, "tau_J3", "abc"), [":57:", "'tau_J3'", "abc"]),
+    "schema_version": (lambda p: edit_cell(p, 40, "schema_version", "3"), [":40:", "'schema_version'"]),
     "truncated": (_truncate, [":101:", "truncated"]),
     "empty": (lambda p: p.write_bytes(b""), ["empty file"]),
     "binary": (lambda p: p.write_bytes(bytes(range(256)) * 40), ["binary"]),
     "duplicate_seq": (lambda p: _duplicate_row(p, 30), [":31:", "'seq'", "duplicate seq 28"]),
-    "joint_limit": (lambda p: _edit_cell(p, 12, "q3", "-0.05"), [":12:", "'q4'", "limits"]),
-    "jtv_mismatch": (lambda p: _edit_cell(p, 9, "joint_target_valid", "0"), [":9:", "'joint_target_valid'"]),
+    "joint_limit": (lambda p: edit_cell(p, 12, "q3", "-0.05"), [":12:", "'q4'", "limits"]),
+    "jtv_mismatch": (lambda p: edit_cell(p, 9, "joint_target_valid", "0"), [":9:", "'joint_target_valid'"]),
     # a NaN position is data (tests/ingest/test_nonfinite_samples.py); a finite one beyond
     # the physical bounds is not
-    "velocity_limit": (lambda p: _edit_cell(p, 20, "dq1", "-11"), [":20:", "'dq2'", "velocity"]),
-    "short_row": (lambda p: _edit_cell(p, 66, "seq", "65,"), [":66:", "fields"]),
+    "velocity_limit": (lambda p: edit_cell(p, 20, "dq1", "-11"), [":20:", "'dq2'", "velocity"]),
+    "short_row": (lambda p: edit_cell(p, 66, "seq", "65,"), [":66:", "fields"]),
     "header_only": (lambda p: p.write_text(p.read_text().split("\n")[0] + "\n"),
                     [":2:", "no data rows"]),
 }
@@ -97,10 +88,10 @@ def test_unrecognised_file_lists_every_format_tried(ingest, inbox, lake):
 
 def test_c_printf_nan_spellings_are_accepted_and_flagged(ingest, make_csv, lake):
     path = make_csv("nans.csv", rows=100, status=False)
-    _edit_cell(path, 10, "tau_J1", "-nan")
-    _edit_cell(path, 11, "tau_J2", "inf")
-    _edit_cell(path, 12, "tau_J3", "-inf")
-    _edit_cell(path, 13, "tau_J4", "nan")
+    edit_cell(path, 10, "tau_J1", "-nan")
+    edit_cell(path, 11, "tau_J2", "inf")
+    edit_cell(path, 12, "tau_J3", "-inf")
+    edit_cell(path, 13, "tau_J4", "nan")
     result = ingest(path, "--robot", "r")
     assert result.exit_code == 0, result.output
     run = runs_of(lake)[0]

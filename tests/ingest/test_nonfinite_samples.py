@@ -14,21 +14,12 @@ import pytest
 from typer.testing import CliRunner
 
 import formats_fixtures as ff
-from ingest_helpers import frames_of, quarantined, runs_of
+from ingest_helpers import edit_cell, frames_of, quarantined, runs_of
 from twinlake.cli import app
 
 ROWS = 200
 AT_LINE = 101  # file line 101 = data row 99 = seq 99 (header is line 1, seq starts at 0)
 AT_SEQ = AT_LINE - 2
-
-
-def _edit_cell(path, line_no: int, column: str, value: str) -> None:
-    lines = path.read_text().split("\n")
-    idx = lines[0].split(",").index(column)
-    cells = lines[line_no - 1].split(",")
-    cells[idx] = value
-    lines[line_no - 1] = ",".join(cells)
-    path.write_text("\n".join(lines))
 
 
 def _cli(*args):
@@ -65,7 +56,7 @@ EXCLUDED = [  # (CSV v2 column, its canonical name, value as a C printf writes i
 def test_csv_v2_nonfinite_sample_is_kept_counted_and_split_around(
         column, canonical, text, make_csv, lake):
     path = make_csv("dropout.csv", rows=ROWS)
-    _edit_cell(path, AT_LINE, column, text)
+    edit_cell(path, AT_LINE, column, text)
     res = _cli("ingest", path, "--robot", "fr3", "--lake", lake.root, "--json")
     assert res.exit_code == 0, res.output
     outcome = json.loads(res.stdout.splitlines()[-1])
@@ -85,8 +76,8 @@ def test_csv_v2_nonfinite_sample_is_kept_counted_and_split_around(
 
 def test_torque_sensor_dropout_is_counted_and_does_not_split(make_csv, lake):
     path = make_csv("sensor.csv", rows=ROWS)
-    _edit_cell(path, AT_LINE, "tau_J5", "nan")
-    _edit_cell(path, AT_LINE + 1, "tau_J5", "-inf")
+    edit_cell(path, AT_LINE, "tau_J5", "nan")
+    edit_cell(path, AT_LINE + 1, "tau_J5", "-inf")
     res = _cli("ingest", path, "--robot", "fr3", "--lake", lake.root, "--json")
     assert res.exit_code == 0, res.output
     run = runs_of(lake)[0]
@@ -99,9 +90,9 @@ def test_torque_sensor_dropout_is_counted_and_does_not_split(make_csv, lake):
 def test_many_dropouts_in_several_columns_are_counted_per_column(make_csv, lake):
     path = make_csv("several.csv", rows=ROWS)
     for line in (20, 21, 22):
-        _edit_cell(path, line, "dq2", "nan")
-    _edit_cell(path, 21, "q2", "nan")  # the same tick as a dq2 dropout
-    _edit_cell(path, 150, "q5", "inf")
+        edit_cell(path, line, "dq2", "nan")
+    edit_cell(path, 21, "q2", "nan")  # the same tick as a dq2 dropout
+    edit_cell(path, 150, "q5", "inf")
     res = _cli("ingest", path, "--robot", "fr3", "--lake", lake.root)
     assert res.exit_code == 0, res.output
     assert "verdict ok (nonfinite)" in res.stdout
@@ -116,7 +107,7 @@ def test_many_dropouts_in_several_columns_are_counted_per_column(make_csv, lake)
 
 def test_a_dropout_does_not_hide_the_run_flags(make_csv, lake):
     path = make_csv("gappy.csv", rows=ROWS, gap_at=(50,))
-    _edit_cell(path, 120, "q1", "nan")
+    edit_cell(path, 120, "q1", "nan")
     res = _cli("ingest", path, "--robot", "fr3", "--lake", lake.root, "--json")
     assert res.exit_code == 0, res.output
     run = runs_of(lake)[0]
@@ -126,8 +117,8 @@ def test_a_dropout_does_not_hide_the_run_flags(make_csv, lake):
 def test_frankatwin_ring_log_dropout_in_state(tmp_path, lake):
     path = ff.write_ring(tmp_path, n=300)
     seq = path.read_text().split("\n")[150].split(",")[47]  # the tick on line 151
-    _edit_cell(path, 151, "q2", "nan")
-    _edit_cell(path, 151, "dq5", "nan")
+    edit_cell(path, 151, "q2", "nan")
+    edit_cell(path, 151, "dq5", "nan")
     res = _cli("ingest", path, "--robot", "fr3", "--lake", lake.root, "--json")
     assert res.exit_code == 0, res.output
     run = runs_of(lake)[0]
@@ -141,8 +132,8 @@ def test_frankatwin_ring_log_dropout_in_state(tmp_path, lake):
 
 def test_frankatwin_50hz_log_dropout_in_target_and_torque(tmp_path, lake):
     path = ff.write_log50(tmp_path, n=60)
-    _edit_cell(path, 30, "x_des_y", "nan")
-    _edit_cell(path, 31, "tau3", "inf")
+    edit_cell(path, 30, "x_des_y", "nan")
+    edit_cell(path, 31, "tau3", "inf")
     res = _cli("ingest", path, "--robot", "fr3", "--lake", lake.root, "--json")
     assert res.exit_code == 0, res.output
     run = runs_of(lake)[0]
@@ -161,8 +152,8 @@ def test_frankatwin_50hz_log_dropout_in_target_and_torque(tmp_path, lake):
 def test_finite_values_outside_limits_and_a_nonfinite_time_still_reject(
         column, text, expected, make_csv, lake):
     path = make_csv("bad.csv", rows=ROWS)
-    _edit_cell(path, 77, "q1", "nan")  # a dropout elsewhere does not change the verdict
-    _edit_cell(path, AT_LINE, column, text)
+    edit_cell(path, 77, "q1", "nan")  # a dropout elsewhere does not change the verdict
+    edit_cell(path, AT_LINE, column, text)
     res = _cli("ingest", path, "--robot", "fr3", "--lake", lake.root)
     assert res.exit_code == 1, res.output
     message = res.stderr.strip()
