@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import mujoco
 import numpy as np
+import pytest
 from sim_recording import cartesian_frames_50hz, record_synthetic
 
 from twinlake.sim import (DEMO_PROFILE_PATH, DynamicsParams, JointImpedanceCommand, JointImpedanceConfig, PopulationEngine, ReplayInput, SimFR3,
@@ -132,3 +133,16 @@ def test_simfr3_feeds_forward_the_configured_load_on_every_path():
     assert np.abs(bias_configured - bias_true).max() > 1e-3
     arms[0].stage()
     np.testing.assert_allclose(arms[0].plant.coriolis(), bias_configured, rtol=0, atol=1e-9)
+
+
+def test_a_replay_context_with_loads_needs_the_joints_and_the_flange():
+    from twinlake.sim.replay_context import ReplayContext
+
+    base = dict(sample_of_tick=np.zeros(2, dtype=np.int64), tau_prev=np.zeros((1, 7)), ring=np.zeros((3, 1, 7)),
+                delays=np.zeros(1, dtype=np.int64), neg_breakaway=np.zeros((1, 7)), qpos_adr=np.arange(7, dtype=np.int64),
+                dof_adr=np.arange(7, dtype=np.int64), springs=np.zeros((2, 7)), table=np.zeros((2, 30)),
+                outputs=tuple(np.zeros((2, 1, 7)) for _ in range(3)), inertia_rows=np.zeros((1, 14)))
+    with pytest.raises(ValueError, match="jnt_ids and site_id"):
+        ReplayContext(**base)
+    context = ReplayContext(**base, jnt_ids=np.arange(7, dtype=np.int64), site_id=0)
+    assert context.feedforward.shape == (1, 7) and context.address_table[-1] == context.feedforward.ctypes.data
