@@ -5,8 +5,11 @@ It reads the replay context as replay_context.py lays it out (the slot numbers i
 make_callback(offsets, magic, slots) → a numba cfunc `void(const mjModel*, mjData*)`; its
 `.ctypes` is what mujoco.set_mjcb_control takes. Per call (one simulation, one tick k):
   1. skip unless the model has ≥ slots userdata and userdata[0] == magic;
-  2. the law, slew-limited into this candidate's tau_prev row: joint impedance
-     (kernels._joint_law on q, dq and qfrc_bias with tick k's spring target, gains and
+  2. the Coriolis feed-forward into this candidate's feedforward row: qfrc_bias, with the
+     configured load's velocity-product torque in place of the true payload's where the two
+     differ (as load_dynamics.load_feedforward);
+     the law, slew-limited into this candidate's tau_prev row: joint impedance
+     (kernels._joint_law on q, dq and that feed-forward with tick k's spring target, gains and
      friction flag), or FrankaTwin's Cartesian law (_cartesian_command: the element-wise
      form of controllers.cartesian_impedance_torque and cartesian_clamp_and_slew, which agree
      with it to round-off, not bit for bit: numpy's einsum sums in its own order);
@@ -27,9 +30,10 @@ from numba.extending import intrinsic
 
 from .fr3 import CART_TORQUE_LIMIT_NM
 from .kernels import _joint_law, friction_torque, joint_extra, load_joint_torque, load_point
+from .load_dynamics import loads_equal, velocity_product_torque
 from .replay_context import (  # the context table's slots and values
     CARTESIAN, CART_PARAMS, CART_PARAMS_SIZE, CART_TARGETS, CONTEXT_SIZE, CONTROLLER, COUNTER, DELAYS,
-    DOF_ADR, DQ_OUT, DQ_REF, EXTRAS, FRICTION_LAW, HOLD, JNT_IDS, LOAD, MODE, MODE_SAMPLES, NEG_BREAKAWAY, N_CANDIDATES, N_SAMPLES,
+    DOF_ADR, DQ_OUT, DQ_REF, EXTRAS, FEEDFORWARD, FRICTION_LAW, HOLD, INERTIA_ROWS, JNT_IDS, LOAD, MODE, MODE_SAMPLES, NEG_BREAKAWAY, N_CANDIDATES, N_SAMPLES,
     N_TICKS, QPOS_ADR, Q_OUT, Q_REF, RING, RING_LENGTH, SAMPLE_OF_TICK, SCALES, SITE_ID, SPRINGS,
     SUM_SQ, TABLE, TAU_OUT, TAU_PREV,
 )
@@ -88,9 +92,10 @@ def _jacobian_column(j, site, xanchor, xaxis, jnt_ids):
 
 
 @njit(inline="always")
-def _cartesian_command(k, p, ctx, data_address, off, qvel, bias, dofadr, tau_prev):
+def _cartesian_command(k, p, ctx, data_address, off, qvel, coriolis, dofadr, tau_prev):
     """FrankaTwin's Cartesian law for candidate p at tick k, clamped and slew-limited into
-    tau_prev[p]. off: (site_xpos, site_xmat, xanchor, xaxis) offsets in mjData."""
+    tau_prev[p]. off: (site_xpos, site_xmat, xanchor, xaxis) offsets in mjData; coriolis (7,)
+    the feed-forward."""
     n_ticks, population = ctx[N_TICKS], ctx[N_CANDIDATES]
     params = carray(_f64_at(ctx[CART_PARAMS]), CART_PARAMS_SIZE)
     hold = carray(_f64_at(ctx[HOLD]), (population, 7))
@@ -126,7 +131,7 @@ def _cartesian_command(k, p, ctx, data_address, off, qvel, bias, dofadr, tau_pre
         c0, c1, c2, c3, c4, c5 = _jacobian_column(j, site, xanchor, xaxis, jnt_ids)
         tau = c0 * w0 + c1 * w1 + c2 * w2 + c3 * w3 + c4 * w4 + c5 * w5
         if use_coriolis != 0.0:
-            tau = tau + bias[dofadr[j]]
+            tau = tau + coriolis[j]
         tau = min(max(tau, -_CART_LIMIT_NM[j]), _CART_LIMIT_NM[j])
         if slew > 0.0:
             tau = tau_prev[p, j] + max(min(tau - tau_prev[p, j], slew), -slew)
@@ -151,6 +156,28 @@ def _add_load_torque(p, ctx, data_address, off, applied, dofadr):
         a = 3 * jnt_ids[j]
         applied[dofadr[j]] = applied[dofadr[j]] + load_joint_torque(dm, wx, wy, xanchor[a], xanchor[a + 1],
                                                                     xaxis[a], xaxis[a + 1])
+
+
+@njit(inline="always")
+def _feedforward(p, ctx, data_address, off, qvel, bias, dofadr):
+    """Candidate p's Coriolis feed-forward row (7,): qfrc_bias, − C_load(true payload) +
+    C_load(configured load) where they differ (load_dynamics.load_feedforward, same order)."""
+    out = carray(_f64_at(ctx[FEEDFORWARD]), (ctx[N_CANDIDATES], 7))[p]
+    for j in range(7):
+        out[j] = bias[dofadr[j]]
+    if ctx[INERTIA_ROWS] == 0:
+        return out
+    row = carray(_f64_at(ctx[INERTIA_ROWS]), (ctx[N_CANDIDATES], 14))[p]
+    if loads_equal(row):
+        return out
+    jnt_ids = carray(_i64_at(ctx[JNT_IDS]), 7)
+    site = carray(_f64_at(_word(data_address + off[0]) + 24 * ctx[SITE_ID]), 3)
+    mat = carray(_f64_at(_word(data_address + off[1]) + 72 * ctx[SITE_ID]), 9)
+    xanchor = carray(_f64_at(_word(data_address + off[2])), (1 << 38, 3))
+    xaxis = carray(_f64_at(_word(data_address + off[3])), (1 << 38, 3))
+    velocity_product_torque(row, 0, site, mat, xanchor, xaxis, jnt_ids, qvel, dofadr, -1.0, out)
+    velocity_product_torque(row, 7, site, mat, xanchor, xaxis, jnt_ids, qvel, dofadr, 1.0, out)
+    return out
 
 
 @njit(inline="always")
@@ -202,15 +229,16 @@ def make_callback(offsets: dict[str, int], magic: float, slots: int):
         qvel = carray(_f64_at(_word(data_address + off_qvel)), big)
         bias = carray(_f64_at(_word(data_address + off_bias)), big)
         applied = carray(_f64_at(_word(data_address + off_applied)), big)
+        coriolis = _feedforward(p, ctx, data_address, off_kin, qvel, bias, dofadr)
         if ctx[CONTROLLER] == CARTESIAN:
-            _cartesian_command(k, p, ctx, data_address, off_kin, qvel, bias, dofadr, tau_prev)
+            _cartesian_command(k, p, ctx, data_address, off_kin, qvel, coriolis, dofadr, tau_prev)
         else:
             table = carray(_f64_at(ctx[TABLE]), (n_ticks, 30))
             springs = carray(_f64_at(ctx[SPRINGS]), (n_ticks, 7))
             use_friction = table[k, 1] != 0.0
             for j in range(7):
                 tau_prev[p, j] = _joint_law(j, qpos[qadr[j]], qvel[dofadr[j]], springs[k, j], table[k, 16 + j],
-                                            table[k, 23 + j], bias[dofadr[j]], use_friction, tau_prev[p, j])
+                                            table[k, 23 + j], coriolis[j], use_friction, tau_prev[p, j])
         sample = carray(_i64_at(ctx[SAMPLE_OF_TICK]), n_ticks)[k]
         if sample >= 0:
             if ctx[MODE] == MODE_SAMPLES:

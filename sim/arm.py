@@ -10,7 +10,10 @@ One tick costs one MuJoCo split step: the controller's first call of a tick runs
 `physics_step` runs `mj_step2`. The Coriolis feed-forward is therefore C at the simulated
 true state, as in the replay engines (not at the noisy measured state: the difference is of
 the order of the velocity noise times ∂C/∂dq, ~1e-4 N·m; `measured_coriolis=True` restores
-the measured-state term at the cost of one more kinematics pass per tick). `control()` is `tick()` without
+the measured-state term at the cost of one more kinematics pass per tick). With a true payload
+other than the configured load, the feed-forward is the firmware's: qfrc_bias with the
+configured load's velocity-product torque in place of the payload's (Plant.feedforward,
+load_dynamics.py). `control()` is `tick()` without
 the TickOutput copies; `step_recorded()` is the recorders' hot loop,
 `run_recorded()` many such ticks in one compiled call (arm_loop.py), `apply_command()` a
 command between them.
@@ -154,6 +157,8 @@ class SimFR3:
         mujoco.mj_comPos(m, s)
         mujoco.mj_comVel(m, s)
         mujoco.mj_rne(m, s, 0, self._bias)
+        if self.plant.coriolis_loaded:  # the firmware's model: the configured load, not the payload
+            return self.plant.feedforward(s, self._bias)[0].copy()
         return self._bias[self.plant.arm.dof_adr].copy()
 
     def ee_pose(self) -> tuple[np.ndarray, np.ndarray]:
@@ -207,6 +212,8 @@ class SimFR3:
         self.stage()
         if self.measured_coriolis:
             cor = self.coriolis(q_meas, dq_meas)
+        elif self.plant.coriolis_loaded:
+            cor = self.plant.feedforward()[0]
         else:
             cor = self._views[2] if self._views is not None else self.plant.coriolis()
         if self.mode == CONTROLLER_JOINT_IMPEDANCE:
@@ -242,7 +249,8 @@ class SimFR3:
         self.stage()
         plant, views, cfg = self.plant, self._views, self.config
         delay = plant.delay
-        arm_step(views[0], views[1], self._tau_j, offsets, measured, views[2],
+        cor = plant.feedforward()[0] if plant.coriolis_loaded else views[2]
+        arm_step(views[0], views[1], self._tau_j, offsets, measured, cor,
                  self.mode == CONTROLLER_JOINT_IMPEDANCE, self.ema, self._keep, self._alpha_target,
                  cfg.k_nm_per_rad, cfg.d_nms_per_rad, cfg.use_friction, self.tau_prev,
                  delay.ring, delay.tick, delay.delays, plant.friction.coef, views[3], tau_out, ema_out, delay.law)
@@ -285,7 +293,8 @@ class SimFR3:
             d.site_xpos[None], d.site_xmat[None], d.xanchor[None], d.xaxis[None], plant.arm.ee_site, plant._jnt_ids,
             self.mode == CONTROLLER_JOINT_IMPEDANCE, self.ema, self._keep, self._alpha_target, cfg.k_nm_per_rad,
             cfg.d_nms_per_rad, cfg.use_friction, self.tau_prev, delay.ring, delay.tick, delay.delays,
-            plant.friction.coef, delay.law, plant.load, plant.loaded, plant.extras, plant.extra)
+            plant.friction.coef, delay.law, plant.load, plant.loaded, plant.extras, plant.extra,
+            plant.inertia_rows, plant._feedforward)
 
     def tick(self, q_meas, dq_meas, command=None) -> TickOutput:
         """One controller tick in fr3_stack's order: command (reset on mode change) → EMA → torque → slew."""

@@ -2,7 +2,8 @@
 
 `run_recorded_ticks` repeats, for n ticks, exactly what `SimFR3.step_recorded` does for a tick
 without a command (same kernels, same order, so the same bits): MuJoCo's `mj_step1`, the
-flange pose into the outputs, `kernels.arm_step` (noise, EMA, the joint law and slew, the
+flange pose into the outputs, the Coriolis feed-forward
+(`load_dynamics.load_feedforward`: qfrc_bias itself unless the loads differ), `kernels.arm_step` (noise, EMA, the joint law and slew, the
 delay line and friction law into `qfrc_applied`), the loads' gravity torque and the joint
 extras when the plant has them, `mj_step2`, and the link torque of the step
 (applied + passive + constraint). MuJoCo's two C functions are called through their
@@ -26,6 +27,7 @@ from numba import njit, types
 from numba.extending import intrinsic
 
 from .kernels import _JIT, add_joint_extras, add_load_torque, arm_step
+from .load_dynamics import load_feedforward
 
 
 @intrinsic
@@ -60,24 +62,27 @@ def step_functions() -> tuple[int, int] | None:
 def run_recorded_ticks(step1, step2, model, data, offsets, measured, tau_out, ema_out, ee_pos_out, ee_xmat_out,
                        qpos, qvel, tau_j, bias, applied, passive, constraint, site_xpos, site_xmat, xanchor, xaxis,
                        site, jnt_ids, joint_mode, ema, keep, alpha_target, k, d, use_friction, tau_prev,
-                       ring, tick, delays, coef, law, load, loaded, extras, extra):
+                       ring, tick, delays, coef, law, load, loaded, extras, extra, inertia_rows, feedforward):
     """n = len(offsets) recorded ticks; returns the delay line's tick after them.
 
     Per tick i: mj_step1; ee_pos_out[i] (3,), ee_xmat_out[i] (9,) ← the flange site's pose;
     kernels.arm_step with offsets[i] (21,) into measured[i] (21,), tau_out[i], ema_out[i] (7,);
     + the load torque (if loaded) and the joint extras (if extra); mj_step2; tau_j (7,) ←
-    applied + passive + constraint. qpos, qvel, bias, applied, passive, constraint: (7,) views
+    applied + passive + constraint. The law's Coriolis term is feedforward (1, 7) ← bias with
+    the loads of inertia_rows (1, 14) (load.load_inertia_rows). qpos, qvel, bias, applied, passive, constraint: (7,) views
     of MjData's arm rows; site_xpos, site_xmat, xanchor, xaxis: (1, n, 3|9) views of MjData.
     step1, step2, model, data: addresses (step_functions(), MjModel/MjData `_address`).
     """
     qvel_row, applied_row = qvel.reshape((1, 7)), applied.reshape((1, 7))
+    bias_row, coriolis = bias.reshape((1, 7)), feedforward[0]
     for i in range(offsets.shape[0]):
         _call_step(step1, model, data)
         for j in range(3):
             ee_pos_out[i, j] = site_xpos[0, site, j]
         for j in range(9):
             ee_xmat_out[i, j] = site_xmat[0, site, j]
-        arm_step(qpos, qvel, tau_j, offsets[i], measured[i], bias, joint_mode, ema, keep, alpha_target, k, d,
+        load_feedforward(inertia_rows, site_xpos, site_xmat, xanchor, xaxis, site, jnt_ids, qvel_row, bias_row, feedforward)
+        arm_step(qpos, qvel, tau_j, offsets[i], measured[i], coriolis, joint_mode, ema, keep, alpha_target, k, d,
                  use_friction, tau_prev, ring, tick, delays, coef, applied, tau_out[i], ema_out[i], law)
         if loaded:
             add_load_torque(load, site_xpos, site_xmat, xanchor, xaxis, site, jnt_ids, applied_row)

@@ -143,5 +143,60 @@ def load_row(payload_mass_kg: np.ndarray, payload_com_m: np.ndarray, configured:
     return rows
 
 
-__all__ = ["EndLoad", "GRAVITY_M_S2", "NO_LOAD", "load_from_json", "load_from_metadata", "load_gravity_torque",
-           "load_row", "parse_load"]
+def load_inertia_rows(payload_mass_kg: np.ndarray, payload_com_m: np.ndarray, payload_inertia_kgm2: np.ndarray,
+                      configured: EndLoad) -> np.ndarray:
+    """(P, 14) per candidate [m, c (3), I (3)] of the true payload, then the same of the
+    configured load: what the loads' Coriolis torque depends on (load_dynamics.load_feedforward).
+    Mass [kg], centre of mass [m] in the flange frame, diagonal inertia about it [kg·m²]."""
+    m = np.asarray(payload_mass_kg, dtype=np.float64).reshape(-1)
+    rows = np.empty((m.size, 14))
+    rows[:, 0] = m
+    rows[:, 1:4] = np.asarray(payload_com_m, dtype=np.float64).reshape(-1, 3)
+    rows[:, 4:7] = np.asarray(payload_inertia_kgm2, dtype=np.float64).reshape(-1, 3)
+    rows[:, 7] = configured.mass_kg
+    rows[:, 8:11] = configured.com_m
+    rows[:, 11:14] = configured.inertia_kgm2
+    return rows
+
+
+def loads_differ(rows: np.ndarray) -> bool:
+    """True when some candidate's true payload and configured load (load_inertia_rows) differ:
+    only then does the firmware's Coriolis feed-forward differ from the sim's qfrc_bias."""
+    return bool(np.any(rows[:, 0:7] != rows[:, 7:14]))
+
+
+def load_coriolis_torque(mass_kg: np.ndarray, com_m: np.ndarray, inertia_kgm2: np.ndarray, site_pos: np.ndarray,
+                         site_xmat: np.ndarray, xanchor: np.ndarray, xaxis: np.ndarray, dq: np.ndarray) -> np.ndarray:
+    """The readable definition of a flange load's velocity-product (Coriolis + centripetal)
+    joint torque [N·m], (P, 7) (load_dynamics.velocity_product_torque is the compiled form;
+    tests check both against MuJoCo's qfrc_bias with and without the load).
+
+    mass_kg (P,); com_m, inertia_kgm2 (P, 3) in the flange frame (diagonal about the centre of
+    mass); site_pos (P, 3), site_xmat (P, 9) the flange frame; xanchor o_j, xaxis z_j (P, 7, 3)
+    of a serial chain from a fixed base; dq (P, 7). With ω_j = Σ_{i≤j} z_i q̇_i, ż_j = ω_j × z_j,
+    v_o_j = Σ_{i<j} z_i × (o_j − o_i) q̇_i, c the centre of mass, r_j = c − o_j:
+    v_c = Σ z_j × r_j q̇_j; a_c = Σ [ż_j × r_j + z_j × (v_c − v_o_j)] q̇_j; α = Σ ż_j q̇_j;
+    F = m·a_c, N = I_w α + ω × (I_w ω), I_w = R I Rᵀ; τ_j = z_j · (N + r_j × F).
+    """
+    rot = site_xmat.reshape(-1, 3, 3)
+    c = site_pos + np.einsum("pij,pj->pi", rot, com_m)
+    z, o, dq = xaxis, xanchor, dq[:, :, None]
+    omega_j = np.cumsum(z * dq, axis=1)  # (P, 7, 3) the angular velocity of joint j's body
+    omega = omega_j[:, -1]
+    r = c[:, None, :] - o
+    v_c = np.sum(np.cross(z, r) * dq, axis=1)
+    lever = o[:, None, :, :] - o[:, :, None, :]  # [p, i, j] = o_j − o_i
+    earlier = np.tril(np.ones((7, 7)), -1).T[None, :, :, None]  # [i, j] = 1 where i < j
+    v_o = np.sum(np.cross(z[:, :, None, :], lever) * dq[:, :, :, None] * earlier, axis=1)  # (P, 7, 3)
+    z_dot = np.cross(omega_j, z)
+    a_c = np.sum((np.cross(z_dot, r) + np.cross(z, v_c[:, None, :] - v_o)) * dq, axis=1)
+    alpha = np.sum(z_dot * dq, axis=1)
+    inertia_w = np.einsum("pij,pj,pkj->pik", rot, inertia_kgm2, rot)
+    force = mass_kg[:, None] * a_c
+    spin = np.einsum("pij,pj->pi", inertia_w, omega)
+    torque = np.einsum("pij,pj->pi", inertia_w, alpha) + np.cross(omega, spin)
+    return np.einsum("pjk,pjk->pj", z, torque[:, None, :] + np.cross(r, force[:, None, :]))
+
+
+__all__ = ["EndLoad", "GRAVITY_M_S2", "NO_LOAD", "load_coriolis_torque", "load_from_json", "load_from_metadata",
+           "load_gravity_torque", "load_inertia_rows", "load_row", "loads_differ", "parse_load"]

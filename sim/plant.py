@@ -22,7 +22,10 @@ Loads (load.py): the true payload is the `payload` body's mass, centre of mass a
 (so it is in the mass matrix and the Coriolis term), and its weight minus the firmware's
 compensation of the configured load is an explicit joint torque at the tick's kinematics
 (kernels.add_load_torque; load.load_gravity_torque is its readable form), added after the
-delayed command and the sliding relief; with no load nothing is added.
+delayed command and the sliding relief; with no load nothing is added. The Coriolis
+feed-forward is the firmware's: qfrc_bias minus the true payload's velocity-product torque
+plus the configured load's (load_dynamics.load_feedforward; qfrc_bias itself when the two
+loads are equal).
 """
 
 from __future__ import annotations
@@ -36,7 +39,8 @@ from .model import ArmIndex, arm_index
 from .kernels import NEG_INV_STRIBECK_VELOCITY_SQ as _NEG_INV_VS2
 from .kernels import FRICTION_SIGMOID, FRICTION_STRIBECK, FRICTION_TANH, INV_TANH_VELOCITY, STRIBECK_VELOCITY_RAD_S, TANH_VELOCITY_RAD_S
 from .kernels import add_joint_extras, add_load_torque, apply_delayed_torque
-from .load import NO_LOAD, EndLoad, load_row
+from .load import NO_LOAD, EndLoad, load_inertia_rows, load_row, loads_differ
+from .load_dynamics import load_feedforward
 from .params import MAX_DELAY_MS, DynamicsParams
 
 
@@ -237,6 +241,10 @@ class Plant:
         self.configured_load = configured_load
         self.load = load_row(params.payload_mass, np.array(params.payload.com_m), configured_load)  # (1, 4)
         self.loaded = bool(np.any(self.load != 0.0))
+        self.inertia_rows = load_inertia_rows(params.payload_mass, np.array(params.payload.com_m),
+                                              np.array(params.payload.inertia_kgm2), configured_load)  # (1, 14)
+        self.coriolis_loaded = loads_differ(self.inertia_rows)  # the feed-forward is not qfrc_bias
+        self._feedforward = np.zeros((1, 7))
         self.extras = joint_extras(params.tau_bias, params.coulomb_asymmetry, friction_law, params.mu_static,
                                    params.sigmoid_phi2, params.sigmoid_phi3)  # (1, 35)
         self.extra = bool(np.any(self.extras[:, :21] != 0.0))  # bias, asymmetry or a sigmoid φ1
@@ -261,8 +269,23 @@ class Plant:
         mujoco.mj_step1(self.model, self.data)
 
     def coriolis(self) -> np.ndarray:
-        """C(q,dq)·dq [N·m] at the state (valid after begin_tick; gravity is off), (7,)."""
+        """The firmware's Coriolis feed-forward C(q,dq)·dq [N·m] at the state (valid after
+        begin_tick; gravity is off), (7,) copy: qfrc_bias, with the configured load in place of
+        the true payload when they differ (feedforward())."""
+        if self.coriolis_loaded:
+            return self.feedforward()[0].copy()
         return self.data.qfrc_bias[self.arm.dof_adr].copy()
+
+    def feedforward(self, data: mujoco.MjData | None = None, bias: np.ndarray | None = None) -> np.ndarray:
+        """(1, 7) live buffer ← qfrc_bias − C_load(true payload) + C_load(configured load) [N·m]
+        at `data`'s kinematics (this plant's MjData by default), from `bias` (nv,) (its
+        qfrc_bias by default); load_dynamics.load_feedforward."""
+        d = self.data if data is None else data
+        adr = self.arm.dof_adr
+        load_feedforward(self.inertia_rows, d.site_xpos[None], d.site_xmat[None], d.xanchor[None], d.xaxis[None],
+                         self.arm.ee_site, self._jnt_ids, d.qvel[adr][None],
+                         (d.qfrc_bias if bias is None else bias)[adr][None], self._feedforward)
+        return self._feedforward
 
     def end_tick(self, tau_cmd: np.ndarray) -> None:
         """Push the commanded torque, (7,) or (1, 7), into the delay line, apply the delayed one

@@ -8,7 +8,8 @@ thread stalls all of them (measured 1.4× slower than shards on the shared 2-cor
 Per-candidate model fields (armature, damping, breakaway level, and the payload body's mass,
 centre of mass and inertia) are `expand`-ed once per generation and never written during a
 replay. The loads' gravity torque (true payload − the input's configured load) is added to
-qfrc_applied in either loop only for candidates that carry a load (kernels.add_load_torque).
+qfrc_applied in either loop only for candidates that carry a load (kernels.add_load_torque);
+the Coriolis feed-forward is the firmware's where the loads differ (load_dynamics.py).
 
 Two loops, chosen per replay in one place (_Shard._replay):
 - compiled (the default where callback.compiled_loop_error(model) is None): the tick, under
@@ -41,7 +42,8 @@ from .params import LAYOUT, delay_ticks, params_matrix
 from .plant import DelayLine, breakaway_level, dof_span, friction_law_id, friction_model, joint_extras
 from . import callback
 from .kernels import add_joint_extras, add_load_torque, add_square_errors, ema_springs
-from .load import load_row
+from .load import load_inertia_rows, load_row, loads_differ
+from .load_dynamics import load_feedforward
 from .replay import Kinematics, TickController, joint_tick_table
 from .replay_input import JOINT_IMPEDANCE, ReplayInput
 
@@ -127,10 +129,13 @@ class _Shard:
         sample_of_tick[inp.sample_ticks] = np.arange(inp.n_samples)
         com = np.stack([LAYOUT.take(m, f"payload_com_{axis}") for axis in "xyz"], axis=-1)
         load = load_row(LAYOUT.take(m, "payload_mass"), com, inp.configured_load)
+        inertia_rows = load_inertia_rows(LAYOUT.take(m, "payload_mass"), com, np.stack(
+            [LAYOUT.take(m, f"payload_i{a}{a}") for a in "xyz"], axis=-1), inp.configured_load)
         extras = joint_extras(LAYOUT.take(m, "tau_bias"), LAYOUT.take(m, "coulomb_asymmetry"), self.friction_law,
                               LAYOUT.take(m, "mu_static"), LAYOUT.take(m, "sigmoid_phi2"), LAYOUT.take(m, "sigmoid_phi3"))
         return _ReplayState(
             load=load if np.any(load != 0.0) else None,
+            inertia_rows=inertia_rows if loads_differ(inertia_rows) else None,
             extras=extras if np.any(extras[:, :21] != 0.0) else None,
             delay=DelayLine(delay_ticks(LAYOUT.take(m, "motor_delay_ms")), inp.tau_prev0, inp.tau_history,
                             friction_law_id(self.friction_law)),
@@ -217,14 +222,14 @@ class _Shard:
     def _run_compiled(self, inp: ReplayInput, table: np.ndarray | None, state: _ReplayState, sink: _Sink) -> None:
         """The compiled loop: one batch call, the control callback runs every tick (callback.py)."""
         law = self._law_arrays(inp, table, state)
-        if state.load is not None:
+        if state.load is not None or state.inertia_rows is not None:
             law.setdefault("jnt_ids", self.jnt_ids)
             law.setdefault("site_id", int(self.arm.ee_site))
         context = callback.ReplayContext(
             sample_of_tick=state.sample_of_tick,
             tau_prev=state.tau_prev, ring=state.delay.ring, delays=np.ascontiguousarray(state.delay.delays, dtype=np.int64),
             neg_breakaway=np.ascontiguousarray(state.neg_breakaway), qpos_adr=self.arm.qpos_adr.astype(np.int64),
-            dof_adr=self.arm.dof_adr.astype(np.int64), load=state.load, extras=state.extras,
+            dof_adr=self.arm.dof_adr.astype(np.int64), load=state.load, extras=state.extras, inertia_rows=state.inertia_rows,
             friction_law=state.delay.law, **law,
             outputs=sink.outputs, errors=sink.errors)
         self.f["userdata"][:, : callback.USERDATA_SLOTS] = context.userdata_rows()
@@ -245,12 +250,15 @@ class _Shard:
         q, dq, cor, applied = self._state_views()
         f, step, live, samples = self.f, self.batch.step, self.live, state.sample_of_tick.tolist()
         delay, neg_breakaway, record, load, extras = state.delay, state.neg_breakaway, sink.record, state.load, state.extras
-        site, jnt_ids = int(self.arm.ee_site), self.jnt_ids
+        site, jnt_ids, rows = int(self.arm.ee_site), self.jnt_ids, state.inertia_rows
+        feedforward = np.empty((self.size, 7))
         for k in range(inp.n_ticks):
             if not live:  # non-contiguous addresses: gather copies, scatter the torque back
                 q, dq, cor, applied = self._state_views()
             kin = self.kinematics() if need_kin else None
-            tau = ctrl.torque(k, q, dq, cor, kin)
+            if rows is not None:  # the firmware's Coriolis feed-forward (configured load, not the payload)
+                load_feedforward(rows, f["site_xpos"], f["site_xmat"], f["xanchor"], f["xaxis"], site, jnt_ids, dq, cor, feedforward)
+            tau = ctrl.torque(k, q, dq, cor if rows is None else feedforward, kin)
             if samples[k] >= 0:
                 record(samples[k], q, dq, tau, kin)
             delay.push_apply(tau, dq, neg_breakaway, applied)
@@ -302,6 +310,7 @@ class _ReplayState:
     tau_prev: np.ndarray  # (P, 7) slew-limiter state [N·m]
     ema: np.ndarray  # (7,) the EMA of the targets, shared by every candidate [rad]
     load: np.ndarray | None = None  # (P, 4) load rows (load.load_row), None when all are zero
+    inertia_rows: np.ndarray | None = None  # (P, 14) load.load_inertia_rows, None when every candidate's two loads are equal
     extras: np.ndarray | None = None  # (P, 35) joint extras (plant.joint_extras), None when bias, asymmetry and φ1 are all zero
 
 

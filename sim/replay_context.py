@@ -26,7 +26,9 @@ CONTROLLER, CART_TARGETS, CART_PARAMS, HOLD, JNT_IDS, SITE_ID = 22, 23, 24, 25, 
 LOAD = SITE_ID + 1  # address of the (P, 4) load rows, 0 when no candidate carries a load
 FRICTION_LAW = LOAD + 1  # the friction law's number (kernels.FRICTION_STRIBECK, FRICTION_TANH), a value
 EXTRAS = FRICTION_LAW + 1  # address of the (P, 35) joint-extra rows (plant.joint_extras), 0 when all are zero
-CONTEXT_SIZE = EXTRAS + 1
+INERTIA_ROWS = EXTRAS + 1  # address of the (P, 14) loads' inertial rows (load.load_inertia_rows), 0 when the loads are equal
+FEEDFORWARD = INERTIA_ROWS + 1  # address of the (P, 7) scratch of each candidate's Coriolis feed-forward
+CONTEXT_SIZE = FEEDFORWARD + 1
 # values of the MODE and CONTROLLER slots
 MODE_SAMPLES, MODE_ERRORS = 0, 1
 JOINT, CARTESIAN = 0, 1
@@ -45,7 +47,9 @@ class ReplayContext:
     per tick, cart_params (CART_PARAMS_SIZE,), hold (P, 7) (the pose held during warm-up,
     written at tick 0), jnt_ids (7,) int64 and site_id (the `ee` site). Samples mode: q_out,
     dq_out, tau_out (S, P, 7). Errors mode: q_ref, dq_ref (S, 7), scales (2,) [q_scale,
-    dq_scale], sum_sq (P, 2).
+    dq_scale], sum_sq (P, 2). inertia_rows (P, 14): the true payload and configured load of
+    each candidate (the firmware's Coriolis feed-forward, load_dynamics.py), None when equal;
+    feedforward (P, 7) [N·m] the callback's scratch for that feed-forward.
     """
 
     sample_of_tick: np.ndarray
@@ -65,9 +69,11 @@ class ReplayContext:
     load: np.ndarray | None = None
     friction_law: int = 0
     extras: np.ndarray | None = None
+    inertia_rows: np.ndarray | None = None
     outputs: tuple[np.ndarray, ...] = ()  # (q_out, dq_out, tau_out)
     errors: tuple[np.ndarray, ...] = ()  # (q_ref, dq_ref, scales, sum_sq)
     counter: np.ndarray = field(init=False)
+    feedforward: np.ndarray = field(init=False)
     address_table: np.ndarray = field(init=False)
 
     def __post_init__(self) -> None:
@@ -81,10 +87,11 @@ class ReplayContext:
         cartesian = self.cart_targets is not None
         if (self.springs is None or self.table is None) and not cartesian:
             raise ValueError("ReplayContext: springs and table (joint) or cart_targets (Cartesian) are needed")
-        if self.load is not None and (self.jnt_ids is None or self.site_id < 0):
+        if (self.load is not None or self.inertia_rows is not None) and (self.jnt_ids is None or self.site_id < 0):
             raise ValueError("ReplayContext: a load needs jnt_ids and site_id")
         population = self.tau_prev.shape[0]
         self.counter = np.zeros(population, dtype=np.int64)
+        self.feedforward = np.zeros((population, 7))
         t = np.zeros(CONTEXT_SIZE, dtype=np.int64)
         t[MODE] = MODE_ERRORS if self.errors else MODE_SAMPLES
         t[CONTROLLER] = CARTESIAN if cartesian else JOINT
@@ -95,6 +102,7 @@ class ReplayContext:
         for name, array in arrays.items():
             t[_SLOTS[name]] = array.ctypes.data
         t[COUNTER] = self.counter.ctypes.data
+        t[FEEDFORWARD] = self.feedforward.ctypes.data
         self.address_table = t
 
     def userdata_rows(self) -> np.ndarray:
@@ -112,9 +120,9 @@ _SLOTS = {"springs": SPRINGS, "table": TABLE, "sample_of_tick": SAMPLE_OF_TICK, 
           "delays": DELAYS, "neg_breakaway": NEG_BREAKAWAY, "qpos_adr": QPOS_ADR, "dof_adr": DOF_ADR,
           "q_out": Q_OUT, "dq_out": DQ_OUT, "tau_out": TAU_OUT, "q_ref": Q_REF, "dq_ref": DQ_REF,
           "scales": SCALES, "sum_sq": SUM_SQ, "cart_targets": CART_TARGETS, "cart_params": CART_PARAMS,
-          "hold": HOLD, "jnt_ids": JNT_IDS, "load": LOAD, "extras": EXTRAS}
+          "hold": HOLD, "jnt_ids": JNT_IDS, "load": LOAD, "extras": EXTRAS, "inertia_rows": INERTIA_ROWS}
 _INT_ARRAYS = frozenset({"sample_of_tick", "delays", "qpos_adr", "dof_adr", "jnt_ids"})
 
 
-__all__ = ["CARTESIAN", "CART_PARAMS_SIZE", "CONTEXT_SIZE", "EXTRAS", "FRICTION_LAW", "JOINT", "LOAD", "MAGIC", "MODE_ERRORS", "MODE_SAMPLES",
+__all__ = ["CARTESIAN", "CART_PARAMS_SIZE", "CONTEXT_SIZE", "EXTRAS", "FEEDFORWARD", "FRICTION_LAW", "INERTIA_ROWS", "JOINT", "LOAD", "MAGIC", "MODE_ERRORS", "MODE_SAMPLES",
            "USERDATA_SLOTS", "ReplayContext"]
