@@ -171,7 +171,7 @@ def export_cmd(fit: str = typer.Argument(..., help="Fit id."),
                lake: Optional[Path] = LAKE) -> None:
     """Export a fit as a profile JSON, FrankaTwin sysid_best_params.json, MJCF joint attributes or a randomisation JSON."""
     from ..catalog import resolve_lake
-    from ..fit.export import FORMATS, default_name, export_fit
+    from ..fit.export import FORMATS, default_name, export_fit, export_notes
     from ..fit.record import load_fit
 
     if fmt not in FORMATS:
@@ -181,6 +181,8 @@ def export_cmd(fit: str = typer.Argument(..., help="Fit id."),
         path = export_fit(rec, fmt, out or Path(default_name(rec, fmt)))
     except ValueError as exc:
         fail(str(exc))
+    for note in export_notes(rec, fmt):  # what the format cannot hold, said plainly
+        typer.echo(f"note: {note}", err=True)
     typer.echo(str(path))
 
 
