@@ -120,3 +120,34 @@ def test_a_local_fit_recovers_every_joints_delay(joint_delay_lake, tmp_path):
     notes = export_notes(stored, "frankatwin")
     assert len(notes) == 1 and "cannot hold per-joint motor delays" in notes[0]
     assert "J3 3 ms" in export_fit(stored, "mjcf", tmp_path / "j.xml").read_text()
+    _the_posterior_keeps_the_offsets(stored)
+    _the_commands_say_it(joint_delay_lake, tmp_path)
+
+
+def _the_posterior_keeps_the_offsets(rec) -> None:
+    from twinlake.campaign.sampling import posterior
+    from twinlake.fit.export import randomization_doc
+
+    doc = randomization_doc(rec)
+    entries = {p["name"]: p for p in doc["parameters"]}
+    assert [entries[n]["distribution"] for n in OFFSET_NAMES] == ["fixed"] * 7
+    assert doc["delay"]["name"] == "motor_delay_ms" and doc["delay"]["value"] == 2
+    drawn = posterior(doc).draw(5, 0)
+    assert LAYOUT.take(drawn, "motor_delay_offset_ms").tolist() == OFFSETS.tolist()
+
+
+def _the_commands_say_it(lake, tmp_path) -> None:
+    from typer.testing import CliRunner
+
+    from twinlake.cli import app
+
+    shown = CliRunner().invoke(app, ["fit", "show", "joint-delay", "--lake", str(lake)])
+    assert shown.exit_code == 0, shown.output
+    assert "motor delay: 2 ms (per joint J1..J7: 2, 2, 3, 2, 1, 2, 2 ms)" in shown.output
+    as_json = json.loads(CliRunner().invoke(app, ["fit", "show", "joint-delay", "--json", "--lake", str(lake)]).output)
+    assert [as_json["params"][n] for n in OFFSET_NAMES] == OFFSETS.tolist()
+    out = tmp_path / "ft.json"
+    res = CliRunner().invoke(app, ["fit", "export", "joint-delay", "--format", "frankatwin", "--out", str(out),
+                                   "--lake", str(lake)])
+    assert res.exit_code == 0 and out.is_file()
+    assert "note: FrankaTwin's sysid_best_params.json cannot hold per-joint motor delays" in res.stderr
