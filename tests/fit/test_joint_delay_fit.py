@@ -151,3 +151,18 @@ def _the_commands_say_it(lake, tmp_path) -> None:
                                    "--lake", str(lake)])
     assert res.exit_code == 0 and out.is_file()
     assert "note: FrankaTwin's sysid_best_params.json cannot hold per-joint motor delays" in res.stderr
+
+
+def test_a_fit_written_before_the_offsets_existed_loads_with_offsets_0(tmp_path):
+    import pyarrow.parquet as pq
+
+    from twinlake.fit.record import FitRecord, load_fit, publish_fit
+
+    rec = FitRecord(fit_id="old", fit_source="twinlake", created_utc="2026-01-01T00:00:00Z", status="done",
+                    best_loss=1.0, params=synth.TRUTH, seed=1, settings={}, history=[], runs=[])
+    path = publish_fit(tmp_path, rec)
+    table = pq.read_table(path / "fit.parquet")
+    pq.write_table(table.drop(list(OFFSET_NAMES)), path / "fit.parquet")  # as an older twinlake wrote it
+    old = load_fit(tmp_path, "old")
+    assert old.params.motor_delay_offset_ms.tolist() == [0.0] * 7 and old.params.motor_delay_ms == 2
+    assert np.array_equal(old.params.mu_static, synth.TRUTH.mu_static)
