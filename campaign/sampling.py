@@ -91,7 +91,7 @@ def posterior(doc: dict) -> ParameterDistribution:
     delay = doc.get("delay") or {}
     marginals = []
     for i, name in enumerate(LAYOUT.names):
-        if i in LAYOUT.integer_indices:
+        if i == LAYOUT.index("motor_delay_ms"):  # the delay's categorical; its per-joint offsets are parameters
             if delay.get("name") not in (None, LAYOUT.group_of(name).name):
                 raise ValueError(f"randomization: delay entry {delay.get('name')!r} is not {name}")
             vals, probs = tuple(int(v) for v in delay.get("values", ())), tuple(float(p) for p in delay.get("probabilities", ()))

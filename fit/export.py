@@ -9,11 +9,14 @@ the MJCF joint attributes to paste into a user's model.
   `frictionloss` (= mu_dynamic, MuJoCo's Coulomb level); static friction and the motor delay
   have no MJCF attribute and are given as a comment; a fitted payload (mass > 0) is a `payload`
   body with its `<inertial>`, to put inside the flange body (`fr3_link7`, at the flange).
-  FrankaTwin's file holds FrankaTwin's 29 only; the profile holds every group.
+  FrankaTwin's file holds FrankaTwin's 29 only; the profile holds every group. FrankaTwin has one
+  motor delay: a fit with per-joint delays (`motor_delay_offset_ms`) exports its shared delay
+  there, and the file (`twinlake_not_exported`) and `export_notes` (printed by `fit export`)
+  say that the per-joint delays are not in it.
 - `randomization`: the fit as a distribution for domain randomisation (`randomization_doc`,
   schema `twinlake.randomization/v1`, fields in docs/campaigns.md): per parameter its value,
   bounds, 95 % interval and distribution (truncated normal, uniform or fixed), and the motor
-  delay as a categorical distribution. `twinlake campaign run --sample posterior` draws from
+  delay as a categorical distribution (its per-joint offsets fixed at the fit's whole ms). `twinlake campaign run --sample posterior` draws from
   exactly this description.
 """
 
@@ -38,13 +41,33 @@ def default_name(rec: FitRecord, fmt: str) -> str:
             "mjcf": f"{rec.fit_id}.joints.xml", "randomization": f"{rec.fit_id}.randomization.json"}[fmt]
 
 
+def _per_joint_delays(rec: FitRecord) -> list[int] | None:
+    """The fit's per-joint motor delays [ms] when they are not all the shared delay, else None."""
+    delays = rec.params.joint_delay_ms.tolist()
+    return delays if any(d != rec.params.motor_delay_ms for d in delays) else None
+
+
+def export_notes(rec: FitRecord, fmt: str) -> list[str]:
+    """What the export in `fmt` cannot hold of this fit, one sentence each ([] when it holds it all)."""
+    delays = _per_joint_delays(rec)
+    if fmt != "frankatwin" or delays is None:
+        return []
+    return [f"FrankaTwin's sysid_best_params.json cannot hold per-joint motor delays: its motor_delay_steps is "
+            f"the shared delay {rec.params.motor_delay_ms} ms, while this fit has per-joint motor delays {delays} ms "
+            f"(motor_delay_offset_ms {rec.params.motor_delay_offset_ms.astype(int).tolist()}); "
+            "`--format profile` holds them"]
+
+
 def frankatwin_doc(rec: FitRecord) -> dict:
-    """FrankaTwin's sysid_best_params.json object for a twinlake fit."""
+    """FrankaTwin's sysid_best_params.json object for a twinlake fit (plus `twinlake_not_exported`,
+    the export_notes, when the fit has what FrankaTwin's file cannot hold)."""
     space = rec.settings.get("space", {})
     ft = list(LAYOUT.frankatwin_indices)  # the values FrankaTwin's vector holds, in its order
     bounds = [space.get("bounds", {}).get(LAYOUT.names[i]) for i in ft]
     train = rec.train
+    notes = export_notes(rec, "frankatwin")
     return {
+        **({"twinlake_not_exported": "; ".join(notes)} if notes else {}),
         "best_score": rec.best_loss,
         "best_params_raw": rec.vector[ft].tolist(),
         "best_params_decoded": to_frankatwin_decoded(rec.params),
@@ -80,7 +103,7 @@ def mjcf_snippet(rec: FitRecord) -> str:
         f"<!-- twinlake fit {rec.fit_id} ({rec.fit_source}), best loss {rec.best_loss:.6g}.",
         "     armature [kg m^2]; damping = viscous [N m s/rad]; frictionloss = dynamic Coulomb [N m].",
         f"     Not expressible in MJCF: mu_static [N m] = {[round(float(v), 6) for v in p.mu_static]},",
-        f"     motor delay = {p.motor_delay_ms} ms (apply in your controller); friction law: {rec.friction_law}"
+        f"     motor delay = {_delay_text(rec)} (apply in your controller); friction law: {rec.friction_law}"
         f"{' (frictionloss is the tanh law Coulomb level; MuJoCo applies it as a hard constraint)' if rec.friction_law == 'tanh' else ''}. -->",
     ]
     for j in range(7):
@@ -90,6 +113,14 @@ def mjcf_snippet(rec: FitRecord) -> str:
         )
     lines += _payload_lines(p)
     return "\n".join(lines) + "\n"
+
+
+def _delay_text(rec: FitRecord) -> str:
+    """The motor delay for a comment: `2 ms`, or per joint `J1 2 ms, J2 2 ms, ...`."""
+    delays = _per_joint_delays(rec)
+    if delays is None:
+        return f"{rec.params.motor_delay_ms} ms"
+    return "per joint " + ", ".join(f"J{j + 1} {d} ms" for j, d in enumerate(delays))
 
 
 def _payload_lines(p) -> list[str]:
@@ -159,8 +190,8 @@ def randomization_doc(rec: FitRecord) -> dict:
                          "a posterior needs them (use a twinlake fit, or declared ranges)")
     stored = {p["name"]: p for p in ident["parameters"]}
     integer = {LAYOUT.names[i] for i in LAYOUT.integer_indices}
-    params = [_parameter_entry(n, v, stored.get(n)) for n, v in zip(LAYOUT.names, rec.vector.tolist())
-              if n not in integer]
+    params = [_parameter_entry(n, v, stored.get(n) if n not in integer else None)  # offsets: fixed whole ms
+              for n, v in zip(LAYOUT.names, rec.vector.tolist()) if n != "motor_delay_ms"]
     return {"schema": RANDOMIZATION_SCHEMA, "fit": rec.fit_id, "fit_source": rec.fit_source,
             "created_utc": rec.created_utc,
             "best_loss": rec.best_loss if math.isfinite(rec.best_loss) else None,

@@ -14,6 +14,11 @@ MuJoCo's `mujoco.sysid` evaluates its Jacobian columns as one batch). The stages
    every start's delay is scanned again at its converged point and a start whose best delay
    moved continues LM there (at most `DELAY_ROUNDS` times); the delay of the best start is then profiled: each neighbouring delay (±1 ms) gets
    `PROFILE_ITERATIONS` LM iterations from the converged point, and the best becomes the delay.
+   With per-joint delay offsets free (`+joint-delay`), the offsets are then scanned coordinate
+   by coordinate at that point: every free joint's other offsets (one candidate per distinct
+   joint delay) are one batch; each joint takes its best offset if it lowers the loss (all
+   improving joints at once when that is better still, else the single best change), LM
+   continues at the new offsets, and the scan repeats (at most `OFFSET_ROUNDS` times).
 2. **full**: LM on all the training data from the best cheap point at its delay
    (fit/refine.py, `refine_iterations` or `FULL_ITERATIONS`; the delay stays the one the
    cheap stage profiled).
@@ -49,6 +54,7 @@ CHEAP_WINDOW_S = 1.0  # length of one cheap-fidelity window [s]
 CHEAP_ITERATIONS = 6
 PROFILE_ITERATIONS = 2
 DELAY_ROUNDS = 2
+OFFSET_ROUNDS = 3
 FULL_ITERATIONS = 4
 AGREE_REL = 0.05
 FLOOR_GATE = 2.0  # full loss / floor loss above this: the local result is not trusted
@@ -113,6 +119,41 @@ def _scan_delays(pool, combine, space, z: np.ndarray) -> tuple[np.ndarray, np.nd
     return choices[k], losses[np.arange(len(z)), k]
 
 
+def _scan_offsets(pool, combine, space: ParameterSpace, z: np.ndarray, delay: int, offsets: np.ndarray,
+                  loss: float) -> tuple[np.ndarray, float]:
+    """One coordinate-wise pass over the free joints' delay offsets at z (n,): returns the
+    offsets (7,) and their loss; the offsets given when no change lowers `loss`."""
+    rows, joints = [], []
+    for j in space.free_offset_joints:
+        seen = {space.effective_delay(delay, offsets[j])}
+        for v in sorted(space.offset_choices(j).tolist(), key=lambda v: (abs(v), v)):  # ties: the smaller offset
+            if space.effective_delay(delay, v) in seen:
+                continue
+            seen.add(space.effective_delay(delay, v))
+            rows.append(np.where(np.arange(len(offsets)) == j, v, offsets))
+            joints.append(j)
+    if not rows:
+        return offsets, loss
+    cand = np.array(rows, dtype=np.int64)
+    zs = np.repeat(z[None], len(cand), axis=0)
+    ls = np.asarray(combine(pool.evaluate(space.decode(zs, np.full(len(cand), delay), cand))))
+    ls = np.where(np.isfinite(ls), ls, np.inf)
+    best = {}  # joint -> candidate row of its best offset, if it lowers the loss
+    for k, j in enumerate(joints):
+        if ls[k] < loss and (j not in best or ls[k] < ls[best[j]]):
+            best[j] = k
+    if not best:
+        return offsets, loss
+    single = min(best.values(), key=lambda k: (ls[k], k))
+    if len(best) == 1:
+        return cand[single], float(ls[single])
+    combined = offsets.copy()
+    for j, k in best.items():
+        combined[j] = cand[k, j]
+    lc = float(np.asarray(combine(pool.evaluate(space.decode(z[None], np.array([delay]), combined[None]))))[0])
+    return (combined, lc) if np.isfinite(lc) and lc <= ls[single] else (cand[single], float(ls[single]))
+
+
 def lm_batch(pool, combine, space: ParameterSpace, z: np.ndarray, delays: np.ndarray, loss: np.ndarray,
              iterations: int, rows: list, stage: str, note=None) -> tuple[np.ndarray, np.ndarray]:
     """Projected LM (fit/refine.py's step) on K points at once: per iteration one residual
@@ -163,7 +204,8 @@ def lm_batch(pool, combine, space: ParameterSpace, z: np.ndarray, delays: np.nda
 
 def cheap_stage(pool, combine, space: ParameterSpace, starts: int, seed: int, iterations: int,
                 note=None) -> dict:
-    """Stage 1 on the cheap pool: {z (n,), delay, loss, start_losses (K,), start_delays (K,), rows}."""
+    """Stage 1 on the cheap pool: {z (n,), delay, loss, start_losses (K,), start_delays (K,), rows,
+    offsets (7,) the delay offsets}."""
     rows: list = []
     z = start_points(space, starts, seed)
     delays, loss = _scan_delays(pool, combine, space, z)
@@ -192,7 +234,19 @@ def cheap_stage(pool, combine, space: ParameterSpace, starts: int, seed: int, it
             zb_l = lm_batch(pool, combine, space, zb[None], np.array([db]), np.array([lb]), iterations, rows,
                             "local-cheap", note)
             zb, lb = zb_l[0][0], float(zb_l[1][0])
-    return {"z": zb, "delay": db, "loss": lb, "start_losses": loss, "start_delays": delays, "rows": rows}
+    offsets = space.base_offsets
+    for _ in range(OFFSET_ROUNDS if space.free_offset_joints else 0):  # per-joint delays, coordinate-wise
+        moved, lo = _scan_offsets(pool, combine, space, zb, db, offsets, lb)
+        if np.array_equal(moved, offsets):
+            break
+        offsets = moved
+        if note is not None:
+            note(f"local-cheap: delay offsets {offsets.tolist()} ms, loss {lo:.4g}")
+        zl, ll = lm_batch(pool, combine, space.with_offsets(offsets), zb[None], np.array([db]), np.array([lo]),
+                          iterations, rows, "local-cheap", note)
+        zb, lb = zl[0], float(ll[0])
+    return {"z": zb, "delay": db, "loss": lb, "start_losses": loss, "start_delays": delays, "rows": rows,
+            "offsets": offsets}
 
 
 def gates(cheap: dict, full_loss: float, floor: float | None, floor_reason: str) -> list[str]:
@@ -248,7 +302,7 @@ def local_seed(wd: Path, settings, seed: int, data, pool, cheap_pool_factory: Ca
     cheap = state["cheap"]
     if state["stage"] == "cheap":
         bar.note("full data: LM")
-        x0 = space.decode(cheap["z"][None], np.array([cheap["delay"]]))[0]
+        x0 = space.decode(cheap["z"][None], np.array([cheap["delay"]]), cheap.get("offsets"))[0]
         start_loss = float(combine(pool.evaluate(x0[None]))[0])
         params, loss, rows = refine(pool, combine, space, x0, start_loss,
                                     settings.refine_iterations or FULL_ITERATIONS,

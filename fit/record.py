@@ -43,7 +43,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..catalog import Lake, publish_partition
-from ..sim import PARAM_NAMES, DynamicsParams, save_profile
+from ..sim import LAYOUT, PARAM_NAMES, DynamicsParams, save_profile
 
 HISTORY_SCHEMA = pa.schema(
     [
@@ -282,7 +282,7 @@ def load_fit(lake: Lake | str | Path, fit_id: str) -> FitRecord:
     directory = lk.fit_dir(fit_id)
     if not (directory / "fit.parquet").is_file():
         raise ValueError(f"fit {fit_id!r}: no {directory / 'fit.parquet'} (see `twinlake fit list`)")
-    row = _read_row(directory / "fit.parquet")
+    row = _with_later_groups(_read_row(directory / "fit.parquet"))
     missing = [n for n in ("fit_source", "best_loss", *PARAM_NAMES) if n not in row]
     if missing:
         raise ValueError(f"{directory / 'fit.parquet'}: missing column(s) {', '.join(missing)}")
@@ -320,7 +320,15 @@ def _read_seeds(path: Path) -> list[SeedResult]:
         return []
     return [SeedResult(int(r["seed"]), float(r["best_loss"]), np.array([r[n] for n in PARAM_NAMES], dtype=np.float64),
                        bool(r["chosen"]))
-            for r in pq.read_table(path).to_pylist()]
+            for r in map(_with_later_groups, pq.read_table(path).to_pylist())]
+
+
+def _with_later_groups(row: dict[str, Any]) -> dict[str, Any]:
+    """A row written before a frozen-by-default group existed (e.g. the delay offsets) gets
+    that group's nominal values, as the fit held them."""
+    for i, value in LAYOUT.default_frozen.items():
+        row.setdefault(PARAM_NAMES[i], value)
+    return row
 
 
 def list_fits(lake: Lake | str | Path) -> list[str]:

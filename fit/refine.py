@@ -87,6 +87,7 @@ def refine(pool, combine, space: ParameterSpace, best: np.ndarray, best_loss: fl
     """
     if len(space.free_indices) == 0 or iterations <= 0:
         return best, best_loss, []
+    space = space.with_offsets(space.offsets_of(best))  # per-joint delay offsets stay the best's
     z = space.encode(best[None])[0]
     delay, loss = space.delay_of(best), best_loss
     rows: list[dict] = []

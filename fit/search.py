@@ -12,6 +12,10 @@ every generation:
    frequencies among the best half (mu = P // 2): p ← (1 − η)·p + η·freq_elite with
    η = `delay_rate` (0.3), then floored at `delay_floor` (0.02) and renormalised, so no delay
    is ever ruled out for good.
+4. when delay offsets are free (`+joint-delay`), each free joint's offset is one more
+   categorical distribution `offset_probs[j]` over `space.offset_choices(j)`, sampled and
+   updated the same way, independently per joint (its own seeded stream, so a search without
+   free offsets draws exactly as before).
 
 The best candidate ever evaluated is kept (FrankaTwin reports `best_params_ever`, not the
 mean). pycma samples from its own seeded RandomState (option `randn`, pickled with the
@@ -36,11 +40,13 @@ DELAY_FLOOR = 0.02
 
 @dataclass
 class Proposal:
-    """One generation's candidates: normalised z (P, n_free), delays (P,) and full params (P, 29)."""
+    """One generation's candidates: normalised z (P, n_free), delays (P,), full params (P, n)
+    and the delay offsets (P, 7) (the space's base offsets when none is free)."""
 
     z: np.ndarray
     delays: np.ndarray
     params: np.ndarray
+    offsets: np.ndarray | None = None
 
 
 def stratified_counts(probs: np.ndarray, population: int) -> np.ndarray:
@@ -54,6 +60,13 @@ def stratified_counts(probs: np.ndarray, population: int) -> np.ndarray:
     return counts
 
 
+def _centred(choices: np.ndarray, centre: int | None) -> np.ndarray:
+    """A distribution over `choices`: uniform, or half the mass at `centre` (the rest spread)."""
+    if centre is None or centre not in choices:
+        return np.full(len(choices), 1.0 / len(choices))
+    return np.where(choices == centre, 0.5, 0.5 / max(len(choices) - 1, 1))
+
+
 class MixedSearch:
     """CMA-ES + categorical delay over a ParameterSpace, seeded, with best-ever kept.
 
@@ -61,9 +74,11 @@ class MixedSearch:
     """
 
     def __init__(self, space: ParameterSpace, population: int, seed: int, sigma0: float = 0.3,
-                 x0: np.ndarray | None = None, delay_probs: np.ndarray | None = None) -> None:
+                 x0: np.ndarray | None = None, delay_probs: np.ndarray | None = None,
+                 offsets0: np.ndarray | None = None) -> None:
         """`x0` (n_free,) the normalised start of CMA-ES (default the box centre);
-        `delay_probs` the initial delay distribution (default uniform)."""
+        `delay_probs` the initial delay distribution (default uniform); `offsets0` (7,) centres
+        each free joint's offset distribution there (half the mass; default uniform)."""
         if population < 2:
             raise ValueError(f"population: expected at least 2, got {population}")
         self.space = space
@@ -76,6 +91,9 @@ class MixedSearch:
         self.delay_probs = (np.full(n_delays, 1.0 / n_delays) if delay_probs is None
                             else np.asarray(delay_probs, dtype=np.float64) / np.sum(delay_probs))
         self._delay_rng = np.random.default_rng([self.seed, 7])
+        self.offset_probs = {j: _centred(space.offset_choices(j), None if offsets0 is None else offsets0[j])
+                             for j in space.free_offset_joints}
+        self._offset_rng = np.random.default_rng([self.seed, 11])
         n_free = len(space.free_indices)
         self._es = None
         self._cma_rng_state = None
@@ -127,7 +145,11 @@ class MixedSearch:
         counts = stratified_counts(self.delay_probs, self.population)
         delays = np.repeat(self.space.delay_choices, counts)
         delays = delays[self._delay_rng.permutation(self.population)]
-        return Proposal(z=z, delays=delays, params=self.space.decode(z, delays))
+        offsets = np.tile(self.space.base_offsets, (self.population, 1))
+        for j, probs in self.offset_probs.items():
+            values = np.repeat(self.space.offset_choices(j), stratified_counts(probs, self.population))
+            offsets[:, j] = values[self._offset_rng.permutation(self.population)]
+        return Proposal(z=z, delays=delays, params=self.space.decode(z, delays, offsets), offsets=offsets)
 
     def tell(self, proposal: Proposal, losses: np.ndarray) -> None:
         """Update CMA-ES, the delay distribution and the best-ever from losses (P,)."""
@@ -143,6 +165,10 @@ class MixedSearch:
         probs = (1 - DELAY_RATE) * self.delay_probs + DELAY_RATE * freq
         probs = np.maximum(probs, DELAY_FLOOR)
         self.delay_probs = probs / probs.sum()
+        for j, old in self.offset_probs.items():
+            freq = np.array([(proposal.offsets[elite, j] == v).mean() for v in self.space.offset_choices(j)])
+            probs = np.maximum((1 - DELAY_RATE) * old + DELAY_RATE * freq, DELAY_FLOOR)
+            self.offset_probs[j] = probs / probs.sum()
         i = int(np.argmin(ranked))
         if ranked[i] < self.best_loss:
             self.best_loss = float(ranked[i])
@@ -161,6 +187,8 @@ class MixedSearch:
                 "best_params": self.best_params,
                 "delay_probs": self.delay_probs,
                 "delay_rng": self._delay_rng.bit_generator.state,
+                "offset_probs": self.offset_probs,
+                "offset_rng": self._offset_rng.bit_generator.state,
                 "es": self._es,
                 "cma_rng": self._cma_rng_state,
             },
@@ -181,6 +209,10 @@ class MixedSearch:
         self.delay_probs = doc["delay_probs"]
         self._delay_rng = np.random.default_rng()
         self._delay_rng.bit_generator.state = doc["delay_rng"]
+        self.offset_probs = doc.get("offset_probs", {})  # a checkpoint made before per-joint delays: none free
+        self._offset_rng = np.random.default_rng([self.seed, 11])
+        if "offset_rng" in doc:
+            self._offset_rng.bit_generator.state = doc["offset_rng"]
         self._es = doc["es"]
         self._cma_rng_state = doc["cma_rng"]
         return self

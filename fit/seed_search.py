@@ -80,7 +80,7 @@ def _local_result(wd: Path, settings, seed: int, data: ProblemData, pool, progre
     def fallback(x0: np.ndarray, delay: int):
         space = settings.parameter_space
         probs = np.where(space.delay_choices == delay, 0.5, 0.5 / max(len(space.delay_choices) - 1, 1))
-        init = (space.encode(x0[None])[0], probs if len(probs) > 1 else None)
+        init = (space.encode(x0[None])[0], probs if len(probs) > 1 else None, space.offsets_of(x0))
         best, loss, rows, _ = _cma_stage(wd, settings, seed, data, pool, progress, f"{label} cma", on_generation,
                                          init, settings.refine_iterations or local_search.FULL_ITERATIONS)
         return best, loss, rows
@@ -105,15 +105,16 @@ def _local_result(wd: Path, settings, seed: int, data: ProblemData, pool, progre
 def _cma_stage(wd: Path, settings, seed: int, data: ProblemData, pool, progress: bool, label: str,
                on_generation, init, refine_iterations: int) -> tuple[np.ndarray, float, list[dict], float]:
     """The CMA-ES generations (checkpointed each) and the LM refinement; `init` None (the box
-    centre, uniform delays) or (x0, delay_probs). Returns (best, loss, history, wall before)."""
+    centre, uniform delays) or (x0, delay_probs, delay offsets (7,)). Returns (best, loss, history, wall before)."""
     ckpt_path = wd / "checkpoint.pkl"
     ckpt = pickle.loads(ckpt_path.read_bytes()) if ckpt_path.is_file() else None
     if ckpt is not None and ckpt.get("seed", settings.seed) != seed:
         ckpt = None  # the previous seed's last checkpoint (crash after its seed file was written)
     if ckpt is None:
-        x0, probs = init or (None, None)
+        x0, probs, offsets0 = init or (None, None, None)
         sigma0 = settings.sigma0 if init is None else local_search.FALLBACK_SIGMA
-        search = MixedSearch(settings.parameter_space, settings.population, seed, sigma0, x0=x0, delay_probs=probs)
+        search = MixedSearch(settings.parameter_space, settings.population, seed, sigma0, x0=x0, delay_probs=probs,
+                             offsets0=offsets0)
         history, wall_before, ema = [], 0.0, None
     else:
         search = MixedSearch.from_state(ckpt["search"])

@@ -143,7 +143,9 @@ def _parameters(out, rec) -> None:
     for j in range(7):
         table.add_row(f"J{j + 1}", *(f"{getattr(p, g.name)[j]:.4f}" for g in groups))
     out.print(table)
-    out.print(f"motor delay: {p.motor_delay_ms} ms; history rows: {len(rec.history)}; seed: {rec.seed}")
+    joints = p.joint_delay_ms.tolist()
+    per_joint = f" (per joint J1..J7: {', '.join(map(str, joints))} ms)" if any(d != p.motor_delay_ms for d in joints) else ""
+    out.print(f"motor delay: {p.motor_delay_ms} ms{per_joint}; history rows: {len(rec.history)}; seed: {rec.seed}")
 
 
 def _intervals(out, rec) -> None:

@@ -6,8 +6,10 @@ FrankaTwin's 29 (armature, mu_static, dynamic_ratio, mu_viscous per joint, then
 `motor_delay_ms`), then the groups FrankaTwin does not have (the true payload), which a fit
 holds frozen at their nominal values (`LAYOUT.default_frozen`) unless a spec or a preset frees
 them; so the default fit searches FrankaTwin's 29. Continuous parameters are searched in the normalised box [0, 1]
-(`lo + z·(hi − lo)`); the layout's one integer parameter, the delay, is a whole number of
-1 kHz ticks searched as a categorical choice among `delay_choices` (see fit/search.py).
+(`lo + z·(hi − lo)`); the layout's integer parameters are whole 1 kHz ticks searched as
+categorical choices (see fit/search.py): the shared delay among `delay_choices` and, when freed
+(`+joint-delay`), each joint's delay offset among `offset_choices(j)` (its delay is
+clip(motor_delay_ms + offset_j, 0, 4) ms, twinlake.sim.params.joint_delay_ticks).
 
 Spec syntax (`--params`, repeatable, comma-separated items; or a JSON file of the same):
 
@@ -18,11 +20,13 @@ Spec syntax (`--params`, repeatable, comma-separated items; or a JSON file of th
     motor_delay_ms=3        freeze the delay (alias: delay)
     motor_delay_ms=1:3      search delays 1, 2, 3 only
     payload_mass=0:3        free a frozen-by-default group within bounds
+    motor_delay_offset_ms_j3=-1:1   free joint 3's delay offset (whole ms, within ±2)
     +payload                a preset (PRESETS): free payload_mass and payload_com_x/y/z at
                             their default bounds
     +smooth-friction        the smooth (tanh) friction law, dynamic_ratio frozen at 1
     +sigmoid-friction       the sigmoid law of Gaz et al. 2019, its shape (sigmoid_phi2/3) free
     +asymmetry, +bias       free coulomb_asymmetry / tau_bias (per joint) at their default bounds
+    +joint-delay            free motor_delay_offset_ms (per joint, −2..+2 ms around the shared delay)
 """
 
 from __future__ import annotations
@@ -35,9 +39,14 @@ from typing import Any, Iterable
 import numpy as np
 
 from ..sim.jsonfile import read_json_object
-from ..sim.params import LAYOUT
+from ..sim.params import LAYOUT, MAX_DELAY_MS
 
-(_DELAY,) = LAYOUT.integer_indices  # the search's one categorical coordinate (fit/search.py)
+# the search's categorical coordinates (fit/search.py): the shared delay and its per-joint offsets
+_DELAY = LAYOUT.index("motor_delay_ms")
+_OFFSETS = tuple(range(*LAYOUT.slice("motor_delay_offset_ms").indices(LAYOUT.size)))
+if set(LAYOUT.integer_indices) != {_DELAY, *_OFFSETS}:
+    raise ImportError("fit/space.py searches motor_delay_ms and motor_delay_offset_ms as the layout's only "
+                      f"integer parameters; LAYOUT has {[LAYOUT.names[i] for i in LAYOUT.integer_indices]}")
 
 @dataclass(frozen=True)
 class Preset:
@@ -53,6 +62,7 @@ PRESETS: dict[str, Preset] = {
     "+payload": Preset(free=("payload_mass", "payload_com")),
     "+asymmetry": Preset(free=("coulomb_asymmetry",)),
     "+bias": Preset(free=("tau_bias",)),
+    "+joint-delay": Preset(free=("motor_delay_offset_ms",)),
     # the smooth law has one Coulomb level (mu_static): dynamic_ratio has no effect, so it is frozen
     "+smooth-friction": Preset(freeze=(("dynamic_ratio", 1.0),), friction_law="tanh"),
     # Gaz et al. 2019: φ1 = 2·mu_static, the shape φ2, φ3 per joint searched
@@ -92,37 +102,73 @@ class ParameterSpace:
         b.setflags(write=False)
         object.__setattr__(self, "bounds", b)
         object.__setattr__(self, "frozen", {int(k): float(v) for k, v in sorted(self.frozen.items())})
-        if _DELAY not in self.frozen and not self.delay_choices.size:
-            raise ValueError(f"{LAYOUT.names[_DELAY]} bounds {b[_DELAY].tolist()} contain no whole "
-                             f"{LAYOUT.units[_DELAY]}")
+        for i in (_DELAY, *_OFFSETS):
+            if i not in self.frozen and not _whole(b[i]).size:
+                raise ValueError(f"{LAYOUT.names[i]} bounds {b[i].tolist()} contain no whole {LAYOUT.units[i]}")
 
     @property
     def free_indices(self) -> np.ndarray:
         """Indices of the continuous parameters CMA-ES searches, (n_free,) int64."""
         return np.array(
-            [i for i in range(LAYOUT.size) if i != _DELAY and i not in self.frozen], dtype=np.int64
-        )
+            [i for i in range(LAYOUT.size) if i != _DELAY and i not in _OFFSETS and i not in self.frozen],
+            dtype=np.int64)
 
     @property
     def delay_choices(self) -> np.ndarray:
         """Whole-ms delays the search may choose, (n_delays,) int64 (one value if frozen)."""
         if _DELAY in self.frozen:
             return np.array([int(round(self.frozen[_DELAY]))], dtype=np.int64)
-        lo, hi = self.bounds[_DELAY]
-        return np.arange(math.ceil(lo), math.floor(hi) + 1, dtype=np.int64)
+        return _whole(self.bounds[_DELAY])
+
+    def offset_choices(self, joint: int) -> np.ndarray:
+        """Whole-ms delay offsets of joint `joint` (0-based) the search may choose, int64 (one
+        value if frozen)."""
+        i = _OFFSETS[joint]
+        if i in self.frozen:
+            return np.array([int(round(self.frozen[i]))], dtype=np.int64)
+        return _whole(self.bounds[i])
+
+    @property
+    def free_offset_joints(self) -> list[int]:
+        """The joints (0-based) whose delay offset is searched (more than one choice)."""
+        return [j for j in range(len(_OFFSETS)) if len(self.offset_choices(j)) > 1]
+
+    @property
+    def base_offsets(self) -> np.ndarray:
+        """(7,) int64 offsets a candidate takes unless the search chooses them: the frozen value,
+        else the choice nearest 0 (every joint at the shared delay when 0 is allowed)."""
+        return np.array([min(self.offset_choices(j).tolist(), key=lambda v: (abs(v), v)) for j in range(len(_OFFSETS))],
+                        dtype=np.int64)
 
     @property
     def free_names(self) -> list[str]:
         names = [LAYOUT.names[i] for i in self.free_indices]
-        return names + ([LAYOUT.names[_DELAY]] if len(self.delay_choices) > 1 else [])
+        return (names + ([LAYOUT.names[_DELAY]] if len(self.delay_choices) > 1 else [])
+                + [LAYOUT.names[_OFFSETS[j]] for j in self.free_offset_joints])
 
     def delay_of(self, params: np.ndarray) -> int:
         """The whole-ms delay of an (n,) parameter vector."""
         return int(round(np.asarray(params)[_DELAY]))
 
-    def decode(self, z: np.ndarray, delays: np.ndarray) -> np.ndarray:
+    def offsets_of(self, params: np.ndarray) -> np.ndarray:
+        """The whole-ms delay offsets (7,) int64 of an (n,) parameter vector."""
+        return np.rint(np.asarray(params, dtype=np.float64)[list(_OFFSETS)]).astype(np.int64)
+
+    def with_offsets(self, offsets: np.ndarray) -> "ParameterSpace":
+        """This space with every delay offset frozen at `offsets` (7,) (the continuous stages
+        between two offset choices)."""
+        frozen = dict(self.frozen)
+        frozen.update({i: float(v) for i, v in zip(_OFFSETS, np.asarray(offsets).reshape(len(_OFFSETS)))})
+        return ParameterSpace(bounds=self.bounds, frozen=frozen, friction_law=self.friction_law)
+
+    def effective_delay(self, delay: int, offset: int) -> int:
+        """One joint's delay [whole ms] of a shared delay and its offset (clipped to 0..MAX_DELAY_MS)."""
+        return int(min(max(int(delay) + int(offset), 0), MAX_DELAY_MS))
+
+    def decode(self, z: np.ndarray, delays: np.ndarray, offsets: np.ndarray | None = None) -> np.ndarray:
         """Full (P, n) parameter matrix from normalised free coordinates z (P, n_free) in
-        [0, 1] (clipped) and integer delays (P,)."""
+        [0, 1] (clipped), integer delays (P,) and delay offsets (P, 7) or (7,) (None:
+        `base_offsets`)."""
         z = np.clip(np.asarray(z, dtype=np.float64).reshape(len(delays), -1), 0.0, 1.0)
         out = np.empty((len(delays), LAYOUT.size), dtype=np.float64)
         lo, hi = self.bounds[:, 0], self.bounds[:, 1]
@@ -132,6 +178,7 @@ class ParameterSpace:
         free = self.free_indices
         out[:, free] = lo[free] + z * (hi[free] - lo[free])
         out[:, _DELAY] = np.asarray(delays, dtype=np.float64)
+        out[:, list(_OFFSETS)] = self.base_offsets if offsets is None else np.asarray(offsets, dtype=np.float64)
         return out
 
     def encode(self, params: np.ndarray) -> np.ndarray:
@@ -173,6 +220,12 @@ class ParameterSpace:
         return cls(bounds=bounds, frozen=frozen, friction_law=doc.get("friction_law", "stribeck"))
 
 
+def _whole(bounds: np.ndarray) -> np.ndarray:
+    """The whole values within [lo, hi], int64."""
+    lo, hi = bounds
+    return np.arange(math.ceil(lo), math.floor(hi) + 1, dtype=np.int64)
+
+
 def _apply(bounds: np.ndarray, frozen: dict[int, float], selector: str, value: Any, where: str) -> None:
     idx = select(selector)
     if isinstance(value, (list, tuple)):
@@ -181,6 +234,11 @@ def _apply(bounds: np.ndarray, frozen: dict[int, float], selector: str, value: A
         lo, hi = (float(v) for v in value)
         if not lo <= hi:
             raise ValueError(f"{where}: {selector}: expected lo <= hi, got {lo}:{hi}")
+        for i in set(idx) & set(_OFFSETS):  # the engines clamp an offset to its group's bounds
+            g_lo, g_hi = LAYOUT.group_of(LAYOUT.names[i]).bounds
+            if lo < g_lo or hi > g_hi or not _whole(np.array([lo, hi])).size:
+                raise ValueError(f"{where}: {LAYOUT.names[i]}: expected whole ms within {g_lo:g}..{g_hi:g}, "
+                                 f"got {lo:g}:{hi:g}")
         for i in idx:
             bounds[i] = (lo, hi)
             frozen.pop(i, None)

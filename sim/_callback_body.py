@@ -15,7 +15,7 @@ make_callback(offsets, magic, slots) → a numba cfunc `void(const mjModel*, mjD
      with it to round-off, not bit for bit: numpy's einsum sums in its own order);
   3. at a sample tick: q, dq, τ into the outputs (samples mode) or the squared scaled errors
      into sum_sq (errors mode);
-  4. the delay ring and qfrc_applied = τ_cmd(k − delay) + the friction law's torque, as
+  4. the delay ring and qfrc_applied = τ_cmd(k − delay_j) (joint j's delay) + the friction law's torque, as
      kernels.apply_delayed_torque, then + the loads' gravity torque where the candidate has a
      load, as kernels.add_load_torque, then + the bias and Coulomb asymmetry, as
      kernels.add_joint_extras;
@@ -260,13 +260,14 @@ def make_callback(offsets: dict[str, int], magic: float, slots: int):
                     sum_sq[p, 0] += e_q * e_q
                     sum_sq[p, 1] += e_dq * e_dq
         ring = carray(_f64_at(ctx[RING]), (ring_length, population, 7))
-        delays = carray(_i64_at(ctx[DELAYS]), population)
+        delays = carray(_i64_at(ctx[DELAYS]), (population, 7))
         neg_breakaway = carray(_f64_at(ctx[NEG_BREAKAWAY]), (population, 7))
-        slot, source = k % ring_length, (k - delays[p]) % ring_length
+        slot = k % ring_length
         law = ctx[FRICTION_LAW]
         for j in range(7):
             ring[slot, p, j] = tau_prev[p, j]
         for j in range(7):
+            source = (k - delays[p, j]) % ring_length
             applied[dofadr[j]] = friction_torque(law, qvel[dofadr[j]], neg_breakaway[p, j]) + ring[source, p, j]
         if ctx[LOAD] != 0:
             _add_load_torque(p, ctx, data_address, off_kin, applied, dofadr)

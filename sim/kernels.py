@@ -122,7 +122,7 @@ def arm_tick(q_true, dq_true, tau_j, offsets, measured, coriolis, joint_mode, em
 def arm_step(q_true, dq_true, tau_j, offsets, measured, coriolis, joint_mode, ema, keep, alpha_target,
              k, d, use_friction, tau_prev, ring, tick, delays, neg_breakaway, applied, tau_out, ema_out, law=0):
     """arm_tick, then the command into tau_out (7,) and the EMA (zeros when idle) into
-    ema_out (7,), then apply_delayed_torque for the one arm (ring (L, 1, 7), delays (1,),
+    ema_out (7,), then apply_delayed_torque for the one arm (ring (L, 1, 7), delays (1, 7),
     neg_breakaway (1, 7), applied (7,) the arm's qfrc_applied): a recorder's whole tick up to
     the integration, in one call."""
     arm_tick(q_true, dq_true, tau_j, offsets, measured, coriolis, joint_mode, ema, keep, alpha_target,
@@ -137,9 +137,10 @@ def arm_step(q_true, dq_true, tau_j, offsets, measured, coriolis, joint_mode, em
 @njit(**_JIT)
 def apply_delayed_torque(ring, tick, delays, tau_cmd, dq, neg_breakaway, applied, law=0):
     """Push tick `tick`'s commanded torque into the delay ring and write the joint torque to
-    apply now: τ_cmd of tick − delay plus the friction law's explicit torque at dq.
+    apply now: τ_cmd of tick − delay (per joint) plus the friction law's explicit torque at dq.
 
-    ring (L, P, 7) commands by tick mod L; delays (P,) int64 ticks < L; tau_cmd, dq, applied
+    ring (L, P, 7) commands by tick mod L; delays (P, 7) int64 ticks < L, per candidate and
+    joint (params.joint_delay_ticks); tau_cmd, dq, applied
     (P, 7); neg_breakaway (P, 7) [N·m] the law's coefficient: under the Stribeck law (law 0)
     −(mu_s − mu_d), the relief −(mu_s − mu_d)·expm1(−dq²/v_s²)·sign(dq) as StribeckFriction;
     under the tanh law (1) −mu_c, the torque −mu_c·tanh(dq/v_t) as TanhFriction.
@@ -147,10 +148,10 @@ def apply_delayed_torque(ring, tick, delays, tau_cmd, dq, neg_breakaway, applied
     length = ring.shape[0]
     slot = tick % length
     for p in range(tau_cmd.shape[0]):
-        source = (tick - delays[p]) % length
         for j in range(7):
             ring[slot, p, j] = tau_cmd[p, j]
         for j in range(7):
+            source = (tick - delays[p, j]) % length
             applied[p, j] = friction_torque(law, dq[p, j], neg_breakaway[p, j]) + ring[source, p, j]
 
 
@@ -298,9 +299,9 @@ def warm_up() -> None:
     row, vec = np.zeros((1, 7)), np.zeros(7)
     joint_impedance_tick(row, row, vec, vec, vec, row, False, np.zeros((1, 7)))
     arm_tick(vec, vec, vec, np.zeros(21), np.zeros(21), vec, True, np.zeros(7), 1.0, vec, vec, vec, False, np.zeros(7))
-    apply_delayed_torque(np.zeros((2, 1, 7)), 0, np.zeros(1, dtype=np.int64), row, row, row, np.zeros((1, 7)), 0)
+    apply_delayed_torque(np.zeros((2, 1, 7)), 0, np.zeros((1, 7), dtype=np.int64), row, row, row, np.zeros((1, 7)), 0)
     arm_step(vec, vec, vec, np.zeros(21), np.zeros(21), vec, True, np.zeros(7), 1.0, vec, vec, vec, False,
-             np.zeros(7), np.zeros((2, 1, 7)), 0, np.zeros(1, dtype=np.int64), row, np.zeros(7), np.zeros(7), np.zeros(7), 0)
+             np.zeros(7), np.zeros((2, 1, 7)), 0, np.zeros((1, 7), dtype=np.int64), row, np.zeros(7), np.zeros(7), np.zeros(7), 0)
 
 
 __all__ = ["add_joint_extras", "joint_extra", "EXTRAS_WIDTH", "FRICTION_SIGMOID", "FRICTION_STRIBECK", "FRICTION_TANH", "GRAVITY_M_S2", "STRIBECK_VELOCITY_RAD_S", "TANH_VELOCITY_RAD_S",

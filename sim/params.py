@@ -10,7 +10,8 @@ It starts with FrankaTwin's 29-value vector (isaaclab_sysid `sysid_franka_osc.py
 motor_delay_ms; then the groups FrankaTwin does not have, each frozen at its nominal value in a
 fit unless freed (`frozen_by_default`): the true payload at the flange (mass, centre of mass,
 diagonal inertia; nominal: none), the Coulomb asymmetry and a constant torque bias per joint
-(nominal 0). A FrankaTwin-length (29,) vector is accepted wherever a
+(nominal 0), the sigmoid law's shape, and a per-joint offset of the motor delay (whole ms,
+nominal 0: every joint has `motor_delay_ms`). A FrankaTwin-length (29,) vector is accepted wherever a
 vector is (`from_vector`, `params_matrix`): the other groups take their nominal values.
 Adding a parameter is one `ParameterGroup` in `_GROUPS` and a `DynamicsParams` field of the
 same name (plus its physics); see docs/simulation.md, "Parameters".
@@ -32,6 +33,7 @@ from .load import EndLoad
 
 PROFILE_SCHEMA = "twinlake.profile/v1"
 MAX_DELAY_MS = 4
+MAX_DELAY_OFFSET_MS = 2  # default bounds ±2 ms of the per-joint delay offsets
 
 
 def _joint_array(value: Any) -> np.ndarray | None:
@@ -83,6 +85,10 @@ _GROUPS = (
     # the sigmoid friction law's shape (plant.py; Gaz et al. 2019): steepness φ2, offset φ3
     ParameterGroup("sigmoid_phi2", "s/rad", (5.0, 500.0), (50.0,) * 7, None, frozen_by_default=True, label="φ2"),
     ParameterGroup("sigmoid_phi3", "rad/s", (-0.2, 0.2), (0.0,) * 7, None, frozen_by_default=True, label="φ3"),
+    # per-joint offsets of the motor delay [whole ms], frozen at 0 by default: joint j's delay is
+    # clip(motor_delay_ms + offset_j, 0, MAX_DELAY_MS) (joint_delay_ticks); FrankaTwin has one delay
+    ParameterGroup("motor_delay_offset_ms", "ms", (-float(MAX_DELAY_OFFSET_MS), float(MAX_DELAY_OFFSET_MS)), (0.0,) * 7,
+                   None, integer=True, frozen_by_default=True, label="delay offset"),
 )
 _PAYLOAD_COM = ("payload_com_x", "payload_com_y", "payload_com_z")
 _PAYLOAD_INERTIA = ("payload_ixx", "payload_iyy", "payload_izz")
@@ -97,6 +103,17 @@ def delay_ticks(value: float | np.ndarray) -> np.ndarray | int:
     """Round a delay [ms] to whole 1 kHz ticks and clamp to 0..MAX_DELAY_MS (FrankaTwin's rule)."""
     ticks = np.clip(np.rint(np.asarray(value, dtype=np.float64)), 0, MAX_DELAY_MS).astype(np.int64)
     return int(ticks) if ticks.ndim == 0 else ticks
+
+
+def joint_delay_ticks(params: np.ndarray) -> np.ndarray:
+    """Each joint's motor delay [whole 1 kHz ticks] of a (P, n) parameter matrix, (P, 7) int64:
+    clip(delay_ticks(motor_delay_ms) + offset_j, 0, MAX_DELAY_MS), the offsets
+    (`motor_delay_offset_ms`) rounded to whole ms and clamped to their group's bounds."""
+    m = np.atleast_2d(np.asarray(params, dtype=np.float64))
+    shared = np.asarray(delay_ticks(LAYOUT.take(m, "motor_delay_ms")), dtype=np.int64).reshape(-1, 1)
+    lo, hi = LAYOUT.group("motor_delay_offset_ms").bounds
+    offsets = np.clip(np.rint(LAYOUT.take(m, "motor_delay_offset_ms")), lo, hi).astype(np.int64)
+    return np.clip(shared + offsets, 0, MAX_DELAY_MS).astype(np.int64)
 
 
 @dataclass
@@ -121,6 +138,8 @@ class DynamicsParams:
     tau_bias: np.ndarray = field(default_factory=lambda: np.zeros(JOINT_COUNT))  # constant joint torque [N·m]
     sigmoid_phi2: np.ndarray = field(default_factory=lambda: np.full(JOINT_COUNT, 50.0))  # sigmoid law steepness [s/rad]
     sigmoid_phi3: np.ndarray = field(default_factory=lambda: np.zeros(JOINT_COUNT))  # sigmoid law offset [rad/s]
+    # per-joint offset of the motor delay [whole ms, stored as float64 (7,)], 0: every joint motor_delay_ms
+    motor_delay_offset_ms: np.ndarray = field(default_factory=lambda: np.zeros(JOINT_COUNT))
 
     def __post_init__(self) -> None:
         for group in LAYOUT.groups:
@@ -139,6 +158,11 @@ class DynamicsParams:
         values.update(zip(_PAYLOAD_COM, payload.com_m))
         values.update(zip(_PAYLOAD_INERTIA, payload.inertia_kgm2))
         return DynamicsParams(**values)
+
+    @property
+    def joint_delay_ms(self) -> np.ndarray:
+        """Each joint's motor delay [whole ms], (7,) int64: motor_delay_ms + its offset, in 0..MAX_DELAY_MS."""
+        return joint_delay_ticks(self.to_vector()[None])[0]
 
     @property
     def mu_dynamic(self) -> np.ndarray:
@@ -243,12 +267,14 @@ __all__ = [
     "DynamicsParams",
     "JOINT_COUNT",
     "MAX_DELAY_MS",
+    "MAX_DELAY_OFFSET_MS",
     "PARAM_COUNT",
     "PARAM_NAMES",
     "PROFILE_SCHEMA",
     "ParameterGroup",
     "ParameterLayout",
     "delay_ticks",
+    "joint_delay_ticks",
     "load_params",
     "params_matrix",
     "profile_dict",

@@ -17,7 +17,8 @@ torque below mu_c moves the joint slowly), which gradient-based refinement likes
 (Writing a per-tick level into `dof_frictionloss` instead would do the same physics but makes
 `mujoco.batch` recompute the position/velocity stages every step: measured ~1.5× slower.)
 Armature: `dof_armature`; `mj_setConst` follows it so the friction constraint scaling agrees.
-Delay: the commanded torque of tick k is applied at tick k + motor_delay_ms (DelayLine).
+Delay: the commanded torque of tick k is applied at tick k + motor_delay_ms (DelayLine), per
+joint k + clip(motor_delay_ms + motor_delay_offset_ms_j, 0, MAX_DELAY_MS) (params.joint_delay_ticks).
 Loads (load.py): the true payload is the `payload` body's mass, centre of mass and inertia
 (so it is in the mass matrix and the Coriolis term), and its weight minus the firmware's
 compensation of the configured load is an explicit joint torque at the tick's kinematics
@@ -138,17 +139,20 @@ def breakaway_level(law: str, mu_static: np.ndarray) -> np.ndarray:
 
 
 class DelayLine:
-    """Per-candidate ring of commanded torques: push(τ_k) returns τ_{k−delay} per candidate.
+    """Per-candidate ring of commanded torques: push(τ_k) returns τ_{k−delay} per candidate and joint.
 
-    delays: (P,) whole ticks in 0..MAX_DELAY_MS; history: (H, P, 7) or (H, 7) commanded
+    delays: (P, 7) whole ticks in 0..MAX_DELAY_MS per candidate and joint
+    (params.joint_delay_ticks), or (P,) one per candidate (every joint the same); kept as
+    `delays` (P, 7) int64. history: (H, P, 7) or (H, 7) commanded
     torques of the ticks before tick 0 (oldest first), missing ticks filled with tau_prev0.
     """
 
     def __init__(self, delays: np.ndarray, tau_prev0: np.ndarray, history: np.ndarray | None = None,
                  law: int = FRICTION_STRIBECK):
         self.law = int(law)  # the friction law push_apply adds (kernels.friction_torque)
-        self.delays = np.asarray(delays, dtype=np.int64).reshape(-1)
-        count = self.delays.size
+        given = np.asarray(delays, dtype=np.int64)
+        count = given.shape[0] if given.ndim else 1
+        self.delays = np.ascontiguousarray(np.broadcast_to(given.reshape(count, -1), (count, 7)))
         self.length = MAX_DELAY_MS + 1
         self.ring = np.empty((self.length, count, 7))
         self.ring[:] = np.broadcast_to(np.asarray(tau_prev0, dtype=np.float64), (count, 7))
@@ -157,12 +161,12 @@ class DelayLine:
             for j in range(1, len(hist) + 1):  # tick −j goes to slot (−j) mod length
                 self.ring[(-j) % self.length] = hist[-j]
         self.tick = 0
-        self._flat = self.ring.reshape(self.length * count, 7)
-        # flat row of candidate p's delayed command at tick k: ((k − d_p) mod L)·P + p, per k mod L
-        rows = np.arange(count)
-        self._index = [((k - self.delays) % self.length) * count + rows for k in range(self.length)]
-        self._uniform = bool(np.all(self.delays == self.delays[0])) if count else True
-        self._delay0 = int(self.delays[0]) if count else 0
+        self._flat = self.ring.reshape(-1)
+        # flat index of candidate p's joint j delayed command at tick k: ((k − d_pj) mod L)·P·7 + p·7 + j
+        cells = np.arange(count * 7).reshape(count, 7)
+        self._index = [((k - self.delays) % self.length) * (count * 7) + cells for k in range(self.length)]
+        self._uniform = bool(np.all(self.delays == self.delays.flat[0])) if count else True
+        self._delay0 = int(self.delays.flat[0]) if count else 0
         self.out = np.empty((count, 7))
 
     def push(self, tau: np.ndarray) -> np.ndarray:
@@ -175,7 +179,7 @@ class DelayLine:
         self.tick += 1
         if self._uniform:  # a view of the ring: valid until the next push
             return self.ring[(self.tick - 1 - self._delay0) % self.length]
-        self._flat.take(self._index[slot], axis=0, out=self.out)
+        self._flat.take(self._index[slot], out=self.out)
         return self.out
 
     def push_apply(self, tau: np.ndarray, dq: np.ndarray, neg_breakaway: np.ndarray, applied: np.ndarray) -> None:
@@ -235,7 +239,7 @@ class Plant:
         self.data.qvel[self.arm.dof_adr] = 0.0 if dq0 is None else np.asarray(dq0, dtype=np.float64)
         tau_prev0 = np.zeros(7) if tau_prev0 is None else np.asarray(tau_prev0, dtype=np.float64)
         self.friction = friction_model(friction_law, params.mu_static[None], params.dynamic_ratio[None])  # (1, 7)
-        self.delay = DelayLine(np.array([params.motor_delay_ms]), tau_prev0,
+        self.delay = DelayLine(params.joint_delay_ms[None], tau_prev0,
                                None if tau_history is None else np.asarray(tau_history)[:, None, :], self.friction.law)
         self._applied = np.empty((1, 7))
         self.configured_load = configured_load

@@ -38,7 +38,7 @@ from mujoco.batch import Batch
 
 from .controllers import mat_to_quat_xyzw
 from .model import TIMESTEP_S, ArmIndex, arm_index, load_model
-from .params import LAYOUT, delay_ticks, params_matrix
+from .params import LAYOUT, joint_delay_ticks, params_matrix
 from .plant import DelayLine, breakaway_level, dof_span, friction_law_id, friction_model, joint_extras
 from . import callback
 from .kernels import add_joint_extras, add_load_torque, add_square_errors, ema_springs
@@ -137,7 +137,7 @@ class _Shard:
             load=load if np.any(load != 0.0) else None,
             inertia_rows=inertia_rows if loads_differ(inertia_rows) else None,
             extras=extras if np.any(extras[:, :21] != 0.0) else None,
-            delay=DelayLine(delay_ticks(LAYOUT.take(m, "motor_delay_ms")), inp.tau_prev0, inp.tau_history,
+            delay=DelayLine(joint_delay_ticks(m), inp.tau_prev0, inp.tau_history,
                             friction_law_id(self.friction_law)),
             neg_breakaway=friction_model(self.friction_law, LAYOUT.take(m, "mu_static"),
                                          LAYOUT.take(m, "dynamic_ratio")).coef,
@@ -304,7 +304,7 @@ class _Sink:
 class _ReplayState:
     """What one replay of one input carries from tick to tick, for a shard of P candidates."""
 
-    delay: DelayLine  # commanded torques by tick, per-candidate delays
+    delay: DelayLine  # commanded torques by tick, per-candidate and per-joint delays
     neg_breakaway: np.ndarray  # (P, 7) the friction law's coefficient [N·m]: −(mu_s − mu_d) (Stribeck), −mu_c (tanh)
     sample_of_tick: np.ndarray  # (T,) int64 sample index of each tick, −1 for none (the generic loop iterates a list of it)
     tau_prev: np.ndarray  # (P, 7) slew-limiter state [N·m]

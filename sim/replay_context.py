@@ -41,7 +41,7 @@ class ReplayContext:
     """The arrays one shard's callback replay reads and writes, kept alive for the call.
 
     sample_of_tick (T,) int64 (−1: none); tau_prev (P, 7) [N·m]; ring (L, P, 7) [N·m]; delays
-    (P,) int64 [ticks]; neg_breakaway (P, 7) [N·m]; counter (P,) int64 ticks done; qpos_adr,
+    (P, 7) int64 [ticks] per candidate and joint; neg_breakaway (P, 7) [N·m]; counter (P,) int64 ticks done; qpos_adr,
     dof_adr (7,) int64. The law: joint impedance with springs (T, 7) [rad] and table (T, 30)
     (replay.joint_tick_table) per tick, or the Cartesian law with cart_targets (T, 7) [m, xyzw]
     per tick, cart_params (CART_PARAMS_SIZE,), hold (P, 7) (the pose held during warm-up,
@@ -90,6 +90,8 @@ class ReplayContext:
         if (self.load is not None or self.inertia_rows is not None) and (self.jnt_ids is None or self.site_id < 0):
             raise ValueError("ReplayContext: a load needs jnt_ids and site_id")
         population = self.tau_prev.shape[0]
+        if self.delays.shape != (population, 7):
+            raise ValueError(f"ReplayContext.delays: expected shape ({population}, 7), got {self.delays.shape}")
         self.counter = np.zeros(population, dtype=np.int64)
         self.feedforward = np.zeros((population, 7))
         t = np.zeros(CONTEXT_SIZE, dtype=np.int64)

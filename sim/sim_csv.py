@@ -82,6 +82,7 @@ def sim_sidecar(inp: ReplayInput, result: ReplayResult, *, source: dict[str, Any
             "integrator_hz": 1000, "gravity_handling": "zero_gravity_compensated",
             "control_mode": inp.controller, "use_nullspace": False, "sysid_params_path": params_path,
             "sysid_motor_delay_steps": int(params.motor_delay_ms), "zoh_replay": True,
+            "twinlake_joint_delay_ms": params.joint_delay_ms.tolist(),  # per joint (FrankaTwin has one delay)
             "sysid_params_decoded": to_frankatwin_decoded(params),
             "use_ema": bool(inp.use_ema) if inp.controller != CARTESIAN_IMPEDANCE else None,
             "warmup_steps": int(inp.warmup_ticks),

@@ -55,7 +55,7 @@ def test_the_compiled_loop_is_available():
     assert step_functions() is not None  # else the recorder silently steps tick by tick
 
 
-@pytest.mark.parametrize("case", ["demo", "payload", "bias_and_asymmetry"])
+@pytest.mark.parametrize("case", ["demo", "payload", "bias_and_asymmetry", "joint_delays"])
 def test_a_5s_multisine_recording_is_byte_identical_to_the_per_tick_path(tmp_path, reference, case):
     truth, payload, configured, truth_path = load_params(DEMO_PROFILE_PATH), None, NO_LOAD, None
     if case == "payload":
@@ -64,6 +64,10 @@ def test_a_5s_multisine_recording_is_byte_identical_to_the_per_tick_path(tmp_pat
     if case == "bias_and_asymmetry":
         truth = dataclasses.replace(truth, tau_bias=np.linspace(-0.4, 0.5, 7), coulomb_asymmetry=np.full(7, 0.08))
         truth_path = str(save_profile(truth, tmp_path / "truth.json"))
+    if case == "joint_delays":  # per-joint delays 2, 2, 3, 2, 1, 2, 2 ms from the profile JSON
+        truth = dataclasses.replace(truth, motor_delay_offset_ms=np.array([0, 0, 1, 0, -1, 0, 0]))
+        truth_path = str(save_profile(truth, tmp_path / "truth.json"))
+        assert load_params(truth_path).joint_delay_ms.tolist() == [2, 2, 3, 2, 1, 2, 2]
     result = record_offline(reference, tmp_path / "rec.csv", truth_path=truth_path, seed=11, tail_s=TAIL_S,
                             payload=payload, configured_load=configured)
     expected = _per_tick_recording(reference, truth, 11, configured)

@@ -37,8 +37,9 @@ def test_parameter_space_is_the_layout():
     space = ParameterSpace()
     assert np.array_equal(space.bounds, LAYOUT.bounds)
     # everything but the delay and the groups frozen by default (FrankaTwin's 29 stay the fit)
-    assert sorted([*space.free_indices.tolist(), *LAYOUT.integer_indices, *LAYOUT.default_frozen]) == \
+    assert sorted([*space.free_indices.tolist(), LAYOUT.index("motor_delay_ms"), *LAYOUT.default_frozen]) == \
         list(range(LAYOUT.size))
+    assert set(LAYOUT.integer_indices) - {LAYOUT.index("motor_delay_ms")} <= set(LAYOUT.default_frozen)  # offsets
     assert space.frozen == LAYOUT.default_frozen and len(space.free_indices) + 1 == len(LAYOUT.frankatwin_indices)
     for g in LAYOUT.groups:
         assert select(g.name) == LAYOUT.select(g.name) == list(range(LAYOUT.size))[LAYOUT.slice(g.name)]
@@ -66,7 +67,7 @@ def test_identifiability_marks_exactly_the_layouts_integer_parameters_discrete()
     rng = np.random.default_rng(0)
     res = analyse(LAYOUT.names, LAYOUT.nominal, rng.normal(size=(200, len(free))), rng.normal(size=200), free,
                   LAYOUT.bounds[:, 0], LAYOUT.bounds[:, 1])
-    assert res.flagged("discrete") == ["motor_delay_ms"]
+    assert res.flagged("discrete") == ["motor_delay_ms", *LAYOUT.group("motor_delay_offset_ms").names]
 
 
 def test_frankatwin_import_and_export_use_the_layouts_names_and_order(tmp_path):

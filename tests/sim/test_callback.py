@@ -107,14 +107,16 @@ def test_installs_nest_and_other_simulations_are_left_alone(model):
 
 def test_replay_context_checks_its_arrays():
     good = dict(springs=np.zeros((3, 7)), table=np.zeros((3, 30)), sample_of_tick=np.zeros(3, dtype=np.int64),
-                tau_prev=np.zeros((2, 7)), ring=np.zeros((1, 2, 7)), delays=np.zeros(2, dtype=np.int64),
+                tau_prev=np.zeros((2, 7)), ring=np.zeros((1, 2, 7)), delays=np.zeros((2, 7), dtype=np.int64),
                 neg_breakaway=np.zeros((2, 7)), qpos_adr=np.arange(7), dof_adr=np.arange(7),
                 outputs=tuple(np.zeros((3, 2, 7)) for _ in range(3)))
     context = callback.ReplayContext(**good)
     rows = context.userdata_rows()
     assert rows.shape == (2, callback.USERDATA_SLOTS) and int(rows[0, 1]) == context.address_table.ctypes.data
     with pytest.raises(ValueError, match="ReplayContext.delays: expected a C-contiguous int64"):
-        callback.ReplayContext(**{**good, "delays": np.zeros(2)})
+        callback.ReplayContext(**{**good, "delays": np.zeros((2, 7))})
+    with pytest.raises(ValueError, match=r"ReplayContext.delays: expected shape \(2, 7\), got \(2,\)"):
+        callback.ReplayContext(**{**good, "delays": np.zeros(2, dtype=np.int64)})  # one delay per joint
 
 
 def test_cartesian_compiled_loop_agrees_with_the_numpy_law_to_round_off(model):

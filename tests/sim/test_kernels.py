@@ -85,7 +85,7 @@ def test_population_tick_filters_the_target_and_applies_the_delayed_command():
     delays = np.array([0, 1, 2])
     for k in range(n):
         population_control(k, q, dq, cor, table, True, ema, tau_prev)
-        apply_delayed_torque(ring, k, delays, tau_prev, dq, np.zeros((count, 7)), applied)
+        apply_delayed_torque(ring, k, np.repeat(delays[:, None], 7, axis=1), tau_prev, dq, np.zeros((count, 7)), applied)
         # EMA halves the distance to the target each tick: 0.01, 0.015, 0.0175, ... → 100·that
         spring_nm = 100.0 * 0.02 * (1 - 0.5 ** (k + 1))
         np.testing.assert_allclose(tau_prev, spring_nm, rtol=1e-12)

@@ -37,7 +37,7 @@ def _weights(items: list[str]) -> dict[str, float]:
 def run_cmd(
     train: list[str] = typer.Option([], "--train", help="Training data [ROBOT/]RUN[:INTERVAL], one or more (--train a b, a,b or repeated)."),
     holdout: list[str] = typer.Option([], "--holdout", help="Held-out runs, never seen by the search (one or more)."),
-    params: list[str] = typer.Option([], "--params", help="Freeze/re-bound/free: 'armature=0:0.6 dynamic_ratio=1 payload_mass=0:3' (or comma-separated), presets +payload, +smooth-friction, +sigmoid-friction, +asymmetry, +bias, or JSON files."),
+    params: list[str] = typer.Option([], "--params", help="Freeze/re-bound/free: 'armature=0:0.6 dynamic_ratio=1 payload_mass=0:3' (or comma-separated), presets +payload, +smooth-friction, +sigmoid-friction, +asymmetry, +bias, +joint-delay, or JSON files."),
     friction_law: Optional[str] = typer.Option(None, "--friction-law", help="The plant's friction law: stribeck (FrankaTwin's, default), tanh (smooth Coulomb) or sigmoid (Gaz et al. 2019); stored with the fit."),
     configured_load: Optional[str] = typer.Option(None, "--configured-load", help="The firmware's configured end-effector load MASS[,X,Y,Z] (kg; CoM m in the flange frame) for every run (default: each run's metadata, else none); stored with the fit."),
     population: int = typer.Option(32, "--population", min=2, help="CMA-ES population per generation."),
@@ -171,7 +171,7 @@ def export_cmd(fit: str = typer.Argument(..., help="Fit id."),
                lake: Optional[Path] = LAKE) -> None:
     """Export a fit as a profile JSON, FrankaTwin sysid_best_params.json, MJCF joint attributes or a randomisation JSON."""
     from ..catalog import resolve_lake
-    from ..fit.export import FORMATS, default_name, export_fit
+    from ..fit.export import FORMATS, default_name, export_fit, export_notes
     from ..fit.record import load_fit
 
     if fmt not in FORMATS:
@@ -181,6 +181,8 @@ def export_cmd(fit: str = typer.Argument(..., help="Fit id."),
         path = export_fit(rec, fmt, out or Path(default_name(rec, fmt)))
     except ValueError as exc:
         fail(str(exc))
+    for note in export_notes(rec, fmt):  # what the format cannot hold, said plainly
+        typer.echo(f"note: {note}", err=True)
     typer.echo(str(path))
 
 
