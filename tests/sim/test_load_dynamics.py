@@ -139,7 +139,7 @@ def test_a_replay_context_with_loads_needs_the_joints_and_the_flange():
     from twinlake.sim.replay_context import ReplayContext
 
     base = dict(sample_of_tick=np.zeros(2, dtype=np.int64), tau_prev=np.zeros((1, 7)), ring=np.zeros((3, 1, 7)),
-                delays=np.zeros(1, dtype=np.int64), neg_breakaway=np.zeros((1, 7)), qpos_adr=np.arange(7, dtype=np.int64),
+                delays=np.zeros((1, 7), dtype=np.int64), neg_breakaway=np.zeros((1, 7)), qpos_adr=np.arange(7, dtype=np.int64),
                 dof_adr=np.arange(7, dtype=np.int64), springs=np.zeros((2, 7)), table=np.zeros((2, 30)),
                 outputs=tuple(np.zeros((2, 1, 7)) for _ in range(3)), inertia_rows=np.zeros((1, 14)))
     with pytest.raises(ValueError, match="jnt_ids and site_id"):
