@@ -187,7 +187,7 @@ def _put_number(out, pos, n, width, pairs):
         out[pos] = 48 + n
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, nogil=True, error_model="numpy")
 def _format_into(rows, bits, int_mask, out, pow10, nan_text, inf_text, pairs):
     """All rows into out → bytes written. A value with the bits of the one above it in its
     column (gains, targets, zeros, ...) reuses that value's text."""
@@ -218,10 +218,24 @@ def _format_into(rows, bits, int_mask, out, pow10, nan_text, inf_text, pairs):
     return pos
 
 
+def text_bytes_needed(rows: np.ndarray) -> int:
+    """An upper bound of the bytes the lines of rows (n, w) take."""
+    return rows.shape[0] * (rows.shape[1] * (MAX_CHARS_PER_VALUE + 1) + 1)
+
+
+def format_rows_into(rows: np.ndarray, int_mask: np.ndarray, out: np.ndarray) -> int:
+    """(n, w) float64 rows → their CSV lines into out (uint8, ≥ text_bytes_needed(rows)) → the
+    bytes written; int_mask as format_rows_bytes'. Runs without the GIL."""
+    rows = np.ascontiguousarray(rows, dtype=np.float64)
+    if out.dtype != np.uint8 or out.ndim != 1 or out.size < text_bytes_needed(rows):
+        raise ValueError(f"format_rows_into: out must be uint8 of at least {text_bytes_needed(rows)} bytes")
+    return _format_into(rows, rows.view(np.int64), np.ascontiguousarray(int_mask, dtype=np.bool_), out, _POW10, _NAN,
+                        _INF, _PAIRS)
+
+
 def format_rows_bytes(rows: np.ndarray, int_mask: np.ndarray) -> bytes:
     """(n, w) float64 rows → their CSV lines as bytes; int_mask (w,) bool marks `%d` columns,
     whose values must be finite and below 2^63 in magnitude (the caller checks)."""
     rows = np.ascontiguousarray(rows, dtype=np.float64)
-    out = np.empty(rows.shape[0] * (rows.shape[1] * (MAX_CHARS_PER_VALUE + 1) + 1), dtype=np.uint8)
-    end = _format_into(rows, rows.view(np.int64), np.ascontiguousarray(int_mask, dtype=np.bool_), out, _POW10, _NAN, _INF, _PAIRS)
-    return out[:end].tobytes()
+    out = np.empty(text_bytes_needed(rows), dtype=np.uint8)
+    return out[:format_rows_into(rows, int_mask, out)].tobytes()

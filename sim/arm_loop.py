@@ -135,7 +135,7 @@ def take_command(row, q_meas, ema, state):
         state[ST_MODE] = _IDLE
 
 
-@njit(**_JIT)
+@njit(**{**_JIT, "nogil": True})  # offline only: another thread may format the previous stretch meanwhile
 def run_commanded_ticks(step1, step2, model, data, first_tick, cmd_ticks, cmd_rows, cursor, last, state, states_out,
                         versions, offsets, measured, tau_out, ema_out, ee_pos_out, ee_xmat_out, qpos, qvel, tau_j, bias,
                         applied, passive, constraint, site_xpos, site_xmat, xanchor, xaxis, site, jnt_ids, ema,
