@@ -76,12 +76,13 @@ def _put_int(out, pos, value):
 
 
 @njit(cache=True, inline="always", error_model="numpy")
-def _twelve_digits(a, pow10):
+def _twelve_digits(a, pow10, bits):
     """(digits, X): |v| = a rounded to 12 significant digits (an int in [1e11, 1e12)) and its
-    decimal exponent, or (−1, 0) when the fast path cannot be sure (snprintf then)."""
+    decimal exponent, or (−1, 0) when the fast path cannot be sure (snprintf then). bits: a's
+    IEEE bits as int64 (its binary exponent e2 is read from them)."""
     if not (1e-11 <= a < 1e34):
         return -1, 0
-    x = ((math.frexp(a)[1] - 1) * 78913) >> 18  # ⌊log10(2)·e2⌋: X or X − 1
+    x = ((((bits >> 52) & 0x7FF) - 1023) * 78913) >> 18  # ⌊log10(2)·e2⌋: X or X − 1
     s = 11 - x
     if s > 22 or s < -21:
         return -1, 0
@@ -103,8 +104,8 @@ def _twelve_digits(a, pow10):
 
 
 @njit(cache=True, inline="always", error_model="numpy")
-def _put_g12(out, pos, v, pow10, nan_text, inf_text, pairs):
-    """`%.12g` of v at out[pos:], → the next position."""
+def _put_g12(out, pos, v, pow10, nan_text, inf_text, pairs, bits):
+    """`%.12g` of v at out[pos:], → the next position; bits: v's IEEE bits as int64."""
     if v != v:
         out[pos:pos + 3] = nan_text
         return pos + 3
@@ -121,7 +122,7 @@ def _put_g12(out, pos, v, pow10, nan_text, inf_text, pairs):
             pos += 1
         out[pos:pos + 3] = inf_text
         return pos + 3
-    n, x = _twelve_digits(a, pow10)
+    n, x = _twelve_digits(a, pow10, bits)
     if n < 0:
         return pos + _snprintf_g12(out, pos, v)
     if v < 0:
@@ -211,7 +212,7 @@ def _format_into(rows, bits, int_mask, out, pow10, nan_text, inf_text, pairs):
             if int_mask[c]:
                 pos = _put_int(out, pos, rows[i, c])
             else:
-                pos = _put_g12(out, pos, rows[i, c], pow10, nan_text, inf_text, pairs)
+                pos = _put_g12(out, pos, rows[i, c], pow10, nan_text, inf_text, pairs, bits[i, c])
             start[c], length[c] = begin, pos - begin
         out[pos] = 10
         pos += 1
