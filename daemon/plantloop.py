@@ -93,7 +93,12 @@ class CommandTable:
 
     def __init__(self, ticks, commands) -> None:
         self.ticks = np.ascontiguousarray(ticks, dtype=np.int64)
-        self.rows = np.stack([command_row(c) for c in commands]) if len(commands) else np.zeros((0, COMMAND_WIDTH))
+        if self.ticks.shape != (len(commands),) or np.any(np.diff(self.ticks) < 0):
+            raise ValueError(f"CommandTable: expected ascending ticks, one per command ({len(commands)}), "
+                             f"got shape {self.ticks.shape}")
+        self.rows = np.zeros((len(commands), COMMAND_WIDTH))
+        for command, row in zip(commands, self.rows):
+            command_row(command, row)
         self.states = np.zeros((len(self.ticks), STATE_WIDTH))
         self.cursor, self.last = 0, -1
 

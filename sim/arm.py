@@ -25,7 +25,7 @@ import mujoco
 import numpy as np
 
 from .controllers import JOINT_SLEW_NM_PER_TICK, JointImpedanceConfig, mat_to_quat_xyzw, slew_limit_inplace
-from .arm_loop import (CMD_MODE, COMMAND_WIDTH, ST_ALPHA, ST_ALPHA_Q, ST_D, ST_FRICTION, ST_K, ST_KEEP, ST_MODE, ST_Q,
+from .arm_loop import (CMD_ALPHA, CMD_D, CMD_FRICTION, CMD_K, CMD_MODE, CMD_Q, COMMAND_WIDTH, ST_ALPHA, ST_ALPHA_Q, ST_D, ST_FRICTION, ST_K, ST_KEEP, ST_MODE, ST_Q,
                        ST_RESETS, run_commanded_ticks, run_recorded_ticks, step_functions, take_command)
 from .kernels import add_joint_extras, arm_step, joint_impedance_tick, warm_up
 from .model import HOME_Q, load_model
@@ -59,15 +59,17 @@ class IdleCommand:
     use_friction: bool = False
 
 
-def command_row(command) -> np.ndarray:
-    """A sim command as the compiled loop's row (arm_loop.COMMAND_WIDTH,): controller, q_target,
-    K, D, α, use_friction (an IdleCommand: controller 0, the rest zero)."""
-    row = np.zeros(COMMAND_WIDTH)
+def command_row(command, out: np.ndarray | None = None) -> np.ndarray:
+    """A sim command as the compiled loop's row (arm_loop.COMMAND_WIDTH,), into `out` if given:
+    controller, q_target, K, D, α, use_friction (an IdleCommand: controller 0, the rest zero)."""
+    row = np.zeros(COMMAND_WIDTH) if out is None else out
     if isinstance(command, JointImpedanceCommand):
         cfg = command.config
-        row[:] = np.concatenate(([CONTROLLER_JOINT_IMPEDANCE], command.q_target, cfg.k_nm_per_rad,
-                                 cfg.d_nms_per_rad, [cfg.filter_alpha, float(cfg.use_friction)]))
+        row[CMD_MODE] = CONTROLLER_JOINT_IMPEDANCE
+        row[CMD_Q:CMD_Q + 7], row[CMD_K:CMD_K + 7], row[CMD_D:CMD_D + 7] = command.q_target, cfg.k_nm_per_rad, cfg.d_nms_per_rad
+        row[CMD_ALPHA], row[CMD_FRICTION] = cfg.filter_alpha, float(cfg.use_friction)
     elif isinstance(command, IdleCommand):
+        row[:] = 0.0
         row[CMD_MODE] = CONTROLLER_IDLE
     else:
         raise TypeError(f"unsupported command {type(command).__name__}")
