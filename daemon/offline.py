@@ -167,7 +167,7 @@ def _simulate(robot: RobotTicker, n_ticks: int, first, commands, sink: "_CsvSink
         rows = batch[:count]
         _fill_batch_columns(rows, xmats[:count], versions[:count], configs, start)
         configs = {versions[count - 1]: configs[versions[count - 1]]}
-        sink.put(rows)
+        sink.put(rows.copy())  # the sink may still be formatting it while the next batch fills
         if progress is not None:
             progress((start + count) / n_ticks)
 
