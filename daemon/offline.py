@@ -113,6 +113,8 @@ def _simulate_compiled(robot: RobotTicker, n_ticks: int, commands: CommandTable,
     sink finishes and formats one while the next is simulated).
     The noise is drawn per chunk (the same stream as tick by tick). False (nothing run) if the
     compiled loop cannot run (then `_simulate`)."""
+    if not robot.sim.runs_compiled():
+        return False  # before any noise is drawn: `_simulate` starts the stream from its beginning
     size = min(CHUNK_ROWS, n_ticks)
     buffers = [(C.empty_frames(size), np.zeros((size, 9)), np.zeros(size, dtype=np.int64)) for _ in range(2)]
     for chunk, start in enumerate(range(0, n_ticks, size)):
@@ -120,9 +122,7 @@ def _simulate_compiled(robot: RobotTicker, n_ticks: int, commands: CommandTable,
         batch, xmats, versions = (a[:count] for a in buffers[chunk % 2])
         offsets = robot.noise.block(count)
         if not robot.advance_commanded(start, commands, offsets, batch, xmats, versions):
-            if start:
-                raise RuntimeError("the compiled loop stopped running mid-recording")
-            return False
+            raise RuntimeError("the compiled loop stopped running mid-recording")
         sink.put(batch, _finish_chunk, xmats, versions, commands.states, start)
         if progress is not None:
             progress((start + count) / n_ticks)

@@ -316,6 +316,12 @@ class SimFR3:
             cfg.d_nms_per_rad, cfg.use_friction, self.tau_prev, delay.ring, delay.tick, delay.delays,
             plant.friction.coef, delay.law, plant.load, plant.loaded, plant.extras, plant.extra)
 
+    def runs_compiled(self) -> bool:
+        """Whether `run_commanded` (and `run_recorded` in one call) can run now: MuJoCo's step
+        functions found, the Coriolis term at the true state, no tick half done."""
+        return step_functions() is not None and not self.measured_coriolis and self._views is not None \
+            and not self._staged
+
     def run_commanded(self, first_tick: int, cmd_ticks: np.ndarray, cmd_rows: np.ndarray, cursor: int, last: int,
                       states_out: np.ndarray, versions: np.ndarray, offsets: np.ndarray, measured: np.ndarray,
                       tau_out: np.ndarray, ema_out: np.ndarray, ee_pos_out: np.ndarray,
@@ -327,10 +333,9 @@ class SimFR3:
         command's controller state, versions (n,) int64 ← the command in force per tick
         (`last` before the first one taken here). Returns the new (cursor, last), or None (nothing
         run) when the compiled loop cannot run (run tick by tick then)."""
-        functions = step_functions()
-        if functions is None or self.measured_coriolis or self._views is None or self._staged:
+        if not self.runs_compiled():
             return None
-        plant, views, d = self.plant, self._views, self.plant.data
+        functions, plant, views, d = step_functions(), self.plant, self._views, self.plant.data
         delay, state = plant.delay, self.controller_state()
         delay.tick, cursor, last = run_commanded_ticks(
             functions[0], functions[1], plant.model._address, d._address, first_tick, cmd_ticks, cmd_rows, cursor,
