@@ -25,8 +25,9 @@ import mujoco
 import numpy as np
 
 from .controllers import JOINT_SLEW_NM_PER_TICK, JointImpedanceConfig, mat_to_quat_xyzw, slew_limit_inplace
-from .arm_loop import (CMD_ALPHA, CMD_D, CMD_FRICTION, CMD_K, CMD_MODE, CMD_Q, COMMAND_WIDTH, ST_ALPHA, ST_ALPHA_Q, ST_D, ST_FRICTION, ST_K, ST_KEEP, ST_MODE, ST_Q,
-                       ST_RESETS, run_commanded_ticks, run_recorded_ticks, step_functions, take_command)
+from .arm_loop import (CMD_ALPHA, CMD_D, CMD_FRICTION, CMD_K, CMD_MODE, CMD_Q, COMMAND_WIDTH, ST_ALPHA, ST_ALPHA_Q,
+                       ST_D, ST_FRICTION, ST_K, ST_KEEP, ST_MODE, ST_Q, ST_RESETS, STATE_WIDTH, run_commanded_ticks,
+                       run_recorded_ticks, step_functions, take_command)
 from .kernels import add_joint_extras, arm_step, joint_impedance_tick, warm_up
 from .model import HOME_Q, load_model
 from .load import NO_LOAD, EndLoad
@@ -115,6 +116,7 @@ class SimFR3:
         self.plant = Plant(model, params, q0, np.zeros(7), np.zeros(7), configured_load=configured_load,
                            friction_law=friction_law)
         warm_up()  # numba's one-time start-up here, not in the first tick of a real-time loop
+        take_command(np.zeros(COMMAND_WIDTH), np.zeros(7), np.zeros(7), np.zeros(STATE_WIDTH))  # idle, on scratch: loads it
         self._scratch = mujoco.MjData(self.plant.model)
         self._bias = np.zeros(self.plant.model.nv)
         self.mode = CONTROLLER_IDLE
