@@ -6,8 +6,11 @@ command semantics as the daemon (each row becomes a joint impedance command thro
 `plantloop.sim_command`, the function the daemon applies to its decoded frames; there is no
 wire offline, so no encoding) at the reference's own times: row i becomes the pending command at tick round(t_i / 1 ms). The
 arm starts at rest at the first reference target in joint impedance (as `--initial-controller
-joint_impedance` does), and the run continues `tail_s` after the last row. Rows are formatted
-in batches by the compiled formatter (`csv_v2.format_rows_bytes`, the bytes of `format_rows`). Same inputs and seed → the same bytes.
+joint_impedance` does), and the run continues `tail_s` after the last row. The commands being
+known up front, the whole run goes through compiled calls of CHUNK_ROWS ticks that take each
+at its tick (`RobotTicker.advance_commanded`); a worker thread formats each chunk with the
+compiled formatter (`csv_v2.format_rows_into`, the bytes of `format_rows`) and writes it while
+the next is simulated. Same inputs and seed → the same bytes.
 """
 
 from __future__ import annotations
@@ -132,7 +135,8 @@ def _simulate_compiled(robot: RobotTicker, n_ticks: int, commands: CommandTable,
 def _finish_chunk(rows: np.ndarray, xmats: np.ndarray, versions: np.ndarray, states: np.ndarray, start: int) -> None:
     """The columns advance_commanded leaves: config (from the state of the command in force,
     `versions` (n,) into states (C, STATE_WIDTH); a command's row is final once taken), pose, time."""
-    rows[:, CONFIG_COLUMNS] = config_columns(states)[versions]
+    taken = states[:int(versions.max()) + 1]  # the loop may be filling later rows meanwhile
+    rows[:, CONFIG_COLUMNS] = config_columns(taken)[versions]
     _fill_pose_and_time(rows, xmats, start)
 
 
