@@ -31,6 +31,7 @@ MAX_CHARS_PER_VALUE = 24  # '-' + 12 digits + '.' + 'e-308' < 24; int64 ≤ 20
 _POW10 = np.array([10.0 ** i for i in range(23)])  # exact doubles up to 1e22
 _NAN = np.frombuffer(b"nan", dtype=np.uint8)
 _INF = np.frombuffer(b"inf", dtype=np.uint8)
+_POW10_INT = np.array([10 ** i for i in range(13)], dtype=np.int64)  # 10^k as int64, k ≤ 12
 _PAIRS = np.frombuffer("".join(f"{i:02d}" for i in range(100)).encode(), dtype=np.uint8)  # "00".."99"
 
 
@@ -58,7 +59,7 @@ def _put_digits(out, pos, n, width):
     return pos + width
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, inline="always", error_model="numpy")
 def _put_int(out, pos, value):
     """`%d` of a float64 holding an integer (truncated as Python's int())."""
     n = np.int64(value)
@@ -74,48 +75,37 @@ def _put_int(out, pos, value):
     return _put_digits(out, pos, n, width)
 
 
-@njit(cache=True, error_model="numpy")
-def _twelve_digits(a, pow10):
+@njit(cache=True, inline="always", error_model="numpy")
+def _twelve_digits(a, pow10, bits):
     """(digits, X): |v| = a rounded to 12 significant digits (an int in [1e11, 1e12)) and its
-    decimal exponent, or (−1, 0) when the fast path cannot be sure (snprintf then)."""
+    decimal exponent, or (−1, 0) when the fast path cannot be sure (snprintf then). bits: a's
+    IEEE bits as int64 (its binary exponent e2 is read from them)."""
     if not (1e-11 <= a < 1e34):
         return -1, 0
-    x = ((math.frexp(a)[1] - 1) * 78913) >> 18  # ⌊log10(2)·e2⌋: X or X − 1
-    for _ in range(3):
-        s = 11 - x
-        if s > 22 or s < -22:
-            return -1, 0
+    x = ((((bits >> 52) & 0x7FF) - 1023) * 78913) >> 18  # ⌊log10(2)·e2⌋: X or X − 1
+    s = 11 - x
+    if s > 22 or s < -21:
+        return -1, 0
+    m = a * pow10[s] if s >= 0 else a / pow10[-s]
+    if m >= 1e12:  # the estimate was X − 1
+        x += 1
+        s -= 1
         m = a * pow10[s] if s >= 0 else a / pow10[-s]
-        if m < 1e11:
-            x -= 1
-        elif m >= 1e12:
-            x += 1
-        else:
-            r = math.floor(m)
-            f = m - r
-            if abs(f - 0.5) < 1e-3:
-                return -1, 0
-            n = np.int64(r) + (1 if f > 0.5 else 0)
-            if n == 1000000000000:
-                return np.int64(100000000000), x + 1
-            return n, x
-    return -1, 0
+    if m < 1e11 or m >= 1e12:
+        return -1, 0
+    r = math.floor(m)
+    f = m - r
+    if abs(f - 0.5) < 1e-3:
+        return -1, 0
+    n = np.int64(r) + (1 if f > 0.5 else 0)
+    if n == 1000000000000:
+        return np.int64(100000000000), x + 1
+    return n, x
 
 
 @njit(cache=True, inline="always", error_model="numpy")
-def _put_pairs(dig, at, v, pairs):
-    """The 6 digits of v < 10^6 into dig[at:at + 6] from the two-digit table."""
-    for k in range(2, -1, -1):
-        q = v // 100
-        r = 2 * (v - q * 100)
-        dig[at + 2 * k] = pairs[r]
-        dig[at + 2 * k + 1] = pairs[r + 1]
-        v = q
-
-
-@njit(cache=True, error_model="numpy")
-def _put_g12(out, pos, v, pow10, nan_text, inf_text, pairs, dig):
-    """`%.12g` of v at out[pos:], → the next position. dig: (12,) uint8 scratch."""
+def _put_g12(out, pos, v, pow10, nan_text, inf_text, pairs, bits):
+    """`%.12g` of v at out[pos:], → the next position; bits: v's IEEE bits as int64."""
     if v != v:
         out[pos:pos + 3] = nan_text
         return pos + 3
@@ -132,17 +122,15 @@ def _put_g12(out, pos, v, pow10, nan_text, inf_text, pairs, dig):
             pos += 1
         out[pos:pos + 3] = inf_text
         return pos + 3
-    n, x = _twelve_digits(a, pow10)
+    n, x = _twelve_digits(a, pow10, bits)
     if n < 0:
         return pos + _snprintf_g12(out, pos, v)
     if v < 0:
         out[pos] = 45
         pos += 1
-    hi = n // 1000000
-    _put_pairs(dig, 0, hi, pairs)
-    _put_pairs(dig, 6, n - hi * 1000000, pairs)
-    digits = 12  # up to the last non-zero digit
-    while dig[digits - 1] == 48:
+    digits = 12
+    while n % 10 == 0:
+        n //= 10
         digits -= 1
     if -4 <= x < 12:
         if x < 0:
@@ -152,27 +140,27 @@ def _put_g12(out, pos, v, pow10, nan_text, inf_text, pairs, dig):
             for _ in range(-x - 1):
                 out[pos] = 48
                 pos += 1
-            for i in range(digits):
-                out[pos + i] = dig[i]
+            _put_number(out, pos, n, digits, pairs)
             return pos + digits
-        for i in range(x + 1):  # the integer part (digits past `digits` are zeros)
-            out[pos + i] = dig[i]
+        if digits <= x + 1:
+            _put_number(out, pos, n, digits, pairs)
+            for i in range(digits, x + 1):
+                out[pos + i] = 48
+            return pos + x + 1
+        frac = digits - x - 1
+        hi = n // _POW10_INT[frac]
+        _put_number(out, pos, hi, x + 1, pairs)
         pos += x + 1
-        if digits > x + 1:
-            out[pos] = 46
-            pos += 1
-            for i in range(x + 1, digits):
-                out[pos] = dig[i]
-                pos += 1
-        return pos
-    out[pos] = dig[0]
+        out[pos] = 46
+        _put_number(out, pos + 1, n - hi * _POW10_INT[frac], frac, pairs)
+        return pos + 1 + frac
+    hi = n // _POW10_INT[digits - 1]
+    out[pos] = 48 + hi
     pos += 1
     if digits > 1:
         out[pos] = 46
-        pos += 1
-        for i in range(1, digits):
-            out[pos] = dig[i]
-            pos += 1
+        _put_number(out, pos + 1, n - hi * _POW10_INT[digits - 1], digits - 1, pairs)
+        pos += digits
     out[pos] = 101
     out[pos + 1] = 45 if x < 0 else 43
     e = -x if x < 0 else x
@@ -185,11 +173,25 @@ def _put_g12(out, pos, v, pow10, nan_text, inf_text, pairs, dig):
     return pos + 4
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, inline="always", error_model="numpy")
+def _put_number(out, pos, n, width, pairs):
+    """The `width` digits of 0 <= n < 10^width (zero-padded) at out[pos:pos + width]."""
+    p = pos + width
+    while p - pos >= 2:
+        q = n // 100
+        r = 2 * (n - q * 100)
+        out[p - 2] = pairs[r]
+        out[p - 1] = pairs[r + 1]
+        n = q
+        p -= 2
+    if p > pos:
+        out[pos] = 48 + n
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
 def _format_into(rows, bits, int_mask, out, pow10, nan_text, inf_text, pairs):
     """All rows into out → bytes written. A value with the bits of the one above it in its
     column (gains, targets, zeros, ...) reuses that value's text."""
-    dig = np.empty(12, dtype=np.uint8)
     width = rows.shape[1]
     start = np.full(width, -1, dtype=np.int64)  # where column c's previous text starts in out
     length = np.zeros(width, dtype=np.int64)
@@ -210,17 +212,31 @@ def _format_into(rows, bits, int_mask, out, pow10, nan_text, inf_text, pairs):
             if int_mask[c]:
                 pos = _put_int(out, pos, rows[i, c])
             else:
-                pos = _put_g12(out, pos, rows[i, c], pow10, nan_text, inf_text, pairs, dig)
+                pos = _put_g12(out, pos, rows[i, c], pow10, nan_text, inf_text, pairs, bits[i, c])
             start[c], length[c] = begin, pos - begin
         out[pos] = 10
         pos += 1
     return pos
 
 
+def text_bytes_needed(rows: np.ndarray) -> int:
+    """An upper bound of the bytes the lines of rows (n, w) take."""
+    return rows.shape[0] * (rows.shape[1] * (MAX_CHARS_PER_VALUE + 1) + 1)
+
+
+def format_rows_into(rows: np.ndarray, int_mask: np.ndarray, out: np.ndarray) -> int:
+    """(n, w) float64 rows → their CSV lines into out (uint8, ≥ text_bytes_needed(rows)) → the
+    bytes written; int_mask as format_rows_bytes'. Runs without the GIL."""
+    rows = np.ascontiguousarray(rows, dtype=np.float64)
+    if out.dtype != np.uint8 or out.ndim != 1 or out.size < text_bytes_needed(rows):
+        raise ValueError(f"format_rows_into: out must be uint8 of at least {text_bytes_needed(rows)} bytes")
+    return _format_into(rows, rows.view(np.int64), np.ascontiguousarray(int_mask, dtype=np.bool_), out, _POW10, _NAN,
+                        _INF, _PAIRS)
+
+
 def format_rows_bytes(rows: np.ndarray, int_mask: np.ndarray) -> bytes:
     """(n, w) float64 rows → their CSV lines as bytes; int_mask (w,) bool marks `%d` columns,
     whose values must be finite and below 2^63 in magnitude (the caller checks)."""
     rows = np.ascontiguousarray(rows, dtype=np.float64)
-    out = np.empty(rows.shape[0] * (rows.shape[1] * (MAX_CHARS_PER_VALUE + 1) + 1), dtype=np.uint8)
-    end = _format_into(rows, rows.view(np.int64), np.ascontiguousarray(int_mask, dtype=np.bool_), out, _POW10, _NAN, _INF, _PAIRS)
-    return out[:end].tobytes()
+    out = np.empty(text_bytes_needed(rows), dtype=np.uint8)
+    return out[:format_rows_into(rows, int_mask, out)].tobytes()

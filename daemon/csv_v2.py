@@ -108,6 +108,25 @@ def format_rows_bytes(rows: np.ndarray) -> bytes:
     integer column beyond ±2^63."""
     from .csv_text import format_rows_bytes as compiled
 
+    return compiled(_checked(rows), _INT_MASK)
+
+
+def text_bytes_needed(rows: np.ndarray) -> int:
+    """An upper bound of the bytes `format_rows_into` writes for rows (n, 80)."""
+    from .csv_text import text_bytes_needed as needed
+
+    return needed(rows)
+
+
+def format_rows_into(rows: np.ndarray, out: np.ndarray) -> int:
+    """format_rows_bytes(rows) into out (uint8, ≥ text_bytes_needed(rows)) → bytes written;
+    the compiled formatter runs without the GIL. Raises as format_rows_bytes."""
+    from .csv_text import format_rows_into as compiled
+
+    return compiled(_checked(rows), _INT_MASK, out)
+
+
+def _checked(rows: np.ndarray) -> np.ndarray:
     rows = np.asarray(rows, dtype=np.float64)
     if rows.ndim != 2 or rows.shape[1] != FRAME_WIDTH:
         raise ValueError(f"CSV v2 frames: expected shape (n, {FRAME_WIDTH}), got {rows.shape}")
@@ -116,7 +135,7 @@ def format_rows_bytes(rows: np.ndarray) -> bytes:
         raise ValueError("CSV v2 frames: integer column holds a non-finite value")
     if ints.size and np.abs(ints).max() >= _INT_LIMIT:
         raise ValueError("CSV v2 frames: integer column holds a value beyond ±2^63")
-    return compiled(rows, _INT_MASK)
+    return rows
 
 
 def empty_frames(n: int) -> np.ndarray:

@@ -6,8 +6,11 @@ command semantics as the daemon (each row becomes a joint impedance command thro
 `plantloop.sim_command`, the function the daemon applies to its decoded frames; there is no
 wire offline, so no encoding) at the reference's own times: row i becomes the pending command at tick round(t_i / 1 ms). The
 arm starts at rest at the first reference target in joint impedance (as `--initial-controller
-joint_impedance` does), and the run continues `tail_s` after the last row. Rows are formatted
-in batches by the compiled formatter (`csv_v2.format_rows_bytes`, the bytes of `format_rows`). Same inputs and seed → the same bytes.
+joint_impedance` does), and the run continues `tail_s` after the last row. The commands being
+known up front, the whole run goes through compiled calls of CHUNK_ROWS ticks that take each
+at its tick (`RobotTicker.advance_commanded`); a worker thread formats each chunk with the
+compiled formatter (`csv_v2.format_rows_into`, the bytes of `format_rows`) and writes it while
+the next is simulated. Same inputs and seed → the same bytes.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,11 +31,13 @@ from .client import DEFAULT_D_JOINT, DEFAULT_FILTER_ALPHA, DEFAULT_K_JOINT
 from .companions import recording_meta, write_companions
 from .excite_files import read_reference_csv
 from .noise import NoiseConfig
-from .plantloop import _EE_QUAT, CONFIG_COLUMNS, TICK_S, RobotTicker, quat_xyzw_from_mats, sim_command
+from .plantloop import (_EE_QUAT, CONFIG_COLUMNS, TICK_S, CommandTable, RobotTicker, config_columns, quat_xyzw_from_mats,
+                        sim_command)
 from .status import RecordingStatus
 from .wire import JointImpedanceCommand as WireJoint
 
 BATCH_ROWS = 1024
+CHUNK_ROWS = 4096  # ticks per compiled call and per write (~5 MB of frames, ~7 MB of text)
 
 
 @dataclass(frozen=True)
@@ -79,7 +85,10 @@ def record_offline(reference_csv: str | Path, out_csv: str | Path, *, truth_path
     try:
         os.write(fd, C.HEADER.encode())
         with _CsvSink(fd) as sink:
-            _simulate(robot, n_ticks, first, _commands(cmd_ticks, q_ref, gains), sink, progress)
+            table = CommandTable(np.concatenate(([0], cmd_ticks)),
+                                 [first, *(command for _, command in _commands(cmd_ticks, q_ref, gains))])
+            if not _simulate_compiled(robot, n_ticks, table, sink, progress):
+                _simulate(robot, n_ticks, first, _commands(cmd_ticks, q_ref, gains), sink, progress)
     finally:
         os.close(fd)
     wall = time.perf_counter() - started
@@ -96,6 +105,39 @@ def _commands(cmd_ticks: np.ndarray, q_ref: np.ndarray, gains: tuple):
     recording's gains, through the daemon's command semantics (`sim_command`)."""
     for tick, q in zip(cmd_ticks.tolist(), q_ref):
         yield tick, sim_command(WireJoint(q, *gains, False))
+
+
+def _simulate_compiled(robot: RobotTicker, n_ticks: int, commands: CommandTable, sink: "_CsvSink",
+                       progress) -> bool:
+    """Run n_ticks ticks with every command known up front (`commands`: the first, then each
+    reference row through `sim_command`) in chunks of CHUNK_ROWS rows, one compiled call each
+    (`RobotTicker.advance_commanded`, which takes each command at its tick); each finished
+    chunk goes to `sink` with the columns left to fill (`_finish_chunk`; two chunk buffers: the
+    sink finishes and formats one while the next is simulated).
+    The noise is drawn per chunk (the same stream as tick by tick). False (nothing run) if the
+    compiled loop cannot run (then `_simulate`)."""
+    if not robot.sim.runs_compiled():
+        return False  # before any noise is drawn: `_simulate` starts the stream from its beginning
+    size = min(CHUNK_ROWS, n_ticks)
+    buffers = [(C.empty_frames(size), np.zeros((size, 9)), np.zeros(size, dtype=np.int64)) for _ in range(2)]
+    for chunk, start in enumerate(range(0, n_ticks, size)):
+        count = min(size, n_ticks - start)
+        batch, xmats, versions = (a[:count] for a in buffers[chunk % 2])
+        offsets = robot.noise.block(count)
+        if not robot.advance_commanded(start, commands, offsets, batch, xmats, versions):
+            raise RuntimeError("the compiled loop stopped running mid-recording")
+        sink.put(batch, _finish_chunk, xmats, versions, commands.states, start)
+        if progress is not None:
+            progress((start + count) / n_ticks)
+    return True
+
+
+def _finish_chunk(rows: np.ndarray, xmats: np.ndarray, versions: np.ndarray, states: np.ndarray, start: int) -> None:
+    """The columns advance_commanded leaves: config (from the state of the command in force,
+    `versions` (n,) into states (C, STATE_WIDTH); a command's row is final once taken), pose, time."""
+    taken = states[:int(versions.max()) + 1]  # the loop may be filling later rows meanwhile
+    rows[:, CONFIG_COLUMNS] = config_columns(taken)[versions]
+    _fill_pose_and_time(rows, xmats, start)
 
 
 def _simulate(robot: RobotTicker, n_ticks: int, first, commands, sink: "_CsvSink", progress) -> None:
@@ -129,30 +171,55 @@ def _simulate(robot: RobotTicker, n_ticks: int, first, commands, sink: "_CsvSink
         rows = batch[:count]
         _fill_batch_columns(rows, xmats[:count], versions[:count], configs, start)
         configs = {versions[count - 1]: configs[versions[count - 1]]}
-        sink.put(rows)
+        sink.put(rows.copy())  # the sink may still be formatting it while the next batch fills
         if progress is not None:
             progress((start + count) / n_ticks)
 
 
-def _format_bytes(rows: np.ndarray) -> bytes:
-    return C.format_rows_bytes(rows)
-
-
 class _CsvSink:
-    """Formats batches (compiled, ~2–3 µs a row) and writes them in order. (A forked formatting
-    worker, as before the compiled formatter, costs more to start than it saves.)"""
+    """Formats batches (compiled, ~2 µs a row, without the GIL) and writes them in order, on one
+    worker thread: `put(rows)` waits for the batch before it, then hands `rows` over, so the
+    caller may refill a batch only after the next put (two alternating buffers). The text goes
+    into one reused buffer and is written from there (no copy)."""
 
     def __init__(self, fd: int) -> None:
         self.fd = fd
+        self._text = np.empty(0, dtype=np.uint8)
+        self._pool = ThreadPoolExecutor(1, thread_name_prefix="csv-sink")
+        self._pending = None
 
-    def put(self, rows: np.ndarray) -> None:
-        _write_all(self.fd, _format_bytes(rows))
+    def _write(self, rows: np.ndarray, finish=None, *args) -> None:
+        if finish is not None:
+            finish(rows, *args)
+        need = C.text_bytes_needed(rows)
+        if self._text.size < need:
+            self._text = np.empty(need, dtype=np.uint8)
+        end = C.format_rows_into(rows, self._text)
+        _write_all(self.fd, memoryview(self._text)[:end])
+
+    def put(self, rows: np.ndarray, finish=None, *args) -> None:
+        """Format and write rows (n, 80) on the worker, after `finish(rows, *args)` there (the
+        columns left to fill, with numpy while the caller's compiled loop runs without the GIL)."""
+        self.flush()
+        self._pending = self._pool.submit(self._write, rows, finish, *args)
+
+    def flush(self) -> None:
+        """Wait for the batch in hand (its error, if any, is raised here)."""
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            pending.result()
 
     def __enter__(self) -> "_CsvSink":
         return self
 
     def __exit__(self, *exc) -> None:
-        return None
+        try:
+            if exc[0] is None:
+                self.flush()
+            elif self._pending is not None:
+                self._pending.exception()  # wait, so nothing writes to the fd after it closes
+        finally:
+            self._pool.shutdown(wait=True)
 
 
 def _fill_batch_columns(rows: np.ndarray, xmats: np.ndarray, versions: np.ndarray, configs: dict,
@@ -161,6 +228,12 @@ def _fill_batch_columns(rows: np.ndarray, xmats: np.ndarray, versions: np.ndarra
     keys = np.array(sorted(configs))
     table = np.stack([configs[k] for k in keys])
     rows[:, CONFIG_COLUMNS] = table[np.searchsorted(keys, versions)]
+    _fill_pose_and_time(rows, xmats, start)
+
+
+def _fill_pose_and_time(rows: np.ndarray, xmats: np.ndarray, start: int) -> None:
+    """The EE quaternion (from the rotation matrices (n, 9)), seq, times and period of rows
+    starting at tick `start`."""
     rows[:, _EE_QUAT] = quat_xyzw_from_mats(xmats)
     rows[:, C.SEQ.start] = np.arange(start, start + len(rows))
     rows[:, C.T_S.start] = rows[:, C.SEQ.start] * TICK_S
@@ -168,7 +241,7 @@ def _fill_batch_columns(rows: np.ndarray, xmats: np.ndarray, versions: np.ndarra
     rows[:, C.CONTROL_PERIOD_S.start] = TICK_S
 
 
-def _write_all(fd: int, data: bytes) -> None:
+def _write_all(fd: int, data) -> None:
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view):]

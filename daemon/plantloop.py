@@ -13,6 +13,8 @@ import mujoco
 import numpy as np
 
 from ..sim import DynamicsParams, IdleCommand, JointImpedanceCommand, JointImpedanceConfig, SimFR3
+from ..sim.arm import command_row
+from ..sim.arm_loop import COMMAND_WIDTH, STATE_WIDTH, ST_ALPHA, ST_D, ST_FRICTION, ST_K, ST_MODE, ST_Q, ST_RESETS
 
 from . import csv_v2 as C
 from .noise import NoiseConfig, NoiseSource
@@ -83,12 +85,48 @@ def to_sim_command(cmd: DecodedCommand):
     return None
 
 
+class CommandTable:
+    """Commands known up front (the offline recorder's reference): sim commands (C,) due at
+    ticks (C,) int64, ascending, as rows (C, COMMAND_WIDTH) (`arm.command_row`); `cursor` the
+    next not yet taken, `last` the one in force (−1: none), `states` (C, STATE_WIDTH) each
+    taken command's controller state."""
+
+    def __init__(self, ticks, commands) -> None:
+        self.ticks = np.ascontiguousarray(ticks, dtype=np.int64)
+        if self.ticks.shape != (len(commands),) or np.any(np.diff(self.ticks) < 0):
+            raise ValueError(f"CommandTable: expected ascending ticks, one per command ({len(commands)}), "
+                             f"got shape {self.ticks.shape}")
+        self.rows = np.zeros((len(commands), COMMAND_WIDTH))
+        for command, row in zip(commands, self.rows):
+            command_row(command, row)
+        self.states = np.zeros((len(self.ticks), STATE_WIDTH))
+        self.cursor, self.last = 0, -1
+
+
 _MEAS = slice(C.Q.start, C.TAU_J.stop)  # q | dq | tau_J: 21 contiguous columns
 _TAU_CMD, _Q_FILTERED = C.TAU_CMD, C.Q_TARGET_FILTERED
 assert C.DQ.start == C.Q.stop and C.TAU_J.start == C.DQ.stop
 # columns that change only when a command arrives (the config block of a frame)
 CONFIG_COLUMNS = np.r_[_CONTROLLER, _VALID, C.Q_TARGET.start:C.Q_TARGET.stop, C.K_JOINT.start:C.D_JOINT.stop,
                        _ALPHA, _FRICTION, _RESETS]
+
+
+def config_columns(states: np.ndarray) -> np.ndarray:
+    """Controller states (n, STATE_WIDTH) (`SimFR3.controller_state`) → a frame's config columns
+    (n, len(CONFIG_COLUMNS)) in CONFIG_COLUMNS order: controller, joint_target_valid, q_target,
+    K_joint, D_joint, filter_alpha, joint_use_friction, joint_reset_count; all but the controller
+    zero unless joint impedance (fr3_stack ring_log_writer: the appended block is valid only then)."""
+    states = np.asarray(states, dtype=np.float64)
+    joint = states[:, ST_MODE] == CONTROLLER_JOINT
+    out = np.zeros((len(states), len(CONFIG_COLUMNS)))
+    out[:, 0] = states[:, ST_MODE]
+    out[:, 1] = joint
+    out[:, 2:9] = states[:, ST_Q:ST_Q + 7]
+    out[:, 9:16] = states[:, ST_K:ST_K + 7]
+    out[:, 16:23] = states[:, ST_D:ST_D + 7]
+    out[:, 23], out[:, 24], out[:, 25] = states[:, ST_ALPHA], states[:, ST_FRICTION], states[:, ST_RESETS]
+    out[~joint, 1:] = 0.0
+    return out
 
 
 class RobotTicker:
@@ -123,16 +161,7 @@ class RobotTicker:
         self._refresh_config()
 
     def _refresh_config(self) -> None:
-        sim, f = self.sim, self.config_row
-        joint = sim.mode == CONTROLLER_JOINT
-        f[_CONTROLLER] = sim.mode
-        f[_VALID] = int(joint)
-        f[C.Q_TARGET] = sim.q_target if joint else 0.0
-        f[C.K_JOINT] = sim.config.k_nm_per_rad if joint else 0.0
-        f[C.D_JOINT] = sim.config.d_nms_per_rad if joint else 0.0
-        f[_ALPHA] = sim.config.filter_alpha if joint else 0.0
-        f[_FRICTION] = sim.config.use_friction if joint else False
-        f[_RESETS] = sim.reset_count if joint else 0  # CSV v2: cols 48–78 zero unless valid
+        self.config_row[CONFIG_COLUMNS] = config_columns(self.sim.controller_state()[None])[0]
         self.config_version += 1
 
     def advance(self, command, row: np.ndarray, ee_xmat_out: np.ndarray) -> None:
@@ -162,6 +191,22 @@ class RobotTicker:
         in one compiled call (SimFR3.run_recorded)."""
         self.sim.run_recorded(offsets, rows[:, _MEAS], rows[:, _TAU_CMD], rows[:, _Q_FILTERED], rows[:, _EE_POS],
                               ee_xmats_out)
+
+    def advance_commanded(self, first_tick: int, commands: "CommandTable", offsets: np.ndarray, rows: np.ndarray,
+                          ee_xmats_out: np.ndarray, versions: np.ndarray) -> bool:
+        """len(offsets) ticks of `advance` numbered first_tick.., each taking its due command of
+        `commands` as `advance(command, ...)` would, in one compiled call (SimFR3.run_commanded):
+        the same columns into rows (n, 80), the EE rotation matrices into ee_xmats_out (n, 9),
+        the command in force per tick into versions (n,) (an index into commands.states, whose
+        config columns are `config_columns(commands.states)`). False (nothing run) when the
+        compiled loop cannot run."""
+        done = self.sim.run_commanded(first_tick, commands.ticks, commands.rows, commands.cursor, commands.last,
+                                      commands.states, versions, offsets, rows[:, _MEAS], rows[:, _TAU_CMD],
+                                      rows[:, _Q_FILTERED], rows[:, _EE_POS], ee_xmats_out)
+        if done is None:
+            return False
+        commands.cursor, commands.last = done
+        return True
 
     def step(self, command=None, control_period_s: float = TICK_S, out: np.ndarray | None = None,
              ee_xmat_out: np.ndarray | None = None) -> np.ndarray:

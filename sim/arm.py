@@ -16,7 +16,8 @@ configured load's velocity-product torque in place of the payload's (Plant.feedf
 load_dynamics.py). `control()` is `tick()` without
 the TickOutput copies; `step_recorded()` is the recorders' hot loop,
 `run_recorded()` many such ticks in one compiled call (arm_loop.py), `apply_command()` a
-command between them.
+command between them, `run_commanded()` many ticks with their commands known up front (the
+offline recorder's whole reference) in one compiled call.
 """
 
 from __future__ import annotations
@@ -27,7 +28,9 @@ import mujoco
 import numpy as np
 
 from .controllers import JOINT_SLEW_NM_PER_TICK, JointImpedanceConfig, mat_to_quat_xyzw, slew_limit_inplace
-from .arm_loop import run_recorded_ticks, step_functions
+from .arm_loop import (CMD_ALPHA, CMD_D, CMD_FRICTION, CMD_K, CMD_MODE, CMD_Q, COMMAND_WIDTH, ST_ALPHA, ST_ALPHA_Q,
+                       ST_D, ST_FRICTION, ST_K, ST_KEEP, ST_MODE, ST_Q, ST_RESETS, STATE_WIDTH, run_commanded_ticks,
+                       run_recorded_ticks, step_functions, take_command)
 from .kernels import add_joint_extras, arm_step, joint_impedance_tick, warm_up
 from .model import HOME_Q, load_model
 from .load import NO_LOAD, EndLoad
@@ -58,6 +61,23 @@ class IdleCommand:
     """An idle command: gravity compensation only (the sim plant has no gravity, so τ = 0)."""
 
     use_friction: bool = False
+
+
+def command_row(command, out: np.ndarray | None = None) -> np.ndarray:
+    """A sim command as the compiled loop's row (arm_loop.COMMAND_WIDTH,), into `out` if given:
+    controller, q_target, K, D, α, use_friction (an IdleCommand: controller 0, the rest zero)."""
+    row = np.zeros(COMMAND_WIDTH) if out is None else out
+    if isinstance(command, JointImpedanceCommand):
+        cfg = command.config
+        row[CMD_MODE] = CONTROLLER_JOINT_IMPEDANCE
+        row[CMD_Q:CMD_Q + 7], row[CMD_K:CMD_K + 7], row[CMD_D:CMD_D + 7] = command.q_target, cfg.k_nm_per_rad, cfg.d_nms_per_rad
+        row[CMD_ALPHA], row[CMD_FRICTION] = cfg.filter_alpha, float(cfg.use_friction)
+    elif isinstance(command, IdleCommand):
+        row[:] = 0.0
+        row[CMD_MODE] = CONTROLLER_IDLE
+    else:
+        raise TypeError(f"unsupported command {type(command).__name__}")
+    return row
 
 
 @dataclass
@@ -99,6 +119,7 @@ class SimFR3:
         self.plant = Plant(model, params, q0, np.zeros(7), np.zeros(7), configured_load=configured_load,
                            friction_law=friction_law)
         warm_up()  # numba's one-time start-up here, not in the first tick of a real-time loop
+        take_command(np.zeros(COMMAND_WIDTH), np.zeros(7), np.zeros(7), np.zeros(STATE_WIDTH))  # idle, on scratch: loads it
         self._scratch = mujoco.MjData(self.plant.model)
         self._bias = np.zeros(self.plant.model.nv)
         self.mode = CONTROLLER_IDLE
@@ -187,20 +208,30 @@ class SimFR3:
         return out
 
     def _apply(self, command, q_meas: np.ndarray) -> None:
-        if isinstance(command, JointImpedanceCommand):
-            if self.mode != CONTROLLER_JOINT_IMPEDANCE:
-                self.ema[:] = q_meas  # reset on entry: EMA state = measured q
-                self.reset_count += 1
-            self.mode = CONTROLLER_JOINT_IMPEDANCE
-            self.q_target = command.q_target.copy()
-            self.config = command.config
-            # the products ema_update forms, once per command (bit-identical to the replay filter)
-            self._keep = 1.0 - self.config.filter_alpha
-            self._alpha_target = np.multiply(self.q_target, self.config.filter_alpha)
-        elif isinstance(command, IdleCommand):
-            self.mode = CONTROLLER_IDLE
-        elif command is not None:
-            raise TypeError(f"unsupported command {type(command).__name__}")
+        if command is None:
+            return
+        state = self.controller_state()
+        take_command(command_row(command), q_meas, self.ema, state)  # the one definition (arm_loop)
+        self._set_controller_state(state, command.config if isinstance(command, JointImpedanceCommand) else None)
+
+    def controller_state(self) -> np.ndarray:
+        """The controller's state besides the EMA as a row (arm_loop.STATE_WIDTH,): mode, reset
+        count, 1 − α, α, use_friction, q_target, α·q_target, K, D."""
+        cfg = self.config
+        return np.concatenate(([float(self.mode), float(self.reset_count), self._keep, cfg.filter_alpha,
+                                float(cfg.use_friction)], self.q_target, self._alpha_target, cfg.k_nm_per_rad,
+                               cfg.d_nms_per_rad))
+
+    def _set_controller_state(self, state: np.ndarray, config: JointImpedanceConfig | None = None) -> None:
+        """Take `state` (a row as controller_state's) back; `config`: the command's own object."""
+        self.mode, self.reset_count = int(state[ST_MODE]), int(state[ST_RESETS])
+        if self.mode == CONTROLLER_JOINT_IMPEDANCE:
+            self.q_target = state[ST_Q:ST_Q + 7].copy()
+            self.config = config if config is not None else JointImpedanceConfig(
+                state[ST_K:ST_K + 7].copy(), state[ST_D:ST_D + 7].copy(), float(state[ST_ALPHA]),
+                bool(state[ST_FRICTION]))
+            self._keep = float(state[ST_KEEP])
+            self._alpha_target = state[ST_ALPHA_Q:ST_ALPHA_Q + 7].copy()
 
     def control(self, q_meas: np.ndarray, dq_meas: np.ndarray, command=None) -> np.ndarray:
         """One controller tick (command → EMA → torque → slew) on measured q, dq (7,) float64.
@@ -295,6 +326,37 @@ class SimFR3:
             cfg.d_nms_per_rad, cfg.use_friction, self.tau_prev, delay.ring, delay.tick, delay.delays,
             plant.friction.coef, delay.law, plant.load, plant.loaded, plant.extras, plant.extra,
             plant.inertia_rows, plant._feedforward)
+
+    def runs_compiled(self) -> bool:
+        """Whether `run_commanded` (and `run_recorded` in one call) can run now: MuJoCo's step
+        functions found, the Coriolis term at the true state, no tick half done."""
+        return step_functions() is not None and not self.measured_coriolis and self._views is not None \
+            and not self._staged
+
+    def run_commanded(self, first_tick: int, cmd_ticks: np.ndarray, cmd_rows: np.ndarray, cursor: int, last: int,
+                      states_out: np.ndarray, versions: np.ndarray, offsets: np.ndarray, measured: np.ndarray,
+                      tau_out: np.ndarray, ema_out: np.ndarray, ee_pos_out: np.ndarray,
+                      ee_xmat_out: np.ndarray) -> tuple[int, int] | None:
+        """n = len(offsets) ticks numbered first_tick.. as `run_recorded`, with the commands
+        cmd_rows (C, COMMAND_WIDTH) (`command_row`) due at cmd_ticks (C,) int64 taken at their
+        ticks as `apply_command` takes them (latest wins), from index `cursor` on; all in one
+        compiled call (arm_loop.run_commanded_ticks). states_out (C, STATE_WIDTH) ← each taken
+        command's controller state, versions (n,) int64 ← the command in force per tick
+        (`last` before the first one taken here). Returns the new (cursor, last), or None (nothing
+        run) when the compiled loop cannot run (run tick by tick then)."""
+        if not self.runs_compiled():
+            return None
+        functions, plant, views, d = step_functions(), self.plant, self._views, self.plant.data
+        delay, state = plant.delay, self.controller_state()
+        delay.tick, cursor, last = run_commanded_ticks(
+            functions[0], functions[1], plant.model._address, d._address, first_tick, cmd_ticks, cmd_rows, cursor,
+            last, state, states_out, versions, offsets, measured, tau_out, ema_out, ee_pos_out, ee_xmat_out,
+            views[0], views[1], self._tau_j, views[2], views[3], views[4], views[5], d.site_xpos[None],
+            d.site_xmat[None], d.xanchor[None], d.xaxis[None], plant.arm.ee_site, plant._jnt_ids, self.ema,
+            self.tau_prev, delay.ring, delay.tick, delay.delays, plant.friction.coef, delay.law, plant.load,
+            plant.loaded, plant.extras, plant.extra)
+        self._set_controller_state(state)
+        return cursor, last
 
     def tick(self, q_meas, dq_meas, command=None) -> TickOutput:
         """One controller tick in fr3_stack's order: command (reset on mode change) → EMA → torque → slew."""

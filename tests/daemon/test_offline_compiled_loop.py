@@ -74,3 +74,12 @@ def test_a_5s_multisine_recording_is_byte_identical_to_the_per_tick_path(tmp_pat
     got = (tmp_path / "rec.csv").read_bytes()
     assert result.rows == expected.count(b"\n") - 1
     assert got == expected
+
+
+def test_the_tick_by_tick_fallback_writes_the_same_bytes(tmp_path, reference, monkeypatch):
+    import twinlake.sim.arm as arm
+
+    record_offline(reference, tmp_path / "compiled.csv", seed=5, tail_s=TAIL_S)
+    monkeypatch.setattr(arm, "step_functions", lambda: None)  # as on a host whose libmujoco has no symbols
+    record_offline(reference, tmp_path / "fallback.csv", seed=5, tail_s=TAIL_S)
+    assert (tmp_path / "fallback.csv").read_bytes() == (tmp_path / "compiled.csv").read_bytes()

@@ -1,11 +1,14 @@
 """The offline recorder's fast path agrees with the daemon's per-tick frames; batch formatting."""
 
+import os
+
 import numpy as np
+import pytest
 
 from twinlake.daemon import csv_v2 as C
 from twinlake.daemon.noise import NoiseConfig
-from twinlake.daemon.offline import BATCH_ROWS, _simulate
-from twinlake.daemon.plantloop import RobotTicker
+from twinlake.daemon.offline import BATCH_ROWS, CHUNK_ROWS, _CsvSink, _simulate, _simulate_compiled
+from twinlake.daemon.plantloop import CommandTable, RobotTicker
 from twinlake.sim import HOME_Q, DynamicsParams, IdleCommand, JointImpedanceCommand, JointImpedanceConfig
 
 
@@ -48,6 +51,34 @@ def test_offline_batches_equal_the_daemon_step_frames():
     assert set(rows[:, C.CONTROLLER.start]) == {0.0, 2.0} and rows[-1, C.JOINT_RESET_COUNT.start] == 2
 
 
+def test_the_whole_run_compiled_loop_equals_the_per_command_path_across_mode_switches():
+    n = CHUNK_ROWS + 700  # crosses a chunk boundary
+    params, noise = DynamicsParams.nominal(), NoiseConfig()
+    first = JointImpedanceCommand(HOME_Q)
+    plan = _schedule(n)
+    plan.insert(80, (plan[79][0], IdleCommand()))  # two commands due at one tick: the latest wins
+    plan.insert(120, (plan[119][0] + 2, IdleCommand()))
+    per_command, compiled = RobotTicker(params, noise, 9, q0=HOME_Q), RobotTicker(params, noise, 9, q0=HOME_Q)
+    expected, got = _Collect(), _Finishing()
+    _simulate(per_command, n, first, iter(plan), expected, None)
+    table = CommandTable([0] + [t for t, _ in plan], [first] + [c for _, c in plan])
+    assert _simulate_compiled(compiled, n, table, got, None)
+    rows, want = np.concatenate(got.rows), np.concatenate(expected.rows)
+    assert [len(r) for r in got.rows] == [CHUNK_ROWS, 700]  # one compiled call per chunk
+    np.testing.assert_array_equal(rows, want)
+    assert rows[-1, C.JOINT_RESET_COUNT.start] == 4 and set(rows[:, C.CONTROLLER.start]) == {0.0, 2.0}
+    assert compiled.sim.reset_count == per_command.sim.reset_count == 4  # the state is handed back
+    np.testing.assert_array_equal(compiled.sim.controller_state(), per_command.sim.controller_state())
+    np.testing.assert_array_equal(compiled.sim.ema, per_command.sim.ema)
+
+
+class _Finishing(_Collect):
+    def put(self, rows, finish=None, *args):
+        if finish is not None:
+            finish(rows, *args)
+        super().put(rows)
+
+
 def _plain(rows: np.ndarray) -> str:
     out = []
     for row in rows.tolist():
@@ -67,3 +98,21 @@ def test_format_rows_with_constant_columns_matches_per_value_formatting():
     rows[:, C.TAU_J.start] = 1e-300
     for batch in (rows, rows[:1], rows[3:5]):
         assert C.format_rows(batch) == _plain(batch)
+
+
+def test_the_csv_sink_writes_in_order_and_reports_a_failed_write(tmp_path):
+    rows = C.empty_frames(5)
+    rows[:, C.SEQ.start] = np.arange(5)
+    path = tmp_path / "out.csv"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT)
+    with _CsvSink(fd) as sink:
+        sink.put(rows[:3].copy())
+        sink.put(rows[3:].copy())
+    os.close(fd)
+    assert path.read_bytes() == C.format_rows(rows).encode()
+    fd = os.open(path, os.O_RDONLY)  # a write that fails surfaces in the caller, not lost in the thread
+    with pytest.raises(OSError):
+        with _CsvSink(fd) as sink:
+            sink.put(rows.copy())
+            sink.flush()
+    os.close(fd)
