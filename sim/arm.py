@@ -354,7 +354,7 @@ class SimFR3:
             views[0], views[1], self._tau_j, views[2], views[3], views[4], views[5], d.site_xpos[None],
             d.site_xmat[None], d.xanchor[None], d.xaxis[None], plant.arm.ee_site, plant._jnt_ids, self.ema,
             self.tau_prev, delay.ring, delay.tick, delay.delays, plant.friction.coef, delay.law, plant.load,
-            plant.loaded, plant.extras, plant.extra)
+            plant.loaded, plant.extras, plant.extra, plant.inertia_rows, plant._feedforward)
         self._set_controller_state(state)
         return cursor, last
 

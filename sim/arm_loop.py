@@ -144,7 +144,8 @@ def take_command(row, q_meas, ema, state):
 def run_commanded_ticks(step1, step2, model, data, first_tick, cmd_ticks, cmd_rows, cursor, last, state, states_out,
                         versions, offsets, measured, tau_out, ema_out, ee_pos_out, ee_xmat_out, qpos, qvel, tau_j, bias,
                         applied, passive, constraint, site_xpos, site_xmat, xanchor, xaxis, site, jnt_ids, ema,
-                        tau_prev, ring, tick, delays, coef, law, load, loaded, extras, extra):
+                        tau_prev, ring, tick, delays, coef, law, load, loaded, extras, extra, inertia_rows,
+                        feedforward):
     """n = len(offsets) recorded ticks numbered first_tick.., with the commands cmd_rows
     (C, COMMAND_WIDTH) due at cmd_ticks (C,) (ascending): at each tick the latest due command
     not yet taken (from index `cursor` on) goes through take_command on that tick's measured q
@@ -176,7 +177,8 @@ def run_commanded_ticks(step1, step2, model, data, first_tick, cmd_ticks, cmd_ro
                                   applied, passive, constraint, site_xpos, site_xmat, xanchor, xaxis, site, jnt_ids,
                                   state[ST_MODE] == _JOINT, ema, state[ST_KEEP], state[ST_ALPHA_Q:ST_ALPHA_Q + 7],
                                   state[ST_K:ST_K + 7], state[ST_D:ST_D + 7], state[ST_FRICTION] != 0.0, tau_prev,
-                                  ring, tick, delays, coef, law, load, loaded, extras, extra)
+                                  ring, tick, delays, coef, law, load, loaded, extras, extra, inertia_rows,
+                                  feedforward)
         i = end
     return tick, cursor, last
 
