@@ -8,19 +8,24 @@ writer prints it), then measures in the same process and the same run:
             SHA-256 + zstd copy of the raw file, Parquet write, fsync, atomic publish
 
 twinlake runs once per `--raw-codec` (default: zstd, the CLI default, and none, a plain
-kernel-side copy, to show what compressing the archive costs).
+kernel-side copy, to show what compressing the archive costs), and once per
+`--archive-threads` value (workers compressing the archive's frames; default: the
+pipeline's own `rawstore.ARCHIVE_THREADS`; 1 shows the archive compressed on one thread).
 
 Each is run `--repeat` times (alternating, fresh output each time); the best wall time of
 each is reported with rows/s and the ratio twinlake/duckdb (throughput; target >= 0.8),
 plus the same ratio in process CPU seconds, which a busy shared machine disturbs less.
 
     python bench/ingest.py [--rows 600000] [--repeat 2] [--keep DIR]
-                                          [--raw-codec zstd none]
+                           [--raw-codec zstd none] [--archive-threads 2 1]
+
+The 1-minute load average is printed before and after (the machine may be shared).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import tempfile
 import time
@@ -29,6 +34,7 @@ from pathlib import Path
 import duckdb
 
 from twinlake.catalog import Lake
+from twinlake.ingest import rawstore
 from twinlake.ingest.pipeline import ingest_paths
 from twinlake.ingest.registry import ReadOptions
 from twinlake.ingest.samples import SampleSpec, write_sample
@@ -45,8 +51,10 @@ def time_duckdb(csv: Path, out: Path) -> tuple[float, float]:
     return wall, cpu
 
 
-def time_twinlake(csv: Path, lake_dir: Path, rows: int, codec: str) -> tuple[float, float]:
+def time_twinlake(csv: Path, lake_dir: Path, rows: int, codec: str,
+                  archive_threads: int) -> tuple[float, float]:
     """(wall s, process CPU s) of the full ingest pipeline."""
+    rawstore.ARCHIVE_THREADS = archive_threads
     wall, cpu = time.perf_counter(), time.process_time()
     [outcome] = list(ingest_paths(Lake(lake_dir), [csv], ReadOptions(robot="bench"),
                                   raw_codec=codec))
@@ -64,7 +72,12 @@ def main() -> None:
     parser.add_argument("--raw-codec", nargs="+", default=["zstd", "none"],
                         choices=["zstd", "lz4", "none"],
                         help="codecs of the kept raw copy to measure (default: zstd none)")
+    parser.add_argument("--archive-threads", nargs="+", type=int,
+                        default=[rawstore.ARCHIVE_THREADS],
+                        help="workers compressing the archive (default: "
+                             f"{rawstore.ARCHIVE_THREADS}, the pipeline's)")
     args = parser.parse_args()
+    print(f"load average (1 min) at start: {os.getloadavg()[0]:.1f}")
     work = args.keep or Path(tempfile.mkdtemp(prefix="twinlake-bench-"))
     work.mkdir(parents=True, exist_ok=True)
     csv = work / "bench_run.csv"
@@ -73,28 +86,40 @@ def main() -> None:
         write_sample(csv, SampleSpec(rows=args.rows, seed=1))
         print(f"generated {csv} ({csv.stat().st_size / 1e6:.0f} MB, {args.rows} rows) "
               f"in {time.perf_counter() - t0:.1f} s")
-    duck, twin = [], {codec: [] for codec in args.raw_codec}
+    variants = [(c, t) for c in args.raw_codec for t in args.archive_threads
+                if c != "none" or t == args.archive_threads[0]]  # none compresses nothing
+    duck, twin = [], {v: [] for v in variants}
     for i in range(args.repeat):
         out = work / f"duck{i}.parquet"
         duck.append(time_duckdb(csv, out))
         out.unlink()
         line = f"round {i + 1}: duckdb {duck[-1][0]:.2f} s (cpu {duck[-1][1]:.2f} s)"
-        for codec in args.raw_codec:
-            lake_dir = work / f"lake{i}-{codec}"
-            twin[codec].append(time_twinlake(csv, lake_dir, args.rows, codec))
+        for codec, threads in variants:
+            lake_dir = work / f"lake{i}-{codec}-{threads}"
+            times = twin[codec, threads]
+            times.append(time_twinlake(csv, lake_dir, args.rows, codec, threads))
             shutil.rmtree(lake_dir)
-            line += f", twinlake[{codec}] {twin[codec][-1][0]:.2f} s (cpu {twin[codec][-1][1]:.2f} s)"
+            line += f", twinlake[{_label(codec, threads, args)}] {times[-1][0]:.2f} s " \
+                    f"(cpu {times[-1][1]:.2f} s)"
         print(line, flush=True)
     d, dc = min(w for w, _ in duck), min(c for _, c in duck)
     print(f"duckdb   COPY read_csv -> parquet        : {args.rows / d:10,.0f} rows/s "
           f"(best {d:.2f} s wall, {dc:.2f} s cpu)")
-    for codec, times in twin.items():
+    for (codec, threads), times in twin.items():
         t, tc = min(w for w, _ in times), min(c for _, c in times)
-        print(f"twinlake ingest, raw copy {codec:>4}     : {args.rows / t:10,.0f} rows/s "
+        print(f"twinlake ingest, raw copy {_label(codec, threads, args):>8} : "
+              f"{args.rows / t:10,.0f} rows/s "
               f"(best {t:.2f} s wall, {tc:.2f} s cpu)  ratio {d / t:.2f}x wall, "
               f"{dc / tc:.2f}x cpu  (target >= 0.80)")
+    print(f"load average (1 min) at end: {os.getloadavg()[0]:.1f}")
     if args.keep is None:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def _label(codec: str, threads: int, args: argparse.Namespace) -> str:
+    """`zstd`, or `zstd/2` when several archive thread counts are measured."""
+    several = len(args.archive_threads) > 1 and codec != "none"
+    return f"{codec}/{threads}" if several else codec
 
 
 if __name__ == "__main__":

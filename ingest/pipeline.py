@@ -193,7 +193,8 @@ def _ingest(lake: Lake, path: Path, reader: SourceReader, options: ReadOptions,
     for f in unit.raw_files:
         if f.path.is_file():
             raw.add(f.path, f.role)
-    row = run_row(unit, raw.wait(), manifest_hash=path.is_dir())
+    stats = frame_stats(frames)  # before joining the archive thread: overlaps its tail
+    row = run_row(unit, raw.wait(), manifest_hash=path.is_dir(), stats=stats)
     base = Outcome(str(path), "published", "", format=reader.name, robot=unit.robot,
                    run=unit.run, frame_count=frames.num_rows, verdict=row["verdict"],
                    flags=row["flags"], files=[str(f.path) for f in unit.raw_files])
@@ -274,9 +275,11 @@ def identity_sha256(stored: list, manifest_hash: bool) -> str | None:
     return hashlib.sha256(lines.encode()).hexdigest()
 
 
-def run_row(unit: IngestUnit, stored: list, manifest_hash: bool = False) -> dict[str, Any]:
-    """The run.parquet row: reader fields + frame statistics + hashes + verdict."""
-    stats = frame_stats(unit.frames)
+def run_row(unit: IngestUnit, stored: list, manifest_hash: bool = False,
+            stats: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The run.parquet row: reader fields + frame statistics (`stats`, computed here when
+    None) + hashes + verdict."""
+    stats = frame_stats(unit.frames) if stats is None else stats
     fields = dict(unit.run_fields)
     reasons = list(unit.reasons)
     complete = fields.get("complete")

@@ -2,21 +2,27 @@
 
 Keeps original files byte for byte: SHA-256 of the original bytes plus a copy under the
 partition's `raw/`, compressed by default (`raw/<name>.zst`; codecs in `RAW_CODECS`:
-zstd, lz4, or none for a plain kernel-side copy). The primary file is hashed and
-compressed on one background thread (hashlib and Arrow's codec release the GIL), overlapping
-CSV parsing; small companion files are added synchronously. Large tables (frames) are
-written to Parquet on another thread, overlapping validation. Everything lands in a private
-`_staging/prep-*` directory that `move_into` moves into the partition being published.
+zstd, lz4, or none for a plain kernel-side copy). The primary file is archived on a
+background thread overlapping CSV parsing: one pass over a memory map of it (the page
+cache the reader parses from too) cuts it into `CHUNK_BYTES` blocks, this thread hashes
+each block while `ARCHIVE_THREADS` workers compress blocks into independent frames, written
+in input order (so the bytes do not depend on the thread count or timing). hashlib and
+Arrow's `Codec.compress` release the GIL. Small companion files are added synchronously.
+Large tables (frames) are written to Parquet on another thread, overlapping validation.
+Each file is fsynced by the thread that wrote it, so the publish's own fsync finds little
+left to flush. Everything lands in a private `_staging/prep-*` directory that `move_into`
+moves into the partition being published.
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import os
 import shutil
 import threading
-from collections.abc import Callable
+from collections import deque
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,10 +31,19 @@ import pyarrow as pa
 from ..catalog import Lake, new_staging_dir
 
 CHUNK_BYTES = 1 << 23
+"""Input bytes per compressed frame (8 MiB: smaller frames cost more CPU, larger save none)."""
 RAW_CODECS = {"zstd": ".zst", "lz4": ".lz4", "none": ""}
-"""Codec of the kept raw copy → file suffix. zstd (default) keeps ~31% of a CSV v2's bytes
-at ~200 MB/s per core; lz4 ~62%, a little faster; none copies in the kernel (no CPU)."""
+"""Codec of the kept raw copy → file suffix. zstd (default, level `ZSTD_LEVEL`) keeps ~31%
+of a CSV v2's bytes at ~0.4-0.45 GB/s per core; lz4 ~62% at ~0.6 GB/s; none copies in the
+kernel (no CPU)."""
 DEFAULT_RAW_CODEC = "zstd"
+ZSTD_LEVEL = 1
+"""zstd level of the archive. Measured on the 527 MB bench CSV v2 (CPU s, kept fraction):
+level 3 3.6 s / 36%, 2 1.7 s / 33%, 1 1.2-1.3 s / 31%, -1 1.1 s / 56%, -3 0.9 s / 60%,
+-10 0.7 s / 75%: on float text 1 is both the cheapest level that entropy-codes the digits
+and the smallest output; every faster level nearly doubles the archive."""
+ARCHIVE_THREADS = 2
+"""Workers compressing the primary file's frames (on top of the hashing thread)."""
 
 
 @dataclass(frozen=True)
@@ -47,26 +62,60 @@ class StoredFile:
 
 
 def store_file(src: Path, raw_dir: Path, role: str, codec: str = DEFAULT_RAW_CODEC,
-               chunk_bytes: int = CHUNK_BYTES) -> StoredFile:
-    """Hash `src` and write `raw_dir/<name><suffix>` in one pass over a memory map of it.
-    Compressed copies are a sequence of independent frames of `chunk_bytes` input each (a
-    valid zstd / lz4-frame stream; one-shot frames cost ~25% less CPU than a stream)."""
+               chunk_bytes: int = CHUNK_BYTES, threads: int = 1) -> StoredFile:
+    """Hash `src` and write `raw_dir/<name><suffix>` in one pass over a memory map of it,
+    then fsync it. Compressed copies are a sequence of independent frames of `chunk_bytes`
+    input each (a valid zstd / lz4-frame stream; one-shot frames cost ~25% less CPU than a
+    stream), compressed by `threads` workers while this thread hashes; same bytes for any
+    `threads`."""
     if codec not in RAW_CODECS:
         raise ValueError(f"raw codec {codec!r}: expected one of {', '.join(RAW_CODECS)}")
     dst = raw_dir / f"{src.name}{RAW_CODECS[codec]}"
     size = src.stat().st_size
-    if codec == "none":
-        shutil.copyfile(src, dst)  # sendfile/copy_file_range: no user-space copy
     data = pa.memory_map(str(src), "r").read_buffer() if size else pa.py_buffer(b"")
     digest = hashlib.sha256()
-    compressor = pa.Codec(codec) if codec != "none" else None
-    with open(dst, "wb") if compressor is not None else contextlib.nullcontext() as out:
-        for start in range(0, size, chunk_bytes):
-            chunk = data.slice(start, min(chunk_bytes, size - start))
-            digest.update(memoryview(chunk))
-            if compressor is not None:
-                out.write(compressor.compress(chunk))
+    blocks = (data.slice(start, min(chunk_bytes, size - start))
+              for start in range(0, size, chunk_bytes))
+    if codec == "none":
+        shutil.copyfile(src, dst)  # sendfile/copy_file_range: no user-space copy
+        for block in blocks:
+            digest.update(memoryview(block))
+    else:
+        level = ZSTD_LEVEL if codec == "zstd" else None
+        with open(dst, "wb") as out:
+            for frame in _frames(blocks, pa.Codec(codec, level), digest, threads):
+                out.write(frame)
+    _fsync(dst)
     return StoredFile(src.name, role, digest.hexdigest(), size, f"raw/{dst.name}")
+
+
+def _frames(blocks: Iterator[pa.Buffer], codec: pa.Codec, digest, threads: int
+            ) -> Iterator[pa.Buffer]:
+    """The compressed frames of `blocks`, in order, each block hashed into `digest` on this
+    thread while up to 2 × `threads` blocks are compressed ahead on `threads` workers
+    (`Codec.compress` keeps no state between calls: one codec serves every worker)."""
+    if threads <= 1:
+        for block in blocks:
+            digest.update(memoryview(block))
+            yield codec.compress(block)
+        return
+    with ThreadPoolExecutor(threads, thread_name_prefix="twinlake-archive") as pool:
+        ahead: deque = deque()
+        for block in blocks:
+            ahead.append(pool.submit(codec.compress, block))
+            digest.update(memoryview(block))
+            if len(ahead) >= 2 * threads:
+                yield ahead.popleft().result()
+        while ahead:
+            yield ahead.popleft().result()
+
+
+def _fsync(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def read_raw(stored: Path) -> bytes:
@@ -100,6 +149,7 @@ class RawStore:
         def work() -> None:
             try:
                 write(self.dir / name)
+                _fsync(self.dir / name)
             except BaseException as exc:  # reported by wait()
                 self._write_errors.append(exc)
 
@@ -108,12 +158,14 @@ class RawStore:
         self._writers.append(thread)
 
     def start_primary(self, src: Path, role: str = "recording") -> None:
-        """Begin hashing + compressing `src` on a background thread."""
+        """Begin hashing + compressing `src` on a background thread (with `ARCHIVE_THREADS`
+        compressing workers)."""
         self._primary = src.name
 
         def work() -> None:
             try:
-                self._stored[src.name] = store_file(src, self.dir / "raw", role, self.codec)
+                self._stored[src.name] = store_file(src, self.dir / "raw", role, self.codec,
+                                                    threads=ARCHIVE_THREADS)
             except BaseException as exc:  # reported by wait()
                 self._error = exc
 
