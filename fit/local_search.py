@@ -293,7 +293,7 @@ def local_seed(wd: Path, settings, seed: int, data, pool, cheap_pool_factory: Ca
         bar.update(2, loss, loss, 0.0, 0.0, 0.0)
         if on_stage:
             on_stage(2, pool)
-    params, loss, jacobian = state["params"], state["loss"], state["jacobian"]
+    params, loss, jacobian = state["params"], state["loss"], state.get("jacobian")
     if state["failed"]:
         bar.note("local result not trusted (" + "; ".join(state["failed"]) + "): CMA-ES from the best local point")
         c_params, c_loss, c_rows = cma(params, space.delay_of(params))

@@ -143,7 +143,8 @@ def run_fit(
     settings) on the same workers; the seed with the lowest loss (ties: the lower seed) is the
     fit, all N are stored in seeds.parquet and give the spread. Before publishing, the error
     bars at the optimum (fit/identifiability.py: one batch of 2k+1 candidates on the same
-    workers) are stored as `identifiability_json`. `on_generation(gen, pool)` is called after
+    workers; a local-search fit reuses its last full-data LM Jacobian instead,
+    `reused_error_bars`) are stored as `identifiability_json`. `on_generation(gen, pool)` is called after
     each generation's checkpoint (diagnostics and tests)."""
     lk = lake if isinstance(lake, Lake) else Lake(Path(lake))
     settings, fit_id = _start(lk, settings, fit_id, resume)
