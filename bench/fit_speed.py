@@ -139,6 +139,14 @@ def errors(vec: np.ndarray, truth) -> tuple[float, str, float]:
     return worst, name, static
 
 
+def _delay_ms(vec: np.ndarray) -> int:
+    """The motor delay of a parameter vector (LAYOUT order; not its last entry since the layout
+    grew groups after the delay)."""
+    from twinlake.sim import DynamicsParams
+
+    return int(DynamicsParams.from_vector(vec).motor_delay_ms)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seed", type=int, default=0, help="truth and fit seed")
@@ -170,7 +178,7 @@ def main() -> None:
             else:
                 results[m] = twinlake_fit(lake, train, holdout, m, args.seed, args.workers)
                 if m == "local":
-                    local_delay = int(round(results[m][0][-1]))
+                    local_delay = _delay_ms(results[m][0])
             print(f"  {m}: {results[m][1]:.1f} s", flush=True)
         ray.shutdown()
         rmse = holdout_rmse(lake, holdout, {**{m: r[0] for m, r in results.items()}, "truth": truth.to_vector()})
@@ -180,7 +188,7 @@ def main() -> None:
     summary = {}
     for m, (vec, wall, gates) in results.items():
         worst, name, static = errors(vec, truth)
-        delay = int(round(vec[-1]))
+        delay = _delay_ms(vec)
         ratio = rmse[m] / floor
         print(f"{m:8s} {wall:7.1f} {worst:12.2f} {name:16s} {static:9.1f} {delay:3d}/{truth.motor_delay_ms:<2d} "
               f"{ratio:8.2f}× {FRANKATWIN_S / wall:12.0f}×  {gates or ''}")
