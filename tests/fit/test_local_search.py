@@ -74,6 +74,7 @@ def test_same_bits_across_workers_and_resume_at_each_stage(synth_lake, ray_clust
     two = run_fit(synth_lake, _settings(), fit_id="loc-2w", workers=2, progress=False)
     _same(local, one)
     _same(local, two)
+    assert local.extra["identifiability_json"] == two.extra["identifiability_json"]  # the reused Jacobian too
     for stage in (1, 2):
         def crash(k, pool, stage=stage):
             if k == stage:
@@ -85,6 +86,7 @@ def test_same_bits_across_workers_and_resume_at_each_stage(synth_lake, ray_clust
         assert (work_dir(Lake(synth_lake), fid) / "local-4.pkl").is_file()
         resumed = run_fit(synth_lake, fit_id=fid, resume=True, workers=0, progress=False)
         _same(resumed, local)
+        assert resumed.extra["identifiability_json"] == local.extra["identifiability_json"]
 
 
 def test_a_failed_gate_falls_back_to_cma_from_the_local_point(synth_lake, monkeypatch):
