@@ -15,7 +15,9 @@ a local Ray cluster of `--workers` CPUs (started before the clock; the fits' act
    it is given the delay the `local` fit found (an advantage it gets for free).
 
 Wall time of a twinlake method is the whole `run_fit` (data read, actors, search, error bars,
-holdout scoring, publication). Printed per method: wall time, the worst relative error over
+holdout scoring, publication); beside it the seconds per stage, the CPU seconds of the
+driver and of the fit's Ray actors (read from /proc at the fit's last stage or generation
+callback, Linux only) and the load average, since the machine may be shared. Printed per method: wall time, the worst relative error over
 the excited parameters (armature, Coulomb = mu_static·dynamic_ratio, viscous: 21 values; and
 separately over the static-friction split), the delay against the truth, the held-out q RMSE
 against the noise floor (the truth replayed), and the ratio of FrankaTwin's published
@@ -53,20 +55,44 @@ def make_lake(root: Path, seed: int, seconds: float):
     return truth, train, holdout
 
 
+def _cpu_s(pids: list[int]) -> float:
+    """User + system CPU seconds of the processes `pids` (Linux /proc; NaN elsewhere)."""
+    import os
+
+    try:
+        total = 0
+        for pid in pids:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])
+        return total / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return float("nan")
+
+
 def twinlake_fit(lake: Path, train, holdout, method: str, seed: int, workers: int):
+    import os
+
     from twinlake.fit.run import FitSettings, run_fit
 
     settings = FitSettings(train=train, holdout=holdout, population=32, generations=20, seed=seed,
                            refine_iterations=10, method=method)  # `fit run`'s defaults
+    actor_cpu: dict[int, float] = {}
+
+    def on_stage(_k: int, pool) -> None:  # the actors' CPU so far (they are gone after run_fit)
+        if hasattr(pool, "pids"):
+            actor_cpu.update({pid: _cpu_s([pid]) for pid in pool.pids()})
+
+    load0, cpu0 = os.getloadavg()[0], time.process_time()
     started = time.perf_counter()
-    rec = run_fit(lake, settings, fit_id=f"speed-{method}", workers=workers, progress=False)
+    rec = run_fit(lake, settings, fit_id=f"speed-{method}", workers=workers, progress=False, on_generation=on_stage)
     wall = time.perf_counter() - started
     stages: dict[str, float] = {}
     for h in rec.history:
         stages[h["stage"]] = stages.get(h["stage"], 0.0) + h["iter_s"]
     print(f"  {method}: stage seconds " + ", ".join(f"{k} {v:.1f}" for k, v in stages.items())
-          + f", error bars {rec.extra['error_bars_s']:.1f}, rest {wall - sum(stages.values()) - rec.extra['error_bars_s']:.1f}",
-          flush=True)
+          + f", error bars {rec.extra['error_bars_s']:.1f}, rest {wall - sum(stages.values()) - rec.extra['error_bars_s']:.1f}"
+          + f"; CPU s: driver {time.process_time() - cpu0:.1f}, actors {sum(actor_cpu.values()):.1f}; "
+          f"load {load0:.1f} -> {os.getloadavg()[0]:.1f}", flush=True)
     return rec.vector, wall, rec.extra.get("local_gates")
 
 
@@ -113,6 +139,14 @@ def errors(vec: np.ndarray, truth) -> tuple[float, str, float]:
     return worst, name, static
 
 
+def _delay_ms(vec: np.ndarray) -> int:
+    """The motor delay of a parameter vector (LAYOUT order; not its last entry since the layout
+    grew groups after the delay)."""
+    from twinlake.sim import DynamicsParams
+
+    return int(DynamicsParams.from_vector(vec).motor_delay_ms)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seed", type=int, default=0, help="truth and fit seed")
@@ -144,7 +178,7 @@ def main() -> None:
             else:
                 results[m] = twinlake_fit(lake, train, holdout, m, args.seed, args.workers)
                 if m == "local":
-                    local_delay = int(round(results[m][0][-1]))
+                    local_delay = _delay_ms(results[m][0])
             print(f"  {m}: {results[m][1]:.1f} s", flush=True)
         ray.shutdown()
         rmse = holdout_rmse(lake, holdout, {**{m: r[0] for m, r in results.items()}, "truth": truth.to_vector()})
@@ -154,7 +188,7 @@ def main() -> None:
     summary = {}
     for m, (vec, wall, gates) in results.items():
         worst, name, static = errors(vec, truth)
-        delay = int(round(vec[-1]))
+        delay = _delay_ms(vec)
         ratio = rmse[m] / floor
         print(f"{m:8s} {wall:7.1f} {worst:12.2f} {name:16s} {static:9.1f} {delay:3d}/{truth.motor_delay_ms:<2d} "
               f"{ratio:8.2f}× {FRANKATWIN_S / wall:12.0f}×  {gates or ''}")

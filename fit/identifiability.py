@@ -18,6 +18,10 @@ Method (docs/fitting.md, "Identifiability"), for the k free continuous parameter
 - ``seed_spread``: the optima of several seeds differ by more than 10 % of the bound range.
 - ``at_bound`` within 0.5 % of the range from a bound, ``near_bound`` within 5 % (free parameters).
 - The integer motor delay is never in J (it is discrete); it is reported as ``discrete``.
+- ``jacobian`` says which J was used: the central differences above, or (a local-search fit,
+  fit/local_search.py) the forward-difference Jacobian of its last full-data Levenberg–Marquardt
+  iteration, reused (`analyse_scaled` on its R factor): taken at the point that iteration's step
+  started from, with the same step of 1e-3 of each range.
 
 The intervals are local (linearised) and treat residuals as independent with one variance:
 time-correlated misfit makes them optimistic; that is why held-out validation and the seed
@@ -44,6 +48,7 @@ UNIDENTIFIABLE_HALF_WIDTH = 0.5  # of the bound range
 DIRECTION_WEIGHT = 0.3
 SEED_SPREAD_FRACTION = 0.10  # of the bound range
 INSENSITIVE_FRACTION = 0.02  # of the most important parameter's range-scaled sensitivity
+CENTRAL_JACOBIAN = "central differences at the optimum"
 
 ResidualFn = Callable[[np.ndarray], np.ndarray]
 
@@ -76,6 +81,7 @@ class IdentifiabilityResult:
     flags: dict[str, list[str]] = field(default_factory=dict)
     seed_values: np.ndarray | None = None  # (S, n) optima of several seeds
     importance: np.ndarray | None = None  # RMS of each range-scaled Jacobian column (NaN if not free)
+    jacobian: str = CENTRAL_JACOBIAN  # which Jacobian the error bars come from
 
     def flagged(self, flag: str) -> list[str]:
         """Names carrying ``flag``."""
@@ -89,6 +95,7 @@ class IdentifiabilityResult:
         spread = self.seed_spread()
         return {
             "method": "fd_jacobian_gauss_newton_v1",
+            "jacobian": self.jacobian,
             "condition_number": f(self.condition_number),
             "sigma2": f(self.sigma2),
             "dof": int(self.dof),
@@ -146,14 +153,25 @@ def fd_jacobian(residuals: ResidualFn, x: np.ndarray, free_idx: Sequence[int], l
 
 def analyse(names: Sequence[str], x: np.ndarray, jac: np.ndarray, r0: np.ndarray, free_idx: Sequence[int],
             lower: np.ndarray, upper: np.ndarray, seed_values: np.ndarray | None = None) -> IdentifiabilityResult:
-    """Covariance, intervals, condition number and flags from a Jacobian at the optimum."""
+    """Covariance, intervals, condition number and flags from a Jacobian (M, k) at the optimum."""
+    free_idx = np.asarray(free_idx, dtype=np.int64)
+    rng = (upper - lower)[free_idx]
+    return analyse_scaled(names, x, jac * rng[None, :], float(r0 @ r0), jac.shape[0], free_idx, lower, upper,
+                          seed_values)
+
+
+def analyse_scaled(names: Sequence[str], x: np.ndarray, jn: np.ndarray, rss: float, rows: int,
+                   free_idx: Sequence[int], lower: np.ndarray, upper: np.ndarray,
+                   seed_values: np.ndarray | None = None, jacobian: str = CENTRAL_JACOBIAN) -> IdentifiabilityResult:
+    """`analyse` from the range-scaled Jacobian `jn` (M, k) — or any matrix with the same
+    jnᵀjn, e.g. its R factor (k, k) —, the residual sum of squares `rss` and the residual count
+    `rows` (M); `jacobian` describes where J comes from."""
     names = tuple(names)
     n, free_idx = len(names), np.asarray(free_idx, dtype=np.int64)
-    m, k = jac.shape
-    dof = max(m - k, 1)
-    sigma2 = float(r0 @ r0) / dof
+    k = jn.shape[1]
+    dof = max(int(rows) - k, 1)
+    sigma2 = float(rss) / dof
     rng = (upper - lower)[free_idx]
-    jn = jac * rng[None, :]  # range-normalised columns
     u, s, vt = np.linalg.svd(jn, full_matrices=False)
     cond = float(s[0] / s[-1]) if s[-1] > 0 else float("inf")
     cov_n = np.linalg.pinv(jn.T @ jn) * sigma2
@@ -167,9 +185,9 @@ def analyse(names: Sequence[str], x: np.ndarray, jac: np.ndarray, r0: np.ndarray
     values = np.asarray(x, dtype=np.float64)
     res = IdentifiabilityResult(names, values.copy(), np.isin(np.arange(n), free_idx), se,
                                 values - t * se, values + t * se, np.asarray(lower, float), np.asarray(upper, float),
-                                cond, sigma2, int(dof), seed_values=seed_values)
+                                cond, sigma2, int(dof), seed_values=seed_values, jacobian=jacobian)
     res.importance = np.full(n, np.nan)
-    res.importance[free_idx] = importance = np.sqrt(np.mean(jn**2, axis=0))
+    res.importance[free_idx] = importance = np.sqrt(np.sum(jn**2, axis=0) / rows)
     _flag(res, s, vt, free_idx, t, sigma2, importance)
     return res
 

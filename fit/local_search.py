@@ -20,8 +20,16 @@ MuJoCo's `mujoco.sysid` evaluates its Jacobian columns as one batch). The stages
    improving joints at once when that is better still, else the single best change), LM
    continues at the new offsets, and the scan repeats (at most `OFFSET_ROUNDS` times).
 2. **full**: LM on all the training data from the best cheap point at its delay
-   (fit/refine.py, `refine_iterations` or `FULL_ITERATIONS`; the delay stays the one the
-   cheap stage profiled).
+   (fit/refine.py, at most `refine_iterations` or `FULL_ITERATIONS`; the delay stays the one the
+   cheap stage profiled). The start's loss comes from the first Jacobian's centre row. LM stops
+   once an iteration lowers the loss by less than `FULL_STOP_SE`² · k / (M − k) of it (k free
+   parameters, M residuals), or — before its steps are evaluated — once the linearised model
+   predicts its Gauss–Newton step to gain less than that: what moving every parameter by
+   `FULL_STOP_SE` standard errors would gain (σ² = loss / (M − k)), so the point is already
+   that close to the optimum (the standard errors assume independent residuals; correlated
+   misfit makes the true ones larger, so the rule errs on the side of more iterations). The last
+   iteration's Jacobian is kept (as its R factor) for the error bars (`error_bar_jacobian`)
+   and the returned point's per-interval losses for the record, so neither is recomputed.
 3. **gates**: the starts *agree* when at least two of them end within `AGREE_REL` of the
    best cheap loss; the full loss is *near the floor* when it is at most `FLOOR_GATE` × the
    loss the noise alone would leave (`floor_loss`, from the noise floor of the recorded q and
@@ -56,6 +64,7 @@ PROFILE_ITERATIONS = 2
 DELAY_ROUNDS = 2
 OFFSET_ROUNDS = 3
 FULL_ITERATIONS = 4
+FULL_STOP_SE = 2.0  # full-data LM stops once a step gains less than moving all by this many std. errors
 AGREE_REL = 0.05
 FLOOR_GATE = 2.0  # full loss / floor loss above this: the local result is not trusted
 FALLBACK_SIGMA = 0.1
@@ -263,14 +272,31 @@ def gates(cheap: dict, full_loss: float, floor: float | None, floor_reason: str)
     return failed
 
 
+def full_rel_tol(data, n_free: int) -> float:
+    """The full-data LM's stopping tolerance: FULL_STOP_SE² · k / (M − k) (at least fit/refine.py's
+    REL_TOL), M = the residual count of `data` (2 · 7 · samples per interval)."""
+    rows = sum(2 * inp.q_ref.size for inp in data.inputs)
+    return max(REL_TOL, FULL_STOP_SE ** 2 * n_free / max(rows - n_free, 1))
+
+
+def error_bar_jacobian(last: dict) -> dict:
+    """The error bars' part of the full stage's last LM iteration (`refine(..., last=)`):
+    {z (n,) where J was taken, r_factor (n, n) R of J = ∂r/∂z (the range-scaled Jacobian, since
+    z is range-normalised), rows M, moved (the returned point is z plus the last step), per_interval
+    (B,) of the returned point or None}."""
+    return {"z": np.asarray(last["z"]), "r_factor": np.linalg.qr(last["jac"], mode="r"),
+            "rows": int(last["jac"].shape[0]), "moved": bool(last["moved"]), "per_interval": last.get("per_interval")}
+
+
 def _save(path: Path, state: dict, write_atomic) -> None:
     write_atomic(path, pickle.dumps(state, protocol=5))
 
 
 def local_seed(wd: Path, settings, seed: int, data, pool, cheap_pool_factory: Callable, cma: Callable,
-               write_atomic, bar, on_stage=None) -> tuple[np.ndarray, float, list[dict], str]:
+               write_atomic, bar, on_stage=None) -> tuple[np.ndarray, float, list[dict], str, dict | None]:
     """One seed of the local-first search; returns (params (n,), loss, history rows, the
-    gates' verdict). `cma(x0_params, delay) -> (params, loss, rows)` is the fallback stage;
+    gates' verdict, the full stage's `error_bar_jacobian` when params are that stage's result,
+    else None). `cma(x0_params, delay) -> (params, loss, rows)` is the fallback stage;
     `on_stage(stage_number, pool)` is called after each stage's checkpoint."""
     from .objective import FitProblem
 
@@ -303,31 +329,33 @@ def local_seed(wd: Path, settings, seed: int, data, pool, cheap_pool_factory: Ca
     if state["stage"] == "cheap":
         bar.note("full data: LM")
         x0 = space.decode(cheap["z"][None], np.array([cheap["delay"]]), cheap.get("offsets"))[0]
-        start_loss = float(combine(pool.evaluate(x0[None]))[0])
-        params, loss, rows = refine(pool, combine, space, x0, start_loss,
+        last: dict = {}
+        params, loss, rows = refine(pool, combine, space, x0, None,
                                     settings.refine_iterations or FULL_ITERATIONS,
                                     on_iteration=lambda i, l, d: note(f"full LM {i} (delay {d} ms): loss {l:.4g}"),
-                                    profile_delay=False)
+                                    profile_delay=False, rel_tol=full_rel_tol(data, len(space.free_indices)),
+                                    last=last, predict_stop=True)
         for r in rows:
             r["stage"] = "local-full"
         _append(history, rows, data.ticks_per_rollout)
         floor, reason = floor_loss(data)
         failed = gates(cheap, loss, floor, reason)
         state = {"stage": "full", "cheap": cheap, "history": history, "params": params, "loss": loss,
-                 "floor_loss": floor, "floor_reason": reason, "failed": failed}
+                 "floor_loss": floor, "floor_reason": reason, "failed": failed,
+                 "jacobian": error_bar_jacobian(last) if "jac" in last else None}
         _save(path, state, write_atomic)
         bar.update(2, loss, loss, 0.0, 0.0, 0.0)
         if on_stage:
             on_stage(2, pool)
-    params, loss = state["params"], state["loss"]
+    params, loss, jacobian = state["params"], state["loss"], state.get("jacobian")
     if state["failed"]:
         bar.note("local result not trusted (" + "; ".join(state["failed"]) + "): CMA-ES from the best local point")
         c_params, c_loss, c_rows = cma(params, space.delay_of(params))
         base = len(history)
         history.extend([dict(r, iter=base + k + 1) for k, r in enumerate(c_rows)])
         if c_loss < loss:
-            params, loss = c_params, c_loss
-    return params, loss, history, gate_verdict(state)
+            params, loss, jacobian = c_params, c_loss, None
+    return params, loss, history, gate_verdict(state), jacobian
 
 
 def gate_verdict(state: dict) -> str:

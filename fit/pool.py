@@ -3,10 +3,16 @@
 Each actor holds a `FitProblem` built once from the `ProblemData` put in Ray's object store
 (one copy per node, read zero-copy), so per generation only the (P, 29) parameters travel.
 The population is cut into chunks of `chunk` rows (`auto_chunk`: one per worker, 4..64
-rows) handed to whichever actor is free. Each candidate's replay is independent of the others
+rows; `chunk=None`: `auto_chunk` of each batch's own size, so a small batch, e.g. the 6 trial
+steps of a Levenberg–Marquardt iteration, still spreads over all workers) handed to whichever
+actor is free. Each candidate's replay is independent of the others
 in its batch (the population engine is bit-identical to the one-candidate reference), so
 results never depend on the chunking, the number of workers or on which of them died. An actor that dies (RayActorError) is replaced by a new one on the same data and its
 chunk re-run; `replacements` counts this.
+
+An actor may hold further data sets beside the main one (`extra={name: ProblemData}`, e.g. the
+cheap-fidelity windows of the local search, fit/local_search.py); `pool.view(name)` evaluates on
+one of them with the same actors, so a fit starts its actors once.
 
 `LocalPool` does the same chunking in-process without Ray (used for holdout scoring and
 `--workers 0`).
@@ -38,24 +44,62 @@ def chunk_slices(population: int, chunk: int) -> list[slice]:
     return [slice(i, min(i + chunk, population)) for i in range(0, population, chunk)]
 
 
-class LocalPool:
-    """In-process evaluation with the same chunking as RayPool."""
+class PoolView:
+    """A pool's actors (or in-process problems) evaluating on one of its extra data sets:
+    the same `evaluate`, `residuals`, `chunk`, `workers` and `replacements`; `close` is a
+    no-op (the pool owns the actors)."""
 
-    def __init__(self, data: ProblemData, chunk: int = DEFAULT_CHUNK, nthread: int = 1) -> None:
+    def __init__(self, pool, name: str) -> None:
+        self._pool, self._name = pool, name
+
+    def __getattr__(self, attr: str):
+        return getattr(self._pool, attr)
+
+    def __setattr__(self, attr: str, value) -> None:
+        if attr.startswith("_"):
+            object.__setattr__(self, attr, value)
+        else:
+            setattr(self._pool, attr, value)
+
+    def evaluate(self, params: np.ndarray) -> np.ndarray:
+        return self._pool._map("evaluate", params, self._name)
+
+    def residuals(self, params: np.ndarray) -> np.ndarray:
+        return self._pool._map("residuals", params, self._name)
+
+    def close(self) -> None:
+        pass
+
+
+class LocalPool:
+    """In-process evaluation with the same chunking as RayPool (`chunk=None`: DEFAULT_CHUNK)."""
+
+    def __init__(self, data: ProblemData, chunk: int | None = DEFAULT_CHUNK, nthread: int = 1,
+                 extra: dict[str, ProblemData] | None = None) -> None:
         self.problem = FitProblem(data, nthread=nthread)
-        self.chunk = int(chunk)
+        self.problems = {None: self.problem, **{k: FitProblem(d, nthread=nthread) for k, d in (extra or {}).items()}}
+        self.chunk = DEFAULT_CHUNK if chunk is None else int(chunk)
         self.replacements = 0
         self.workers = 0
 
     def evaluate(self, params: np.ndarray) -> np.ndarray:
         """(P, B) per-interval losses of a (P, 29) population."""
-        parts = [self.problem.interval_losses(params[s]) for s in chunk_slices(len(params), self.chunk)]
-        return np.concatenate(parts, axis=0)
+        return self._map("evaluate", params)
 
     def residuals(self, params: np.ndarray) -> np.ndarray:
         """(P, M) residuals (FitProblem.residuals) of a (P, 29) population."""
-        parts = [self.problem.residuals(params[s]) for s in chunk_slices(len(params), self.chunk)]
-        return np.concatenate(parts, axis=0)
+        return self._map("residuals", params)
+
+    def _map(self, method: str, params: np.ndarray, name: str | None = None) -> np.ndarray:
+        problem = self.problems[name]
+        fn = problem.interval_losses if method == "evaluate" else problem.residuals
+        return np.concatenate([fn(params[s]) for s in chunk_slices(len(params), self.chunk)], axis=0)
+
+    def view(self, name: str) -> PoolView:
+        """This pool evaluating on its extra data set `name`."""
+        if name not in self.problems:
+            raise ValueError(f"pool view {name!r}: no such data set (have {[k for k in self.problems if k]})")
+        return PoolView(self, name)
 
     def close(self) -> None:
         pass
@@ -80,28 +124,32 @@ def _actor_class():
 
     @ray.remote(num_cpus=1, max_restarts=0)
     class EvalActor:
-        """Holds one FitProblem (model + interval data); evaluates chunks of candidates."""
+        """Holds one FitProblem (model + interval data) per data set (the main one, key None,
+        and the named extras); evaluates chunks of candidates on one of them."""
 
-        def __init__(self, data: ProblemData, nthread: int) -> None:
-            self.problem = FitProblem(data, nthread=nthread)
+        def __init__(self, data: ProblemData, nthread: int, names: tuple = (), *extra: ProblemData) -> None:
+            self.problems = {None: FitProblem(data, nthread=nthread)}
+            self.problems.update({k: FitProblem(d, nthread=nthread) for k, d in zip(names, extra)})
 
         def pid(self) -> int:
             return os.getpid()
 
-        def evaluate(self, params: np.ndarray) -> np.ndarray:
-            return self.problem.interval_losses(params)
+        def evaluate(self, params: np.ndarray, name: str | None = None) -> np.ndarray:
+            return self.problems[name].interval_losses(params)
 
-        def residuals(self, params: np.ndarray) -> np.ndarray:
-            return self.problem.residuals(params)
+        def residuals(self, params: np.ndarray, name: str | None = None) -> np.ndarray:
+            return self.problems[name].residuals(params)
 
     return EvalActor
 
 
 class RayPool:
-    """`workers` Ray actors evaluating fixed chunks of each generation."""
+    """`workers` Ray actors evaluating fixed chunks of each generation (`chunk=None`: one
+    chunk per worker of each batch, `auto_chunk`)."""
 
-    def __init__(self, data: ProblemData, workers: int, *, chunk: int = DEFAULT_CHUNK,
-                 nthread: int = 1, address: str | None = None) -> None:
+    def __init__(self, data: ProblemData, workers: int, *, chunk: int | None = DEFAULT_CHUNK,
+                 nthread: int = 1, address: str | None = None,
+                 extra: dict[str, ProblemData] | None = None) -> None:
         import ray
 
         if workers < 1:
@@ -110,14 +158,16 @@ class RayPool:
         self._ray = ray
         self._cls = _actor_class()
         self.nthread = int(nthread)
-        self.chunk = int(chunk)
+        self.chunk = None if chunk is None else int(chunk)
         self.workers = int(workers)
         self.replacements = 0
         self._data_ref = ray.put(data)
+        self._extra = tuple((extra or {}).keys())
+        self._extra_refs = [ray.put(d) for d in (extra or {}).values()]
         self.actors = [self._new_actor() for _ in range(self.workers)]
 
     def _new_actor(self):
-        return self._cls.remote(self._data_ref, self.nthread)
+        return self._cls.remote(self._data_ref, self.nthread, self._extra, *self._extra_refs)
 
     def pids(self) -> list[int]:
         """Process ids of the current actors (for tests and diagnostics)."""
@@ -132,10 +182,17 @@ class RayPool:
         """(P, M) residuals of a (P, 29) population (same fan-out as `evaluate`)."""
         return self._map("residuals", params)
 
-    def _map(self, method: str, params: np.ndarray) -> np.ndarray:
+    def view(self, name: str) -> PoolView:
+        """The same actors evaluating on their extra data set `name`."""
+        if name not in self._extra:
+            raise ValueError(f"pool view {name!r}: the actors hold no such data set (have {list(self._extra)})")
+        return PoolView(self, name)
+
+    def _map(self, method: str, params: np.ndarray, name: str | None = None) -> np.ndarray:
         ray = self._ray
         params = np.ascontiguousarray(params, dtype=np.float64)
-        slices = chunk_slices(len(params), self.chunk)
+        chunk = self.chunk or auto_chunk(len(params), self.workers)
+        slices = chunk_slices(len(params), chunk)
         results: list[np.ndarray | None] = [None] * len(slices)
         todo = deque(range(len(slices)))
         idle = deque(range(len(self.actors)))
@@ -143,7 +200,7 @@ class RayPool:
         while todo or running:
             while todo and idle:
                 k, a = todo.popleft(), idle.popleft()
-                running[getattr(self.actors[a], method).remote(params[slices[k]])] = (k, a)
+                running[getattr(self.actors[a], method).remote(params[slices[k]], name)] = (k, a)
             done, _ = ray.wait(list(running), num_returns=1)
             for ref in done:
                 k, a = running.pop(ref)

@@ -42,11 +42,16 @@ def _jacobian(pool, space: ParameterSpace, z: np.ndarray, delay: int) -> tuple[n
     return res[0], (res[1:] - res[0]).T / h
 
 
-def _lm(pool, combine, space, z, delay, loss, iterations, rows, on_iteration):
+def _lm(pool, combine, space, z, delay, loss, iterations, rows, on_iteration, rel_tol=REL_TOL, last=None,
+        predict_stop=False):
     n = z.size
     for _ in range(iterations):
         t0 = time.perf_counter()
         r, jac = _jacobian(pool, space, z, delay)
+        if loss is None:  # the start's loss from the Jacobian's centre row (Σ r² = loss)
+            loss = float(r @ r) if np.all(np.isfinite(r)) else np.inf
+        if last is not None:
+            last.update(z=z, jac=jac, moved=False)
         jtj, jtr = jac.T @ jac, jac.T @ r
         scale = np.maximum(np.diag(jtj), 1e-12)
         steps = []
@@ -55,13 +60,21 @@ def _lm(pool, combine, space, z, delay, loss, iterations, rows, on_iteration):
                 steps.append(np.linalg.solve(jtj + lam * np.diag(scale), -jtr))
             except np.linalg.LinAlgError:
                 steps.append(np.zeros(n))
+        if predict_stop and _predicted_decrease(steps[0], jtj, jtr) < rel_tol * loss:
+            rows.append({"min": loss, "mean": loss, "best": loss, "iter_s": time.perf_counter() - t0, "lambda": None,
+                         "delay": delay, "per_traj_min": None, "evaluations": n + 1})
+            if on_iteration is not None:
+                on_iteration(len(rows), loss, delay)
+            break
         trial = np.clip(z[None] + np.array(steps), 0.0, 1.0)
         per_interval = pool.evaluate(space.decode(trial, np.full(len(trial), delay)))
         losses = np.asarray(combine(per_interval))
         k = int(np.argmin(np.where(np.isfinite(losses), losses, np.inf)))
-        improved = losses[k] < loss * (1.0 - REL_TOL)  # stop once steps no longer pay
+        improved = losses[k] < loss * (1.0 - rel_tol)  # stop once steps no longer pay
         if losses[k] < loss:
             z, loss = trial[k], float(losses[k])
+            if last is not None:
+                last.update(moved=True, per_interval=per_interval[k])
         rows.append({"min": float(np.min(losses)), "mean": float(np.mean(losses)), "best": loss,
                      "iter_s": time.perf_counter() - t0, "lambda": LAMBDAS[k], "delay": delay,
                      "per_traj_min": np.min(per_interval, axis=0).tolist(),
@@ -73,8 +86,14 @@ def _lm(pool, combine, space, z, delay, loss, iterations, rows, on_iteration):
     return z, loss
 
 
-def refine(pool, combine, space: ParameterSpace, best: np.ndarray, best_loss: float, iterations: int,
-           on_iteration=None, profile_delay: bool = True) -> tuple[np.ndarray, float, list[dict]]:
+def _predicted_decrease(step: np.ndarray, jtj: np.ndarray, jtr: np.ndarray) -> float:
+    """The loss decrease the linearised model predicts for `step`: −(2·δᵀJᵀr + δᵀJᵀJδ)."""
+    return float(-(2.0 * step @ jtr + step @ jtj @ step)) if np.all(np.isfinite(step)) else np.inf
+
+
+def refine(pool, combine, space: ParameterSpace, best: np.ndarray, best_loss: float | None, iterations: int,
+           on_iteration=None, profile_delay: bool = True, rel_tol: float = REL_TOL,
+           last: dict | None = None, predict_stop: bool = False) -> tuple[np.ndarray, float, list[dict]]:
     """Refine an (n,) best vector (`LAYOUT` order); returns (params, loss, one history dict per iteration).
 
     LM runs at the best candidate's delay; then each neighbouring delay (±1 ms, within the
@@ -83,7 +102,15 @@ def refine(pool, combine, space: ParameterSpace, best: np.ndarray, best_loss: fl
     delay and LM continues (at most MAX_DELAY_ROUNDS switches).
     `pool` has `.residuals(params (P, n)) -> (P, M)` and `.evaluate(params) -> (P, B)`;
     `combine((P, B)) -> (P,)` is the weighted loss. `profile_delay=False` keeps the delay
-    (the caller profiled it already, e.g. on cheap data).
+    (the caller profiled it already, e.g. on cheap data). `best_loss=None`: taken from the first
+    Jacobian's centre row (Σ r²), saving one evaluation. LM stops once an iteration's relative
+    decrease is below `rel_tol`. `last` (a dict, with `profile_delay=False`) receives the last
+    iteration's Jacobian: `z` (n,) the normalised point it was taken at, `jac` (M, n) ∂r/∂z
+    (forward differences), `moved` whether that iteration's step was taken (else the returned
+    point is `z`), and `per_interval` (B,) the per-interval losses of the returned point (absent
+    when no step was taken at all). `predict_stop`: also stop, before evaluating any step, once
+    the Gauss–Newton step (the smallest λ) is predicted by the linearised model to gain less
+    than `rel_tol` (its history row then has `lambda` None and no per-interval minimum).
     """
     if len(space.free_indices) == 0 or iterations <= 0:
         return best, best_loss, []
@@ -91,7 +118,7 @@ def refine(pool, combine, space: ParameterSpace, best: np.ndarray, best_loss: fl
     z = space.encode(best[None])[0]
     delay, loss = space.delay_of(best), best_loss
     rows: list[dict] = []
-    z, loss = _lm(pool, combine, space, z, delay, loss, iterations, rows, on_iteration)
+    z, loss = _lm(pool, combine, space, z, delay, loss, iterations, rows, on_iteration, rel_tol, last, predict_stop)
     choices = set(space.delay_choices.tolist())
     tried = {delay}
     for _ in range(MAX_DELAY_ROUNDS if profile_delay else 0):

@@ -38,7 +38,7 @@ from .progress import stage_note
 from .record import FitRecord, IntervalUse, SeedResult, publish_fit
 from .seed_search import seed_result
 from .space import ParameterSpace
-from ..sim import DynamicsParams
+from ..sim import LAYOUT, DynamicsParams
 
 @dataclass
 class FitSettings:
@@ -57,7 +57,7 @@ class FitSettings:
     dq_scale_rad_s: float = LossScales().dq_rad_s
     max_duration_s: float | None = None
     min_duration_s: float = 0.5
-    chunk: int | None = None  # rows per Ray task; None: auto_chunk(population, workers)
+    chunk: int | None = None  # rows per Ray task; None: auto_chunk of each batch (in-process: of population)
     model_path: str | None = None
     refine_iterations: int = 0
     seeds: int = 1  # seeded searches (seed, seed+1, ...); the best is the fit
@@ -109,10 +109,12 @@ def read_checkpoint(lake: Lake | str | Path, fit_id: str) -> tuple[FitSettings, 
     return settings, (pickle.loads(ckpt.read_bytes()) if ckpt.is_file() else None)
 
 
-def _make_pool(data: ProblemData, settings: FitSettings, workers: int, address: str | None, nthread: int):
-    chunk = settings.chunk or auto_chunk(settings.population, workers)
+def _make_pool(data: ProblemData, settings: FitSettings, workers: int, address: str | None, nthread: int,
+               extra: dict[str, ProblemData] | None = None):
+    """The fit's pool on `data` (and the `extra` data sets, `pool.view(name)`)."""
     if workers == 0:
-        return LocalPool(data, chunk=chunk, nthread=nthread)
+        return LocalPool(data, chunk=settings.chunk or auto_chunk(settings.population, workers), nthread=nthread,
+                         extra=extra)
     if address is None and "ray" not in sys.modules:
         # A new local cluster: Ray enables token authentication by default and warns that it
         # did so unless RAY_AUTH_MODE is set explicitly (ray/_private/authentication/
@@ -120,7 +122,7 @@ def _make_pool(data: ProblemData, settings: FitSettings, workers: int, address: 
         # protection and drops the warning. Ray reads the mode when it is imported, hence only
         # before its first import; a user's own RAY_AUTH_MODE is left alone.
         os.environ.setdefault("RAY_AUTH_MODE", "token")
-    return RayPool(data, workers, chunk=chunk, nthread=nthread, address=address)
+    return RayPool(data, workers, chunk=settings.chunk, nthread=nthread, address=address, extra=extra)
 
 
 def run_fit(
@@ -141,7 +143,8 @@ def run_fit(
     settings) on the same workers; the seed with the lowest loss (ties: the lower seed) is the
     fit, all N are stored in seeds.parquet and give the spread. Before publishing, the error
     bars at the optimum (fit/identifiability.py: one batch of 2k+1 candidates on the same
-    workers) are stored as `identifiability_json`. `on_generation(gen, pool)` is called after
+    workers; a local-search fit reuses its last full-data LM Jacobian instead,
+    `reused_error_bars`) are stored as `identifiability_json`. `on_generation(gen, pool)` is called after
     each generation's checkpoint (diagnostics and tests)."""
     lk = lake if isinstance(lake, Lake) else Lake(Path(lake))
     settings, fit_id = _start(lk, settings, fit_id, resume)
@@ -153,14 +156,14 @@ def run_fit(
     if not resume:
         wd.mkdir(parents=True)
         (wd / "settings.json").write_text(json.dumps(asdict(settings), indent=2, sort_keys=True))
-    pool = _make_pool(data, settings, workers, address, nthread)
+    cheap = _cheap_data(lk, settings, data) if settings.method == "local" else None
+    pool = _make_pool(data, settings, workers, address, nthread, None if cheap is None else {"cheap": cheap})
     try:
         results = []
-        cheap = _cheap_pool_factory(lk, settings, data, workers, address, nthread)
         for k in range(settings.seeds):
             label = fit_id if settings.seeds == 1 else f"{fit_id} seed {settings.seed + k}"
             results.append(seed_result(wd, settings, settings.seed + k, data, pool, progress, label, on_generation,
-                                        cheap))
+                                        lambda p: (p.view("cheap"), cheap)))
         t0 = time.perf_counter()
         stage_note(progress, fit_id, "error bars at the optimum and scoring train and holdout intervals")
         record = _finish(lk, fit_id, settings, data, results, pool)
@@ -195,25 +198,12 @@ def _start(lk: Lake, settings: FitSettings | None, fit_id: str | None, resume: b
     return settings, fit_id
 
 
-def _cheap_pool_factory(lk: Lake, settings: FitSettings, data: ProblemData, workers: int, address: str | None,
-                        nthread: int) -> Callable:
-    """() -> (pool, data) on the cheap-fidelity windows of the training intervals (local method)."""
-    def make(full_pool):
-        refs = local_search.cheap_windows(data.refs, settings.cheap_s)
-        cheap = build_data(lk, refs, run_weights=settings.weights, scales=settings.scales,
-                           model_path=settings.model_path)
-        if workers == 0:
-            return _make_pool(cheap, settings, workers, address, nthread), cheap
-        full_pool.close()  # its actors hold the CPUs the cheap pool's actors need
-        cheap_pool = _make_pool(cheap, settings, workers, address, nthread)
-        close = cheap_pool.close
-
-        def close_and_restore() -> None:
-            close()
-            full_pool.actors = [full_pool._new_actor() for _ in range(full_pool.workers)]
-        cheap_pool.close = close_and_restore
-        return cheap_pool, cheap
-    return make
+def _cheap_data(lk: Lake, settings: FitSettings, data: ProblemData) -> ProblemData:
+    """The cheap-fidelity windows of the training intervals (local method); the pool's actors
+    hold them beside the full data (`pool.view("cheap")`), so the actors start once."""
+    refs = local_search.cheap_windows(data.refs, settings.cheap_s)
+    return build_data(lk, refs, run_weights=settings.weights, scales=settings.scales, model_path=settings.model_path,
+                      configured_load=settings.configured_end_load, friction_law=settings.parameter_space.friction_law)
 
 
 def _finish(lk: Lake, fit_id: str, settings: FitSettings, data: ProblemData, results: list[dict],
@@ -225,9 +215,13 @@ def _finish(lk: Lake, fit_id: str, settings: FitSettings, data: ProblemData, res
     seeds = [SeedResult(r["seed"], r["best_loss"], r["best"], r is chosen) for r in results]
     t0 = time.perf_counter()
     others = [r["best"] for r in results if r is not chosen]
-    ident = error_bars(pool, settings, best_vec, np.stack([best_vec, *others]) if others else None)
+    seed_optima = np.stack([best_vec, *others]) if others else None
+    jac = chosen.get("jacobian")
+    ident = error_bars(pool, settings, best_vec, seed_optima) if jac is None else \
+        reused_error_bars(settings, best_vec, float(chosen["best_loss"]), jac, seed_optima)
     error_bars_s = time.perf_counter() - t0
-    train_losses = pool.evaluate(best_vec[None, :])[0]
+    kept = None if jac is None else jac["per_interval"]
+    train_losses = pool.evaluate(best_vec[None, :])[0] if kept is None else np.asarray(kept)
     uses = [IntervalUse(r.robot, r.run, r.interval_index, r.seq_first, r.seq_last, "train",
                         float(w), float(l), r.run_sha256)
             for r, w, l in zip(data.refs, data.weights, train_losses)]
@@ -284,6 +278,20 @@ def error_bars(pool, settings: FitSettings, best: np.ndarray, seed_optima: np.nd
                                        seed_optima=seed_optima)
     finally:
         pool.chunk = chunk
+
+
+def reused_error_bars(settings: FitSettings, best: np.ndarray, loss: float, jac: dict,
+                      seed_optima: np.ndarray | None):
+    """The error bars of a local-search fit from its last full-data LM iteration's Jacobian
+    (fit/local_search.py `error_bar_jacobian`: forward differences, step 1e-3 of each range, at
+    the point that iteration's step started from), σ² from the fit's loss (Σ r² = loss)."""
+    from .identifiability import analyse_scaled
+
+    space = settings.parameter_space
+    where = "at the point its step started from" if jac["moved"] else "at the optimum"
+    return analyse_scaled(LAYOUT.names, best, jac["r_factor"], loss, jac["rows"], space.free_indices,
+                          space.bounds[:, 0], space.bounds[:, 1], seed_optima,
+                          jacobian=f"forward differences of the last full-data LM iteration, {where}")
 
 
 def _holdout(lk: Lake, settings: FitSettings, best_vec: np.ndarray

@@ -72,7 +72,8 @@ def seed_result(wd: Path, settings, seed: int, data: ProblemData, pool, progress
 def _local_result(wd: Path, settings, seed: int, data: ProblemData, pool, progress: bool,
                   label: str, on_generation, cheap_pool_factory) -> dict:
     """The local-first search of one seed (fit/local_search.py); CMA-ES from the best local
-    point when its gates fail (rows of stage 'cma' then 'refine' follow in the history)."""
+    point when its gates fail (rows of stage 'cma' then 'refine' follow in the history). The
+    result's `jacobian` is the full stage's `error_bar_jacobian` (None when CMA-ES won)."""
     timing = wd / f"local-{seed}.wall"
     wall_before = float(timing.read_text()) if timing.is_file() else 0.0
     t_start = time.perf_counter()
@@ -91,12 +92,12 @@ def _local_result(wd: Path, settings, seed: int, data: ProblemData, pool, progre
             on_generation(stage, stage_pool)
 
     with FitProgress(2, 0, progress, label=f"{label} local") as bar:
-        best, best_loss, history, verdict = local_search.local_seed(
+        best, best_loss, history, verdict, jacobian = local_search.local_seed(
             wd, settings, seed, data, pool, cheap_pool_factory, fallback, atomic_write_bytes, bar, on_stage)
     stage_note(progress, label, f"local search: {verdict}")
     result = {"seed": seed, "best": np.asarray(best, dtype=np.float64), "best_loss": float(best_loss),
               "history": [{k: v for k, v in h.items()} for h in history],
-              "wall_s": wall_before + time.perf_counter() - t_start, "gates": verdict}
+              "wall_s": wall_before + time.perf_counter() - t_start, "gates": verdict, "jacobian": jacobian}
     atomic_write_bytes(wd / f"seed-{seed}.pkl", pickle.dumps(result, protocol=5))
     (wd / "checkpoint.pkl").unlink(missing_ok=True)
     return result

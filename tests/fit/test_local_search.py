@@ -4,6 +4,8 @@ at every stage boundary, and the CMA-ES fallback when a gate fails."""
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -72,6 +74,7 @@ def test_same_bits_across_workers_and_resume_at_each_stage(synth_lake, ray_clust
     two = run_fit(synth_lake, _settings(), fit_id="loc-2w", workers=2, progress=False)
     _same(local, one)
     _same(local, two)
+    assert local.extra["identifiability_json"] == two.extra["identifiability_json"]  # the reused Jacobian too
     for stage in (1, 2):
         def crash(k, pool, stage=stage):
             if k == stage:
@@ -83,6 +86,7 @@ def test_same_bits_across_workers_and_resume_at_each_stage(synth_lake, ray_clust
         assert (work_dir(Lake(synth_lake), fid) / "local-4.pkl").is_file()
         resumed = run_fit(synth_lake, fit_id=fid, resume=True, workers=0, progress=False)
         _same(resumed, local)
+        assert resumed.extra["identifiability_json"] == local.extra["identifiability_json"]
 
 
 def test_a_failed_gate_falls_back_to_cma_from_the_local_point(synth_lake, monkeypatch):
@@ -94,3 +98,51 @@ def test_a_failed_gate_falls_back_to_cma_from_the_local_point(synth_lake, monkey
     full_best = min(h["best"] for h in rec.history if h["stage"] == "local-full")
     assert rec.best_loss <= full_best
     assert [h["iter"] for h in rec.history] == list(range(1, len(rec.history) + 1))
+
+
+def test_one_pool_holds_the_cheap_windows_beside_the_full_data(synth_lake, ray_cluster):
+    from twinlake.fit.objective import build_data
+    from twinlake.fit.pool import LocalPool, RayPool
+
+    full = build_data(synth_lake, ["r1", "demo/r2:0"])
+    cheap = build_data(synth_lake, local_search.cheap_windows(full.refs, 0.4))
+    params = np.repeat(synth.TRUTH.to_vector()[None], 5, axis=0)
+    params[:, PARAM_NAMES.index("armature_j1")] *= np.linspace(0.8, 1.2, 5)
+    pool = RayPool(full, 2, chunk=None, address=ray_cluster, extra={"cheap": cheap})
+    try:
+        pids = pool.pids()
+        view = pool.view("cheap")
+        # the same bits as a pool of their own (a 5-row batch is cut into one chunk per worker)
+        assert np.array_equal(view.evaluate(params), LocalPool(cheap).evaluate(params))
+        assert np.array_equal(view.residuals(params[:2]), LocalPool(cheap).residuals(params[:2]))
+        assert np.array_equal(pool.evaluate(params), LocalPool(full).evaluate(params))
+        assert view.residuals(params[:1]).shape[1] < pool.residuals(params[:1]).shape[1]  # shorter windows
+        assert pool.pids() == pids and view.workers == 2  # no actor was restarted
+        with pytest.raises(ValueError, match="no such data set"):
+            pool.view("holdout")
+    finally:
+        pool.close()
+
+
+def test_local_error_bars_reuse_the_last_full_lm_jacobian(synth_lake):
+    from twinlake.fit.identifiability import identifiability_for_fit
+    from twinlake.fit.objective import build_data
+    from twinlake.fit.pool import LocalPool
+
+    rec = run_fit(synth_lake, _settings(holdout=[]), fit_id="loc-bars", workers=0, progress=False)
+    ident = json.loads(rec.extra["identifiability_json"])
+    assert ident["jacobian"].startswith("forward differences of the last full-data LM iteration")
+    central = identifiability_for_fit(synth_lake, rec).to_dict()
+    assert central["jacobian"] == "central differences at the optimum"
+    for mine, theirs in zip(ident["parameters"], central["parameters"]):
+        assert mine["name"] == theirs["name"] and mine["free"] == theirs["free"]
+        if mine["free"] and mine["name"] in FREE:
+            assert 0.9 < mine["stderr"] / theirs["stderr"] < 1.1, (mine, theirs)
+    # the train losses stored per interval are those of the fit, not re-evaluated yet the same bits
+    losses = LocalPool(build_data(synth_lake, ["r1", "demo/r2:0"])).evaluate(rec.vector[None])[0]
+    assert [u.loss for u in rec.runs if u.role == "train"] == losses.tolist()
+    # the full-data LM stopped at the first step gaining less than the tolerance
+    full = [h["best"] for h in rec.history if h["stage"] == "local-full"]
+    tol = local_search.full_rel_tol(build_data(synth_lake, ["r1", "demo/r2:0"]), len(FREE))
+    assert 1 <= len(full) <= 3
+    assert all(b1 <= b0 * (1 - tol) for b0, b1 in zip(full[:-2], full[1:-1]))
