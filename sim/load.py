@@ -162,7 +162,8 @@ def load_inertia_rows(payload_mass_kg: np.ndarray, payload_com_m: np.ndarray, pa
 def loads_differ(rows: np.ndarray) -> bool:
     """True when some candidate's true payload and configured load (load_inertia_rows) differ:
     only then does the firmware's Coriolis feed-forward differ from the sim's qfrc_bias."""
-    return bool(np.any(rows[:, 0:7] != rows[:, 7:14]))
+    true, configured = np.split(rows, 2, axis=1)  # [m, c (3), I (3)] each
+    return bool(np.any(true != configured))
 
 
 def load_coriolis_torque(mass_kg: np.ndarray, com_m: np.ndarray, inertia_kgm2: np.ndarray, site_pos: np.ndarray,
