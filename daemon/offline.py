@@ -64,12 +64,15 @@ def record_offline(reference_csv: str | Path, out_csv: str | Path, *, truth_path
                    seed: int = 0, noise: NoiseConfig = NoiseConfig(), k_joint=DEFAULT_K_JOINT,
                    d_joint=DEFAULT_D_JOINT, filter_alpha: float = DEFAULT_FILTER_ALPHA,
                    tail_s: float = 1.0, robot_id: str | None = None, progress=None,
-                   payload: EndLoad | None = None, configured_load: EndLoad = NO_LOAD) -> OfflineResult:
+                   payload: EndLoad | None = None, configured_load: EndLoad = NO_LOAD,
+                   friction_law: str = "stribeck") -> OfflineResult:
     """Simulate `reference_csv` on the truth robot and write a CSV v2 recording + companions.
 
     payload: the true payload at the flange (replaces the truth profile's; None keeps it);
     configured_load: the load the firmware's gravity compensation assumes (Desk / setLoad),
-    stated in the metadata as `configured_load` (the fit reads it from there)."""
+    stated in the metadata as `configured_load` (the fit reads it from there); friction_law: the
+    true plant's friction law (twinlake.sim.plant.FRICTION_LAWS; like every truth, not stated in
+    the metadata: a fit has to find it)."""
     out_csv = Path(out_csv)
     t_ref, q_ref = read_reference_csv(reference_csv)
     params = load_params(truth_path or DEMO_PROFILE_PATH)
@@ -77,7 +80,7 @@ def record_offline(reference_csv: str | Path, out_csv: str | Path, *, truth_path
         params = params.with_payload(payload)
     cmd_ticks = _command_ticks(t_ref)
     n_ticks = int(cmd_ticks[-1] + round(tail_s / TICK_S)) + 1
-    robot = RobotTicker(params, noise, seed, q0=q_ref[0], configured_load=configured_load)
+    robot = RobotTicker(params, noise, seed, q0=q_ref[0], configured_load=configured_load, friction_law=friction_law)
     gains = (np.asarray(k_joint, float), np.asarray(d_joint, float), float(filter_alpha))
     first = JointImpedanceCommand(robot.sim.q)  # initial controller: joint impedance at the live q
     started = time.perf_counter()

@@ -138,14 +138,15 @@ class RobotTicker:
     """
 
     def __init__(self, params: DynamicsParams, noise: NoiseConfig, seed: int, q0=None,
-                 measured_coriolis: bool = False, configured_load=None) -> None:
+                 measured_coriolis: bool = False, configured_load=None, friction_law: str = "stribeck") -> None:
         # measured_coriolis: C(q,dq)·dq at the measured (noisy) state, as the real daemon's
         # franka::Model::coriolis in fr3_stack's control loop; costs one more kinematics pass (~18 µs) a tick.
         # The real-time daemon uses it; the offline recorder keeps the true state (differs by
         # ~1e-4 N·m, far below the torque noise) to run faster than real time.
         # params carry the true payload; configured_load (an EndLoad, none if None) is the load the
-        # firmware's gravity compensation assumes (Desk / setLoad)
-        self.sim = SimFR3(params, q0=q0, measured_coriolis=measured_coriolis,
+        # firmware's gravity compensation assumes (Desk / setLoad); friction_law the true plant's
+        # (twinlake.sim.plant.FRICTION_LAWS)
+        self.sim = SimFR3(params, q0=q0, measured_coriolis=measured_coriolis, friction_law=friction_law,
                           **({} if configured_load is None else {"configured_load": configured_load}))
         self.noise = NoiseSource(noise, seed)
         self.frame = C.empty_frames(1)[0]

@@ -65,6 +65,7 @@ class DaemonConfig:
     rt_priority: int = 0  # >0: SCHED_FIFO priority for the daemon's threads (as a real RT daemon)
     payload: EndLoad | None = None  # the true payload at the flange; the truth profile's if None
     configured_load: EndLoad = NO_LOAD  # the load the firmware's gravity compensation assumes (setLoad)
+    friction_law: str = "stribeck"  # the true plant's friction law (twinlake.sim.plant.FRICTION_LAWS)
 
     def validate(self) -> None:
         """Raise ValueError on bad ports or an unknown initial controller."""
@@ -93,7 +94,7 @@ class Fr3Daemon:
         if config.payload is not None:
             truth = truth.with_payload(config.payload)
         self.robot = RobotTicker(truth, config.noise, config.seed, q0=config.q0, measured_coriolis=True,
-                                 configured_load=config.configured_load)
+                                 configured_load=config.configured_load, friction_law=config.friction_law)
         self.manager = RecordingManager()
         ctx = self._ctx = zmq.Context() if config.rt_priority > 0 else zmq.Context.instance()
         self._cmd = ctx.socket(zmq.PULL)

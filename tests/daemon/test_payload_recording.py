@@ -108,3 +108,39 @@ def test_a_malformed_configured_load_is_refused_before_anything_is_written(tmp_p
     preview = tmp_path / "preview"
     assert CliRunner().invoke(app, ["excite", *PLAN, "--output", str(preview), "--configured-load", "0.3"]).exit_code == 0
     assert json.loads((preview / "metadata.json").read_text())["configured_load"]["mass_kg"] == 0.3
+
+
+def test_sim_record_takes_the_true_friction_law(tmp_path):
+    """`twinlake sim record --friction-law tanh`: the recording replays to its 12 digits with
+    the tanh law only; an unknown law is refused naming the laws, before any file is made."""
+    from twinlake.fit.objective import build_data
+
+    out = tmp_path / "plan"
+    assert CliRunner().invoke(app, ["excite", *PLAN, "--output", str(out)]).exit_code == 0
+    csv = tmp_path / "tanh.csv"
+    res = CliRunner().invoke(app, ["sim", "record", "--reference", str(out / "reference.csv"), "--out", str(csv),
+                                   "--tail", "0.05", "--noise", "none", "--friction-law", "tanh"])
+    assert res.exit_code == 0, res.output
+    lake = tmp_path / "lake"
+    assert CliRunner().invoke(app, ["ingest", "--lake", str(lake), str(csv)]).exit_code == 0
+    inp = build_data(lake, ["tanh"]).inputs[0]
+    truth = load_params(DEMO_PROFILE_PATH)
+    assert np.abs(replay_reference(inp, truth, friction_law="tanh").q - inp.q_ref).max() < 1e-8
+    assert np.abs(replay_reference(inp, truth).q - inp.q_ref).max() > 1e-6
+    bad = CliRunner().invoke(app, ["sim", "record", "--reference", str(out / "reference.csv"), "--out",
+                                   str(tmp_path / "never.csv"), "--friction-law", "coulomb"])
+    assert bad.exit_code == 1 and "stribeck, tanh, sigmoid" in bad.output
+    assert not (tmp_path / "never.csv").exists()
+
+
+def test_the_daemon_plant_takes_the_true_friction_law(start_daemon):
+    daemon = start_daemon(initial_controller="idle", noise=NoiseConfig.parse("none"), friction_law="sigmoid")
+    assert daemon.daemon.robot.sim.plant.friction_law == "sigmoid"
+    daemon.wait_state(lambda s: s.running)
+    assert daemon.finish() == 0
+
+
+def test_daemon_serve_refuses_an_unknown_friction_law():
+    result = CliRunner().invoke(app, ["daemon", "serve", "--cmd-port", "0", "--state-port", "0", "--recording-port", "0",
+                                      "--duration", "0.1", "--friction-law", "coulomb"])
+    assert result.exit_code == 1 and "stribeck, tanh, sigmoid" in result.output

@@ -44,6 +44,7 @@ def serve(
     rt_priority: int = typer.Option(0, "--rt-priority", help="SCHED_FIFO priority 1..99 for the daemon's threads (0 = normal scheduling)."),
     payload: str | None = typer.Option(None, "--payload", help="True payload at the flange MASS[,X,Y,Z] (kg; CoM m in the flange frame; default: the truth profile's)."),
     configured_load: str | None = typer.Option(None, "--configured-load", help="The firmware's configured load MASS[,X,Y,Z] (its gravity compensation; default: none)."),
+    friction_law: str = typer.Option("stribeck", "--friction-law", help="The true plant's friction law: stribeck (FrankaTwin's, default), tanh (smooth Coulomb) or sigmoid (Gaz et al. 2019)."),
 ) -> None:
     """Serve a simulated FR3 at 1 kHz; exit 2 if any recording failed or was incomplete."""
     import zmq
@@ -64,7 +65,8 @@ def serve(
                               initial_controller=initial_controller, log_1khz=log_1khz,
                               rt_priority=rt_priority,
                               payload=None if payload is None else parse_load(payload, "--payload"),
-                              configured_load=NO_LOAD if configured_load is None else parse_load(configured_load))
+                              configured_load=NO_LOAD if configured_load is None else parse_load(configured_load),
+                              friction_law=friction_law)
         daemon = Fr3Daemon(config)
     except (ValueError, OSError, zmq.ZMQError) as exc:  # bad flags, truth file, port in use
         typer.echo(f"twinlake daemon serve: {exc}", err=True)

@@ -84,6 +84,7 @@ def sim_record(
     json_out: bool = typer.Option(False, "--json", help="Print the result as JSON."),
     payload: str | None = typer.Option(None, "--payload", help="True payload at the flange MASS[,X,Y,Z] (kg; CoM m in the flange frame; default: the truth profile's)."),
     configured_load: str | None = typer.Option(None, "--configured-load", help="The firmware's configured load MASS[,X,Y,Z] (its gravity compensation; default: none); written to the metadata."),
+    friction_law: str = typer.Option("stribeck", "--friction-law", help="The true plant's friction law: stribeck (FrankaTwin's, default), tanh (smooth Coulomb) or sigmoid (Gaz et al. 2019)."),
 ) -> None:
     """Offline recorder: the daemon's plant, controller and CSV writer in simulated time."""
     from rich.progress import Progress
@@ -99,7 +100,7 @@ def sim_record(
         with Progress(transient=True, disable=json_out) as progress:
             task = progress.add_task("simulating", total=1.0)
             result = record_offline(reference, out, truth_path=truth, seed=seed, noise=NoiseConfig.parse(noise),
-                                    tail_s=tail, robot_id=robot_id,
+                                    tail_s=tail, robot_id=robot_id, friction_law=friction_law,
                                     progress=lambda f: progress.update(task, completed=f), **loads)
     except (ValueError, OSError) as exc:
         typer.echo(f"twinlake sim record: {exc}", err=True)
