@@ -13,15 +13,12 @@ def fsync_tree(path: Path) -> None:
     """fsync every regular file under `path`, then every directory bottom-up."""
     for dirpath, _dirnames, filenames in os.walk(path, topdown=False):
         for name in filenames:
-            fd = os.open(os.path.join(dirpath, name), os.O_RDONLY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-        fsync_dir(Path(dirpath))
+            fsync_path(Path(dirpath, name))
+        fsync_path(Path(dirpath))
 
 
-def fsync_dir(path: Path) -> None:
+def fsync_path(path: Path) -> None:
+    """fsync one file or directory (a directory: its entries, so a rename in it is durable)."""
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
@@ -48,7 +45,7 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
-    fsync_dir(path.parent)
+    fsync_path(path.parent)
     return path
 
 

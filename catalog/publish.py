@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable
 from datetime import datetime, timezone
 from pathlib import Path
 
-from .durable import fsync_dir, fsync_tree
+from .durable import fsync_path, fsync_tree
 from .lake import Lake
 
 _RENAME_NOREPLACE = 1
@@ -158,7 +158,7 @@ def publish_partition(
         fsync_tree(staged)
         target.parent.mkdir(parents=True, exist_ok=True)
         _move_into_place(staged, target, replace)
-        fsync_dir(target.parent)
+        fsync_path(target.parent)
     finally:
         if staged.exists():
             shutil.rmtree(staged, ignore_errors=True)

@@ -29,6 +29,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from ..catalog import Lake, new_staging_dir
+from ..catalog.durable import fsync_path
 
 CHUNK_BYTES = 1 << 23
 """Input bytes per compressed frame (8 MiB: smaller frames cost more CPU, larger save none)."""
@@ -85,7 +86,7 @@ def store_file(src: Path, raw_dir: Path, role: str, codec: str = DEFAULT_RAW_COD
         with open(dst, "wb") as out:
             for frame in _frames(blocks, pa.Codec(codec, level), digest, threads):
                 out.write(frame)
-    _fsync(dst)
+    fsync_path(dst)
     return StoredFile(src.name, role, digest.hexdigest(), size, f"raw/{dst.name}")
 
 
@@ -108,14 +109,6 @@ def _frames(blocks: Iterator[pa.Buffer], codec: pa.Codec, digest, threads: int
                 yield ahead.popleft().result()
         while ahead:
             yield ahead.popleft().result()
-
-
-def _fsync(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def read_raw(stored: Path) -> bytes:
@@ -149,7 +142,7 @@ class RawStore:
         def work() -> None:
             try:
                 write(self.dir / name)
-                _fsync(self.dir / name)
+                fsync_path(self.dir / name)
             except BaseException as exc:  # reported by wait()
                 self._write_errors.append(exc)
 
