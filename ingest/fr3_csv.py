@@ -19,6 +19,7 @@ import pyarrow.csv as pacsv
 
 from ..catalog import FRAME_SCHEMA, JOINTS
 from .companions import Companions, find_companions
+from .decimal_csv import read_decimal_csv
 from .csv_integers import as_double, float_text_in_int_column, integral_to_int
 from .registry import (
     Detection,
@@ -162,7 +163,8 @@ def _names(names: list[str]) -> str:
 
 def parse_frames(path: Path, header: list[str], version: int,
                  allow_partial: bool) -> tuple[pa.Table, bool]:
-    """Parse the rows (polars, else pyarrow.csv on one thread) into canonical frames; returns
+    """Parse the rows (the compiled decimal reader, else polars, else pyarrow.csv on one
+    thread, which names the line and field of an error) into canonical frames; returns
     `(frames, truncated)`. A last line without `\\n` is an error unless `allow_partial`."""
     buf = pa.memory_map(str(path), "r").read_buffer()
     truncated = _last_byte(buf) != 10
@@ -173,7 +175,9 @@ def parse_frames(path: Path, header: list[str], version: int,
                               "--allow-partial keeps the complete rows", line=lines,
                               kind="truncated")
         buf = buf.slice(0, _last_newline(buf) + 1)
-    table = None if truncated else polars_csv(path, header)
+    table = read_decimal_csv(buf, header, _column_types(header))
+    if table is None and not truncated:
+        table = polars_csv(path, header)
     if table is None:
         table = _read_csv(path, buf, header)
     if table.num_rows == 0:

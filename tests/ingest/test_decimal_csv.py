@@ -1,0 +1,127 @@
+"""The compiled decimal reader gives exactly Arrow's table, bit for bit, or declines (None)
+so the general readers decide; never a different number."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.csv as pacsv
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from twinlake.ingest import decimal_csv, fr3_csv
+from twinlake.ingest.pipeline import write_frames_parquet
+from twinlake.ingest.samples import SampleSpec, write_sample
+
+TYPES = {"x": pa.float64(), "n": pa.int8()}
+
+
+def _bits(table: pa.Table) -> list[np.ndarray]:
+    return [c.to_numpy().view(np.uint64) if pa.types.is_float64(c.type) else c.to_numpy()
+            for c in table.columns]
+
+
+def _arrow(text: bytes, types: dict[str, pa.DataType]) -> pa.Table:
+    return pacsv.read_csv(pa.BufferReader(text),
+                          convert_options=pacsv.ConvertOptions(column_types=types))
+
+
+def _decimal(text: bytes, types: dict[str, pa.DataType] = TYPES, threads: int = 1):
+    header = [name.strip() for name in text.split(b"\n", 1)[0].decode().split(",")]
+    return decimal_csv.read_decimal_csv(pa.py_buffer(text), header, types, threads=threads)
+
+
+def test_powers_of_ten_are_exact():
+    assert [int(p) for p in decimal_csv._POW10] == [10 ** k for k in range(23)]
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_a_recording_is_bit_identical_to_arrow(tmp_path, threads):
+    path = write_sample(tmp_path / "a.csv", SampleSpec(rows=12_000, gap_at=(10,),
+                                                       nan_tau_rows=(5, 11_999), idle_rows=40))
+    lines = path.read_text().splitlines(keepends=True)
+    cells = lines[7].split(",")  # the writer prints non-finite doubles as nan, -nan, inf, -inf
+    cells[3], cells[4], cells[5], cells[6] = "-nan", "inf", "-inf", "-0"
+    lines[7] = ",".join(cells)
+    path.write_text("".join(lines))
+    header = fr3_csv.read_header(path)
+    buf = pa.memory_map(str(path)).read_buffer()
+    assert len(decimal_csv._spans(np.frombuffer(buf, np.uint8), 1, threads)) == threads
+    fast = decimal_csv.read_decimal_csv(buf, header, fr3_csv._column_types(header), threads)
+    arrow = fr3_csv._read_csv(path, buf, header)
+    assert fast is not None and fast.schema == arrow.schema and fast.num_rows == 12_000
+    for a, b in zip(_bits(fast), _bits(arrow), strict=True):
+        np.testing.assert_array_equal(a, b)
+    for name, table in (("fast", fast), ("arrow", arrow)):
+        write_frames_parquet(fr3_csv.canonical_frames(table, 2), tmp_path / f"{name}.parquet")
+    assert (tmp_path / "fast.parquet").read_bytes() == (tmp_path / "arrow.parquet").read_bytes()
+
+
+_FORMATS = ["%.12g", "%.17g", "%r", "%.6f", "%.3e", "%.0f", "%.15E", "%.1f"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.floats(allow_nan=False, width=64), st.sampled_from(_FORMATS),
+                          st.integers(-128, 127)), min_size=1, max_size=40))
+def test_every_number_it_accepts_is_arrows(cells):
+    text = "x,n\n" + "".join(f"{fmt % x},{n}\n" for x, fmt, n in cells)
+    fast = _decimal(text.encode())
+    if fast is None:
+        return
+    for a, b in zip(_bits(fast), _bits(_arrow(text.encode(), TYPES)), strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.one_of(st.floats(min_value=1e-9, max_value=1e9),
+                          st.floats(min_value=-1e9, max_value=-1e-9), st.just(0.0)),
+                min_size=1, max_size=40))
+def test_what_the_recorder_writes_is_never_declined(values):
+    text = "x,n\n" + "".join(f"{x:.12g},{i % 100}\n" for i, x in enumerate(values))
+    fast = _decimal(text.encode())
+    assert fast is not None
+    np.testing.assert_array_equal(_bits(fast)[0], _bits(_arrow(text.encode(), TYPES))[0])
+
+
+def test_non_finite_and_signed_zero_keep_their_bits():
+    fast = _decimal(b"x,n\nnan,0\n-nan,0\ninf,0\n-inf,0\n-0,0\n0e5,0\n")
+    got = fast.column("x").to_numpy().view(np.uint64)
+    assert [hex(v) for v in got] == ["0x7ff8000000000000", "0xfff8000000000000",
+                                     "0x7ff0000000000000", "0xfff0000000000000",
+                                     "0x8000000000000000", "0x0"]
+
+
+@pytest.mark.parametrize("text", [
+    b"x,n\n+1,0\n", b"x,n\n1.,0\n", b"x,n\n.,0\n", b"x,n\n-.e1,0\n", b"x,n\n1e,0\n", b"x,n\n1e+,0\n",
+    b"x,n\n1e12345,0\n", b"x,n\n 1,0\n", b"x,n\n1 ,0\n", b"x,n\nNaN,0\n", b"x,n\nInf,0\n",
+    b"x,n\nnana,0\n", b"x,n\n0x10,0\n", b"x,n\n1,0\r\n", b"x,n\n,0\n", b"x,n\n1e23,0\n",
+    b"x,n\n1e-23,0\n", b"x,n\n1234567890123456789,0\n", b"x,n\n9007199254740993,0\n",
+    b"x,n\n1,17.0\n", b"x,n\n1,128\n", b"x,n\n1,-129\n", b"x,n\n1,+1\n", b"x,n\n1,\n",
+    b"x,n\n1,0", b"x,n\n1,0,2\n", b"x,n\n1\n", b"x,n\n1,0\n\n", b"x ,n\n1,0\n", b"x,n\n",
+    b"x,n\n1,0\n2;0\n", b"x,n\n-,0\n", b"x,n\n1,-\n",
+])
+def test_it_declines_what_it_cannot_vouch_for(text):
+    assert _decimal(text) is None
+
+
+def test_integer_bounds_are_the_types():
+    fast = _decimal(b"x,n\n1,127\n2,-128\n")
+    assert fast.column("n").type == pa.int8() and fast.column("n").to_pylist() == [127, -128]
+    wide = _decimal(b"x,n\n1,9007199254740993\n", {"x": pa.float64(), "n": pa.int64()})
+    assert wide.column("n").to_pylist() == [9007199254740993]
+
+
+def test_the_fast_path_sits_in_front_of_the_readers(tmp_path):
+    """parse_frames takes the decimal table when it accepts, and the general readers'
+    answer (here: the line and field of the bad cell) when it declines."""
+    path = write_sample(tmp_path / "c.csv", SampleSpec(rows=50))
+    lines = path.read_text().splitlines(keepends=True)
+    header = fr3_csv.read_header(path)
+    frames, _ = fr3_csv.parse_frames(path, header, 2, False)
+    assert frames.num_rows == 50
+    lines[4] = lines[4].replace(",", ",1x", 1)
+    path.write_text("".join(lines))
+    with pytest.raises(fr3_csv.IngestError) as err:
+        fr3_csv.parse_frames(path, header, 2, False)
+    assert err.value.line == 5 and err.value.field == header[1]
