@@ -3,6 +3,8 @@ so the general readers decide; never a different number."""
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.csv as pacsv
@@ -112,16 +114,26 @@ def test_integer_bounds_are_the_types():
     assert wide.column("n").to_pylist() == [9007199254740993]
 
 
-def test_the_fast_path_sits_in_front_of_the_readers(tmp_path):
+def test_the_fast_path_sits_in_front_of_the_readers(tmp_path, monkeypatch):
     """parse_frames takes the decimal table when it accepts, and the general readers'
     answer (here: the line and field of the bad cell) when it declines."""
+    monkeypatch.setattr(fr3_csv, "DECIMAL_MIN_BYTES", 0)  # this small file too
     path = write_sample(tmp_path / "c.csv", SampleSpec(rows=50))
     lines = path.read_text().splitlines(keepends=True)
     header = fr3_csv.read_header(path)
+    buf = pa.memory_map(str(path)).read_buffer()
+    assert fr3_csv.decimal_table(buf, header) is not None
     frames, _ = fr3_csv.parse_frames(path, header, 2, False)
     assert frames.num_rows == 50
+    monkeypatch.setattr(fr3_csv, "DECIMAL_MIN_BYTES", buf.size + 1)
+    assert fr3_csv.decimal_table(buf, header) is not None  # loaded in this process: used
+    monkeypatch.delitem(sys.modules, "twinlake.ingest.decimal_csv")
+    assert fr3_csv.decimal_table(buf, header) is None  # not loaded, file small: not loaded
+    assert "twinlake.ingest.decimal_csv" not in sys.modules
+    monkeypatch.setattr(fr3_csv, "DECIMAL_MIN_BYTES", 0)
     lines[4] = lines[4].replace(",", ",1x", 1)
     path.write_text("".join(lines))
+    assert fr3_csv.decimal_table(pa.memory_map(str(path)).read_buffer(), header) is None
     with pytest.raises(fr3_csv.IngestError) as err:
         fr3_csv.parse_frames(path, header, 2, False)
     assert err.value.line == 5 and err.value.field == header[1]

@@ -42,7 +42,6 @@ def ingest_command(
     from rich.console import Console
 
     from ..catalog import Lake, resolve_lake
-    from ..fit.frankatwin_import import import_results
     from ..ingest.pipeline import ingest_paths
     from ..ingest.registry import ReadOptions
 
@@ -55,8 +54,14 @@ def ingest_command(
     options = ReadOptions(robot=robot, run=run, allow_partial=allow_partial)
     worst = 0
     with err.status("ingesting...", spinner="dots") as status:
-        # a directory's FrankaTwin result files become fits and validations (the fit folder's job)
-        results = lambda folder: import_results(the_lake, [folder], robot, replace=replace)  # noqa: E731
+
+        def results(folder: Path):
+            """A directory's FrankaTwin result files become fits and validations (the fit
+            folder's job; imported only for a directory: it loads the simulator)."""
+            from ..fit.frankatwin_import import import_results
+
+            return import_results(the_lake, [folder], robot, replace=replace)
+
         for outcome in ingest_paths(the_lake, list(paths), options, replace=replace,
                                     raw_codec=raw_codec, results=results):
             status.update(f"ingested {Path(outcome.path).name}")
