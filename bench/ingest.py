@@ -15,9 +15,16 @@ pipeline's own `rawstore.ARCHIVE_THREADS`; 1 shows the archive compressed on one
 Each is run `--repeat` times (alternating, fresh output each time); the best wall time of
 each is reported with rows/s and the ratio twinlake/duckdb (throughput; target >= 0.8),
 plus the same ratio in process CPU seconds, which a busy shared machine disturbs less.
+Both run inside this warm process, so neither pays its start-up.
+
+`--whole-process N` also times N pairs of whole commands, start-up included, alternating:
+`python -m twinlake ingest CSV` (a fresh process: imports, loading the compiled CSV
+reader) against `python -c` running the same DuckDB COPY; it prints the median wall time
+of each and the median of the pairs' ratios.
 
     python bench/ingest.py [--rows 600000] [--repeat 2] [--keep DIR]
                            [--raw-codec zstd none] [--archive-threads 2 1]
+                           [--whole-process 0]
 
 The 1-minute load average is printed before and after (the machine may be shared).
 """
@@ -27,6 +34,9 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -64,6 +74,36 @@ def time_twinlake(csv: Path, lake_dir: Path, rows: int, codec: str,
     return wall, cpu
 
 
+_DUCKDB_COPY = ("import sys, duckdb; con = duckdb.connect(); "
+                "con.execute('SET enable_progress_bar = false'); "
+                "con.execute('COPY (FROM read_csv(?)) TO ? (FORMAT parquet)', sys.argv[1:3])")
+
+
+def time_whole_processes(csv: Path, work: Path, pairs: int) -> None:
+    """Median wall s of `pairs` fresh `python -m twinlake ingest` and DuckDB COPY processes,
+    run in turn, and the median of the pairs' throughput ratios."""
+    ours, theirs = [], []
+    for i in range(pairs):
+        lake_dir = work / f"cli-lake{i}"
+        t0 = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "twinlake", "ingest", str(csv), "--lake",
+                        str(lake_dir), "--robot", "bench"], check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        ours.append(time.perf_counter() - t0)
+        shutil.rmtree(lake_dir)
+        out = work / f"cli-duck{i}.parquet"
+        t0 = time.perf_counter()
+        subprocess.run([sys.executable, "-c", _DUCKDB_COPY, str(csv), str(out)], check=True)
+        theirs.append(time.perf_counter() - t0)
+        out.unlink()
+        print(f"whole process {i + 1}: twinlake ingest {ours[-1]:.2f} s, "
+              f"duckdb {theirs[-1]:.2f} s", flush=True)
+    ratio = statistics.median(d / t for d, t in zip(theirs, ours))
+    print(f"whole process, start-up included: twinlake ingest median "
+          f"{statistics.median(ours):.2f} s, duckdb median {statistics.median(theirs):.2f} s"
+          f", ratio (median of {pairs} pairs) {ratio:.2f}x")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=600_000)
@@ -76,6 +116,8 @@ def main() -> None:
                         default=[rawstore.ARCHIVE_THREADS],
                         help="workers compressing the archive (default: "
                              f"{rawstore.ARCHIVE_THREADS}, the pipeline's)")
+    parser.add_argument("--whole-process", type=int, default=0, metavar="N",
+                        help="also time N pairs of whole processes, start-up included")
     args = parser.parse_args()
     print(f"load average (1 min) at start: {os.getloadavg()[0]:.1f}")
     work = args.keep or Path(tempfile.mkdtemp(prefix="twinlake-bench-"))
@@ -111,6 +153,8 @@ def main() -> None:
               f"{args.rows / t:10,.0f} rows/s "
               f"(best {t:.2f} s wall, {tc:.2f} s cpu)  ratio {d / t:.2f}x wall, "
               f"{dc / tc:.2f}x cpu  (target >= 0.80)")
+    if args.whole_process:
+        time_whole_processes(csv, work, args.whole_process)
     print(f"load average (1 min) at end: {os.getloadavg()[0]:.1f}")
     if args.keep is None:
         shutil.rmtree(work, ignore_errors=True)

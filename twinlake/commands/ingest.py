@@ -57,7 +57,7 @@ def ingest_command(
 
         def results(folder: Path):
             """A directory's FrankaTwin result files become fits and validations (the fit
-            folder's job; imported only for a directory: it loads the simulator)."""
+            folder's job, imported when a directory is ingested)."""
             from ..fit.frankatwin_import import import_results
 
             return import_results(the_lake, [folder], robot, replace=replace)
