@@ -233,7 +233,9 @@ def _spans(data: np.ndarray, start: int, threads: int) -> list[tuple[int, int, i
     cuts = [start]
     for k in range(1, pieces):
         at = start + (size - start) * k // pieces
-        cuts.append(at + 1 + int(np.argmax(data[at: at + (1 << 20)] == 10)))
+        ends = np.flatnonzero(data[at: at + (1 << 20)] == 10)  # the next line end
+        if ends.size:  # (no line ends within 1 MiB: no cut here)
+            cuts.append(at + 1 + int(ends[0]))
     cuts = sorted(set(c for c in cuts if c < size)) + [size]
     spans, first_row = [], 0
     for lo, hi in zip(cuts[:-1], cuts[1:]):

@@ -137,3 +137,15 @@ def test_the_fast_path_sits_in_front_of_the_readers(tmp_path, monkeypatch):
     with pytest.raises(fr3_csv.IngestError) as err:
         fr3_csv.parse_frames(path, header, 2, False)
     assert err.value.line == 5 and err.value.field == header[1]
+
+
+def test_spans_are_whole_lines_covering_the_file():
+    lines = [b"%d.123456789,%d\n" % (i, i % 7) for i in range(900_000)]  # ~15 MB
+    data = np.frombuffer(b"x,n\n" + b"".join(lines), np.uint8)
+    spans = decimal_csv._spans(data, 4, threads=3)
+    assert len(spans) == 3
+    assert [first for _, _, first in spans] == [0, spans[0][1], spans[0][1] + spans[1][1]]
+    assert sum(count for _, count, _ in spans) == len(lines)
+    assert all(data[start - 1] == 10 for start, _, _ in spans)
+    one_line = np.frombuffer(b"x\n" + b"1" * (1 << 23) + b"\n", np.uint8)
+    assert decimal_csv._spans(one_line, 2, threads=2) == [(2, 1, 0)]  # no cut inside a line
