@@ -32,8 +32,7 @@ _MAX_MANTISSA = 1 << 53
 _MAX_DIGITS = 18  # < 10^18 fits int64; %.12g writes at most 17 (0.000dddddddddddd)
 _MIN_SPAN_BYTES = 1 << 22  # a thread per 4 MiB at least
 _BLOCK_ROWS = 512  # rows parsed into a row-major block (~300 kB, in L2) before scattering
-_INT_RANGES = {pa.int64(): (-(1 << 63), (1 << 63) - 1), pa.int32(): (-(1 << 31), (1 << 31) - 1),
-               pa.int16(): (-(1 << 15), (1 << 15) - 1), pa.int8(): (-128, 127)}
+_INT_DTYPES = {pa.int64(): np.int64, pa.int32(): np.int32, pa.int16(): np.int16, pa.int8(): np.int8}
 _JIT = dict(cache=True, nogil=True, boundscheck=False, fastmath=False, error_model="numpy")
 _U64 = np.uint64
 
@@ -254,9 +253,9 @@ def _table(header: list[str], types: dict[str, pa.DataType], is_int: np.ndarray,
             columns.append(pa.array(floats[f]))
             f += 1
             continue
-        lo, hi = _INT_RANGES[types[name]]
+        dtype = np.iinfo(_INT_DTYPES[types[name]])
         values, i = ints[i], i + 1
-        if values.min() < lo or values.max() > hi:
+        if values.min() < dtype.min or values.max() > dtype.max:
             return None
-        columns.append(pa.array(values.astype(types[name].to_pandas_dtype())))
+        columns.append(pa.array(values.astype(dtype.dtype)))
     return pa.Table.from_arrays(columns, names=header)
