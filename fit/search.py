@@ -60,11 +60,26 @@ def stratified_counts(probs: np.ndarray, population: int) -> np.ndarray:
     return counts
 
 
-def _centred(choices: np.ndarray, centre: int | None) -> np.ndarray:
+def centred_probs(choices: np.ndarray, centre: int | None) -> np.ndarray:
     """A distribution over `choices`: uniform, or half the mass at `centre` (the rest spread)."""
     if centre is None or centre not in choices:
         return np.full(len(choices), 1.0 / len(choices))
     return np.where(choices == centre, 0.5, 0.5 / max(len(choices) - 1, 1))
+
+
+def draw_categorical(choices: np.ndarray, probs: np.ndarray, population: int,
+                     rng: np.random.Generator) -> np.ndarray:
+    """`population` values of `choices` in the stratified counts of `probs`, in an order drawn
+    from `rng` (one permutation)."""
+    return np.repeat(choices, stratified_counts(probs, population))[rng.permutation(population)]
+
+
+def updated_probs(probs: np.ndarray, choices: np.ndarray, elite_values: np.ndarray) -> np.ndarray:
+    """A categorical's update from the elite's values: (1 − DELAY_RATE)·p + DELAY_RATE·freq,
+    floored at DELAY_FLOOR and renormalised (module docstring, step 3)."""
+    freq = np.array([(elite_values == v).mean() for v in choices])
+    new = np.maximum((1 - DELAY_RATE) * probs + DELAY_RATE * freq, DELAY_FLOOR)
+    return new / new.sum()
 
 
 class MixedSearch:
@@ -91,7 +106,7 @@ class MixedSearch:
         self.delay_probs = (np.full(n_delays, 1.0 / n_delays) if delay_probs is None
                             else np.asarray(delay_probs, dtype=np.float64) / np.sum(delay_probs))
         self._delay_rng = np.random.default_rng([self.seed, 7])
-        self.offset_probs = {j: _centred(space.offset_choices(j), None if offsets0 is None else offsets0[j])
+        self.offset_probs = {j: centred_probs(space.offset_choices(j), None if offsets0 is None else offsets0[j])
                              for j in space.free_offset_joints}
         self._offset_rng = np.random.default_rng([self.seed, 11])
         n_free = len(space.free_indices)
@@ -142,13 +157,10 @@ class MixedSearch:
             z = np.array(self._with_cma_rng(self._es.ask), dtype=np.float64)
         else:
             z = np.zeros((self.population, n_free))
-        counts = stratified_counts(self.delay_probs, self.population)
-        delays = np.repeat(self.space.delay_choices, counts)
-        delays = delays[self._delay_rng.permutation(self.population)]
+        delays = draw_categorical(self.space.delay_choices, self.delay_probs, self.population, self._delay_rng)
         offsets = np.tile(self.space.base_offsets, (self.population, 1))
         for j, probs in self.offset_probs.items():
-            values = np.repeat(self.space.offset_choices(j), stratified_counts(probs, self.population))
-            offsets[:, j] = values[self._offset_rng.permutation(self.population)]
+            offsets[:, j] = draw_categorical(self.space.offset_choices(j), probs, self.population, self._offset_rng)
         return Proposal(z=z, delays=delays, params=self.space.decode(z, delays, offsets), offsets=offsets)
 
     def tell(self, proposal: Proposal, losses: np.ndarray) -> None:
@@ -161,14 +173,9 @@ class MixedSearch:
             finite = np.where(ok, ranked, abs(worst) * 10 + 1e12)  # a failed rollout ranks last
             self._with_cma_rng(lambda: self._es.tell(list(proposal.z), finite.tolist()))
         elite = np.argsort(ranked, kind="stable")[: self.population // 2]
-        freq = np.array([(proposal.delays[elite] == d).mean() for d in self.space.delay_choices])
-        probs = (1 - DELAY_RATE) * self.delay_probs + DELAY_RATE * freq
-        probs = np.maximum(probs, DELAY_FLOOR)
-        self.delay_probs = probs / probs.sum()
+        self.delay_probs = updated_probs(self.delay_probs, self.space.delay_choices, proposal.delays[elite])
         for j, old in self.offset_probs.items():
-            freq = np.array([(proposal.offsets[elite, j] == v).mean() for v in self.space.offset_choices(j)])
-            probs = np.maximum((1 - DELAY_RATE) * old + DELAY_RATE * freq, DELAY_FLOOR)
-            self.offset_probs[j] = probs / probs.sum()
+            self.offset_probs[j] = updated_probs(old, self.space.offset_choices(j), proposal.offsets[elite, j])
         i = int(np.argmin(ranked))
         if ranked[i] < self.best_loss:
             self.best_loss = float(ranked[i])

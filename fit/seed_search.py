@@ -17,7 +17,7 @@ from . import local_search
 from .objective import FitProblem, ProblemData
 from .progress import FitProgress, stage_note
 from .refine import refine
-from .search import MixedSearch
+from .search import MixedSearch, centred_probs
 
 EMA_KEEP = 0.8  # FrankaTwin's ETA smoothing: ema = 0.8·old + 0.2·new
 
@@ -80,7 +80,7 @@ def _local_result(wd: Path, settings, seed: int, data: ProblemData, pool, progre
 
     def fallback(x0: np.ndarray, delay: int):
         space = settings.parameter_space
-        probs = np.where(space.delay_choices == delay, 0.5, 0.5 / max(len(space.delay_choices) - 1, 1))
+        probs = centred_probs(space.delay_choices, delay)
         init = (space.encode(x0[None])[0], probs if len(probs) > 1 else None, space.offsets_of(x0))
         best, loss, rows, _ = _cma_stage(wd, settings, seed, data, pool, progress, f"{label} cma", on_generation,
                                          init, settings.refine_iterations or local_search.FULL_ITERATIONS)
