@@ -241,12 +241,7 @@ class SimFR3:
         if command is not None:
             self._apply(command, q_meas)
         self.stage()
-        if self.measured_coriolis:
-            cor = self.coriolis(q_meas, dq_meas)
-        elif self.plant.coriolis_loaded:
-            cor = self.plant.feedforward()[0]
-        else:
-            cor = self._views[2] if self._views is not None else self.plant.coriolis()
+        cor = self.coriolis(q_meas, dq_meas) if self.measured_coriolis else self._true_coriolis()
         if self.mode == CONTROLLER_JOINT_IMPEDANCE:
             cfg, ema = self.config, self.ema
             ema *= self._keep  # ema ← (1 − α)·ema + α·q_target
@@ -257,6 +252,14 @@ class SimFR3:
             self._zeros.fill(0.0)
             slew_limit_inplace(self._zeros, self.tau_prev, JOINT_SLEW_NM_PER_TICK)
         return self.tau_prev
+
+    def _true_coriolis(self) -> np.ndarray:
+        """The firmware's Coriolis feed-forward at the true state (valid after stage()), (7,),
+        without a copy where it can: the live qfrc_bias view, or the configured load's
+        feed-forward buffer when the loads differ (Plant.coriolis chooses the same, copied)."""
+        if self.plant.coriolis_loaded:
+            return self.plant.feedforward()[0]
+        return self._views[2] if self._views is not None else self.plant.coriolis()
 
     def stage(self) -> None:
         """This tick's mj_step1 (once per tick): qfrc_bias = C(q,dq)·dq and the flange pose at
@@ -280,8 +283,7 @@ class SimFR3:
         self.stage()
         plant, views, cfg = self.plant, self._views, self.config
         delay = plant.delay
-        cor = plant.feedforward()[0] if plant.coriolis_loaded else views[2]
-        arm_step(views[0], views[1], self._tau_j, offsets, measured, cor,
+        arm_step(views[0], views[1], self._tau_j, offsets, measured, self._true_coriolis(),
                  self.mode == CONTROLLER_JOINT_IMPEDANCE, self.ema, self._keep, self._alpha_target,
                  cfg.k_nm_per_rad, cfg.d_nms_per_rad, cfg.use_friction, self.tau_prev,
                  delay.ring, delay.tick, delay.delays, plant.friction.coef, views[3], tau_out, ema_out, delay.law)
