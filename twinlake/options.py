@@ -1,6 +1,8 @@
-"""What every twinlake command shares: the `--lake` option and the one-line error exit.
+"""What twinlake commands share: the `--lake` option, the one-line error exit, and the truth
+options of a simulated robot (`sim record` and `daemon serve` alike).
 
     lake: Optional[Path] = LAKE      # in a command's signature; resolve with catalog's resolve_lake
+    payload: str | None = TRUE_PAYLOAD; friction_law: str = TRUE_FRICTION_LAW
     fail("--format 'xml': expected table, csv or json")   # "error: ..." on stderr, exit 2
 
 Imports typer only, so a command module importing it stays cheap at `twinlake --help`.
@@ -18,6 +20,12 @@ LAKE = typer.Option(None, "--lake", help=LAKE_HELP)
 """The `--lake DIR` option of every command that reads or writes the lake (default None: the
 command resolves `$TWINLAKE_LAKE`, else `./lake`, with `twinlake.catalog.resolve_lake`)."""
 
+TRUE_PAYLOAD = typer.Option(None, "--payload", help="True payload at the flange MASS[,X,Y,Z] (kg; CoM m in the flange frame; default: the truth profile's).")
+"""`--payload`: the simulated robot's true payload (parse with twinlake.sim.load.parse_load)."""
+
+TRUE_FRICTION_LAW = typer.Option("stribeck", "--friction-law", help="The true plant's friction law: stribeck (FrankaTwin's, default), tanh (smooth Coulomb) or sigmoid (Gaz et al. 2019).")
+"""`--friction-law`: the simulated robot's true friction law (twinlake.sim.plant.FRICTION_LAWS)."""
+
 USAGE_ERROR = 2
 """Exit status of a usage error (a bad option value, an unknown run or fit), as click's own."""
 
@@ -28,4 +36,4 @@ def fail(message: str, code: int = USAGE_ERROR) -> NoReturn:
     raise typer.Exit(code)
 
 
-__all__ = ["LAKE", "LAKE_HELP", "USAGE_ERROR", "fail"]
+__all__ = ["LAKE", "LAKE_HELP", "TRUE_FRICTION_LAW", "TRUE_PAYLOAD", "USAGE_ERROR", "fail"]

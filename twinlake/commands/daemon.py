@@ -22,6 +22,8 @@ import sys
 
 import typer
 
+from ..options import TRUE_FRICTION_LAW, TRUE_PAYLOAD
+
 daemon_app = typer.Typer(help="Run the sim-backed FR3 daemon (fr3_stack wire protocol).", no_args_is_help=True)
 record_app = typer.Typer(help="Start, stop or query a daemon's 1 kHz recording (port 5557).",
                          no_args_is_help=True)
@@ -42,9 +44,9 @@ def serve(
     log_1khz: str | None = typer.Option(None, "--log-1khz", help="Start a recording at startup (ID startup-<ns>)."),
     duration: float | None = typer.Option(None, "--duration", help="Stop after this many seconds (default: until terminated)."),
     rt_priority: int = typer.Option(0, "--rt-priority", help="SCHED_FIFO priority 1..99 for the daemon's threads (0 = normal scheduling)."),
-    payload: str | None = typer.Option(None, "--payload", help="True payload at the flange MASS[,X,Y,Z] (kg; CoM m in the flange frame; default: the truth profile's)."),
+    payload: str | None = TRUE_PAYLOAD,
     configured_load: str | None = typer.Option(None, "--configured-load", help="The firmware's configured load MASS[,X,Y,Z] (its gravity compensation; default: none)."),
-    friction_law: str = typer.Option("stribeck", "--friction-law", help="The true plant's friction law: stribeck (FrankaTwin's, default), tanh (smooth Coulomb) or sigmoid (Gaz et al. 2019)."),
+    friction_law: str = TRUE_FRICTION_LAW,
 ) -> None:
     """Serve a simulated FR3 at 1 kHz; exit 2 if any recording failed or was incomplete."""
     import zmq

@@ -13,7 +13,7 @@ from typing import Optional
 
 import typer
 
-from ..options import LAKE, fail
+from ..options import LAKE, TRUE_FRICTION_LAW, TRUE_PAYLOAD, fail
 
 sim_app = typer.Typer(help="Simulate the FR3: replay recorded runs.", no_args_is_help=True)
 
@@ -82,9 +82,9 @@ def sim_record(
     tail: float = typer.Option(1.0, "--tail", help="Seconds simulated after the last reference row."),
     robot_id: str | None = typer.Option(None, "--robot-id", help="Robot identity for the meta file (default: the reference's metadata.json)."),
     json_out: bool = typer.Option(False, "--json", help="Print the result as JSON."),
-    payload: str | None = typer.Option(None, "--payload", help="True payload at the flange MASS[,X,Y,Z] (kg; CoM m in the flange frame; default: the truth profile's)."),
+    payload: str | None = TRUE_PAYLOAD,
     configured_load: str | None = typer.Option(None, "--configured-load", help="The firmware's configured load MASS[,X,Y,Z] (its gravity compensation; default: none); written to the metadata."),
-    friction_law: str = typer.Option("stribeck", "--friction-law", help="The true plant's friction law: stribeck (FrankaTwin's, default), tanh (smooth Coulomb) or sigmoid (Gaz et al. 2019)."),
+    friction_law: str = TRUE_FRICTION_LAW,
 ) -> None:
     """Offline recorder: the daemon's plant, controller and CSV writer in simulated time."""
     from rich.progress import Progress
