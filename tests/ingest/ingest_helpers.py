@@ -7,6 +7,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
+import pyarrow as pa
+
 from twinlake.catalog import Lake, connect
 
 
@@ -14,6 +17,12 @@ def run_cli(*args: str | Path, timeout: float = 120) -> subprocess.CompletedProc
     """`twinlake ingest ...` as a real subprocess (`python -m twinlake.ingest`)."""
     return subprocess.run([sys.executable, "-m", "twinlake.ingest", *map(str, args)],
                           capture_output=True, text=True, timeout=timeout)
+
+
+def column_bits(table: pa.Table) -> list[np.ndarray]:
+    """Each column's values, a float64 column as its 64 bits (NaN and -0 compare exactly)."""
+    return [c.to_numpy().view(np.uint64) if pa.types.is_float64(c.type) else c.to_numpy()
+            for c in table.columns]
 
 
 def frames_of(lake: Lake, where: str = "true"):

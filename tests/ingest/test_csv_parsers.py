@@ -7,6 +7,8 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+from ingest_helpers import column_bits
+
 from twinlake.ingest import fr3_csv
 from twinlake.ingest.pipeline import write_parquet
 from twinlake.ingest.samples import SampleSpec, write_sample
@@ -17,11 +19,6 @@ def _both(path):
     fast = fr3_csv.polars_csv(path, header)
     arrow = fr3_csv._read_csv(path, pa.memory_map(str(path)).read_buffer(), header)
     return fast, arrow
-
-
-def _bits(table: pa.Table) -> list[np.ndarray]:
-    return [c.to_numpy().view(np.uint64) if pa.types.is_float64(c.type) else c.to_numpy()
-            for c in table.columns]
 
 
 def test_fast_path_is_bit_identical_to_arrow(tmp_path):
@@ -35,7 +32,7 @@ def test_fast_path_is_bit_identical_to_arrow(tmp_path):
     path.write_text("".join(text))
     fast, arrow = _both(path)
     assert fast is not None and fast.schema == arrow.schema and fast.num_rows == 3000
-    for a, b in zip(_bits(fast), _bits(arrow)):
+    for a, b in zip(column_bits(fast), column_bits(arrow)):
         np.testing.assert_array_equal(a, b)
     # the chunk layouts differ (polars splits per thread); the Parquet bytes do not
     for name, table in (("fast", fast), ("arrow", arrow)):

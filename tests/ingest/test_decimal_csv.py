@@ -12,16 +12,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ingest_helpers import column_bits
+
 from twinlake.ingest import decimal_csv, fr3_csv
 from twinlake.ingest.pipeline import write_frames_parquet
 from twinlake.ingest.samples import SampleSpec, write_sample
 
 TYPES = {"x": pa.float64(), "n": pa.int8()}
-
-
-def _bits(table: pa.Table) -> list[np.ndarray]:
-    return [c.to_numpy().view(np.uint64) if pa.types.is_float64(c.type) else c.to_numpy()
-            for c in table.columns]
 
 
 def _arrow(text: bytes, types: dict[str, pa.DataType]) -> pa.Table:
@@ -53,7 +50,7 @@ def test_a_recording_is_bit_identical_to_arrow(tmp_path, threads):
     fast = decimal_csv.read_decimal_csv(buf, header, fr3_csv._column_types(header), threads)
     arrow = fr3_csv._read_csv(path, buf, header)
     assert fast is not None and fast.schema == arrow.schema and fast.num_rows == 12_000
-    for a, b in zip(_bits(fast), _bits(arrow), strict=True):
+    for a, b in zip(column_bits(fast), column_bits(arrow), strict=True):
         np.testing.assert_array_equal(a, b)
     for name, table in (("fast", fast), ("arrow", arrow)):
         write_frames_parquet(fr3_csv.canonical_frames(table, 2), tmp_path / f"{name}.parquet")
@@ -71,7 +68,7 @@ def test_every_number_it_accepts_is_arrows(cells):
     fast = _decimal(text.encode())
     if fast is None:
         return
-    for a, b in zip(_bits(fast), _bits(_arrow(text.encode(), TYPES)), strict=True):
+    for a, b in zip(column_bits(fast), column_bits(_arrow(text.encode(), TYPES)), strict=True):
         np.testing.assert_array_equal(a, b)
 
 
@@ -83,7 +80,7 @@ def test_what_the_recorder_writes_is_never_declined(values):
     text = "x,n\n" + "".join(f"{x:.12g},{i % 100}\n" for i, x in enumerate(values))
     fast = _decimal(text.encode())
     assert fast is not None
-    np.testing.assert_array_equal(_bits(fast)[0], _bits(_arrow(text.encode(), TYPES))[0])
+    np.testing.assert_array_equal(column_bits(fast)[0], column_bits(_arrow(text.encode(), TYPES))[0])
 
 
 def test_non_finite_and_signed_zero_keep_their_bits():
