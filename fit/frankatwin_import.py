@@ -14,7 +14,7 @@ the same writers as twinlake's own (`FitRecord` / `publish_fit`, `ValidationReco
 
 Ids derive from the file's SHA-256, so importing the same bytes again is a no-op that says so.
 Which files are results is decided by content, by the one rule of the ingest folder, which owns
-the source formats (`twinlake.ingest.frankatwin_results.result_kind`: keys present, never the
+the source formats (`twinlake.ingest.frankatwin.results.result_kind`: keys present, never the
 name; `twinlake ingest` uses it to tell a user where such a file belongs). A broken file raises
 `ResultFileError` naming the file, line and field.
 """
@@ -31,7 +31,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..catalog import Lake, PartitionExists, SelectionError, connect, resolve_run, sha256_file
-from ..ingest.frankatwin_results import result_kind
+from ..ingest.frankatwin.results import result_kind
 from .record import FitRecord, IntervalUse, publish_fit
 from .validation_record import VALIDATION_COLUMNS, ValidationRecord, publish_validation_record
 

@@ -16,11 +16,12 @@ from typing import Any, Protocol, runtime_checkable
 import pyarrow as pa
 
 FORMAT_MODULES: tuple[str, ...] = (
-    "twinlake.ingest.fr3_csv",  # fr3_stack recording CSV v2 / v1
-    "twinlake.ingest.frankatwin_readers",  # FrankaTwin logs: 50 Hz, ring 1 kHz, target, sim CSV, sidecar alone
-    "twinlake.ingest.frankatwin_results",  # FrankaTwin result files: recognised, never runs (a hint)
-    "twinlake.ingest.excitation",  # fr3_stack joint-excitation run directory
-    "twinlake.ingest.episode",  # TestRandomization episode directory
+    "twinlake.ingest.fr3_stack.recording_csv",  # fr3_stack recording CSV v2 / v1
+    "twinlake.ingest.frankatwin.readers",  # FrankaTwin logs: 50 Hz, ring 1 kHz, target, sim CSV, sidecar alone
+    "twinlake.ingest.frankatwin.results",  # FrankaTwin result files: recognised, never runs (a hint)
+    "twinlake.ingest.fr3_stack.excitation",  # fr3_stack joint-excitation run directory
+    "twinlake.ingest.episodes.episode",  # TestRandomization episode directory
+    # "twinlake.ingest.bags.reader",  # ROS 1 / ROS 2 bags (rosbags): added with ingest/bags/
 )
 """The format modules, in detection order (the first reader whose `detect` matches wins).
 Adding a source format is one module and one line here."""

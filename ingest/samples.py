@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .fr3_csv import V1_COLUMNS, V2_COLUMNS
+from .fr3_stack.recording_csv import V1_COLUMNS, V2_COLUMNS
 
 HOME_Q = np.array([0.0, -0.6, 0.0, -1.8, 0.0, 1.8, 0.7])
 K_DEFAULT = np.array([600, 600, 600, 600, 250, 150, 50], float)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from twinlake.ingest.frankatwin_csv import (LOG_COLUMNS, RING_COLUMNS, SIM_COLUMNS,
+from twinlake.ingest.frankatwin.csv_logs import (LOG_COLUMNS, RING_COLUMNS, SIM_COLUMNS,
                                             TARGET_CSV_COLUMNS, TARGETS_COLUMNS)
 
 Q_HOME = np.array([0.0, -0.785398, 0.0, -2.356194, 0.0, 1.570796, 0.785398])

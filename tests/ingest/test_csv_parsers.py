@@ -9,7 +9,7 @@ import pytest
 
 from ingest_helpers import column_bits
 
-from twinlake.ingest import fr3_csv
+from twinlake.ingest.fr3_stack import recording_csv as fr3_csv
 from twinlake.ingest.pipeline import write_parquet
 from twinlake.ingest.samples import SampleSpec, write_sample
 

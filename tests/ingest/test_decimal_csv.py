@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 
 from ingest_helpers import column_bits
 
-from twinlake.ingest import decimal_csv, fr3_csv
+from twinlake.ingest import decimal_csv
+from twinlake.ingest.fr3_stack import recording_csv as fr3_csv
 from twinlake.ingest.pipeline import write_frames_parquet
 from twinlake.ingest.samples import SampleSpec, write_sample
 

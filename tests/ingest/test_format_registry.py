@@ -24,7 +24,8 @@ def _registers_a_reader(path: Path) -> bool:
 
 
 def test_every_module_that_registers_a_reader_is_listed():
-    registering = {f"twinlake.ingest.{p.stem}" for p in INGEST.glob("*.py") if _registers_a_reader(p)}
+    registering = {"twinlake.ingest." + ".".join(p.relative_to(INGEST).with_suffix("").parts)
+                   for p in INGEST.rglob("*.py") if _registers_a_reader(p)}
     assert registering == set(FORMAT_MODULES)
     assert len(set(FORMAT_MODULES)) == len(FORMAT_MODULES)
 
@@ -40,7 +41,7 @@ def test_the_order_does_not_depend_on_what_was_imported_first():
     import subprocess
     import sys
 
-    code = ("import twinlake.ingest.episode, twinlake.ingest.frankatwin_results; "
+    code = ("import twinlake.ingest.episodes.episode, twinlake.ingest.frankatwin.results; "
             "from twinlake.ingest import readers; print(','.join(r.name for r in readers()))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip().split(",") == [r.name for r in readers()]

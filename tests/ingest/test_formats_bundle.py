@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from twinlake.catalog import Lake
-from twinlake.ingest import bundle_validate
-from twinlake.ingest.bundle_export import ExportRefused, export_bundle
+from twinlake.ingest.bundles import bundle_validate
+from twinlake.ingest.bundles.export import ExportRefused, export_bundle
 from twinlake.ingest.pipeline import ingest_paths
 from twinlake.ingest.registry import ReadOptions
 

@@ -9,8 +9,8 @@ import formats_fixtures as ff
 import numpy as np
 import pytest
 
-from twinlake.ingest.episode import EpisodeReader
-from twinlake.ingest.excitation import ExcitationReader
+from twinlake.ingest.episodes.episode import EpisodeReader
+from twinlake.ingest.fr3_stack.excitation import ExcitationReader
 from twinlake.ingest.registry import IngestError, ReadOptions, detect
 
 

@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 
 import formats_fixtures as ff
 from twinlake.catalog import FRAME_SCHEMA
-from twinlake.ingest.frankatwin_csv import LOG_COLUMNS, RENAME, RING_COLUMNS
-from twinlake.ingest.frankatwin_readers import (Log50Reader, RingReader, SimCsvReader,
+from twinlake.ingest.frankatwin.csv_logs import LOG_COLUMNS, RENAME, RING_COLUMNS
+from twinlake.ingest.frankatwin.readers import (Log50Reader, RingReader, SimCsvReader,
                                                 TargetCsvReader)
 from twinlake.ingest.registry import IngestError, ReadOptions, detect
 

@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 
 from ingest_helpers import frames_of, runs_of
 from twinlake.catalog import FRAME_SCHEMA, connect
-from twinlake.ingest.fr3_csv import V1_COLUMNS, V2_COLUMNS
+from twinlake.ingest.fr3_stack.recording_csv import V1_COLUMNS, V2_COLUMNS
 
 
 def _csv_column(path, name: str) -> list[float]:

@@ -13,14 +13,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from twinlake.ingest import fr3_csv
+from twinlake.ingest.fr3_stack import recording_csv as fr3_csv
 from twinlake.ingest.pipeline import ROW_GROUP_ROWS, write_frames_parquet
 from twinlake.ingest.samples import SampleSpec, write_sample
 
 _WRITE = """
 import sys
 from pathlib import Path
-from twinlake.ingest import fr3_csv
+from twinlake.ingest.fr3_stack import recording_csv as fr3_csv
 from twinlake.ingest.pipeline import write_frames_parquet
 csv = Path(sys.argv[1])
 frames, _ = fr3_csv.parse_frames(csv, fr3_csv.read_header(csv), 2, False)

@@ -14,7 +14,7 @@ import formats_fixtures as ff
 from ingest_helpers import frames_of, quarantined
 from twinlake.catalog import Lake
 from twinlake.cli import app
-from twinlake.ingest.fr3_csv import _INT_TYPES, V2_COLUMNS
+from twinlake.ingest.fr3_stack.recording_csv import _INT_TYPES, V2_COLUMNS
 
 INT_COLUMNS = sorted(_INT_TYPES)  # seq, controller, schema_version, joint_target_valid, ...
 

@@ -74,7 +74,7 @@ def recorded(tmp_path_factory):
 def test_recordings_ingest_ok_with_one_clean_interval_each(recorded):
     base, runs = recorded
     header = (base / "runs" / "train.csv").read_text().split("\n", 1)[0].split(",")
-    from twinlake.ingest.fr3_csv import V2_COLUMNS
+    from twinlake.ingest.fr3_stack.recording_csv import V2_COLUMNS
     assert tuple(header) == COLUMNS == V2_COLUMNS and len(header) == 80
     lake = base / "lake"
     done = twinlake("ingest", str(base / "runs"), "--robot", "arm", "--lake", str(lake), "--json")

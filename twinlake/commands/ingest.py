@@ -96,8 +96,8 @@ def export_bundle(
     unless --interval selects a clean interval. The output always passes `validate bundle`.
     """
     from ..catalog import Lake, resolve_lake
-    from ..ingest.bundle_export import ExportRefused
-    from ..ingest.bundle_export import export_bundle as do_export
+    from ..ingest.bundles.export import ExportRefused
+    from ..ingest.bundles.export import export_bundle as do_export
 
     try:
         path, lines = do_export(Lake(resolve_lake(lake)), run, out, interval=interval)
@@ -124,7 +124,7 @@ def validate_bundle(
 ) -> None:
     """Check a joint_sysid_recording/v1 bundle (hashes, columns, units, monotonic seq).
     Exit 0 if valid, 1 otherwise."""
-    from ..ingest.bundle_validate import validate_bundle as check
+    from ..ingest.bundles.bundle_validate import validate_bundle as check
 
     rep = check(directory)
     if as_json:

@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .. import __version__
+from ... import __version__
 from .bundle_validate import COLUMNS, SCHEMA
 
 SUFFIX_NOTE = "fr3_stack CSV v2 suffix i (0-based) = bundle suffix i+1 = physical joint J(i+1)"

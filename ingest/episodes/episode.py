@@ -18,11 +18,11 @@ from typing import Any
 
 import pyarrow as pa
 
-from .canonical import conform_frames
-from .frankatwin_io import (SOURCE_FIELDS_TABLE, dumps,
+from ..canonical import conform_frames
+from ..source_io import (SOURCE_FIELDS_TABLE, dumps,
                                            load_json, read_bytes, read_typed_csv,
                                            source_fields_table, try_json)
-from .registry import (Detection, IngestError, IngestUnit, RawFile, ReadOptions,
+from ..registry import (Detection, IngestError, IngestUnit, RawFile, ReadOptions,
                                       register)
 
 REQUIRED = ("episode_config.json", "ticks.csv.gz", "state100.csv.gz", "summary.json")

@@ -24,7 +24,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .frankatwin_io import read_header, read_typed_csv
+from ..source_io import describe_mismatch, read_header, read_typed_csv
 
 J = range(1, 8)
 XYZ = ("x", "y", "z")
@@ -97,19 +97,10 @@ def layout_of(header: list[str]) -> str | None:
     return None
 
 
-def describe_mismatch(header: list[str], expected: tuple[str, ...]) -> str:
-    """One-line reason a header is not `expected` (first differing column, or the count)."""
-    for i, (got, want) in enumerate(zip(header, expected)):
-        if got != want:
-            shown = got if len(got) <= 40 else got[:37] + "..."
-            return f"column {i + 1} is {shown!r}, expected {want!r}"
-    return f"{len(header)} columns, expected {len(expected)}"
-
-
 def _read(path: Path, columns: tuple[str, ...]) -> pa.Table:
     header = read_header(path)
     if tuple(header) != columns:
-        from .registry import IngestError
+        from ..registry import IngestError
 
         raise IngestError(path, f"header does not match: {describe_mismatch(header, columns)}",
                           line=1)

@@ -18,10 +18,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
-from ..catalog import FRAME_SCHEMA, JOINTS
-from .companions import Companions, find_companions
-from .csv_integers import as_double, float_text_in_int_column, integral_to_int
-from .registry import (
+from ...catalog import FRAME_SCHEMA, JOINTS
+from ..companions import Companions, find_companions
+from ..csv_integers import as_double, float_text_in_int_column, integral_to_int
+from ..registry import (
     Detection,
     IngestError,
     IngestUnit,
@@ -63,7 +63,7 @@ _JOINT_BLOCK = [f.name for f in FRAME_SCHEMA][FRAME_SCHEMA.get_field_index("q_ta
                                               FRAME_SCHEMA.get_field_index("joint_reset_count") + 1]
 DECIMAL_MIN_BYTES = 128 << 20
 """A file this large loads the compiled decimal reader (`decimal_table`)."""
-_DECIMAL_MODULE = f"{__package__}.decimal_csv"
+_DECIMAL_MODULE = f"{__package__.rpartition('.')[0]}.decimal_csv"
 _NO_POSE_TARGET = pa.array([0, 2], pa.int32())  # controllers without a Cartesian target
 
 
@@ -196,7 +196,7 @@ def decimal_table(buf: pa.Buffer, header: list[str]) -> pa.Table | None:
     breaks even at ~0.5 GB (a 10-minute recording), and wins on every file after it."""
     if buf.size < DECIMAL_MIN_BYTES and _DECIMAL_MODULE not in sys.modules:
         return None
-    from .decimal_csv import read_decimal_csv  # here, not at the top: it loads numba
+    from ..decimal_csv import read_decimal_csv  # here, not at the top: it loads numba
 
     return read_decimal_csv(buf, header, _column_types(header))
 

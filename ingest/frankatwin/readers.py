@@ -15,13 +15,13 @@ from typing import Any
 
 import pyarrow as pa
 
-from . import frankatwin_csv as ftcsv
-from . import frankatwin_sidecar as side
-from .canonical import conform_frames
-from .frankatwin_io import (SOURCE_FIELDS_TABLE, load_json,
+from . import csv_logs as ftcsv
+from . import sidecar as side
+from ..canonical import conform_frames
+from ..source_io import (SOURCE_FIELDS_TABLE, describe_mismatch, load_json,
                                            read_header, source_fields_table)
-from .frankatwin_ring import check_ring
-from .registry import (Detection, IngestError, IngestUnit, RawFile, ReadOptions,
+from .ring import check_ring
+from ..registry import (Detection, IngestError, IngestUnit, RawFile, ReadOptions,
                                       register)
 
 LAYOUT_NAMES = {"log50": "47-column FrankaTwin 50 Hz log", "ring": "49-column FrankaTwin 1 kHz "
@@ -40,7 +40,7 @@ def _detect(path: Path, layout: str) -> Detection:
         return Detection.no(f"header is the {LAYOUT_NAMES[found]}")
     expected = {"log50": ftcsv.LOG_COLUMNS, "ring": ftcsv.RING_COLUMNS,
                 "target": ftcsv.TARGET_CSV_COLUMNS, "sim": ftcsv.SIM_COLUMNS}[layout]
-    return Detection.no(f"header {ftcsv.describe_mismatch(header, expected)}")
+    return Detection.no(f"header {describe_mismatch(header, expected)}")
 
 
 def _sidecar(path: Path, required: bool) -> tuple[Path | None, dict | None]:

@@ -51,6 +51,15 @@ def read_header(path: Path) -> list[str]:
     return line.decode("utf-8", "replace").rstrip("\r\n").split(",")
 
 
+def describe_mismatch(header: list[str], expected: tuple[str, ...]) -> str:
+    """One-line reason a header is not `expected` (first differing column, or the count)."""
+    for i, (got, want) in enumerate(zip(header, expected)):
+        if got != want:
+            shown = got if len(got) <= 40 else got[:37] + "..."
+            return f"column {i + 1} is {shown!r}, expected {want!r}"
+    return f"{len(header)} columns, expected {len(expected)}"
+
+
 def read_typed_csv(path: Path, types: dict[str, pa.DataType], *,
                    data: bytes | None = None) -> pa.Table:
     """Read a headed CSV with Arrow, columns cast to `types` (others inferred). Empty fields

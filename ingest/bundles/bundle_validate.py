@@ -3,7 +3,7 @@
 Imports only the standard library, numpy and pyarrow (nothing of twinlake), so a consumer can
 copy this one file: `python bundle_validate.py DIR` exits 0 when every check passes, else 1,
 and prints one line per check. The bundle contract (columns, units, metadata keys) is defined
-here and documented in docs/formats.md; the exporter (`bundle_export.py`) writes to it.
+here and documented in docs/formats.md; the exporter (`export.py` beside it) writes to it.
 """
 
 from __future__ import annotations

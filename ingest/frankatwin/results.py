@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .frankatwin_io import try_json
-from .registry import Detection, IngestError, ReadOptions, register
+from ..source_io import try_json
+from ..registry import Detection, IngestError, ReadOptions, register
 
 
 def result_kind(path: Path) -> tuple[str | None, str]:

@@ -12,8 +12,8 @@ import math
 from pathlib import Path
 from typing import Any
 
-from .frankatwin_io import dumps, try_json
-from .registry import IngestError
+from ..source_io import dumps, try_json
+from ..registry import IngestError
 
 GAIN_KEYS = ("kp_pos", "kp_ori", "kd_pos", "kd_ori")
 STALENESS_50HZ_MS = 10.0

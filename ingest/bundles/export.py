@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
-from ..catalog import (Lake, SelectionError, connect, pick_interval, resolve_run,
+from ...catalog import (Lake, SelectionError, connect, pick_interval, resolve_run,
                               run_frames, run_intervals)
 from .bundle_validate import (CONSTANT_COLUMNS, COLUMNS, NULLABLE,
                                              validate_bundle)
@@ -183,7 +183,7 @@ def export_bundle(lake: Lake, run: str, out: Path, *, robot: str | None = None,
     out.mkdir(parents=True, exist_ok=True)
     data = samples_csv(frames)
     (out / "samples.csv").write_bytes(data)
-    from .bundle_metadata import build_metadata, report_md
+    from .metadata import build_metadata, report_md
 
     meta = build_metadata(frames, run_row, robot, run, sel, hashlib.sha256(data).hexdigest(),
                           _checks(frames, run_row, sel), FRICTION_MODEL)

@@ -15,11 +15,11 @@ from typing import Any
 
 import pyarrow as pa
 
-from ..catalog import sha256_file
-from .canonical import conform_frames
-from .frankatwin_io import (SOURCE_FIELDS_TABLE, dumps, load_json,
+from ...catalog import sha256_file
+from ..canonical import conform_frames
+from ..source_io import (SOURCE_FIELDS_TABLE, dumps, load_json,
                                            read_header, source_fields_table, try_json)
-from .registry import (Detection, IngestError, IngestUnit, RawFile, ReadOptions,
+from ..registry import (Detection, IngestError, IngestUnit, RawFile, ReadOptions,
                                       register)
 
 SCHEMA = "fr3_joint_excitation/v1"
@@ -36,8 +36,7 @@ CONTROLLER_JOINT_IMPEDANCE = 2
 
 
 def _read_csv(path: Path, columns: tuple[str, ...]) -> pa.Table:
-    from .frankatwin_csv import describe_mismatch
-    from .frankatwin_io import read_typed_csv
+    from ..source_io import describe_mismatch, read_typed_csv
 
     header = read_header(path)
     if tuple(header) != columns:
