@@ -142,23 +142,32 @@ class OpenBag(AbstractContextManager):
         return exact_cdr_decoder(store, msgtype)
 
     def _build_store(self):
-        from rosbags.typesys import Stores, get_typestore
+        """rosbags' store of the ROS version, plus the bag's definitions and kept ones (only
+        those it lacks or defines otherwise: registering is code generation, ~1 ms a type)."""
+        from rosbags.typesys import TypesysError
 
-        base = get_typestore(Stores.ROS1_NOETIC if self.ros == 1 else Stores.ROS2_HUMBLE)
+        store = base_store(self.ros)
+        base = store.fielddefs
         carried = _carried_types(self.connections, self.ros)
-        typs = dict(base.fielddefs) | carried
-        for msgtype in {c.msgtype for c in self.connections}:
+        extra = {k: v for k, v in carried.items() if not _same(base.get(k), v)}
+        for msgtype in sorted({c.msgtype for c in self.connections}):
             if msgtype in carried:
                 self.types[msgtype] = TypeSource("bag")
-            elif msgtype in base.fielddefs:
+            elif msgtype in base:
                 self.types[msgtype] = TypeSource(f"rosbags store ({'ROS 1 Noetic' if self.ros == 1 else 'ROS 2 Humble'})")
             else:
-                self._kept_type(msgtype, typs, dict(base.fielddefs))
-        store = get_typestore(Stores.EMPTY)
-        store.register(typs)
+                self._kept_type(msgtype, extra)
+        try:
+            store.register(extra)
+        except TypesysError:  # the bag redefines a type of the store: the bag's wins
+            from rosbags.typesys import Stores, get_typestore
+
+            merged = dict(base) | extra
+            store = get_typestore(Stores.EMPTY)
+            store.register(merged)
         return store
 
-    def _kept_type(self, msgtype: str, typs: dict, base: dict) -> None:
+    def _kept_type(self, msgtype: str, typs: dict) -> None:
         """Add a kept franka_msgs definition for `msgtype` when it provably matches."""
         tried = kept_defs.versions_tried(msgtype, self.ros)
         found = kept_defs.kept_for(msgtype, self.ros)
@@ -167,15 +176,15 @@ class OpenBag(AbstractContextManager):
             return
         if self.ros == 1:
             digests = {c.digest for c in self.connections if c.msgtype == msgtype}
-            match = next((kept_defs.ros1_match(msgtype, d, base) for d in digests), None)
+            match = next((kept_defs.ros1_match(msgtype, d) for d in digests), None)
             if match is None:
                 self.undecodable[msgtype] = (f"no definition in the bag, and no kept version "
                                              f"({tried}) has its MD5 {', '.join(sorted(digests))}")
                 return
         else:
             digests = {c.digest for c in self.connections if c.msgtype == msgtype} - {""}
-            match = (_ros2_hash_match(found, digests, base) if digests
-                     else self._ros2_trial(msgtype, found, base))
+            match = (_ros2_hash_match(found, digests) if digests
+                     else self._ros2_trial(msgtype, found))
             if match is None:
                 why = (f"its type hash {', '.join(sorted(digests))}" if digests else
                        "its messages do not decode to exactly their length")
@@ -185,10 +194,8 @@ class OpenBag(AbstractContextManager):
         typs.update(match.types())
         self.types[msgtype] = TypeSource(f"kept {match.label}", exact=self.ros == 2)
 
-    def _ros2_trial(self, msgtype: str, found: list, base: dict):
+    def _ros2_trial(self, msgtype: str, found: list):
         """The first kept version under which the first 32 messages decode exactly."""
-        from rosbags.typesys import Stores, get_typestore
-
         conns = [c for c in self.connections if c.msgtype == msgtype]
         sample = []
         for _, _, raw in self.messages(conns):
@@ -196,9 +203,7 @@ class OpenBag(AbstractContextManager):
             if len(sample) >= 32:
                 break
         for kept in found:
-            store = get_typestore(Stores.EMPTY)
-            store.register(base | kept.types())
-            decode = exact_cdr_decoder(store, msgtype)
+            decode = exact_cdr_decoder(kept_defs.store_with(kept, base_store(2)), msgtype)
             try:
                 for raw in sample:
                     decode(raw)
@@ -208,13 +213,24 @@ class OpenBag(AbstractContextManager):
         return None
 
 
-def _ros2_hash_match(found: list, digests: set[str], base: dict):
-    """The kept version whose RIHS01 type hash is the bag's (Iron on record one), else None."""
+def base_store(ros: int):
+    """A fresh copy of rosbags' store of ROS 1 Noetic or ROS 2 Humble."""
     from rosbags.typesys import Stores, get_typestore
 
+    return get_typestore(Stores.ROS1_NOETIC if ros == 1 else Stores.ROS2_HUMBLE)
+
+
+def _same(have, new) -> bool:
+    """Two field definitions equal as rosbags compares them (names case-insensitive)."""
+    if have is None:
+        return False
+    return [(x[0].lower(), x[1]) for x in have[1]] == [(x[0].lower(), x[1]) for x in new[1]]
+
+
+def _ros2_hash_match(found: list, digests: set[str]):
+    """The kept version whose RIHS01 type hash is the bag's (Iron on record one), else None."""
     for kept in found:
-        store = get_typestore(Stores.EMPTY)
-        store.register(base | kept.types())
+        store = kept_defs.store_with(kept, base_store(2))
         if {store.hash_rihs01(kept.msgtype)} == digests:
             return kept
     return None

@@ -73,21 +73,18 @@ def versions_tried(msgtype: str, ros: int) -> str:
     return ", ".join(k.label for k in found) if found else "none kept"
 
 
-def ros1_md5(kept: KeptDefinition, base_fielddefs: dict) -> str:
-    """The ROS 1 MD5 of `kept`'s robot-state type, its dependencies taken from the kept folder
-    and the base store (std_msgs/Header)."""
+def store_with(kept: KeptDefinition, store):
+    """`store` (a fresh rosbags store of kept.ros's version) with `kept` registered."""
+    store.register(kept.types())
+    return store
+
+
+def ros1_match(msgtype: str, md5sum: str) -> KeptDefinition | None:
+    """The kept ROS 1 version whose MD5 is the connection's `md5sum`, else None."""
     from rosbags.typesys import Stores, get_typestore
 
-    store = get_typestore(Stores.EMPTY)
-    typs = dict(base_fielddefs)
-    typs.update(kept.types())
-    store.register(typs)
-    return store.generate_msgdef(kept.msgtype, ros_version=1)[1]
-
-
-def ros1_match(msgtype: str, md5sum: str, base_fielddefs: dict) -> KeptDefinition | None:
-    """The kept ROS 1 version whose MD5 is the connection's `md5sum`, else None."""
     for kept in kept_for(msgtype, 1):
-        if ros1_md5(kept, base_fielddefs) == md5sum:
+        store = store_with(kept, get_typestore(Stores.ROS1_NOETIC))
+        if store.generate_msgdef(kept.msgtype, ros_version=1)[1] == md5sum:
             return kept
     return None
