@@ -38,7 +38,8 @@ from .lake import Lake, check_id
 from .read_only import ReadOnlyConnection, lock
 from .schema import FRAME_SCHEMA, RUN_SCHEMA
 
-SQL_FILES: tuple[str, ...] = ("views", "clean_intervals", "fits", "validations", "campaigns")
+SQL_FILES: tuple[str, ...] = ("views", "clean_intervals", "fits", "validations", "campaigns",
+                              "bag_streams")
 """SQL files loaded by `connect`, in order (files that do not exist yet are skipped)."""
 
 INDEXED_VIEWS: tuple[tuple[str, str], ...] = (

@@ -93,11 +93,12 @@ def ingest_paths(lake: Lake, paths: list[Path], options: ReadOptions = ReadOptio
             continue
         reader, tried = detect(path)
         if reader is not None:
-            outcome = ingest_one(lake, path, reader, options, replace=replace, raw_codec=raw_codec)
-            yield outcome
+            outcomes = ingest_runs(lake, path, reader, options, replace=replace, raw_codec=raw_codec)
+            yield from outcomes
             if path.is_dir():  # a directory unit (excitation run, episode) may hold recordings
                 yield from _ingest_dir(lake, path, options, replace, raw_codec, results,
-                                       consumed={Path(p) for p in outcome.files}, quiet=True)
+                                       consumed={Path(p) for o in outcomes for p in o.files},
+                                       quiet=True)
         elif path.is_dir():
             yield from _ingest_dir(lake, path, options, replace, raw_codec, results)
         else:
@@ -123,10 +124,11 @@ def _ingest_dir(lake: Lake, folder: Path, options: ReadOptions, replace: bool,
         if reader is None:
             unrecognised.append((entry, tried))
             continue
-        outcome = ingest_one(lake, entry, reader, options, replace=replace, raw_codec=raw_codec)
-        consumed.update(Path(p) for p in outcome.files)
+        for outcome in ingest_runs(lake, entry, reader, options, replace=replace,
+                                   raw_codec=raw_codec):
+            consumed.update(Path(p) for p in outcome.files)
+            yield outcome
         recognised += 1
-        yield outcome
     imported = set()
     for item in _import_results(folder, results):
         imported.add(Path(item.path))
@@ -165,6 +167,21 @@ def _import_results(folder: Path, results: ResultImporter | None) -> Iterator[Ou
                   else "rejected")
         yield Outcome(item["path"], status, item["message"], format=item.get("kind"),
                       partition=item.get("partition"), files=[item["path"]])
+
+
+def ingest_runs(lake: Lake, path: Path, reader: SourceReader, options: ReadOptions, *,
+                replace: bool = False, raw_codec: str = DEFAULT_RAW_CODEC) -> list[Outcome]:
+    """One Outcome per run the input holds: `ingest_one` for each ReadOptions of the reader's
+    `run_selections` (a bag of two arms), else for `options`."""
+    select = getattr(reader, "run_selections", None)
+    if select is None:
+        return [ingest_one(lake, path, reader, options, replace=replace, raw_codec=raw_codec)]
+    try:
+        chosen = select(path, options)
+    except IngestError as err:
+        return [_reject(lake, path, err, reader.name)]
+    return [ingest_one(lake, path, reader, o, replace=replace, raw_codec=raw_codec)
+            for o in chosen]
 
 
 def ingest_one(lake: Lake, path: Path, reader: SourceReader, options: ReadOptions, *,

@@ -21,7 +21,7 @@ FORMAT_MODULES: tuple[str, ...] = (
     "twinlake.ingest.frankatwin.results",  # FrankaTwin result files: recognised, never runs (a hint)
     "twinlake.ingest.fr3_stack.excitation",  # fr3_stack joint-excitation run directory
     "twinlake.ingest.episodes.episode",  # TestRandomization episode directory
-    # "twinlake.ingest.bags.reader",  # ROS 1 / ROS 2 bags (rosbags): added with ingest/bags/
+    "twinlake.ingest.bags.reader",  # ROS 1 / ROS 2 bags (rosbags)
 )
 """The format modules, in detection order (the first reader whose `detect` matches wins).
 Adding a source format is one module and one line here."""
@@ -67,11 +67,20 @@ class RawFile:
 @dataclass(frozen=True)
 class ReadOptions:
     """What the user asked for: ids override companion metadata; `allow_partial` keeps the
-    complete rows of a truncated file."""
+    complete rows of a truncated file. A reader whose input holds several runs (a bag of two
+    arms) has `run_selections(path, options) -> list[ReadOptions]`, one per run, each with
+    `select` set; the pipeline reads and publishes each alone."""
 
     robot: str | None = None
     run: str | None = None
     allow_partial: bool = False
+    # bags (ingest/bags): a Float64MultiArray target topic, gains when the bag has none,
+    # namespace → robot id, and the run (arm) a reader's `run_selections` chose
+    target_topic: str | None = None
+    kp: tuple[float, ...] | None = None
+    kd: tuple[float, ...] | None = None
+    robot_map: tuple[tuple[str, str], ...] = ()
+    select: str | None = None
 
 
 @dataclass

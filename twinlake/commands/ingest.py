@@ -31,6 +31,10 @@ def ingest_command(
     allow_partial: bool = typer.Option(False, "--allow-partial", help="Keep the complete rows of a truncated file (complete=false)."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object per input."),
     raw_codec: str = typer.Option("zstd", "--raw-codec", help="Compression of the kept original files: zstd, lz4 or none."),
+    target_topic: Optional[str] = typer.Option(None, "--target-topic", help="Bags: a std_msgs/Float64MultiArray topic of joint position targets J1..J7 [rad]."),
+    kp: list[str] = typer.Option([], "--kp", help="Bags: joint stiffness J1..J7 [N·m/rad] when the bag has none (1 or 7 values)."),
+    kd: list[str] = typer.Option([], "--kd", help="Bags: joint damping J1..J7 [N·m·s/rad] when the bag has none (1 or 7 values)."),
+    robot_map: list[str] = typer.Option([], "--robot-map", help="Bags: NAMESPACE=ROBOT_ID per arm (a bag of two arms is two runs)."),
 ) -> None:
     """Ingest fr3_stack 1 kHz recording CSVs (v2, legacy v1) and other known formats into the lake.
 
@@ -46,12 +50,17 @@ def ingest_command(
     from ..ingest.registry import ReadOptions
 
     err = Console(stderr=True)
-    if run is not None and (len(paths) > 1 or any(p.is_dir() for p in paths)):
+    if run is not None and (len(paths) > 1 or any(p.is_dir() and not (p / "metadata.yaml").is_file()
+                                                  for p in paths)):  # a rosbag2 directory is one input
         fail("--run names one run; give exactly one file with it")
     if raw_codec not in ("zstd", "lz4", "none"):
         fail(f"--raw-codec {raw_codec!r}: expected zstd, lz4 or none")
     the_lake = Lake(resolve_lake(lake))
-    options = ReadOptions(robot=robot, run=run, allow_partial=allow_partial)
+    try:
+        bag_options = _bag_options(target_topic, kp, kd, robot_map)
+    except ValueError as exc:
+        fail(str(exc))
+    options = ReadOptions(robot=robot, run=run, allow_partial=allow_partial, **bag_options)
     worst = 0
     with err.status("ingesting...", spinner="dots") as status:
 
@@ -68,6 +77,33 @@ def ingest_command(
             worst = max(worst, outcome.exit_code)
             _report(outcome, as_json, err)
     raise typer.Exit(worst)
+
+
+def _bag_options(target_topic: Optional[str], kp: list[str], kd: list[str],
+                 robot_map: list[str]) -> dict:
+    """The bag reader's ReadOptions fields from the command line (ValueError: usage)."""
+    pairs = []
+    for item in " ".join(robot_map).replace(",", " ").split():
+        ns, sep, robot_id = item.partition("=")
+        if not sep or not robot_id:
+            raise ValueError(f"--robot-map {item!r}: expected NAMESPACE=ROBOT_ID")
+        pairs.append((ns.strip("/"), robot_id))
+    return {"target_topic": target_topic, "kp": _seven(kp, "--kp"), "kd": _seven(kd, "--kd"),
+            "robot_map": tuple(pairs)}
+
+
+def _seven(values: list[str], name: str) -> tuple[float, ...] | None:
+    """1 or 7 numbers (comma- or space-separated) → 7; None when none were given."""
+    items = " ".join(values).replace(",", " ").split()
+    if not items:
+        return None
+    try:
+        numbers = [float(x) for x in items]
+    except ValueError:
+        raise ValueError(f"{name}: expected numbers, got {' '.join(items)!r}") from None
+    if len(numbers) not in (1, 7):
+        raise ValueError(f"{name}: expected 1 or 7 values (J1..J7), got {len(numbers)}")
+    return tuple(numbers * 7 if len(numbers) == 1 else numbers)
 
 
 def _report(outcome, as_json: bool, err) -> None:

@@ -1,0 +1,171 @@
+"""The bag reader (`ros_bag`): ROS 1 and ROS 2 bags, read with rosbags, one run per arm.
+
+`detect` matches a rosbag2 directory, a lone `.mcap` or `.db3`, or a ROS 1 `.bag` by content
+(`bagfile.bag_kind`). `run_selections` names the bag's arms (one run each: `--robot-map
+ns=id` names their robots); `read` reads one arm (`ReadOptions.select`). Topics it cannot use
+are listed in the run (`topics_not_ingested`, flag `topics_not_ingested`); a robot-state topic
+it cannot decode refuses the bag (its data would be missing from the run without notice).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from pathlib import Path
+
+from ..registry import Detection, IngestError, IngestUnit, ReadOptions, register
+from .arm_run import build_arm_run
+from .bagfile import OpenBag, bag_files, bag_kind
+from .decoding import decode_streams
+from .definitions import versions_tried
+from .joint_state import arm_joints
+from .topics import ROBOT_STATES, Arm, Stream, classify, group_arms
+
+SOURCE_FORMAT = "ros_bag"
+
+
+class BagReader:
+    """ROS 1 / ROS 2 bags (rosbags)."""
+
+    name = SOURCE_FORMAT
+
+    def detect(self, path: Path) -> Detection:
+        kind, why = bag_kind(path)
+        return Detection(True, why) if kind else Detection.no(why)
+
+    def run_selections(self, path: Path, options: ReadOptions) -> list[ReadOptions]:
+        """One ReadOptions per arm, `select` set to its key, robot and run ids chosen."""
+        with _open(path) as bag:
+            arms, _ = _arms(bag, options)
+        _check_robot_map(path, options, arms)
+        return [dataclasses.replace(options, select=key, robot=_robot(options, key),
+                                    run=_run_id(path, options, key, len(arms)))
+                for key in arms]
+
+    def read(self, path: Path, options: ReadOptions) -> IngestUnit:
+        kind, _ = bag_kind(path)
+        with _open(path) as bag:
+            arms, skipped = _arms(bag, options)
+            arm = _chosen(path, arms, options.select)
+            decoded = decode_streams(bag, [arm.primary, *arm.others, *arm.targets])
+            frames, streams, fields = build_arm_run(arm, decoded, bag.ros, _values(options.kp),
+                                                    _values(options.kd))
+            fields |= {"source_format": SOURCE_FORMAT, "source_version": bag.ros,
+                       "source_file": path.name, "bag_storage": bag.storage,
+                       "bag_compression": bag.compression, "arm_namespace": arm.key,
+                       "definitions": [{"msgtype": t, "origin": s.origin}
+                                       for t, s in sorted(bag.types.items())],
+                       "topics_not_ingested": skipped}
+        reasons, flags = _notes(skipped, fields, arm)
+        robot = options.robot if options.select is not None else _robot(options, arm.key)
+        run = options.run if options.select is not None else _run_id(path, options, arm.key, 1)
+        return IngestUnit(robot=robot, run=run, frames=frames, raw_files=bag_files(path, kind),
+                          run_fields=fields, reasons=reasons, flags=flags,
+                          extra_tables={"streams": streams} if streams is not None else {})
+
+
+def _open(path: Path) -> OpenBag:
+    kind, why = bag_kind(path)
+    if kind is None:
+        raise IngestError(path, why)
+    return OpenBag(path, kind)
+
+
+def _arms(bag: OpenBag, options: ReadOptions) -> tuple[dict[str, Arm], list[dict[str, str]]]:
+    """The bag's arms and the topics not ingested; refuses a bag whose robot-state topic
+    cannot be decoded, a --target-topic it lacks, or a bag with no state stream."""
+    streams, skipped = classify(bag.connections, options.target_topic, bag.undecodable)
+    for row in skipped:
+        if row["msgtype"] in ROBOT_STATES:
+            raise IngestError(bag.path, f"topic {row['topic']}: {row['msgtype']} cannot be decoded "
+                              f"({bag.undecodable.get(row['msgtype'], row['reason'])}; kept "
+                              f"versions: {versions_tried(row['msgtype'], bag.ros)})",
+                              field=row["topic"])
+    if options.target_topic and not any(s.topic == options.target_topic for s in streams):
+        have = ", ".join(f"{c.topic} ({c.msgtype})" for c in bag.connections)
+        raise IngestError(bag.path, f"--target-topic {options.target_topic}: no such "
+                          f"std_msgs/msg/Float64MultiArray topic in the bag (topics: {have})")
+    usable = []
+    for s in streams:
+        if s.kind == "joint_state" and not _joint_arms(bag, s):
+            skipped.append({"topic": s.topic, "msgtype": s.msgtype,
+                            "reason": "names no arm joints (<prefix>joint1..7)"})
+            continue
+        usable.append(s)
+    arms = group_arms(usable)
+    if not arms:
+        have = ", ".join(f"{c.topic} ({c.msgtype})" for c in bag.connections) or "none"
+        raise IngestError(bag.path, "no robot state stream: expected a sensor_msgs/msg/JointState "
+                          "topic naming arm joints or a franka_msgs robot state (topics: "
+                          f"{have})")
+    attached = {id(s) for a in arms.values() for s in [a.primary, *a.others, *a.targets]}
+    skipped += [{"topic": s.topic, "msgtype": s.msgtype, "reason": "belongs to no arm"}
+                for s in usable if id(s) not in attached]
+    return arms, skipped
+
+
+def _joint_arms(bag: OpenBag, s: Stream) -> bool:
+    """Set the arm keys of a JointState stream from its first message's names."""
+    decode = bag.decoder(s.msgtype)
+    first = None
+    for _, _, raw in bag.messages(s.connections):
+        first = decode(raw)
+        break
+    joints = arm_joints(tuple(first.name)) if first is not None else {}
+    if len(joints) == 1:
+        s.arm_keys, s.prefixes = [s.namespace], {s.namespace: next(iter(joints))}
+    else:
+        s.prefixes = {"/".join(p for p in (s.namespace, j) if p): j for j in sorted(joints)}
+        s.arm_keys = list(s.prefixes)
+    return bool(joints)
+
+
+def _chosen(path: Path, arms: dict[str, Arm], select: str | None) -> Arm:
+    if select is None and len(arms) == 1:
+        return next(iter(arms.values()))
+    if select in arms:
+        return arms[select]
+    raise IngestError(path, f"the bag holds arms {', '.join(repr(k) for k in arms)}; "
+                      f"{'choose one' if select is None else f'not {select!r}'} (one run per arm)")
+
+
+def _check_robot_map(path: Path, options: ReadOptions, arms: dict[str, Arm]) -> None:
+    unknown = [ns for ns, _ in options.robot_map if ns not in arms]
+    if unknown:
+        raise IngestError(path, f"--robot-map names {', '.join(map(repr, unknown))}; the bag's "
+                          f"arms (namespaces) are {', '.join(repr(k) for k in arms)}",
+                          kind="usage")
+
+
+def _robot(options: ReadOptions, key: str) -> str | None:
+    mapped = dict(options.robot_map).get(key)
+    if mapped is not None:
+        return mapped
+    if options.robot is not None or not key:
+        return options.robot
+    return _safe_id(key)
+
+
+def _run_id(path: Path, options: ReadOptions, key: str, arms: int) -> str:
+    base = options.run or (path.name if path.is_dir() else path.stem)
+    return f"{base}-{_safe_id(key)}" if arms > 1 and key else base
+
+
+def _safe_id(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-_.") or "arm"
+
+
+def _values(values: tuple[float, ...] | None) -> list[float] | None:
+    return list(values) if values else None
+
+
+def _notes(skipped: list[dict[str, str]], fields: dict, arm: Arm) -> tuple[list[str], list[str]]:
+    """Reasons (sentences) and flags of the run."""
+    reasons = [f"topic {r['topic']} ({r['msgtype']}) not ingested: {r['reason']}" for r in skipped]
+    reasons.append(f"time from {fields['time_source']} of {arm.primary.topic}; seq from "
+                   f"{fields['seq_source']}")
+    flags = ["topics_not_ingested"] if skipped else []
+    return reasons, flags
+
+
+register(BagReader())
