@@ -30,16 +30,19 @@ MuJoCo's `mujoco.sysid` evaluates its Jacobian columns as one batch). The stages
    misfit makes the true ones larger, so the rule errs on the side of more iterations). The last
    iteration's Jacobian is kept (as its R factor) for the error bars (`error_bar_jacobian`)
    and the returned point's per-interval losses for the record, so neither is recomputed.
-3. **gates**: the starts *agree* when at least two of them end within `AGREE_REL` of the
-   best cheap loss; the full loss is *near the floor* when it is at most `FLOOR_GATE` × the
-   loss the noise alone would leave (`floor_loss`, from the noise floor of the recorded q and
-   dq, fit/noise_floor.py). A floor that cannot be measured is stated and does not gate.
-   If a gate fails, CMA-ES runs from the best local point (`FALLBACK_SIGMA`, the delay
-   distribution centred on its delay) followed by LM, and the better of the two is the fit;
-   the history says which gate failed.
+3. **gates** (`gates`): a full loss at most `FLOOR_GATE` × the loss the noise alone would
+   leave (`floor_loss`, from the noise floor of the recorded q and dq, fit/noise_floor.py) is
+   trusted whatever the other starts did; with no measurable floor (stated) the starts decide
+   (at least two within `AGREE_REL` of the best cheap loss). Otherwise the result is not
+   trusted and the search explores within `explore_s` seconds (fit/payoff.py): the disagreeing
+   starts continue on the cheap windows (`_explore_starts`; a lower basin gets the full-data
+   LM), then CMA-ES from the best local point (`FALLBACK_SIGMA`, the delay distribution
+   centred on its delay) while it pays (payoff's stop rule), LM polishing its best only when
+   it beat the local result. A result still above the floor is a model question, and the
+   verdict (`gate_verdict`, the fit's `local_gates`) says so beside every decision taken.
 
 Every stage is checkpointed (`local-<seed>.pkl`, atomically replaced), so a killed fit resumes
-at the last finished stage with the same result. Deterministic per seed: the starts come
+at the last finished stage (the exploration's CMA-ES at its last generation) with the same result. Deterministic per seed: the starts come
 from a seeded generator, everything else is deterministic, and the pool's results never
 depend on its slicing or number of workers.
 """
@@ -47,15 +50,15 @@ depend on its slicing or number of workers.
 from __future__ import annotations
 
 import pickle
-import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Callable
 
 import numpy as np
 
+from . import payoff
 from .noise_floor import estimate_noise_floor
-from .refine import LAMBDAS, REL_TOL, STEP, refine
+from .refine import REL_TOL, lm_batch, refine
 from .space import ParameterSpace
 
 CHEAP_WINDOW_S = 1.0  # length of one cheap-fidelity window [s]
@@ -163,54 +166,6 @@ def _scan_offsets(pool, combine, space: ParameterSpace, z: np.ndarray, delay: in
     return (combined, lc) if np.isfinite(lc) and lc <= ls[single] else (cand[single], float(ls[single]))
 
 
-def lm_batch(pool, combine, space: ParameterSpace, z: np.ndarray, delays: np.ndarray, loss: np.ndarray,
-             iterations: int, rows: list, stage: str, note=None) -> tuple[np.ndarray, np.ndarray]:
-    """Projected LM (fit/refine.py's step) on K points at once: per iteration one residual
-    batch of K·(n+1) candidates and one loss batch of K·len(LAMBDAS); a point stops once its
-    relative decrease is below REL_TOL. Returns (z (K, n), loss (K,))."""
-    z, loss = z.copy(), loss.astype(np.float64).copy()
-    n, active = z.shape[1], np.isfinite(loss)  # an unstable start does not move
-    for _ in range(iterations):
-        idx = np.flatnonzero(active)
-        if not idx.size:
-            break
-        t0 = time.perf_counter()
-        zk = z[idx]
-        h = np.where(zk + STEP <= 1.0, STEP, -STEP)  # (k, n)
-        cand = np.concatenate([np.vstack([zi, zi + np.diag(hi)]) for zi, hi in zip(zk, h)])
-        res = pool.residuals(space.decode(cand, np.repeat(delays[idx], n + 1))).reshape(len(idx), n + 1, -1)
-        trials = []
-        for k in range(len(idx)):
-            r, jac = res[k, 0], (res[k, 1:] - res[k, 0]).T / h[k]
-            jtj, jtr = jac.T @ jac, jac.T @ r
-            if not (np.all(np.isfinite(jtj)) and np.all(np.isfinite(jtr))):
-                trials += [zk[k].copy()] * len(LAMBDAS)  # a non-finite replay nearby: no step
-                continue
-            scale = np.diag(np.maximum(np.diag(jtj), 1e-12))
-            for lam in LAMBDAS:
-                try:
-                    trials.append(zk[k] + np.linalg.solve(jtj + lam * scale, -jtr))
-                except np.linalg.LinAlgError:
-                    trials.append(zk[k].copy())
-        trial = np.clip(np.array(trials), 0.0, 1.0)
-        per_interval = pool.evaluate(space.decode(trial, np.repeat(delays[idx], len(LAMBDAS))))
-        tl = np.asarray(combine(per_interval)).reshape(len(idx), len(LAMBDAS))
-        tl = np.where(np.isfinite(tl), tl, np.inf)
-        for k, i in enumerate(idx):
-            j = int(np.argmin(tl[k]))
-            active[i] = tl[k, j] < loss[i] * (1.0 - REL_TOL)
-            if tl[k, j] < loss[i]:
-                z[i], loss[i] = trial[k * len(LAMBDAS) + j], float(tl[k, j])
-        finite = tl[np.isfinite(tl)]
-        rows.append({"stage": stage, "min": float(tl.min()), "mean": float(finite.mean()) if finite.size else float("inf"),
-                     "best": float(loss.min()), "iter_s": time.perf_counter() - t0,
-                     "per_traj_min": np.min(per_interval, axis=0).tolist(),
-                     "evaluations": int(len(cand) + len(trial))})
-        if note is not None:
-            note(f"{stage} {len(rows)}: best loss {loss.min():.4g} ({len(idx)} start(s) moving)")
-    return z, loss
-
-
 def cheap_stage(pool, combine, space: ParameterSpace, starts: int, seed: int, iterations: int,
                 note=None) -> dict:
     """Stage 1 on the cheap pool: {z (n,), delay, loss, start_losses (K,), start_delays (K,), rows,
@@ -254,22 +209,30 @@ def cheap_stage(pool, combine, space: ParameterSpace, starts: int, seed: int, it
         zl, ll = lm_batch(pool, combine, space.with_offsets(offsets), zb[None], np.array([db]), np.array([lo]),
                           iterations, rows, "local-cheap", note)
         zb, lb = zl[0], float(ll[0])
-    return {"z": zb, "delay": db, "loss": lb, "start_losses": loss, "start_delays": delays, "rows": rows,
-            "offsets": offsets}
+    return {"z": zb, "delay": db, "loss": lb, "start_losses": loss, "start_delays": delays, "start_z": z,
+            "rows": rows, "offsets": offsets}
 
 
-def gates(cheap: dict, full_loss: float, floor: float | None, floor_reason: str) -> list[str]:
-    """The failed gates' reasons ([] when the local result is trusted)."""
-    failed = []
-    losses = np.asarray(cheap["start_losses"])
-    if len(losses) >= 2:
-        agree = int(np.sum(losses <= losses.min() * (1.0 + AGREE_REL)))
-        if agree < 2:
-            failed.append(f"starts disagree: only 1 of {len(losses)} within {AGREE_REL:.0%} of the best cheap loss")
-    if floor is not None and full_loss > FLOOR_GATE * floor:
-        failed.append(f"loss {full_loss:.4g} is {full_loss / floor:.1f}× the noise floor's {floor:.4g} "
-                      f"(gate {FLOOR_GATE:g}×)")
-    return failed
+def gates(start_losses: np.ndarray, full_loss: float, floor: float | None, floor_reason: str
+          ) -> tuple[list[str], list[str]]:
+    """(the failed gates' reasons, the passed decisions): the failed list is empty when the
+    local result is trusted. At the noise floor the result is trusted whatever the other starts
+    did (their disagreement is then noted, not judged); with no measurable floor the starts'
+    agreement decides; above the floor the result is not trusted."""
+    losses = np.asarray(start_losses)
+    agree = int(np.sum(losses <= losses.min() * (1.0 + AGREE_REL)))
+    disagree = len(losses) >= 2 and agree < 2
+    starts = f"{agree} of {len(losses)} starts within {AGREE_REL:.0%} of the best cheap loss"
+    if floor is not None and full_loss <= FLOOR_GATE * floor:
+        notes = [f"at the noise floor: loss {full_loss:.4g} is {full_loss / floor:.2f}× the floor's {floor:.4g} "
+                 f"(gate {FLOOR_GATE:g}×)"]
+        return [], notes + ([f"{starts}: other basins cannot be lower than the floor"] if disagree else [])
+    failed = [f"starts disagree: only {starts}"] if disagree else []
+    if floor is None:
+        return failed, ([] if disagree else [f"starts agree: {starts}"]) + \
+            [f"noise-floor gate not applied: {floor_reason}"]
+    return [f"loss {full_loss:.4g} is {full_loss / floor:.1f}× the noise floor's {floor:.4g} "
+            f"(gate {FLOOR_GATE:g}×)"] + failed, []
 
 
 def full_rel_tol(data, n_free: int) -> float:
@@ -328,42 +291,114 @@ def local_seed(wd: Path, settings, seed: int, data, pool, cheap_pool_factory: Ca
     cheap = state["cheap"]
     if state["stage"] == "cheap":
         bar.note("full data: LM")
-        x0 = space.decode(cheap["z"][None], np.array([cheap["delay"]]), cheap.get("offsets"))[0]
-        last: dict = {}
-        params, loss, rows = refine(pool, combine, space, x0, None,
-                                    settings.refine_iterations or FULL_ITERATIONS,
-                                    on_iteration=lambda i, l, d: note(f"full LM {i} (delay {d} ms): loss {l:.4g}"),
-                                    profile_delay=False, rel_tol=full_rel_tol(data, len(space.free_indices)),
-                                    last=last, predict_stop=True)
-        for r in rows:
-            r["stage"] = "local-full"
-        _append(history, rows, data.ticks_per_rollout)
+        params, loss, jac = _full_lm(pool, combine, settings, data, cheap["z"], cheap["delay"], cheap.get("offsets"),
+                                     history, note)
         floor, reason = floor_loss(data)
-        failed = gates(cheap, loss, floor, reason)
+        failed, notes = gates(cheap["start_losses"], loss, floor, reason)
         state = {"stage": "full", "cheap": cheap, "history": history, "params": params, "loss": loss,
-                 "floor_loss": floor, "floor_reason": reason, "failed": failed,
-                 "jacobian": error_bar_jacobian(last) if "jac" in last else None}
+                 "floor_loss": floor, "floor_reason": reason, "failed": failed, "notes": notes, "jacobian": jac}
         _save(path, state, write_atomic)
         bar.update(2, loss, loss, 0.0, 0.0, 0.0)
         if on_stage:
             on_stage(2, pool)
+    if state["stage"] == "full" and state["failed"] and settings.explore_s > 0:
+        state = _explore_starts(state, pool, combine, settings, data, cheap_pool_factory, note)
+        _save(path, state, write_atomic)
+        if on_stage:
+            on_stage(3, pool)
     params, loss, jacobian = state["params"], state["loss"], state.get("jacobian")
-    if state["failed"]:
-        bar.note("local result not trusted (" + "; ".join(state["failed"]) + "): CMA-ES from the best local point")
-        c_params, c_loss, c_rows = cma(params, space.delay_of(params))
-        base = len(history)
-        history.extend([dict(r, iter=base + k + 1) for k, r in enumerate(c_rows)])
-        if c_loss < loss:
-            params, loss, jacobian = c_params, c_loss, None
-    return params, loss, history, gate_verdict(state), jacobian
+    if not state["failed"] or settings.explore_s <= 0:
+        return params, loss, history, gate_verdict(state), jacobian
+    bar.note("local result not trusted (" + "; ".join(state["failed"]) + "): CMA-ES from the best local point "
+             "while it pays")
+    c_params, c_loss, c_rows = cma(params, space.delay_of(params), loss,
+                                   payoff.cma_stop(loss, settings.explore_s, state.get("explore_s", 0.0)))
+    base = len(history)
+    history.extend([dict(r, iter=base + k + 1) for k, r in enumerate(c_rows)])
+    found = payoff.stop_reason(c_rows, loss, settings.generations, settings.explore_s)
+    if c_loss < loss:
+        found += f"; CMA-ES + LM lowered the loss {loss:.4g} -> {c_loss:.4g} ({(loss - c_loss) / loss:.2%})"
+        params, loss, jacobian = c_params, c_loss, None
+    else:
+        found += "; CMA-ES found nothing lower: the local result stands"
+    return params, loss, history, gate_verdict(state, found, loss), jacobian
 
 
-def gate_verdict(state: dict) -> str:
-    """One line: 'trusted' or 'fallback to cma: <reasons>', and whether the floor gate applied."""
-    verdict = "fallback to cma: " + "; ".join(state["failed"]) if state["failed"] else "trusted"
-    if state["floor_loss"] is None:
-        verdict += f" (noise-floor gate not applied: {state['floor_reason']})"
-    return verdict
+def _full_lm(pool, combine, settings, data, z: np.ndarray, delay: int, offsets, history: list[dict], note
+             ) -> tuple[np.ndarray, float, dict | None]:
+    """Stage 2 from the cheap point z (n,) at its delay and offsets: (params, loss, the error
+    bars' Jacobian or None); its rows (stage 'local-full') are appended to `history`."""
+    space = settings.parameter_space
+    x0 = space.decode(z[None], np.array([delay]), offsets)[0]
+    last: dict = {}
+    params, loss, rows = refine(pool, combine, space, x0, None, settings.refine_iterations or FULL_ITERATIONS,
+                                on_iteration=lambda i, l, d: note(f"full LM {i} (delay {d} ms): loss {l:.4g}"),
+                                profile_delay=False, rel_tol=full_rel_tol(data, len(space.free_indices)),
+                                last=last, predict_stop=True)
+    for r in rows:
+        r["stage"] = "local-full"
+    _append(history, rows, data.ticks_per_rollout)
+    return params, loss, error_bar_jacobian(last) if "jac" in last else None
+
+
+def _explore_starts(state: dict, pool, combine, settings, data, cheap_pool_factory, note) -> dict:
+    """Exploration step 1, when the starts disagree: the disagreeing starts continue
+    CHEAP_ITERATIONS more cheap LM iterations (one batch). One that ends more than AGREE_REL
+    below the best cheap loss is another, lower basin: the full-data LM runs from it and the
+    lower full loss is kept. The gates are then judged again. Returns the new state (stage
+    'starts', `explore_s` the seconds spent)."""
+    from .objective import FitProblem
+
+    clock, cheap = payoff.Clock(), state["cheap"]
+    losses = np.asarray(cheap["start_losses"], dtype=np.float64).copy()
+    worse = losses > losses.min() * (1.0 + AGREE_REL)
+    notes, history = list(state.get("notes", [])), state["history"]
+    if len(losses) < 2 or int(np.sum(~worse)) >= 2 or "start_z" not in cheap:
+        return {**state, "stage": "starts", "explore_s": clock.spent_s}
+    note(f"exploring: {int(worse.sum())} disagreeing start(s) continue on the cheap windows")
+    space = settings.parameter_space
+    cheap_pool, cheap_data = cheap_pool_factory(pool)
+    try:
+        rows: list = []
+        zs, ls = lm_batch(cheap_pool, FitProblem(cheap_data).combine, space, cheap["start_z"][worse],
+                          cheap["start_delays"][worse], losses[worse], CHEAP_ITERATIONS, rows, "local-cheap", note)
+    finally:
+        cheap_pool.close()
+    for r in rows:
+        r["per_traj_min"] = None
+    _append(history, rows, cheap_data.ticks_per_rollout)
+    losses[worse] = ls
+    out = {**state, "stage": "starts", "history": history}
+    k = int(np.argmin(ls))
+    if ls[k] < cheap["loss"] * (1.0 - AGREE_REL):
+        idx = np.flatnonzero(worse)[k]
+        params, loss, jac = _full_lm(pool, combine, settings, data, zs[k], int(cheap["start_delays"][idx]), None,
+                                     history, note)
+        notes.append(f"start {idx + 1} continued to a lower cheap basin ({ls[k]:.4g} < {cheap['loss']:.4g}); "
+                     f"full-data LM from it: {loss:.4g} against {state['loss']:.4g}")
+        if loss < state["loss"]:
+            out.update(params=params, loss=loss, jacobian=jac)
+    else:
+        notes.append(f"the disagreeing starts continued {CHEAP_ITERATIONS} more cheap LM iterations and ended "
+                     f"{ls.min() / cheap['loss'] - 1:+.1%} from the best: no lower basin among them")
+    failed, judged = gates(losses, out["loss"], state["floor_loss"], state["floor_reason"])
+    return {**out, "failed": failed, "notes": notes + judged, "explore_s": clock.spent_s}
+
+
+def gate_verdict(state: dict, cma_note: str | None = None, loss: float | None = None) -> str:
+    """One line, every decision in it: 'trusted: <why>' or 'fallback to cma: <failed gates>;
+    <exploration>; <why CMA-ES stopped>; <a model question?>' ('not trusted: ...' when the
+    exploration is off)."""
+    parts = list(state["failed"]) + list(state.get("notes", []))
+    if not state["failed"]:
+        return "trusted: " + "; ".join(parts) if parts else "trusted"
+    if cma_note is None:
+        return "not trusted: " + "; ".join(parts) + "; exploration off (explore_s 0)"
+    floor = state["floor_loss"]
+    if floor is not None and loss is not None and loss > FLOOR_GATE * floor:
+        cma_note += (f"; a model question, not a search question: the loss stays {loss / floor:.1f}× the noise "
+                     f"floor (the adequacy line names the likely missing effect)")
+    return "fallback to cma: " + "; ".join(parts + [cma_note])
 
 
 def _append(history: list[dict], rows: list[dict], ticks: int) -> None:

@@ -135,3 +135,51 @@ def refine(pool, combine, space: ParameterSpace, best: np.ndarray, best_loss: fl
         delay, z, loss = found
         z, loss = _lm(pool, combine, space, z, delay, loss, iterations, rows, on_iteration)
     return space.decode(z[None], np.array([delay]))[0], loss, rows
+
+
+def lm_batch(pool, combine, space: ParameterSpace, z: np.ndarray, delays: np.ndarray, loss: np.ndarray,
+             iterations: int, rows: list, stage: str, note=None) -> tuple[np.ndarray, np.ndarray]:
+    """Projected LM (fit/refine.py's step) on K points at once: per iteration one residual
+    batch of K·(n+1) candidates and one loss batch of K·len(LAMBDAS); a point stops once its
+    relative decrease is below REL_TOL. Returns (z (K, n), loss (K,))."""
+    z, loss = z.copy(), loss.astype(np.float64).copy()
+    n, active = z.shape[1], np.isfinite(loss)  # an unstable start does not move
+    for _ in range(iterations):
+        idx = np.flatnonzero(active)
+        if not idx.size:
+            break
+        t0 = time.perf_counter()
+        zk = z[idx]
+        h = np.where(zk + STEP <= 1.0, STEP, -STEP)  # (k, n)
+        cand = np.concatenate([np.vstack([zi, zi + np.diag(hi)]) for zi, hi in zip(zk, h)])
+        res = pool.residuals(space.decode(cand, np.repeat(delays[idx], n + 1))).reshape(len(idx), n + 1, -1)
+        trials = []
+        for k in range(len(idx)):
+            r, jac = res[k, 0], (res[k, 1:] - res[k, 0]).T / h[k]
+            jtj, jtr = jac.T @ jac, jac.T @ r
+            if not (np.all(np.isfinite(jtj)) and np.all(np.isfinite(jtr))):
+                trials += [zk[k].copy()] * len(LAMBDAS)  # a non-finite replay nearby: no step
+                continue
+            scale = np.diag(np.maximum(np.diag(jtj), 1e-12))
+            for lam in LAMBDAS:
+                try:
+                    trials.append(zk[k] + np.linalg.solve(jtj + lam * scale, -jtr))
+                except np.linalg.LinAlgError:
+                    trials.append(zk[k].copy())
+        trial = np.clip(np.array(trials), 0.0, 1.0)
+        per_interval = pool.evaluate(space.decode(trial, np.repeat(delays[idx], len(LAMBDAS))))
+        tl = np.asarray(combine(per_interval)).reshape(len(idx), len(LAMBDAS))
+        tl = np.where(np.isfinite(tl), tl, np.inf)
+        for k, i in enumerate(idx):
+            j = int(np.argmin(tl[k]))
+            active[i] = tl[k, j] < loss[i] * (1.0 - REL_TOL)
+            if tl[k, j] < loss[i]:
+                z[i], loss[i] = trial[k * len(LAMBDAS) + j], float(tl[k, j])
+        finite = tl[np.isfinite(tl)]
+        rows.append({"stage": stage, "min": float(tl.min()), "mean": float(finite.mean()) if finite.size else float("inf"),
+                     "best": float(loss.min()), "iter_s": time.perf_counter() - t0,
+                     "per_traj_min": np.min(per_interval, axis=0).tolist(),
+                     "evaluations": int(len(cand) + len(trial))})
+        if note is not None:
+            note(f"{stage} {len(rows)}: best loss {loss.min():.4g} ({len(idx)} start(s) moving)")
+    return z, loss

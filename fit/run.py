@@ -33,6 +33,7 @@ from ..catalog import Lake, check_id
 from .adequacy import fit_adequacy_columns
 from . import local_search
 from .objective import FitProblem, LossScales, ProblemData, build_data
+from .payoff import EXPLORE_S
 from .pool import LocalPool, RayPool, auto_chunk
 from .progress import stage_note
 from .record import FitRecord, IntervalUse, SeedResult, publish_fit
@@ -64,6 +65,7 @@ class FitSettings:
     method: str = "local"  # 'local' (fit/local_search.py) or 'cma'
     starts: int = 3  # local: multi-start points (nominal + seeded Halton points)
     cheap_s: float = 2.0  # local: seconds of each training interval at cheap fidelity
+    explore_s: float = EXPLORE_S  # local: wall-seconds budget of the exploration after a failed gate (0: none)
     # the firmware's configured end-effector load for every run (EndLoad JSON, `--configured-load`);
     # None: each run's metadata's, else none
     configured_load: dict | None = None
@@ -187,9 +189,9 @@ def _start(lk: Lake, settings: FitSettings | None, fit_id: str | None, resume: b
         raise ValueError(f"--seeds {settings.seeds}: expected at least 1 seeded search")
     if settings.method not in ("local", "cma"):
         raise ValueError(f"--method {settings.method!r}: expected 'local' or 'cma'")
-    if settings.method == "local" and (settings.starts < 1 or not settings.cheap_s > 0):
-        raise ValueError(f"--method local: expected starts >= 1 and cheap_s > 0, got {settings.starts}, "
-                         f"{settings.cheap_s}")
+    if settings.method == "local" and (settings.starts < 1 or not settings.cheap_s > 0 or not settings.explore_s >= 0):
+        raise ValueError(f"--method local: expected starts >= 1, cheap_s > 0 and explore_s >= 0, got {settings.starts}, "
+                         f"{settings.cheap_s}, {settings.explore_s}")
     fit_id = check_id("fit", fit_id or new_fit_id(settings))
     if lk.fit_dir(fit_id).exists():
         raise ValueError(f"fit {fit_id!r} already exists at {lk.fit_dir(fit_id)}")

@@ -72,18 +72,20 @@ def seed_result(wd: Path, settings, seed: int, data: ProblemData, pool, progress
 def _local_result(wd: Path, settings, seed: int, data: ProblemData, pool, progress: bool,
                   label: str, on_generation, cheap_pool_factory) -> dict:
     """The local-first search of one seed (fit/local_search.py); CMA-ES from the best local
-    point when its gates fail (rows of stage 'cma' then 'refine' follow in the history). The
+    point while it pays when its gates fail (fit/payoff.py; rows of stage 'cma' then 'refine'
+    follow in the history). The
     result's `jacobian` is the full stage's `error_bar_jacobian` (None when CMA-ES won)."""
     timing = wd / f"local-{seed}.wall"
     wall_before = float(timing.read_text()) if timing.is_file() else 0.0
     t_start = time.perf_counter()
 
-    def fallback(x0: np.ndarray, delay: int):
+    def fallback(x0: np.ndarray, delay: int, x0_loss: float, stop):
         space = settings.parameter_space
         probs = centred_probs(space.delay_choices, delay)
         init = (space.encode(x0[None])[0], probs if len(probs) > 1 else None, space.offsets_of(x0))
         best, loss, rows, _ = _cma_stage(wd, settings, seed, data, pool, progress, f"{label} cma", on_generation,
-                                         init, settings.refine_iterations or local_search.FULL_ITERATIONS)
+                                         init, settings.refine_iterations or local_search.FULL_ITERATIONS,
+                                         stop=stop, polish_below=x0_loss)
         return best, loss, rows
 
     def on_stage(stage: int, stage_pool) -> None:
@@ -104,9 +106,14 @@ def _local_result(wd: Path, settings, seed: int, data: ProblemData, pool, progre
 
 
 def _cma_stage(wd: Path, settings, seed: int, data: ProblemData, pool, progress: bool, label: str,
-               on_generation, init, refine_iterations: int) -> tuple[np.ndarray, float, list[dict], float]:
+               on_generation, init, refine_iterations: int, stop=None,
+               polish_below: float = float("inf")) -> tuple[np.ndarray, float, list[dict], float]:
     """The CMA-ES generations (checkpointed each) and the LM refinement; `init` None (the box
-    centre, uniform delays) or (x0, delay_probs, delay offsets (7,)). Returns (best, loss, history, wall before)."""
+    centre, uniform delays) or (x0, delay_probs, delay offsets (7,)). `stop(history, wall_s)`
+    (fit/payoff.py `cma_stop`), asked before each generation, ends the generations early when it
+    returns a reason; the LM refinement then runs only if CMA-ES found a loss below
+    `polish_below` (a polish of a point worse than the start does not pay). Returns (best, loss,
+    history, wall before)."""
     ckpt_path = wd / "checkpoint.pkl"
     ckpt = pickle.loads(ckpt_path.read_bytes()) if ckpt_path.is_file() else None
     if ckpt is not None and ckpt.get("seed", settings.seed) != seed:
@@ -123,6 +130,10 @@ def _cma_stage(wd: Path, settings, seed: int, data: ProblemData, pool, progress:
     t_start = time.perf_counter()
     with FitProgress(settings.generations, search.generation, progress, label=label) as bar:
         while search.generation < settings.generations:
+            why = None if stop is None else stop(history, wall_before + time.perf_counter() - t_start)
+            if why is not None:
+                bar.note(why)
+                break
             t0 = time.perf_counter()
             proposal = search.ask()
             per_interval = pool.evaluate(proposal.params)
@@ -136,7 +147,8 @@ def _cma_stage(wd: Path, settings, seed: int, data: ProblemData, pool, progress:
             bar.update(search.generation, row["best"], row["mean"], row["sigma"], row["evals_per_s"], row["eta_s"])
             if on_generation is not None:
                 on_generation(search.generation, pool)
-        best, best_loss = _refine(settings, data, search, history, pool, bar, refine_iterations)
+        polish = refine_iterations if search.best_loss < polish_below else 0
+        best, best_loss = _refine(settings, data, search, history, pool, bar, polish)
     return best, best_loss, history, wall_before
 
 

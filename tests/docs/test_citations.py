@@ -6,6 +6,7 @@ document."""
 from __future__ import annotations
 
 import re
+import subprocess
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -21,11 +22,19 @@ DOC_BEFORE_SECTION = re.compile(r"\.(md|txt|capnp|py)`?\)?\s*$")
 
 
 def product_files() -> list[Path]:
-    files = []
-    for path in ROOT.rglob("*"):
-        if path.suffix in SUFFIXES and path.is_file() and not SKIP_DIRS & set(path.relative_to(ROOT).parts):
-            files.append(path)
-    return sorted(files)
+    """The files git tracks with a checked suffix: what the product ships, never a virtual
+    environment, cache or build output inside the checkout whatever its name. Outside a git
+    checkout (an unpacked sdist) every file under the root but the usual tool folders and any
+    folder holding a `pyvenv.cfg`."""
+    try:
+        listed = subprocess.run(["git", "-C", str(ROOT), "ls-files", "-z"], check=True,
+                                capture_output=True).stdout.decode().split("\0")
+        candidates = [ROOT / name for name in listed if name]
+    except (OSError, subprocess.CalledProcessError):
+        venvs = {cfg.parent for cfg in ROOT.rglob("pyvenv.cfg")}
+        candidates = [p for p in ROOT.rglob("*") if not SKIP_DIRS & set(p.relative_to(ROOT).parts)
+                      and not any(v in p.parents for v in venvs)]
+    return sorted(p for p in candidates if p.suffix in SUFFIXES and p.is_file())
 
 
 def citation_problems(text: str) -> list[str]:

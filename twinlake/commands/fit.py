@@ -50,6 +50,7 @@ def run_cmd(
     max_seconds: Optional[float] = typer.Option(None, "--max-seconds", help="Use at most this many seconds of each interval."),
     min_seconds: float = typer.Option(0.5, "--min-seconds", help="Ignore clean intervals shorter than this [s]."),
     method: str = typer.Option("local", "--method", help="Search: local (multi-start LM on cheap windows, then LM on the full data; CMA-ES from the best local point when its gates fail) or cma (CMA-ES, then --refine LM iterations)."),
+    explore_seconds: float = typer.Option(30.0, "--explore-seconds", min=0, help="--method local: wall-seconds budget of the search after a failed gate (more starts, then CMA-ES while it lowers the loss by >= 0.5 % per 2 generations; 0: none)."),
     refine_iterations: int = typer.Option(10, "--refine", min=0, help="Levenberg–Marquardt iterations after CMA-ES (--method cma, or a local fit's fallback; 0: none)."),
     seeds: int = typer.Option(1, "--seeds", min=1, help="Seeded searches (seeds S, S+1, ...); the best is the fit, the spread is flagged."),
     workers: int = typer.Option(2, "--workers", min=0, help="Ray actors (0: evaluate in-process, no Ray)."),
@@ -87,7 +88,7 @@ def run_cmd(
                 weights=_weights(weights), q_scale_rad=q_scale, dq_scale_rad_s=dq_scale,
                 max_duration_s=max_seconds, min_duration_s=min_seconds,
                 model_path=str(model.absolute()) if model else None, refine_iterations=refine_iterations,
-                seeds=seeds, method=method,
+                seeds=seeds, method=method, explore_s=explore_seconds,
             )
             rec = run_fit(root, settings, fit_id=fit_id, workers=workers, address=address,
                           progress=sys.stderr.isatty() or not as_json)
