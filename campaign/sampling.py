@@ -3,17 +3,21 @@
 Two sources (`--sample`):
 
 - `posterior`: the fit as a distribution, exactly as `fit export --format randomization`
-  describes it (twinlake.fit.export.randomization_doc): each free continuous parameter a
-  normal at the optimum with its stored standard error, truncated to its bounds (uniform over
-  the bounds when the error is unbounded), fixed parameters at the fit's value, the motor
-  delay categorical;
+  describes it (twinlake.fit.export.randomization_doc): the free continuous parameters with a
+  finite error drawn jointly from the multivariate normal at the optimum with the fit's stored
+  covariance (`"correlation": "joint_normal"`), truncated to the bounds box by redrawing (at
+  most `JOINT_REDRAWS` times, then clipped); a document without a covariance (an older fit,
+  `"correlation": "independent"`) draws each from its own normal truncated to its bounds;
+  uniform over the bounds when the error is unbounded, fixed parameters at the fit's value,
+  the motor delay categorical;
 - `ranges`: declared uniform ranges (`--ranges "mu_static=0.5:1.5;armature_j1=0.1:0.3"`,
   any `LAYOUT.select` selector; a selector `delay` takes whole values, e.g. `delay=0:2`), the
   other parameters at the fit's value. A range outside the parameter's bounds is an error.
 
 Episode i of a campaign with seed S draws from `numpy.random.default_rng(SeedSequence([S, i]))`:
-one uniform per parameter in `LAYOUT` order, mapped through the inverse CDF, so an episode's
-parameters do not depend on which other episodes ran, nor where.
+one uniform per parameter in `LAYOUT` order, mapped through the inverse CDF, then (joint
+posterior) standard normals for the jointly drawn block, so an episode's parameters do not
+depend on which other episodes ran, nor where.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from scipy import stats
 
 from ..sim import LAYOUT
 
+JOINT_REDRAWS = 100  # joint normal: redraws to land inside the bounds box before clipping
 POSTERIOR = "posterior"
 RANGES = "ranges"
 SAMPLE_MODES = (POSTERIOR, RANGES)
@@ -69,20 +74,58 @@ class Marginal:
 
 
 @dataclass(frozen=True)
+class JointNormal:
+    """A block of parameters drawn together: `indices` (k,) into `LAYOUT`, the mean (k,), a
+    factor `root` (k, k) with root·rootᵀ = the covariance, and the box low/high (k,)."""
+
+    indices: tuple[int, ...]
+    mean: np.ndarray
+    root: np.ndarray
+    low: np.ndarray
+    high: np.ndarray
+
+    @classmethod
+    def from_covariance(cls, indices, mean, cov, low, high) -> "JointNormal":
+        """From a covariance (k, k) (symmetrised; negative round-off eigenvalues set to 0)."""
+        cov = np.asarray(cov, dtype=np.float64)
+        lam, vec = np.linalg.eigh(0.5 * (cov + cov.T))
+        root = vec * np.sqrt(np.clip(lam, 0.0, None))[None, :]
+        return cls(tuple(int(i) for i in indices), np.asarray(mean, float), root, np.asarray(low, float),
+                   np.asarray(high, float))
+
+    def draw(self, rng: np.random.Generator) -> np.ndarray:
+        """(k,) inside the box: the first of JOINT_REDRAWS normal draws that lands inside, else the last clipped."""
+        for _ in range(JOINT_REDRAWS):
+            x = self.mean + self.root @ rng.standard_normal(len(self.mean))
+            if np.all((x >= self.low) & (x <= self.high)):
+                return x
+        return np.clip(x, self.low, self.high)
+
+
+@dataclass(frozen=True)
 class ParameterDistribution:
-    """One Marginal per `LAYOUT` name, in order; `draw(seed, index)` gives an (n,) vector."""
+    """One Marginal per `LAYOUT` name, in order, and optionally a JointNormal block whose
+    draw replaces those parameters' marginals; `draw(seed, index)` gives an (n,) vector."""
 
     mode: str
     marginals: tuple[Marginal, ...]
+    joint: JointNormal | None = None
 
     def draw(self, campaign_seed: int, index: int) -> np.ndarray:
         """The parameter vector (n,) of episode `index` (independent of every other episode)."""
         rng = np.random.default_rng(np.random.SeedSequence([int(campaign_seed), int(index)]))
         u = rng.random(len(self.marginals))
-        return np.array([m.from_uniform(float(x)) for m, x in zip(self.marginals, u)], dtype=np.float64)
+        x = np.array([m.from_uniform(float(x)) for m, x in zip(self.marginals, u)], dtype=np.float64)
+        if self.joint is not None:
+            x[list(self.joint.indices)] = self.joint.draw(rng)
+        return x
 
     def to_dict(self) -> dict:
-        return {"mode": self.mode, "marginals": [m.to_dict() for m in self.marginals]}
+        d = {"mode": self.mode, "marginals": [m.to_dict() for m in self.marginals]}
+        if self.joint is not None:
+            d["joint_normal"] = {"names": [LAYOUT.names[i] for i in self.joint.indices],
+                                 "covariance": (self.joint.root @ self.joint.root.T).tolist()}
+        return d
 
 
 def posterior(doc: dict) -> ParameterDistribution:
@@ -105,7 +148,23 @@ def posterior(doc: dict) -> ParameterDistribution:
         p = by_name[name]
         marginals.append(Marginal(name, p["distribution"], float(p["value"]), float(p["lower_bound"]),
                                   float(p["upper_bound"]), p.get("std")))
-    return ParameterDistribution(POSTERIOR, tuple(marginals))
+    return ParameterDistribution(POSTERIOR, tuple(marginals), _joint(doc, marginals))
+
+
+def _joint(doc: dict, marginals: list[Marginal]) -> JointNormal | None:
+    """The document's joint normal block (`"correlation": "joint_normal"`), None when independent."""
+    if doc.get("correlation") != "joint_normal":
+        return None
+    block = doc.get("covariance") or {}
+    names, matrix = block.get("names") or [], np.asarray(block.get("matrix") or [], dtype=np.float64)
+    if not names or matrix.shape != (len(names), len(names)) or not np.all(np.isfinite(matrix)):
+        raise ValueError(f"randomization: 'covariance' needs names and a finite {len(names)}×{len(names)} matrix")
+    unknown = [n for n in names if n not in LAYOUT.names]
+    if unknown:
+        raise ValueError(f"randomization: covariance names {unknown} are not parameters of the layout")
+    idx = [LAYOUT.index(n) for n in names]
+    m = [marginals[i] for i in idx]
+    return JointNormal.from_covariance(idx, [x.value for x in m], matrix, [x.low for x in m], [x.high for x in m])
 
 
 def parse_ranges(spec: str) -> dict[str, tuple[float, float]]:
@@ -155,5 +214,5 @@ def declared(ranges: dict[str, tuple[float, float]], center: np.ndarray) -> Para
     return ParameterDistribution(RANGES, tuple(marginals))
 
 
-__all__ = ["Marginal", "POSTERIOR", "ParameterDistribution", "RANGES", "SAMPLE_MODES", "declared",
+__all__ = ["JointNormal", "Marginal", "POSTERIOR", "ParameterDistribution", "RANGES", "SAMPLE_MODES", "declared",
            "parse_ranges", "posterior"]

@@ -15,8 +15,10 @@ the MJCF joint attributes to paste into a user's model.
   say that the per-joint delays are not in it.
 - `randomization`: the fit as a distribution for domain randomisation (`randomization_doc`,
   schema `twinlake.randomization/v1`, fields in docs/campaigns.md): per parameter its value,
-  bounds, 95 % interval and distribution (truncated normal, uniform or fixed), and the motor
-  delay as a categorical distribution (its per-joint offsets fixed at the fit's whole ms). `twinlake campaign run --sample posterior` draws from
+  bounds, 95 % interval and distribution (truncated normal, uniform or fixed), the joint
+  covariance of the truncated-normal ones when the fit stores one (`"correlation":
+  "joint_normal"`; older fits: `"independent"`), and the motor delay as a categorical
+  distribution (its per-joint offsets fixed at the fit's whole ms). `twinlake campaign run --sample posterior` draws from
   exactly this description.
 """
 
@@ -181,8 +183,10 @@ def randomization_doc(rec: FitRecord) -> dict:
     """The fit as a randomisation distribution (schema `twinlake.randomization/v1`).
 
     Needs the fit's stored error bars (`identifiability_json`); ValueError naming the fit
-    otherwise. The covariance stored with a fit is diagonal (per-parameter standard errors),
-    so parameters are independent: `"correlation": "independent"` says so.
+    otherwise. A fit that stores its full covariance gives the truncated-normal parameters as
+    one multivariate normal (`"correlation": "joint_normal"`, `"covariance": {names, matrix}`
+    in the parameters' units, truncated to the bounds box); an older fit's per-parameter
+    errors only: `"correlation": "independent"` says so. The delay stays categorical.
     """
     ident = rec.identifiability
     if not ident or not ident.get("parameters"):
@@ -195,8 +199,25 @@ def randomization_doc(rec: FitRecord) -> dict:
     return {"schema": RANDOMIZATION_SCHEMA, "fit": rec.fit_id, "fit_source": rec.fit_source,
             "created_utc": rec.created_utc,
             "best_loss": rec.best_loss if math.isfinite(rec.best_loss) else None,
-            "method": ident.get("method"), "correlation": "independent",
+            "method": ident.get("method"), **_correlation(ident, params),
             "parameters": params, "delay": delay_distribution(rec)}
+
+
+def _correlation(ident: dict, params: list[dict]) -> dict:
+    """{"correlation": "joint_normal", "covariance": {names, matrix, method}} over the
+    truncated-normal parameters when the stored covariance covers them, else independent."""
+    cov = ident.get("covariance") or {}
+    names = [p["name"] for p in params if p["distribution"] == "truncated_normal"]
+    stored = list(cov.get("names") or [])
+    if not names or not set(names) <= set(stored):
+        return {"correlation": "independent"}
+    idx = [stored.index(n) for n in names]
+    matrix = [[cov["matrix"][i][j] for j in idx] for i in idx]
+    if any(v is None or not math.isfinite(v) for row in matrix for v in row):
+        return {"correlation": "independent"}
+    return {"correlation": "joint_normal",
+            "covariance": {"names": names, "matrix": matrix, "method": cov.get("method"),
+                           "truncation": "the bounds box (redraw, then clip)"}}
 
 
 def export_fit(rec: FitRecord, fmt: str, out: Path) -> Path:

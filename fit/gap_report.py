@@ -56,6 +56,8 @@ class GapReport:
             "",
             "| diagnostic | value |",
             "|---|---:|",
+            f"| standard errors | sandwich (Newey–West, {r.bandwidth_windows} window bandwidth): "
+            f"correlated windows |",
             f"| condition number (column-scaled) | {r.condition_number:.1f} (warn above {MAX_CONDITION_NUMBER:g}) |",
             f"| R² of the window equation | {r.r_squared:.4f} |",
             f"| window residual RMS | {r.residual_rms_rad_s:.3g} rad/s |",

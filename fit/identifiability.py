@@ -6,12 +6,17 @@ Method (docs/fitting.md, "Identifiability"), for the k free continuous parameter
 - J (M, k): ∂r/∂θ of the objective's residuals ``r = residuals(params)`` (Σ r² = loss), by
   central differences with step ``rel_step × (upper − lower)``, one-sided at a bound. All
   2k+1 candidates (centre, +h, −h) go through the population engine in ONE batch.
-- σ² = Σ r² / (M − k); Cov = σ² (JᵀJ)⁻¹ (pseudo-inverse when singular); 95 % intervals
-  θ ± t₀.₉₇₅(M − k)·√diag(Cov).
+- Cov: the sandwich (JᵀJ)⁻¹ Ω (JᵀJ)⁻¹ with a Bartlett/Newey–West long-run covariance Ω of
+  the per-tick scores, bandwidth from their autocorrelation (fit/covariance.py: the 1 kHz
+  residuals are correlated in time), when the residuals' tick layout is known (every fit);
+  else (a bare Jacobian) the Gauss–Newton σ² (JᵀJ)⁻¹, σ² = Σ r² / (M − k). 95 % intervals
+  θ ± t₀.₉₇₅(dof)·√diag(Cov), dof = the effective number of ticks (Σ T_b / bandwidth) − k
+  (M − k for Gauss–Newton). The full matrix is stored in the parameters' own units, with the
+  iid, block-bootstrap and 2×-bandwidth alternatives' standard errors for comparison.
 - Condition number of J with each column scaled by its parameter's bound range.
 - ``unidentifiable``: the parameter's own 95 % half-width exceeds half its bound range; or it
-  has weight > 0.3 in a right singular vector of the range-scaled J whose 95 % half-width
-  (t·σ/s) exceeds half the box (listed as a weak direction); or the data barely respond to it:
+  has weight > 0.3 in an eigenvector of the range-scaled covariance whose 95 % half-width
+  (t·√λ; for Gauss–Newton t·σ/s of J's singular values) exceeds half the box (listed as a weak direction); or the data barely respond to it:
   the RMS of its range-scaled Jacobian column is under 2 % of the most influential
   parameter's (e.g. the armature of a joint that barely moved). That last rule is a stated
   heuristic, not a test.
@@ -23,9 +28,10 @@ Method (docs/fitting.md, "Identifiability"), for the k free continuous parameter
   iteration, reused (`analyse_scaled` on its R factor): taken at the point that iteration's step
   started from, with the same step of 1e-3 of each range.
 
-The intervals are local (linearised) and treat residuals as independent with one variance:
-time-correlated misfit makes them optimistic; that is why held-out validation and the seed
-spread are reported beside them.
+The intervals are local (linearised): they account for residuals correlated in time within
+an interval (HAC), not for a model that is wrong (a misfit the parameters cannot absorb
+biases the optimum itself); that is why held-out validation and the seed spread are
+reported beside them.
 """
 
 from __future__ import annotations
@@ -36,9 +42,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from scipy import stats
 
 from ..sim.params import LAYOUT
+from . import covariance as covmod
 
 DISCRETE_NAMES = frozenset(LAYOUT.names[i] for i in LAYOUT.integer_indices)  # never in J
 
@@ -82,6 +88,10 @@ class IdentifiabilityResult:
     seed_values: np.ndarray | None = None  # (S, n) optima of several seeds
     importance: np.ndarray | None = None  # RMS of each range-scaled Jacobian column (NaN if not free)
     jacobian: str = CENTRAL_JACOBIAN  # which Jacobian the error bars come from
+    covariance: np.ndarray | None = None  # (k, k) of the free parameters, their own units
+    covariance_method: dict = field(default_factory=lambda: {"method": covmod.IID})
+    alternatives: dict[str, dict] = field(default_factory=dict)  # method -> {stderr (k,) own units, method, dof, ...}
+    weakest: list[WeakDirection] = field(default_factory=list)  # the 3 widest covariance directions
 
     def flagged(self, flag: str) -> list[str]:
         """Names carrying ``flag``."""
@@ -93,8 +103,14 @@ class IdentifiabilityResult:
             return float(x) if np.isfinite(x) else None
 
         spread = self.seed_spread()
+        free_names = [n for i, n in enumerate(self.names) if self.free[i]]
+        cov = None if self.covariance is None else {
+            "names": free_names, **self.covariance_method,
+            "matrix": [[f(v) for v in row] for row in self.covariance],
+            "alternatives": {m: {**a, "stderr": [f(v) for v in a["stderr"]]} for m, a in self.alternatives.items()}}
         return {
-            "method": "fd_jacobian_gauss_newton_v1",
+            "method": "fd_jacobian_" + str(self.covariance_method["method"]) + "_v2",
+            "covariance_method": self.covariance_method["method"],
             "jacobian": self.jacobian,
             "condition_number": f(self.condition_number),
             "sigma2": f(self.sigma2),
@@ -112,6 +128,10 @@ class IdentifiabilityResult:
                 {"singular_value": f(d.singular_value), "half_width_fraction": f(d.half_width_fraction),
                  "components": d.components} for d in self.weak_directions
             ],
+            "weakest_directions": [
+                {"half_width_fraction": f(d.half_width_fraction), "components": d.components} for d in self.weakest
+            ],
+            "covariance": cov,
             "seeds": 0 if self.seed_values is None else int(len(self.seed_values)),
         }
 
@@ -152,32 +172,46 @@ def fd_jacobian(residuals: ResidualFn, x: np.ndarray, free_idx: Sequence[int], l
 
 
 def analyse(names: Sequence[str], x: np.ndarray, jac: np.ndarray, r0: np.ndarray, free_idx: Sequence[int],
-            lower: np.ndarray, upper: np.ndarray, seed_values: np.ndarray | None = None) -> IdentifiabilityResult:
-    """Covariance, intervals, condition number and flags from a Jacobian (M, k) at the optimum."""
+            lower: np.ndarray, upper: np.ndarray, seed_values: np.ndarray | None = None,
+            segments: Sequence[covmod.Segment] | None = None) -> IdentifiabilityResult:
+    """Covariance, intervals, condition number and flags from a Jacobian (M, k) and the
+    residuals r0 (M,) at the optimum; `segments` (the residuals' tick layout,
+    `covariance.replay_segments`) makes the covariance HAC, else Gauss–Newton."""
     free_idx = np.asarray(free_idx, dtype=np.int64)
-    rng = (upper - lower)[free_idx]
-    return analyse_scaled(names, x, jac * rng[None, :], float(r0 @ r0), jac.shape[0], free_idx, lower, upper,
-                          seed_values)
+    jn = jac * (upper - lower)[free_idx][None, :]
+    main = alternatives = None
+    if segments is not None:
+        main, alternatives = covmod.with_alternatives(jn.T @ jn, covmod.tick_scores(jn, r0, segments),
+                                                      float(r0 @ r0) / max(jac.shape[0] - jac.shape[1], 1),
+                                                      jac.shape[0])
+    return analyse_scaled(names, x, jn, float(r0 @ r0), jac.shape[0], free_idx, lower, upper, seed_values,
+                          covariance=main, alternatives=alternatives)
 
 
 def analyse_scaled(names: Sequence[str], x: np.ndarray, jn: np.ndarray, rss: float, rows: int,
                    free_idx: Sequence[int], lower: np.ndarray, upper: np.ndarray,
-                   seed_values: np.ndarray | None = None, jacobian: str = CENTRAL_JACOBIAN) -> IdentifiabilityResult:
+                   seed_values: np.ndarray | None = None, jacobian: str = CENTRAL_JACOBIAN,
+                   covariance: covmod.CovarianceEstimate | None = None,
+                   alternatives: dict[str, covmod.CovarianceEstimate] | None = None) -> IdentifiabilityResult:
     """`analyse` from the range-scaled Jacobian `jn` (M, k) — or any matrix with the same
     jnᵀjn, e.g. its R factor (k, k) —, the residual sum of squares `rss` and the residual count
-    `rows` (M); `jacobian` describes where J comes from."""
+    `rows` (M); `jacobian` describes where J comes from. `covariance`: the range-scaled
+    estimate to use (fit/covariance.py), default Gauss–Newton from jn; `alternatives`: other
+    estimates whose standard errors are stored beside it."""
     names = tuple(names)
     n, free_idx = len(names), np.asarray(free_idx, dtype=np.int64)
     k = jn.shape[1]
-    dof = max(int(rows) - k, 1)
-    sigma2 = float(rss) / dof
+    sigma2 = float(rss) / max(int(rows) - k, 1)
+    if covariance is None:
+        covariance = covmod.from_scores(jn.T @ jn, [np.zeros((1, k))], sigma2, int(rows), covmod.IID)
+    dof = covariance.dof
     rng = (upper - lower)[free_idx]
     u, s, vt = np.linalg.svd(jn, full_matrices=False)
     cond = float(s[0] / s[-1]) if s[-1] > 0 else float("inf")
-    cov_n = np.linalg.pinv(jn.T @ jn) * sigma2
-    t = float(stats.t.ppf(0.975, dof))
+    cov_n = covariance.cov
+    t = covariance.t95
     se = np.full(n, np.nan)
-    se[free_idx] = np.sqrt(np.clip(np.diag(cov_n), 0, None)) * rng
+    se[free_idx] = covariance.stderr * rng
     # a direction with zero singular value has unbounded uncertainty: pinv hides it, so restore it
     null = s <= s[0] * 1e-12 if s[0] > 0 else np.ones_like(s, dtype=bool)
     for v in vt[null]:
@@ -185,15 +219,21 @@ def analyse_scaled(names: Sequence[str], x: np.ndarray, jn: np.ndarray, rss: flo
     values = np.asarray(x, dtype=np.float64)
     res = IdentifiabilityResult(names, values.copy(), np.isin(np.arange(n), free_idx), se,
                                 values - t * se, values + t * se, np.asarray(lower, float), np.asarray(upper, float),
-                                cond, sigma2, int(dof), seed_values=seed_values, jacobian=jacobian)
+                                cond, sigma2, int(dof), seed_values=seed_values, jacobian=jacobian,
+                                covariance=covmod.to_units(cov_n, rng), covariance_method=covariance.describe(),
+                                alternatives={m: {**e.describe(), "stderr": e.stderr * rng}
+                                              for m, e in (alternatives or {}).items()})
     res.importance = np.full(n, np.nan)
     res.importance[free_idx] = importance = np.sqrt(np.sum(jn**2, axis=0) / rows)
-    _flag(res, s, vt, free_idx, t, sigma2, importance)
+    lam, vec = np.linalg.eigh(cov_n)  # ascending; the widest directions last
+    _flag(res, np.sqrt(np.clip(lam[::-1], 0, None)), vec[:, ::-1].T, free_idx, t, importance)
     return res
 
 
-def _flag(res: IdentifiabilityResult, s: np.ndarray, vt: np.ndarray, free_idx: np.ndarray, t: float,
-          sigma2: float, importance: np.ndarray) -> None:
+def _flag(res: IdentifiabilityResult, sd: np.ndarray, vt: np.ndarray, free_idx: np.ndarray, t: float,
+          importance: np.ndarray) -> None:
+    """Flags; `sd` (k,) the standard deviations along the covariance's eigenvectors `vt` (k, k)
+    (range-scaled, widest first)."""
     names, flags = res.names, res.flags
     rng_all = res.upper_bound - res.lower_bound
 
@@ -212,13 +252,16 @@ def _flag(res: IdentifiabilityResult, s: np.ndarray, vt: np.ndarray, free_idx: n
             add(i, "at_bound")
         elif frac <= NEAR_BOUND_FRACTION:
             add(i, "near_bound")
-    sigma = np.sqrt(sigma2)
-    for sv, v in zip(s, vt):
-        half = t * sigma / sv if sv > 0 else np.inf
+    for rank, (sdv, v) in enumerate(zip(sd, vt)):
+        half = t * sdv
+        big = np.flatnonzero(np.abs(v) > DIRECTION_WEIGHT)
+        direction = WeakDirection(float(1.0 / sdv) if sdv > 0 else float("inf"), float(half),
+                                  {names[free_idx[j]]: float(v[j]) for j in big})
+        if rank < 3:
+            res.weakest.append(direction)
         if half <= UNIDENTIFIABLE_HALF_WIDTH:
             continue
-        big = np.flatnonzero(np.abs(v) > DIRECTION_WEIGHT)
-        res.weak_directions.append(WeakDirection(float(sv), float(half), {names[free_idx[j]]: float(v[j]) for j in big}))
+        res.weak_directions.append(direction)
         for j in big:
             add(int(free_idx[j]), "unidentifiable")
     for j, i in enumerate(free_idx):
@@ -235,12 +278,14 @@ def _flag(res: IdentifiabilityResult, s: np.ndarray, vt: np.ndarray, free_idx: n
 
 def identifiability_summary(problem: Any, best: np.ndarray, *, free: Sequence[str] | None = None,
                             bounds: np.ndarray | None = None, seed_optima: np.ndarray | None = None,
-                            rel_step: float = 1e-3, names: Sequence[str] | None = None) -> IdentifiabilityResult:
+                            rel_step: float = 1e-3, names: Sequence[str] | None = None,
+                            segments: Sequence[covmod.Segment] | None = None) -> IdentifiabilityResult:
     """Error bars at ``best`` (n,) for a ``FitProblem`` (anything with ``residuals(P×n)``).
 
     free: names of the fitted parameters (default: all but the discrete delay); bounds (n, 2):
     default ``LAYOUT.bounds``; seed_optima (S, n): the best vectors of several seeds, for the
-    spread; names: default ``LAYOUT.names``. Intended for ``twinlake fit show`` and the fit
+    spread; names: default ``LAYOUT.names``; segments: the residuals' tick layout (HAC
+    covariance; default: ``problem.data``'s intervals when it has them, else Gauss–Newton). Intended for ``twinlake fit show`` and the fit
     record (``to_json()``).
     """
     names = tuple(names or LAYOUT.names)
@@ -250,10 +295,12 @@ def identifiability_summary(problem: Any, best: np.ndarray, *, free: Sequence[st
     if unknown:
         raise ValueError(f"identifiability: unknown parameter name(s) {unknown}; expected names of LAYOUT.names")
     free_idx = [names.index(n) for n in free_names]
+    if segments is None and getattr(problem, "data", None) is not None:
+        segments = covmod.replay_segments([len(inp.q_ref) for inp in problem.data.inputs])
     x = np.asarray(best, dtype=np.float64)
     jac, r0 = fd_jacobian(problem.residuals, x, free_idx, b[:, 0], b[:, 1], rel_step)
     seeds = None if seed_optima is None else np.atleast_2d(np.asarray(seed_optima, dtype=np.float64))
-    return analyse(names, x, jac, r0, free_idx, b[:, 0], b[:, 1], seeds)
+    return analyse(names, x, jac, r0, free_idx, b[:, 0], b[:, 1], seeds, segments)
 
 
 def summary_rows(result_dict: dict[str, Any]) -> list[list[str]]:

@@ -26,9 +26,10 @@ MuJoCo's `mujoco.sysid` evaluates its Jacobian columns as one batch). The stages
    parameters, M residuals), or — before its steps are evaluated — once the linearised model
    predicts its Gauss–Newton step to gain less than that: what moving every parameter by
    `FULL_STOP_SE` standard errors would gain (σ² = loss / (M − k)), so the point is already
-   that close to the optimum (the standard errors assume independent residuals; correlated
+   that close to the optimum (these standard errors assume independent residuals; correlated
    misfit makes the true ones larger, so the rule errs on the side of more iterations). The last
-   iteration's Jacobian is kept (as its R factor) for the error bars (`error_bar_jacobian`)
+   iteration's Jacobian is kept (as its R factor, and its per-tick scores J·r for the HAC
+   covariance, fit/covariance.py) for the error bars (`error_bar_jacobian`)
    and the returned point's per-interval losses for the record, so neither is recomputed.
 3. **gates** (`gates`): a full loss at most `FLOOR_GATE` × the loss the noise alone would
    leave (`floor_loss`, from the noise floor of the recorded q and dq, fit/noise_floor.py) is
@@ -242,13 +243,21 @@ def full_rel_tol(data, n_free: int) -> float:
     return max(REL_TOL, FULL_STOP_SE ** 2 * n_free / max(rows - n_free, 1))
 
 
-def error_bar_jacobian(last: dict) -> dict:
+def error_bar_jacobian(last: dict, data=None) -> dict:
     """The error bars' part of the full stage's last LM iteration (`refine(..., last=)`):
     {z (n,) where J was taken, r_factor (n, n) R of J = ∂r/∂z (the range-scaled Jacobian, since
     z is range-normalised), rows M, moved (the returned point is z plus the last step), per_interval
-    (B,) of the returned point or None}."""
+    (B,) of the returned point or None, scores: per interval the (S_b, n) per-tick scores J·r of
+    the HAC covariance (fit/covariance.py; None without `data` or residuals)}."""
+    from .covariance import replay_segments, tick_scores
+
+    scores = None
+    if data is not None and last.get("r") is not None:
+        segments = replay_segments([len(inp.q_ref) for inp in data.inputs])
+        scores = tick_scores(last["jac"], last["r"], segments)
     return {"z": np.asarray(last["z"]), "r_factor": np.linalg.qr(last["jac"], mode="r"),
-            "rows": int(last["jac"].shape[0]), "moved": bool(last["moved"]), "per_interval": last.get("per_interval")}
+            "rows": int(last["jac"].shape[0]), "moved": bool(last["moved"]), "per_interval": last.get("per_interval"),
+            "scores": scores}
 
 
 def _save(path: Path, state: dict, write_atomic) -> None:
@@ -338,7 +347,7 @@ def _full_lm(pool, combine, settings, data, z: np.ndarray, delay: int, offsets, 
     for r in rows:
         r["stage"] = "local-full"
     _append(history, rows, data.ticks_per_rollout)
-    return params, loss, error_bar_jacobian(last) if "jac" in last else None
+    return params, loss, error_bar_jacobian(last, data) if "jac" in last else None
 
 
 def _explore_starts(state: dict, pool, combine, settings, data, cheap_pool_factory, note) -> dict:

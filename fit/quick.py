@@ -16,7 +16,11 @@ Integrated over a window of ``WINDOW_FRAMES`` frames (``k0 .. k0+W−1``, Euler 
 
 is linear in θ; one disjoint window is one equation. Windowing averages velocity noise in
 the regressors, so it does not drag the time constant short. Standard errors come from the
-OLS covariance ``s²(XᵀX)⁻¹`` through the delta method.
+OLS sandwich covariance with a Bartlett (Newey–West) long-run covariance of the windows'
+scores x·e, consecutive usable windows treated as neighbours, bandwidth from their
+autocorrelation (fit/covariance.py: the residuals of neighbouring windows are correlated by
+the closed loop), through the delta method; ``QuickFitResult.covariance_method`` says so and
+``stderr_iid`` keeps the independent-window OLS ``s²(XᵀX)⁻¹`` errors for comparison.
 
 Rules (after simloop's `FirstOrderFit`): windows with a time step over ``MAX_GAP_S`` or crossing a segment boundary
 are skipped; windows that stay at rest (``|dq|`` under ``REST_FRACTION`` of the 99th
@@ -32,6 +36,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+
+from . import covariance as covmod
 
 WINDOW_FRAMES = 10
 MAX_GAP_S = 0.1
@@ -115,6 +121,9 @@ class QuickFitResult:
     window_start_s: float
     window_end_s: float
     warnings: tuple[str, ...] = field(default_factory=tuple)
+    covariance_method: str = covmod.HAC
+    bandwidth_windows: int = 1  # the Bartlett bandwidth, in windows
+    stderr_iid: FirstOrderModel | None = None  # the independent-window OLS errors, for comparison
 
     @property
     def trustworthy(self) -> bool:
@@ -192,10 +201,10 @@ def fit_first_order(
     theta_s, *_ = np.linalg.lstsq(xs, y, rcond=None)
     theta = theta_s / scale
     resid = y - x @ theta
-    dof = max(len(y) - x.shape[1], 1)
-    s2 = float(resid @ resid) / dof
-    cov = s2 * np.linalg.inv(xs.T @ xs) / np.outer(scale, scale)
-    model, stderr = _physical(theta, cov, with_friction)
+    est = covmod.estimate(xs, resid, [covmod.Segment(0, len(y), 1)], covmod.HAC)
+    iid = covmod.estimate(xs, resid, [covmod.Segment(0, len(y), 1)], covmod.IID)
+    model, stderr = _physical(theta, est.cov / np.outer(scale, scale), with_friction)
+    _, stderr_iid = _physical(theta, iid.cov / np.outer(scale, scale), with_friction)
     warnings = _warnings(model, stderr, cond, with_friction)
     tss = float(((y - y.mean()) ** 2).sum())
     t = np.asarray(samples.t_s, dtype=np.float64)
@@ -210,6 +219,8 @@ def fit_first_order(
         window_start_s=float(t[win.start[0]]),
         window_end_s=float(t[win.end[-1]]),
         warnings=tuple(warnings),
+        bandwidth_windows=est.bandwidth_ticks,
+        stderr_iid=stderr_iid,
     )
     if strict and warnings:
         raise QuickFitRefused("fit is not trustworthy: " + "; ".join(warnings))

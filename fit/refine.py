@@ -51,7 +51,7 @@ def _lm(pool, combine, space, z, delay, loss, iterations, rows, on_iteration, re
         if loss is None:  # the start's loss from the Jacobian's centre row (Σ r² = loss)
             loss = float(r @ r) if np.all(np.isfinite(r)) else np.inf
         if last is not None:
-            last.update(z=z, jac=jac, moved=False)
+            last.update(z=z, jac=jac, r=r, moved=False)
         jtj, jtr = jac.T @ jac, jac.T @ r
         scale = np.maximum(np.diag(jtj), 1e-12)
         steps = []
@@ -106,7 +106,7 @@ def refine(pool, combine, space: ParameterSpace, best: np.ndarray, best_loss: fl
     Jacobian's centre row (Σ r²), saving one evaluation. LM stops once an iteration's relative
     decrease is below `rel_tol`. `last` (a dict, with `profile_delay=False`) receives the last
     iteration's Jacobian: `z` (n,) the normalised point it was taken at, `jac` (M, n) ∂r/∂z
-    (forward differences), `moved` whether that iteration's step was taken (else the returned
+    (forward differences), `r` (M,) the residuals at `z`, `moved` whether that iteration's step was taken (else the returned
     point is `z`), and `per_interval` (B,) the per-interval losses of the returned point (absent
     when no step was taken at all). `predict_stop`: also stop, before evaluating any step, once
     the Gauss–Newton step (the smallest λ) is predicted by the linearised model to gain less

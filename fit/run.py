@@ -219,7 +219,7 @@ def _finish(lk: Lake, fit_id: str, settings: FitSettings, data: ProblemData, res
     others = [r["best"] for r in results if r is not chosen]
     seed_optima = np.stack([best_vec, *others]) if others else None
     jac = chosen.get("jacobian")
-    ident = error_bars(pool, settings, best_vec, seed_optima) if jac is None else \
+    ident = error_bars(pool, settings, best_vec, seed_optima, data) if jac is None else \
         reused_error_bars(settings, best_vec, float(chosen["best_loss"]), jac, seed_optima)
     error_bars_s = time.perf_counter() - t0
     kept = None if jac is None else jac["per_interval"]
@@ -263,10 +263,13 @@ def _finish(lk: Lake, fit_id: str, settings: FitSettings, data: ProblemData, res
     )
 
 
-def error_bars(pool, settings: FitSettings, best: np.ndarray, seed_optima: np.ndarray | None):
+def error_bars(pool, settings: FitSettings, best: np.ndarray, seed_optima: np.ndarray | None,
+               data: ProblemData | None = None):
     """`identifiability_summary` at `best` (n,) over the training data held by `pool` (its
-    `residuals` fan out like a generation); the same result as `identifiability_for_fit`
-    on the stored record. None when no continuous parameter is free."""
+    `residuals` fan out like a generation; `data`: the same data, for the residuals' tick
+    layout of the HAC covariance); the same result as `identifiability_for_fit` on the stored
+    record. None when no continuous parameter is free."""
+    from .covariance import replay_segments
     from .identifiability import DISCRETE_NAMES, identifiability_summary
 
     space = settings.parameter_space
@@ -276,8 +279,9 @@ def error_bars(pool, settings: FitSettings, best: np.ndarray, seed_optima: np.nd
     chunk = pool.chunk  # one bigger chunk per worker for the 2k+1 rows (results never depend on it)
     pool.chunk = settings.chunk or auto_chunk(2 * len(free) + 1, max(pool.workers, 1))
     try:
+        segments = None if data is None else replay_segments([len(inp.q_ref) for inp in data.inputs])
         return identifiability_summary(pool, best, free=space.free_names, bounds=space.bounds,
-                                       seed_optima=seed_optima)
+                                       seed_optima=seed_optima, segments=segments)
     finally:
         pool.chunk = chunk
 
@@ -286,14 +290,22 @@ def reused_error_bars(settings: FitSettings, best: np.ndarray, loss: float, jac:
                       seed_optima: np.ndarray | None):
     """The error bars of a local-search fit from its last full-data LM iteration's Jacobian
     (fit/local_search.py `error_bar_jacobian`: forward differences, step 1e-3 of each range, at
-    the point that iteration's step started from), σ² from the fit's loss (Σ r² = loss)."""
+    the point that iteration's step started from), σ² from the fit's loss (Σ r² = loss); the
+    HAC covariance from that iteration's per-tick scores (a checkpoint without them: Gauss–Newton)."""
+    from .covariance import with_alternatives
     from .identifiability import analyse_scaled
 
     space = settings.parameter_space
     where = "at the point its step started from" if jac["moved"] else "at the optimum"
+    main = alternatives = None
+    if jac.get("scores") is not None:
+        k = jac["r_factor"].shape[1]
+        main, alternatives = with_alternatives(jac["r_factor"].T @ jac["r_factor"], jac["scores"],
+                                               loss / max(jac["rows"] - k, 1), jac["rows"])
     return analyse_scaled(LAYOUT.names, best, jac["r_factor"], loss, jac["rows"], space.free_indices,
                           space.bounds[:, 0], space.bounds[:, 1], seed_optima,
-                          jacobian=f"forward differences of the last full-data LM iteration, {where}")
+                          jacobian=f"forward differences of the last full-data LM iteration, {where}",
+                          covariance=main, alternatives=alternatives)
 
 
 def _holdout(lk: Lake, settings: FitSettings, best_vec: np.ndarray

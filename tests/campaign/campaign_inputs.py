@@ -19,15 +19,21 @@ from twinlake.sim import DEMO_PROFILE_PATH, LAYOUT, load_params
 FIT_ID = "demo-fit"
 
 
-def make_fit(lake: Path, fit_id: str = FIT_ID, *, with_errors: bool = True, delay_probs=None) -> FitRecord:
+def make_fit(lake: Path, fit_id: str = FIT_ID, *, with_errors: bool = True, delay_probs=None,
+             couple: tuple[str, str] | None = None) -> FitRecord:
     """Publish a fit at the demo robot's parameters; its error bars come from `analyse` on a
-    seeded random Jacobian (so every continuous parameter gets a finite standard error)."""
+    seeded random Jacobian (so every continuous parameter gets a finite standard error);
+    `couple`: two names whose Jacobian columns nearly coincide (a strongly correlated pair)."""
     params = load_params(DEMO_PROFILE_PATH)
     x = params.to_vector()
     free = [i for i in range(LAYOUT.size) if i not in LAYOUT.integer_indices]
     rng = np.random.default_rng(5)
     jac = rng.normal(size=(400, len(free))) * 40.0
     r0 = rng.normal(size=400) * 0.05
+    if couple is not None:
+        a, b = (free.index(LAYOUT.index(n)) for n in couple)
+        rng_ab = (LAYOUT.bounds[free, 1] - LAYOUT.bounds[free, 0])[[a, b]]
+        jac[:, b] = jac[:, a] * rng_ab[0] / rng_ab[1] + 0.2 * jac[:, b]  # range-scaled columns nearly equal
     ident = analyse(LAYOUT.names, x, jac, r0, free, LAYOUT.bounds[:, 0], LAYOUT.bounds[:, 1])
     history = [{"iter": 0, "min": 1.0, "mean": 1.0, "best": 1.0, "delay_probs": delay_probs}] if delay_probs else []
     rec = FitRecord(fit_id=fit_id, fit_source="twinlake", created_utc="2026-01-01T00:00:00+00:00", status="ok",

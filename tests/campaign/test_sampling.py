@@ -67,3 +67,34 @@ def test_declared_ranges_uniform_inside_and_checked_against_bounds(lake):
         declared(parse_ranges("armature_j1=0:0.9"), center)
     with pytest.raises(ValueError, match="expected SELECTOR=LOW:HIGH"):
         parse_ranges("mu_static=0.5")
+
+
+def test_posterior_samples_reproduce_the_stored_covariance(tmp_path):
+    """A fit whose Jacobian couples mu_static_j1 and dynamic_ratio_j1 (as friction levels do):
+    the stored covariance holds the pair strongly correlated, the export says joint_normal, and
+    2000 campaign draws reproduce the strongest pair's correlation within 0.05."""
+    from twinlake.fit.covariance import correlation
+
+    rec = make_fit(tmp_path / "lake", "coupled", couple=("mu_static_j1", "dynamic_ratio_j1"))
+    cov = rec.identifiability["covariance"]
+    rho = correlation(np.array(cov["matrix"], dtype=float))
+    np.fill_diagonal(rho, 0.0)
+    i, j = np.unravel_index(np.nanargmax(np.abs(rho)), rho.shape)
+    assert {cov["names"][i], cov["names"][j]} == {"mu_static_j1", "dynamic_ratio_j1"} and abs(rho[i, j]) >= 0.9
+    doc = randomization_doc(rec)
+    assert doc["correlation"] == "joint_normal" and "independent" not in json.dumps(doc)
+    draws = np.stack([posterior(doc).draw(7, k) for k in range(2000)])
+    a, b = LAYOUT.index(cov["names"][i]), LAYOUT.index(cov["names"][j])
+    assert abs(np.corrcoef(draws[:, a], draws[:, b])[0, 1] - rho[i, j]) < 0.05
+    lo, hi = LAYOUT.bounds[:, 0], LAYOUT.bounds[:, 1]
+    assert np.all((draws >= lo) & (draws <= hi))
+    assert set(np.unique(draws[:, LAYOUT.index("motor_delay_ms")])) <= set(range(5))  # the delay: categorical
+
+
+def test_an_older_fit_without_a_covariance_stays_independent(lake):
+    rec = load_fit(lake, FIT_ID)
+    ident = rec.identifiability
+    ident.pop("covariance")
+    rec.extra["identifiability_json"] = json.dumps(ident)
+    doc = randomization_doc(rec)
+    assert doc["correlation"] == "independent" and posterior(doc).joint is None

@@ -141,6 +141,7 @@ def quick_cmd(
             "viscous_nms_per_rad": r.model.viscous_nms_per_rad, "viscous_se": r.stderr.viscous_nms_per_rad,
             "coulomb_nm": r.model.coulomb_nm, "coulomb_se": r.stderr.coulomb_nm,
             "condition_number": r.condition_number, "windows": r.num_windows, "report": str(path),
+            "stderr_method": r.covariance_method, "bandwidth_windows": r.bandwidth_windows,
             "sim": {"inertia_kgm2": report.sim_model.inertia_kgm2,
                     "viscous_nms_per_rad": report.sim_model.viscous_nms_per_rad,
                     "coulomb_nm": report.sim_model.coulomb_nm}}, indent=2))

@@ -1,0 +1,240 @@
+"""Benchmark: do the fit's 95 % intervals cover the truth 19 times in 20?
+
+K independent replicates of one truth, each a fresh lake, its own noise seeds and tone phases,
+fitted by the project's default fit (`fit run`'s defaults: the local search, FrankaTwin's 29):
+
+- ``own``: the own-family truth (bench/recovery.py `sample_truth(0)`, the twin's own model
+  family: the model is exactly right), three `--seconds` (10) s multisines of all 7 joints
+  (tones 0.3/0.7/1.3 Hz, 12°), recorded by the offline recorder with its default noise;
+- ``plant``: the independent test plant (tests/plant: its own MuJoCo loop, tanh-smoothed
+  asymmetric Coulomb, a 0.8 kg payload its firmware does not know), the extended fit
+  `--params +payload +smooth-friction +asymmetry`; its truth in the twin's parameters:
+  armature, viscous, mu_static = (c⁺ + c⁻)/2, coulomb_asymmetry = (c⁺ − c⁻)/2, the payload.
+
+Per replicate one JSON line is appended to `--out` (so a long run can be read, resumed and
+extended: replicates already in the file are skipped): every free parameter's estimate,
+truth and the stored standard error of each covariance method (the fit's default HAC, the
+iid Gauss–Newton one, the moving-block bootstrap, HAC at twice the bandwidth; all from the
+same Jacobian and residuals), the fit's and the error bars' wall seconds, the load.
+`--summary` prints, per method and parameter group, the coverage of the 95 % intervals, the
+RMS of (estimate − truth) / stderr, and a 95 % interval on the overall coverage from a
+bootstrap over replicates (the parameters of one replicate are not independent draws).
+
+    nohup python bench/coverage.py --family own --replicates 20 --out bench/coverage-own.jsonl &
+    python bench/coverage.py --summary bench/coverage-own.jsonl
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+# this file is named like the `coverage` package numba imports: bench/ must not be on the path
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]
+sys.path.append(str(HERE.parent / "tests"))  # the independent plant (`plant`), last
+
+
+def _recovery():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("bench_recovery", HERE / "recovery.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+record, sample_truth = _recovery().record, _recovery().sample_truth
+
+TONES = (0.3, 0.7, 1.3)
+PLANT_SPECS = ["+payload", "+smooth-friction", "+asymmetry"]
+PLANT_PAYLOAD_KG = 0.8
+
+
+def own_replicate(root: Path, rep: int, seconds: float):
+    """(train selectors, truth vector (n,), fit space specs) of replicate `rep` (own family)."""
+    from twinlake.sim import save_profile
+
+    truth = sample_truth(0)
+    truth_path = save_profile(truth, root / "truth.json")
+    train = [record(root, truth_path, f"train{i}", TONES, 1000 * (rep + 1) + i, seconds) for i in (1, 2, 3)]
+    return train, truth.to_vector(), []
+
+
+def plant_replicate(root: Path, rep: int, seconds: float):
+    """The same on the independent plant; its truth mapped onto the twin's parameters."""
+    from plant import IndependentPlant, record as plant_record
+
+    from twinlake.catalog import Lake
+    from twinlake.ingest import ReadOptions, ingest_paths
+    from twinlake.sim import LAYOUT
+    from twinlake.synthetic import multisine_run, write_reference
+
+    plant = IndependentPlant(payload_mass_kg=PLANT_PAYLOAD_KG, smoothing_velocity_rad_s=(0.02,) * 7)
+    train = []
+    for i in (1, 2, 3):
+        seed = 1000 * (rep + 1) + i
+        spec = multisine_run(f"train{i}", TONES, seed, seconds=seconds, amplitude_deg=10.0, ramp_s=1.0, hold_s=0.3)
+        folder = root / spec.run
+        folder.mkdir(parents=True)
+        ref = write_reference(spec, folder / "reference.csv")
+        made = plant_record(ref, folder / f"{spec.run}.csv", plant=plant.replace(seed=seed), settle_s=1.0, tail_s=0.3)
+        for outcome in ingest_paths(Lake(root / "lake"), [made.csv_path], ReadOptions(robot="plant", run=spec.run)):
+            if outcome.status != "published":
+                raise RuntimeError(f"{made.csv_path}: {outcome.status} {outcome.message}")
+        train.append(f"plant/{spec.run}")
+    truth = np.array(LAYOUT.nominal, dtype=np.float64)
+    put = {"armature": plant.armature, "mu_viscous": plant.viscous,
+           "mu_static": (plant.coulomb_pos + plant.coulomb_neg) / 2,
+           "coulomb_asymmetry": (plant.coulomb_pos - plant.coulomb_neg) / 2,
+           "dynamic_ratio": np.ones(7), "payload_mass": [plant.payload_mass_kg], "payload_com": plant.payload_com_m}
+    for group, values in put.items():
+        truth[LAYOUT.slice(group)] = values
+    truth[LAYOUT.index("motor_delay_ms")] = plant.motor_delay_ms
+    return train, truth, PLANT_SPECS
+
+
+def run_replicate(family: str, rep: int, seconds: float, workers: int, raw: Path | None = None) -> dict:
+    """Record and fit replicate `rep`; with `raw`, also save the error bars' bread JᵀJ and
+    per-tick scores (range-scaled, from the local search's checkpoint) to `raw`/<family>-<rep>.npz."""
+    import pickle
+
+    from twinlake.catalog import Lake
+    from twinlake.fit.run import FitSettings, run_fit, work_dir
+    from twinlake.fit.space import parse_space
+
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        make = own_replicate if family == "own" else plant_replicate
+        train, truth, specs = make(root, rep, seconds)
+        settings = FitSettings(train=train, seed=rep, space=parse_space(specs).to_json())
+        fit_id = f"coverage-{rep}"
+
+        def keep(stage: int, _pool) -> None:
+            ckpt = work_dir(Lake(root / "lake"), fit_id) / f"local-{rep}.pkl"
+            if raw is not None and stage == 2 and ckpt.is_file():
+                jac = pickle.loads(ckpt.read_bytes()).get("jacobian") or {}
+                if jac.get("scores") is not None:
+                    raw.mkdir(parents=True, exist_ok=True)
+                    np.savez_compressed(raw / f"{family}-{rep}.npz", r_factor=jac["r_factor"], rows=jac["rows"],
+                                        **{f"scores{b}": g for b, g in enumerate(jac["scores"])})
+
+        t0 = time.perf_counter()
+        rec = run_fit(root / "lake", settings, fit_id=fit_id, workers=workers, progress=False, on_generation=keep)
+        wall = time.perf_counter() - t0
+    ident = rec.identifiability
+    cov = ident["covariance"]
+    names = cov["names"]
+    index = {p["name"]: p for p in ident["parameters"]}
+    methods = {cov["method"]: {"stderr": [index[n]["stderr"] for n in names], "dof": cov["dof"],
+                               "bandwidth_ticks": cov["bandwidth_ticks"]}}
+    methods |= cov["alternatives"]
+    from twinlake.sim import LAYOUT
+
+    return {"family": family, "replicate": rep, "names": names,
+            "estimate": [float(rec.vector[LAYOUT.index(n)]) for n in names],
+            "truth": [float(truth[LAYOUT.index(n)]) for n in names],
+            "delay": [int(rec.params.motor_delay_ms), int(truth[LAYOUT.index("motor_delay_ms")])],
+            "methods": methods, "default": cov["method"], "wall_s": wall, "error_bars_s": rec.extra.get("error_bars_s"),
+            "gates": rec.extra.get("local_gates"), "load": os.getloadavg()[0],
+            "flags": {n: index[n]["flags"] for n in names if index[n]["flags"]}}
+
+
+def t95(dof: int) -> float:
+    from scipy import stats
+
+    return float(stats.t.ppf(0.975, max(int(dof), 1)))
+
+
+def summarise(rows: list[dict], draws: int = 2000) -> dict:
+    """Per method: coverage and RMS standardised error overall and per group, and a bootstrap
+    over replicates on the overall coverage."""
+    from twinlake.sim import LAYOUT
+
+    out = {}
+    for method in rows[0]["methods"]:
+        inside, z, groups = [], [], []
+        for r in rows:
+            m = r["methods"][method]
+            se = np.array([np.nan if s is None else s for s in m["stderr"]], dtype=float)
+            err = np.array(r["estimate"]) - np.array(r["truth"])
+            zz = err / se
+            inside.append(np.abs(zz) <= t95(m.get("dof", 10**6)))
+            z.append(zz)
+            groups.append([LAYOUT.group_of(n).name for n in r["names"]])
+        inside_a, z_a = np.array(inside, dtype=float), np.array(z)
+        rng = np.random.default_rng(0)
+        pick = rng.integers(0, len(rows), size=(draws, len(rows)))
+        boot = inside_a[pick].mean(axis=(1, 2))
+        per_group = {}
+        for g in dict.fromkeys(groups[0]):
+            cols = [i for i, x in enumerate(groups[0]) if x == g]
+            per_group[g] = {"coverage": float(inside_a[:, cols].mean()),
+                            "rms_z": float(np.sqrt(np.nanmean(z_a[:, cols] ** 2)))}
+        out[method] = {"K": len(rows), "coverage": float(inside_a.mean()),
+                       "coverage_ci95": [float(np.percentile(boot, 2.5)), float(np.percentile(boot, 97.5))],
+                       "rms_z": float(np.sqrt(np.nanmean(z_a ** 2))), "groups": per_group,
+                       "bandwidth_ticks_median": float(np.median([r["methods"][method].get("bandwidth_ticks", 1)
+                                                                  for r in rows]))}
+    return out
+
+
+def print_summary(rows: list[dict]) -> None:
+    s = summarise(rows)
+    walls = [r["wall_s"] for r in rows]
+    bars = [r["error_bars_s"] or 0.0 for r in rows]
+    print(f"{rows[0]['family']}: K = {len(rows)} replicates, fit wall {np.median(walls):.0f} s median "
+          f"(load {np.median([r['load'] for r in rows]):.1f}), error bars {np.median(bars):.2f} s median; "
+          f"delay right in {sum(r['delay'][0] == r['delay'][1] for r in rows)} of {len(rows)}")
+    for method, m in s.items():
+        lo, hi = m["coverage_ci95"]
+        print(f"  {method:24s} coverage {100 * m['coverage']:5.1f} % [{100 * lo:.1f}, {100 * hi:.1f}] "
+              f"RMS z {m['rms_z']:.2f}  (bandwidth {m['bandwidth_ticks_median']:.0f} ticks)")
+        print("      " + "; ".join(f"{g} {100 * v['coverage']:.0f} % / {v['rms_z']:.2f}" for g, v in m["groups"].items()))
+    print(json.dumps(s))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--family", choices=("own", "plant"), default="own")
+    ap.add_argument("--replicates", type=int, default=20)
+    ap.add_argument("--start", type=int, default=0)
+    ap.add_argument("--seconds", type=float, default=10.0)
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--out", type=Path, default=None, help="JSON lines file (appended; done replicates skipped)")
+    ap.add_argument("--summary", type=Path, default=None, help="only summarise this JSON lines file")
+    ap.add_argument("--raw", type=Path, default=None, help="also save each replicate's bread and scores here (.npz)")
+    args = ap.parse_args()
+    if args.summary is not None:
+        rows = [json.loads(x) for x in args.summary.read_text().splitlines() if x.strip()]
+        for family in dict.fromkeys(r["family"] for r in rows):
+            print_summary([r for r in rows if r["family"] == family])
+        return
+    out = args.out or Path(f"coverage-{args.family}.jsonl")
+    done = {(r["family"], r["replicate"]) for r in map(json.loads, out.read_text().splitlines())} \
+        if out.is_file() else set()
+    os.environ.setdefault("RAY_AUTH_MODE", "token")  # before Ray's import (as fit/run.py does)
+    import ray
+
+    ray.init(num_cpus=max(args.workers, 1), include_dashboard=False, logging_level=logging.WARNING, log_to_driver=False)
+    for rep in range(args.start, args.start + args.replicates):
+        if (args.family, rep) in done:
+            continue
+        row = run_replicate(args.family, rep, args.seconds, args.workers, args.raw)
+        with out.open("a") as fh:
+            fh.write(json.dumps(row) + "\n")
+        print(f"replicate {rep}: wall {row['wall_s']:.0f} s, load {row['load']:.1f}", flush=True)
+    ray.shutdown()
+    print_summary([json.loads(x) for x in out.read_text().splitlines() if json.loads(x)["family"] == args.family])
+
+
+if __name__ == "__main__":
+    main()
