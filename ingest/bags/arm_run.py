@@ -98,16 +98,31 @@ def build_arm_run(arm: Arm, decoded: dict[str, Decoded], ros: int, kp: list[floa
         table, row = _stream_table(decoded[s.topic], arm.key, origin)
         tables.append(table)
         rates.append(row)
+    have_target = np.zeros(t_s.size, bool)
     if arm.targets:
-        cols |= _targets_at(decoded[arm.targets[0].topic], t_s, origin)
-    cols |= _gains(kp, kd, t_s.size)
-    streams = pa.concat_tables(tables, promote_options="default") if tables else None
+        target_cols, have_target = _targets_at(decoded[arm.targets[0].topic], t_s, origin)
+        cols |= target_cols
+    cols |= _gains(kp, kd, have_target, cols)
+    streams = _uniform(pa.concat_tables(tables, promote_options="default")) if tables else None
     fields = {"time_source": time_source, "seq_source": seq_source,
               "primary_topic": arm.primary.topic, "streams": rates,
               "time_origin_ns": origin,
               "target_topic": arm.targets[0].topic if arm.targets else None,
               "gains_source": "command line (--kp/--kd)" if kp is not None else None}
     return pa.table(cols), streams, fields
+
+
+STREAM_JOINT_COLUMNS = ("q", "dq", "tau_J", "q_target", "dq_target")
+"""Every streams table has these J1..J7 columns (null where a stream has none), so the
+views over it bind whatever streams a lake holds."""
+
+
+def _uniform(table: pa.Table) -> pa.Table:
+    for prefix in STREAM_JOINT_COLUMNS:
+        for j in range(1, JOINTS + 1):
+            if f"{prefix}{j}" not in table.column_names:
+                table = table.append_column(f"{prefix}{j}", pa.nulls(table.num_rows, pa.float64()))
+    return table
 
 
 def _stream_row(d: Decoded, arm_key: str, origin: int, role: str) -> dict[str, Any]:
@@ -138,9 +153,9 @@ def _stream_table(d: Decoded, arm_key: str, origin: int) -> tuple[pa.Table, dict
     return pa.table(cols), _stream_row(d, arm_key, origin, role)
 
 
-def _targets_at(d: Decoded, t_s: np.ndarray, origin: int) -> dict[str, pa.Array]:
+def _targets_at(d: Decoded, t_s: np.ndarray, origin: int) -> tuple[dict[str, pa.Array], np.ndarray]:
     """The latest target at or before each frame time: q_target1..7 (null before the first
-    target) and joint_target_valid (1 once a target exists, else 0)."""
+    target), and which frames have one."""
     time_ns, _ = time_of(d.columns, d.receive_ns)
     tt = (time_ns - origin) / 1e9
     if (np.diff(tt) < 0).any():  # targets out of order: the bag's receive order is monotonic
@@ -149,17 +164,24 @@ def _targets_at(d: Decoded, t_s: np.ndarray, origin: int) -> dict[str, pa.Array]
     have = idx >= 0
     q = d.columns["q_target"][np.maximum(idx, 0)]
     valid = np.repeat(have[:, None], JOINTS, axis=1) & np.isfinite(q)
-    out = _joint_arrays("q_target", q, valid)
-    out["joint_target_valid"] = pa.array(have.astype(np.int8))
-    return out
+    return _joint_arrays("q_target", q, valid), have
 
 
-def _gains(kp: list[float] | None, kd: list[float] | None, n: int) -> dict[str, pa.Array]:
-    """K_joint/D_joint constants from --kp/--kd; with both, controller 2 (joint impedance)."""
+def _gains(kp: list[float] | None, kd: list[float] | None, have_target: np.ndarray,
+           cols: dict[str, pa.Array]) -> dict[str, pa.Array]:
+    """K_joint/D_joint constants from --kp/--kd. With both, the frames that have a target are
+    joint impedance (controller 2, joint_target_valid 1), the target applied as received
+    (q_target_filtered = q_target, filter_alpha 1: a bag records no target filter); the others
+    are not known to be (controller null, joint_target_valid 0): the lake's rule is
+    joint_target_valid = 1 exactly under joint impedance."""
+    n = have_target.size
     out: dict[str, pa.Array] = {}
     for name, values in (("K_joint", kp), ("D_joint", kd)):
         if values is not None:
             out |= _joint_arrays(name, np.tile(np.asarray(values, np.float64), (n, 1)))
-    if kp is not None and kd is not None:
-        out["controller"] = pa.array(np.full(n, 2, np.int32))
+    if kp is not None and kd is not None and have_target.any():
+        out["controller"] = pa.array(np.full(n, 2, np.int32), mask=~have_target)
+        out["joint_target_valid"] = pa.array(have_target.astype(np.int8))
+        out["filter_alpha"] = pa.array(np.ones(n), mask=~have_target)
+        out |= {f"q_target_filtered{j}": cols[f"q_target{j}"] for j in range(1, JOINTS + 1)}
     return out
