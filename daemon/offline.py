@@ -84,7 +84,7 @@ def record_offline(reference_csv: str | Path, out_csv: str | Path, *, truth_path
     enforced guard fails, as the live client's run would (it aborts and terminates)."""
     out_csv = Path(out_csv)
     t_ref, q_ref = read_reference_csv(reference_csv)
-    bounds = guards or GuardBounds.from_metadata(_sibling_metadata(reference_csv))
+    bounds = guards or GuardBounds.from_metadata(reference_metadata(reference_csv))
     params = load_params(truth_path or DEMO_PROFILE_PATH)
     if payload is not None:
         params = params.with_payload(payload)
@@ -309,7 +309,7 @@ class SendChecks:
         return len(rows)
 
 
-def _sibling_metadata(reference_csv) -> dict | None:
+def reference_metadata(reference_csv) -> dict | None:
     """The metadata.json beside a reference.csv (its plan and guard settings), None if absent or unreadable."""
     try:
         return json.loads(Path(reference_csv).with_name("metadata.json").read_text())
