@@ -6,6 +6,8 @@ import numpy as np
 
 from .store import CampaignStore
 
+DOMINANT_SHARE = 0.9  # `campaign show` says first when this share of episodes ended in one outcome
+
 
 def _pct(values: list, q: float) -> float | None:
     arr = np.array([v for v in values if v is not None], dtype=np.float64)
@@ -33,7 +35,39 @@ def campaign_summary(store: CampaignStore) -> dict:
                     "tau_peak_ratio_max": round(max(ratio), 6) if ratio else None})
     return {"campaign": store.campaign_id, "fit": cfg["fit"], "sample": cfg["sample"], "controller": cfg["controller"],
             "planned": cfg["episodes_per_gain_set"] * len(cfg["gain_sets"]), "done": len(summaries),
-            "infrastructure_errors": len(store.infrastructure_errors()), "gain_sets": out}
+            "infrastructure_errors": len(store.infrastructure_errors()), "gain_sets": out,
+            "nominal_reference": cfg.get("nominal_reference"), "dominant_outcome": dominant_outcome(summaries),
+            "warnings": warnings(cfg, summaries)}
 
 
-__all__ = ["campaign_summary"]
+def dominant_outcome(summaries: list[dict], share: float = DOMINANT_SHARE) -> dict | None:
+    """{outcome, episodes, share} when at least `share` of the episodes ended in one outcome."""
+    counts: dict[str, int] = {}
+    for s in summaries:
+        counts[s["outcome"]] = counts.get(s["outcome"], 0) + 1
+    if not counts:
+        return None
+    outcome, n = max(sorted(counts.items()), key=lambda kv: kv[1])
+    return {"outcome": outcome, "episodes": n, "share": n / len(summaries)} if n >= share * len(summaries) else None
+
+
+def warnings(cfg: dict, summaries: list[dict]) -> list[str]:
+    """The lines `campaign show` prints first: an aborting reference run anyway, one outcome
+    for >= 90 % of the episodes (with the guard that fired most, when it is an abort)."""
+    lines = []
+    nominal = cfg.get("nominal_reference")
+    if nominal and nominal.get("outcome") != "completed":
+        lines.append(f"the reference aborts even on the fit's own parameters (run with --allow-aborting-reference): "
+                     f"{nominal['text']}")
+    dom = dominant_outcome(summaries)
+    if dom is not None:
+        line = f"{dom['episodes']} of {len(summaries)} episodes ({100 * dom['share']:.0f} %) ended {dom['outcome']}"
+        times = [s["metrics"].get("abort_t_s") for s in summaries if s["outcome"] == dom["outcome"]]
+        times = [t for t in times if t is not None]
+        if times:
+            line += f" (guard fired at t = {min(times):.3f}..{max(times):.3f} s)"
+        lines.append(line)
+    return lines
+
+
+__all__ = ["DOMINANT_SHARE", "campaign_summary", "dominant_outcome", "warnings"]

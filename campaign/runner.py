@@ -4,7 +4,9 @@ run-level files (docs/campaigns.md).
 One invocation (`run_campaign`):
 1. checks its inputs before any episode runs: the fit (and its error bars for
    `--sample posterior`), the ranges against the parameter bounds, the reference's preflight,
-   the plug-in's import; a ValueError names the problem;
+   the plug-in's import, and the nominal episode (the reference replayed once on the fit's own
+   parameters, campaign/nominal.py: if it aborts, the campaign refuses to start unless
+   `allow_aborting_reference`); a ValueError names the problem;
 2. opens `<lake>/campaigns/campaign=<id>/` (creating it, or checking that the configuration
    is the one it was created with) and empties `_tmp/`;
 3. runs the episodes without a published directory (earlier infrastructure failures
@@ -36,6 +38,9 @@ from ..catalog import Lake, sha256_file
 from .episode import EpisodeSpec, episode_config, plan_episodes
 from .execution import FAULT_ENV, ChunkJob, run_chunk
 from .gains import GainSet, base_gains, gains_grid
+from ..daemon.guards import DEFAULT_TRACKING_RULE
+
+from .nominal import check_nominal, nominal_episode
 from .outcome import DEFAULT_TRACKING_LIMIT_RAD, GuardLimits
 from .reference import Reference, from_csv, from_run
 from .sampling import POSTERIOR, SAMPLE_MODES, ParameterDistribution, declared, parse_ranges, posterior
@@ -67,6 +72,8 @@ class CampaignRequest:
     tracking_limit_rad: float = DEFAULT_TRACKING_LIMIT_RAD
     speed_limit_rad_s: float | None = None
     chunk_episodes: int = DEFAULT_CHUNK
+    tracking_rule: str = DEFAULT_TRACKING_RULE
+    allow_aborting_reference: bool = False
 
 
 @dataclass
@@ -99,9 +106,11 @@ class CampaignReport:
     outcomes: dict[str, int] = field(default_factory=dict)
     wall_s: float = 0.0
     path: Path | None = None
+    nominal: dict | None = None  # the nominal episode (campaign/nominal.py)
 
 
-def _distribution(lake: Lake, req: CampaignRequest) -> tuple[ParameterDistribution, str]:
+def _distribution(lake: Lake, req: CampaignRequest):
+    """(the episodes' distribution, the fit's sha256, the fit's own parameter vector)."""
     from ..fit.export import randomization_doc
     from ..fit.record import load_fit
 
@@ -112,10 +121,10 @@ def _distribution(lake: Lake, req: CampaignRequest) -> tuple[ParameterDistributi
     if req.sample == POSTERIOR:
         if req.ranges:
             raise ValueError("--ranges is for --sample ranges (the posterior comes from the fit)")
-        return posterior(randomization_doc(rec)), fit_sha
+        return posterior(randomization_doc(rec)), fit_sha, rec.vector
     if not req.ranges:
         raise ValueError("--sample ranges needs --ranges SPEC (e.g. 'mu_static=0.5:1.5;delay=0:2')")
-    return declared(parse_ranges(req.ranges), rec.vector), fit_sha
+    return declared(parse_ranges(req.ranges), rec.vector), fit_sha, rec.vector
 
 
 def _reference(lake: Lake, req: CampaignRequest) -> Reference:
@@ -142,19 +151,23 @@ def prepare(lake: Lake | str | Path, req: CampaignRequest) -> PreparedCampaign:
         raise ValueError(f"--chunk: expected >= 1, got {req.chunk_episodes}")
     if not req.tracking_limit_rad > 0:
         raise ValueError(f"--tracking-limit: expected > 0 rad, got {req.tracking_limit_rad}")
-    distribution, fit_sha = _distribution(lake, req)
+    distribution, fit_sha, fit_vector = _distribution(lake, req)
     reference = _reference(lake, req)
     gain_sets = _gain_sets(req)
     if req.controller:
         from .plugin import load_factory
 
         load_factory(req.controller)
-    limits = GuardLimits(req.tracking_limit_rad, reference.speed_limit_rad_s)
+    limits = GuardLimits(req.tracking_limit_rad, reference.speed_limit_rad_s, req.tracking_rule)
+    limits.bounds()  # ValueError naming a bad rule or bound
+    nominal = nominal_episode(reference, gain_sets[0], fit_vector, limits)
+    check_nominal(nominal, req.allow_aborting_reference, reference.source)
     config = {"schema": CAMPAIGN_SCHEMA, "fit": req.fit, "fit_sha256": fit_sha, "reference": reference.to_dict(),
               "sample": req.sample, "ranges": req.ranges, "distribution": distribution.to_dict(),
               "gain_sets": [g.to_dict() for g in gain_sets], "controller": req.controller or "builtin",
               "episodes_per_gain_set": req.episodes, "seed": int(req.seed), "samples": req.samples,
-              "guards": asdict(limits)}
+              "guards": asdict(limits), "nominal_reference": nominal,
+              "allow_aborting_reference": bool(req.allow_aborting_reference)}
     digest = sha256_text(canonical_json(config))
     campaign_id = req.campaign_id or f"c-{digest[:12]}"
     specs = plan_episodes(distribution, req.seed, req.episodes, gain_sets)
@@ -285,7 +298,8 @@ def _run_locked(store: CampaignStore, prep: PreparedCampaign, req: CampaignReque
     for s in store.summaries():
         outcomes[s["outcome"]] = outcomes.get(s["outcome"], 0) + 1
     report = CampaignReport(prep.campaign_id, run_id, len(prep.specs), len(done), len(finished), errors, total,
-                            dict(sorted(outcomes.items())), time.perf_counter() - started, store.root)
+                            dict(sorted(outcomes.items())), time.perf_counter() - started, store.root,
+                            prep.config["nominal_reference"])
     store.write_manifest(run_id, {
         "schema": "twinlake.campaign_manifest/v1", "campaign": prep.campaign_id, "run_id": run_id,
         "started_utc": started_utc.isoformat(), "finished_utc": datetime.now(timezone.utc).isoformat(),

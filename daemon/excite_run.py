@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -26,6 +26,7 @@ from .client import DEFAULT_D_JOINT, DEFAULT_FILTER_ALPHA, DEFAULT_K_JOINT, Clie
 from .companions import recording_meta, write_companions
 from .excitation import PREVIEW_ANCHOR_Q, Q_LOWER, Q_UPPER, Plan, offsets, preflight, validate_plan
 from .excite_files import initial_metadata, reference_table, write_json_atomic, write_preview_svg, write_reference_csv
+from .guards import GuardBounds, GuardEvent, first_abort, guard_values
 
 PREFLIGHT_DQ_BOUND = 0.02  # rad/s: the arm must be still before we start
 ANCHOR_DRIFT_RAD = 0.002
@@ -38,17 +39,7 @@ COMMAND_COLUMNS = (
 )
 
 
-@dataclass(frozen=True)
-class Guards:
-    """Live guard bounds: state age [s], tracking error [rad], loop lateness [s]."""
-
-    stale_after: float = 0.2
-    tracking_error: float = 0.05
-    max_lateness: float = 0.05
-
-    def to_dict(self) -> dict:
-        return {"stale_after": self.stale_after, "tracking_error": self.tracking_error,
-                "max_lateness": self.max_lateness}
+Guards = GuardBounds  # the live guards' bounds (daemon/guards.py); max_velocity is set from the plan
 
 
 @dataclass(frozen=True)
@@ -74,23 +65,53 @@ class ExcitationAbort(RuntimeError):
 
 
 def unhealthy_reason(state: ClientState | None, now: float, stale_after: float, dq_bound: float) -> str | None:
-    """Why `state` is not healthy (None when it is)."""
+    """Why `state` is not healthy (None when it is): the preflight checks (the streaming ones
+    go through `guard_reason` too)."""
     if state is None:
         return "no state received"
     age = now - state.received_at
     if not math.isfinite(state.received_at) or not 0 <= age <= stale_after:
         return f"stale state (age {age:.3f} s > {stale_after} s)"
+    return _daemon_reason(state) or _range_speed_reason(state, dq_bound)
+
+
+def _daemon_reason(state: ClientState) -> str | None:
     if not state.running or state.last_error:
         return f"daemon not healthy: running={state.running} last_error={state.last_error!r}"
     if state.controller != "joint_impedance":
         return f"controller is {state.controller!r}, expected 'joint_impedance'"
     if not (np.isfinite(state.q).all() and np.isfinite(state.dq).all() and math.isfinite(state.timestamp)):
         return "non-finite state"
+    return None
+
+
+def _range_speed_reason(state: ClientState, dq_bound: float) -> str | None:
     if state.q.shape != (7,) or np.any(state.q <= Q_LOWER) or np.any(state.q >= Q_UPPER):
         return "joint position outside the allowed range (repulsion zone)"
     if np.abs(state.dq).max() > dq_bound:
         return f"joint speed {np.abs(state.dq).max():.4f} rad/s exceeds {dq_bound} rad/s"
     return None
+
+
+def guard_reason(state: ClientState | None, now: float, anchor: np.ndarray, last_target: np.ndarray | None,
+                 guards: GuardBounds, t_s: float) -> str | None:
+    """Why the run must abort before this send (None: send): the daemon's health here, then
+    the streaming guards of daemon/guards.py (state age, range, speed, tracking under the rule)."""
+    if state is None:
+        return "no state received"
+    reason = _daemon_reason(state)
+    if reason:
+        return reason
+    last = np.full(7, np.nan) if last_target is None else np.asarray(last_target, dtype=np.float64)
+    age = now - state.received_at if math.isfinite(state.received_at) else np.nan
+    values = guard_values(state.q[None], state.dq[None], anchor, last[None], np.array([age]))
+    first, which = first_abort(values, guards)
+    if first < 0:
+        return None
+    guard = guards.enforced[int(which)]
+    value, joint = values[guard]
+    return GuardEvent(guard, t_s, None if joint[0] < 0 else int(joint[0]) + 1, float(value[0]),
+                      guards.bound(guard)).describe()
 
 
 def new_output_dir(output: str | None) -> Path:
@@ -112,7 +133,8 @@ def run_preview(plan: Plan, out_dir: Path, q0=None, *, robot_id=None, guards: Gu
     anchor = PREVIEW_ANCHOR_Q if q0 is None else np.asarray(q0, dtype=np.float64)
     peaks = preflight(plan, anchor)
     meta = initial_metadata(plan, robot_id=robot_id, host=None, cmd_port=5555, state_port=5556,
-                            guards=guards.to_dict(), configured_load=configured_load)
+                            guards=replace(guards, max_velocity=plan.max_velocity).validate().to_dict(),
+                            configured_load=configured_load)
     write_reference_csv(out_dir / "reference.csv", reference_table(plan, anchor))
     write_preview_svg(out_dir / "preview.svg", plan)
     meta.update(status="preview", anchor_q_rad=[float(x) for x in anchor],
@@ -129,6 +151,7 @@ class ExcitationRun:
                  record_path: str | None = None, experiment: dict | None = None, nuc_log: str | None = None,
                  progress=None, configured_load=None) -> None:
         self.plan, self.out, self.client = validate_plan(plan), out_dir, client
+        guards = replace(guards, max_velocity=plan.max_velocity).validate()  # the streaming speed bound
         self.gains, self.guards, self.finish = gains.validate(), guards, finish
         self.record_path = record_path
         self.progress = progress or (lambda fraction: None)
@@ -242,12 +265,9 @@ class ExcitationRun:
                     raise ExcitationAbort(f"missed deadline by {lateness:.3f} s (> {guards.max_lateness} s)")
                 traj_t = min(now - origin, plan.total_s)
                 st = client.state(timeout=guards.stale_after)
-                reason = unhealthy_reason(st, time.monotonic(), guards.stale_after, plan.max_velocity)
+                reason = guard_reason(st, time.monotonic(), anchor, last_target, guards, traj_t)
                 if reason:
                     raise ExcitationAbort(reason)
-                if last_target is not None and np.abs(st.q - last_target).max() > guards.tracking_error:
-                    raise ExcitationAbort(f"tracking error {np.abs(st.q - last_target).max():.4f} rad vs the "
-                                          f"last sent target exceeds {guards.tracking_error} rad")
                 target = anchor + offsets(plan, np.array([traj_t]))[0, 0]
                 self.meta["motion_command_attempted"] = True
                 sent_at = time.monotonic()

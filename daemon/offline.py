@@ -30,6 +30,7 @@ from . import csv_v2 as C
 from .client import DEFAULT_D_JOINT, DEFAULT_FILTER_ALPHA, DEFAULT_K_JOINT
 from .companions import recording_meta, write_companions
 from .excite_files import read_reference_csv
+from .guards import GuardBounds, GuardMonitor, send_checks
 from .noise import NoiseConfig
 from .plantloop import (_EE_QUAT, CONFIG_COLUMNS, TICK_S, CommandTable, RobotTicker, config_columns, quat_xyzw_from_mats,
                         sim_command)
@@ -49,6 +50,7 @@ class OfflineResult:
     sim_seconds: float
     wall_seconds: float
     status: RecordingStatus
+    guards: dict | None = None  # GuardMonitor.report: where fr3_stack's client would have aborted
 
     @property
     def speedup(self) -> float:
@@ -65,16 +67,24 @@ def record_offline(reference_csv: str | Path, out_csv: str | Path, *, truth_path
                    d_joint=DEFAULT_D_JOINT, filter_alpha: float = DEFAULT_FILTER_ALPHA,
                    tail_s: float = 1.0, robot_id: str | None = None, progress=None,
                    payload: EndLoad | None = None, configured_load: EndLoad = NO_LOAD,
-                   friction_law: str = "stribeck") -> OfflineResult:
+                   friction_law: str = "stribeck", guards: GuardBounds | None = None,
+                   enforce_guards: bool = False) -> OfflineResult:
     """Simulate `reference_csv` on the truth robot and write a CSV v2 recording + companions.
 
     payload: the true payload at the flange (replaces the truth profile's; None keeps it);
     configured_load: the load the firmware's gravity compensation assumes (Desk / setLoad),
     stated in the metadata as `configured_load` (the fit reads it from there); friction_law: the
     true plant's friction law (twinlake.sim.plant.FRICTION_LAWS; like every truth, not stated in
-    the metadata: a fit has to find it)."""
+    the metadata: a fit has to find it).
+
+    guards: fr3_stack's streaming-guard bounds (default: from the reference's metadata.json,
+    else fr3_stack's defaults), checked before each reference row as its client checks before
+    each send (`SendChecks`); the report goes into the result and the meta companion
+    (`guards`, `excitation_status`). enforce_guards: the recording ends at the first check an
+    enforced guard fails, as the live client's run would (it aborts and terminates)."""
     out_csv = Path(out_csv)
     t_ref, q_ref = read_reference_csv(reference_csv)
+    bounds = guards or GuardBounds.from_metadata(reference_metadata(reference_csv))
     params = load_params(truth_path or DEMO_PROFILE_PATH)
     if payload is not None:
         params = params.with_payload(payload)
@@ -83,6 +93,8 @@ def record_offline(reference_csv: str | Path, out_csv: str | Path, *, truth_path
     robot = RobotTicker(params, noise, seed, q0=q_ref[0], configured_load=configured_load, friction_law=friction_law)
     gains = (np.asarray(k_joint, float), np.asarray(d_joint, float), float(filter_alpha))
     first = JointImpedanceCommand(robot.sim.q)  # initial controller: joint impedance at the live q
+    checks = SendChecks(GuardMonitor(bounds.validate(), q_ref[0].copy(), enforce_guards), cmd_ticks, q_ref,
+                        enforce_guards)
     started = time.perf_counter()
     fd = os.open(out_csv, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
     try:
@@ -90,17 +102,22 @@ def record_offline(reference_csv: str | Path, out_csv: str | Path, *, truth_path
         with _CsvSink(fd) as sink:
             table = CommandTable(np.concatenate(([0], cmd_ticks)),
                                  [first, *(command for _, command in _commands(cmd_ticks, q_ref, gains))])
-            if not _simulate_compiled(robot, n_ticks, table, sink, progress):
-                _simulate(robot, n_ticks, first, _commands(cmd_ticks, q_ref, gains), sink, progress)
+            written = _simulate_compiled(robot, n_ticks, table, sink, progress, checks)
+            if written is None:
+                written = _simulate(robot, n_ticks, first, _commands(cmd_ticks, q_ref, gains), sink, progress, checks)
     finally:
         os.close(fd)
+    n_ticks = written
     wall = time.perf_counter() - started
     status = RecordingStatus(recording_id=f"offline-{out_csv.stem}", path=str(out_csv.resolve()), ok=True,
                              finished=True, complete=True, written=n_ticks)
     meta = _meta(reference_csv, robot_id, status, gains, seed, noise, q_ref[0])
     meta["configured_load"] = configured_load.to_json()
+    report = checks.monitor.report(enforce_guards, OFFLINE_GUARD_NOTE)
+    meta["guards"] = report
+    meta["excitation_status"] = "aborted" if enforce_guards and report["would_abort"] else "completed"
     write_companions(out_csv, status, meta)
-    return OfflineResult(out_csv, n_ticks, n_ticks * TICK_S, wall, status)
+    return OfflineResult(out_csv, n_ticks, n_ticks * TICK_S, wall, status, report)
 
 
 def _commands(cmd_ticks: np.ndarray, q_ref: np.ndarray, gains: tuple):
@@ -111,16 +128,17 @@ def _commands(cmd_ticks: np.ndarray, q_ref: np.ndarray, gains: tuple):
 
 
 def _simulate_compiled(robot: RobotTicker, n_ticks: int, commands: CommandTable, sink: "_CsvSink",
-                       progress) -> bool:
+                       progress, checks: "SendChecks | None" = None) -> int | None:
     """Run n_ticks ticks with every command known up front (`commands`: the first, then each
     reference row through `sim_command`) in chunks of CHUNK_ROWS rows, one compiled call each
     (`RobotTicker.advance_commanded`, which takes each command at its tick); each finished
     chunk goes to `sink` with the columns left to fill (`_finish_chunk`; two chunk buffers: the
     sink finishes and formats one while the next is simulated).
-    The noise is drawn per chunk (the same stream as tick by tick). False (nothing run) if the
-    compiled loop cannot run (then `_simulate`)."""
+    The noise is drawn per chunk (the same stream as tick by tick). Returns the rows written
+    (fewer when `checks` stops the run); None (nothing run) if the compiled loop cannot run
+    (then `_simulate`)."""
     if not robot.sim.runs_compiled():
-        return False  # before any noise is drawn: `_simulate` starts the stream from its beginning
+        return None  # before any noise is drawn: `_simulate` starts the stream from its beginning
     size = min(CHUNK_ROWS, n_ticks)
     buffers = [(C.empty_frames(size), np.zeros((size, 9)), np.zeros(size, dtype=np.int64)) for _ in range(2)]
     for chunk, start in enumerate(range(0, n_ticks, size)):
@@ -129,10 +147,13 @@ def _simulate_compiled(robot: RobotTicker, n_ticks: int, commands: CommandTable,
         offsets = robot.noise.block(count)
         if not robot.advance_commanded(start, commands, offsets, batch, xmats, versions):
             raise RuntimeError("the compiled loop stopped running mid-recording")
-        sink.put(batch, _finish_chunk, xmats, versions, commands.states, start)
+        keep = count if checks is None else checks.check(batch, start)
+        sink.put(batch[:keep], _finish_chunk, xmats[:keep], versions[:keep], commands.states, start)
         if progress is not None:
             progress((start + count) / n_ticks)
-    return True
+        if keep < count:
+            return start + keep
+    return n_ticks
 
 
 def _finish_chunk(rows: np.ndarray, xmats: np.ndarray, versions: np.ndarray, states: np.ndarray, start: int) -> None:
@@ -143,12 +164,14 @@ def _finish_chunk(rows: np.ndarray, xmats: np.ndarray, versions: np.ndarray, sta
     _fill_pose_and_time(rows, xmats, start)
 
 
-def _simulate(robot: RobotTicker, n_ticks: int, first, commands, sink: "_CsvSink", progress) -> None:
+def _simulate(robot: RobotTicker, n_ticks: int, first, commands, sink: "_CsvSink", progress,
+              checks: "SendChecks | None" = None) -> int:
     """Run n_ticks ticks in batches of BATCH_ROWS rows; each finished batch goes to `sink`.
 
     Within a batch the ticks from one command to the next run in one compiled call
     (`RobotTicker.advance_many`); a command is taken in Python at its tick, on that tick's
-    noise row (the noise is drawn per batch: the same stream as tick by tick)."""
+    noise row (the noise is drawn per batch: the same stream as tick by tick). Returns the rows
+    written (fewer when `checks` stops the run)."""
     batch = C.empty_frames(BATCH_ROWS)
     xmats = np.zeros((BATCH_ROWS, 9))
     versions = np.zeros(BATCH_ROWS, dtype=np.int64)  # config version of each row
@@ -174,9 +197,13 @@ def _simulate(robot: RobotTicker, n_ticks: int, first, commands, sink: "_CsvSink
         rows = batch[:count]
         _fill_batch_columns(rows, xmats[:count], versions[:count], configs, start)
         configs = {versions[count - 1]: configs[versions[count - 1]]}
-        sink.put(rows.copy())  # the sink may still be formatting it while the next batch fills
+        keep = count if checks is None else checks.check(rows, start)
+        sink.put(rows[:keep].copy())  # the sink may still be formatting it while the next batch fills
         if progress is not None:
             progress((start + count) / n_ticks)
+        if keep < count:
+            return start + keep
+    return n_ticks
 
 
 class _CsvSink:
@@ -242,6 +269,52 @@ def _fill_pose_and_time(rows: np.ndarray, xmats: np.ndarray, start: int) -> None
     rows[:, C.T_S.start] = rows[:, C.SEQ.start] * TICK_S
     rows[:, C.ROBOT_TIME_S.start] = rows[:, C.SEQ.start] * TICK_S
     rows[:, C.CONTROL_PERIOD_S.start] = TICK_S
+
+
+OFFLINE_GUARD_NOTE = ("offline: each reference row is checked against the state of the daemon's latest "
+                      "5 ms publication before it (no network: the state age is that publication's age; "
+                      "lateness and the terminal settle are not checked)")
+
+
+class SendChecks:
+    """fr3_stack's client checks before each send, offline: before reference row i (tick k_i)
+    the state of the latest state publication (tick k_i − k_i mod 5: the daemon publishes every
+    5 ms), against the anchor (the first row) and the last sent row, through `monitor`.
+    `check(rows, start)` takes the frames of the ticks start.. as they are simulated."""
+
+    def __init__(self, monitor: GuardMonitor, cmd_ticks: np.ndarray, q_ref: np.ndarray, enforce: bool) -> None:
+        self.monitor, self.enforce = monitor, enforce
+        self.ticks = cmd_ticks
+        self.pub, self.age_s, self.last_sent = send_checks(cmd_ticks, q_ref, TICK_S)
+        self.done = 0  # rows checked so far
+        self._tail = np.zeros((0, C.FRAME_WIDTH))  # the last frames of the previous chunk
+        self._tail_start = 0
+
+    def check(self, rows: np.ndarray, start: int) -> int:
+        """Check the sends whose state lies in `rows` (ticks start.. start + n − 1); returns how
+        many rows to keep: all, or (enforced, a guard fired) through the tick of that send."""
+        frames = np.vstack([self._tail, rows[:, :]]) if len(self._tail) else rows
+        first_tick = self._tail_start if len(self._tail) else start
+        end = start + len(rows)
+        todo = np.arange(self.done, np.searchsorted(self.ticks, end, side="left"))
+        todo = todo[self.pub[todo] >= first_tick]
+        if todo.size:
+            at = self.pub[todo] - first_tick
+            stop = self.monitor.feed(self.ticks[todo] * TICK_S, frames[at][:, C.Q], frames[at][:, C.DQ],
+                                     self.last_sent[todo], self.age_s[todo])
+            self.done = int(todo[-1]) + 1
+            if self.enforce and stop is not None:
+                return int(self.ticks[todo[stop]] - start) + 1
+        self._tail, self._tail_start = rows[-8:].copy(), end - min(8, len(rows))
+        return len(rows)
+
+
+def reference_metadata(reference_csv) -> dict | None:
+    """The metadata.json beside a reference.csv (its plan and guard settings), None if absent or unreadable."""
+    try:
+        return json.loads(Path(reference_csv).with_name("metadata.json").read_text())
+    except (OSError, ValueError):
+        return None
 
 
 def _write_all(fd: int, data) -> None:

@@ -43,7 +43,7 @@ def make_fit(lake: Path, fit_id: str = FIT_ID, *, with_errors: bool = True, dela
     return rec
 
 
-def make_reference(directory: Path, seconds: float = 1.0, amplitude_deg: float = 4.0, name="reference.csv") -> Path:
+def make_reference(directory: Path, seconds: float = 1.0, amplitude_deg: float = 2.0, name="reference.csv") -> Path:
     """A multisine reference of all joints around the preview anchor, with its metadata.json
     (max_velocity 3 rad/s, which the campaign takes as its speed guard)."""
     plan = Plan(mode="multisine", joints=(1, 2, 3, 4, 5, 6, 7), amplitude_deg=amplitude_deg, seconds=seconds,

@@ -31,9 +31,29 @@ def test_run_list_show_and_export(runner, lake, reference, tmp_path):
     shown = json.loads(runner.invoke(app, ["campaign", "show", "cli", "--lake", str(lake), "--json"]).output)
     assert shown["done"] == 3 and shown["gain_sets"][0]["episodes"] == 3
     assert sum(shown["gain_sets"][0]["outcomes"].values()) == 3
+    assert shown["dominant_outcome"]["share"] >= 0.9 or shown["dominant_outcome"] is None
+    text = runner.invoke(app, ["campaign", "show", "cli", "--lake", str(lake)]).output
+    assert shown["nominal_reference"]["outcome"] == "completed" and "NOTE: the reference aborts" not in text
+    if shown["dominant_outcome"] is not None:  # 3 of 3 in one outcome: said first
+        assert text.startswith(f"NOTE: 3 of 3 episodes (100 %) ended {shown['dominant_outcome']['outcome']}")
     target = tmp_path / "r.json"
     exp = runner.invoke(app, ["fit", "export", FIT_ID, "--format", "randomization", "--out", str(target), "--lake", str(lake)])
     assert exp.exit_code == 0 and json.loads(target.read_text())["fit"] == FIT_ID
+
+
+def test_an_aborting_reference_is_refused_or_run_and_said_first(runner, lake, reference):
+    base = ["campaign", "run", "--fit", FIT_ID, "--reference", str(reference), "--episodes", "2", "--workers", "0",
+            "--lake", str(lake), "--tracking-limit", "0.002", "--id", "abort"]
+    refused = runner.invoke(app, base)
+    assert refused.exit_code == 2 and "aborts: tracking guard (anchor rule) at t = " in refused.output
+    assert not (lake / "campaigns").exists()
+    ran = runner.invoke(app, base + ["--allow-aborting-reference"])
+    assert ran.exit_code == 0, ran.output
+    assert ran.output.startswith("WARNING: the reference aborts even on the fit's own parameters")
+    text = runner.invoke(app, ["campaign", "show", "abort", "--lake", str(lake)]).output.splitlines()
+    assert text[0].startswith("NOTE: the reference aborts even on the fit's own parameters (run with "
+                              "--allow-aborting-reference): the nominal episode")
+    assert text[1].startswith("NOTE: 2 of 2 episodes (100 %) ended aborted_tracking (guard fired at t = ")
 
 
 def test_bad_input_is_one_line_error_before_anything_runs(runner, tmp_path, reference):

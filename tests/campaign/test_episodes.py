@@ -78,37 +78,64 @@ def test_same_command_same_bytes_and_resume_runs_nothing_twice(lake, reference, 
 
 
 def test_guard_outcomes_and_abort_time(lake, reference):
-    report = run_campaign(lake, _req(reference, tracking_limit_rad=1e-3, campaign_id="tight"))
-    assert report.outcomes == {"aborted_tracking": 4}
+    # the reference aborts on the fit's own parameters: refused before any episode, naming guard, time and value
+    with pytest.raises(ValueError, match=r"nominal episode .* aborts: tracking guard \(anchor rule\) at t = \d\.\d{3} s, "
+                                         r"value \d\.\d+ rad on J\d \(bound 0\.001 rad\).*--allow-aborting-reference"):
+        run_campaign(lake, _req(reference, tracking_limit_rad=1e-3, campaign_id="tight"))
+    assert not (lake / "campaigns").exists()
+    report = run_campaign(lake, _req(reference, tracking_limit_rad=1e-3, campaign_id="tight",
+                                     allow_aborting_reference=True))
+    assert report.outcomes == {"aborted_tracking": 4} and report.nominal["outcome"] == "aborted_tracking"
     s = CampaignStore(lake, "tight").summaries()[0]
     assert s["metrics"]["abort_reason"] == "tracking" and 0 < s["metrics"]["abort_t_s"] < s["metrics"]["ticks"] * 1e-3
+    assert s["metrics"]["abort_value"] > 1e-3 and s["metrics"]["track_anchor_max_rad"] >= s["metrics"]["abort_value"]
+    # the documented rule (vs the last sent target) is reported too, and can be the one enforced
+    assert s["metrics"]["track_target_max_rad"] > 0
+    loose = run_campaign(lake, _req(reference, tracking_limit_rad=1e-3, campaign_id="target", tracking_rule="target",
+                                    allow_aborting_reference=True))
+    t = CampaignStore(lake, "target").summaries()[0]["metrics"]
+    assert loose.outcomes == {"aborted_tracking": 4} and t["abort_value"] > 1e-3
 
 
 def test_score_flags_divergence_slew_and_torque():
     t = 50
-    q = np.zeros((2, t, 7))
+    home = np.array([0.0, -0.6, 0.0, -1.8, 0.0, 1.8, 0.7])  # inside the joint range (the range guard)
+    q = np.zeros((2, t, 7)) + home
     q[1, 30:] = np.nan  # MuJoCo reset this one: the engine gives NaN
     tau = np.zeros((2, t, 7))
     tau[0, 10:, 0] = np.minimum(np.arange(t - 10) + 1.0, 90.0)  # +1 N·m per tick: the slew limit
     ticks = np.arange(0, t, 10)
-    out = score(q, np.zeros_like(q), tau, np.zeros((t, 7)), ticks, np.zeros((len(ticks), 7)), GuardLimits(0.05, 1.0))
+    targets, rows = np.tile(home, (t, 1)), np.tile(home, (len(ticks), 1))
+    out = score(q, np.zeros_like(q), tau, targets, ticks, rows, GuardLimits(0.05, 1.0))
     assert out[1]["outcome"] == "diverged" and out[1]["metrics"]["track_rms_rad"] is None
     m = out[0]["metrics"]
     assert out[0]["outcome"] == "completed" and m["slew_saturated_ticks"] == t - 10
     assert m["tau_peak_nm_j1"] == 40.0 and not m["torque_limit_exceeded"]
     dq = np.zeros((1, t, 7))
     dq[0, 25:, 6] = 2.0  # J7 faster than the 1 rad/s bound from tick 25: the guard at tick 30 fires
-    fast = score(q[:1], dq, tau[:1], np.zeros((t, 7)), ticks, np.zeros((len(ticks), 7)), GuardLimits(0.05, 1.0))[0]
+    fast = score(q[:1], dq, tau[:1], targets, ticks, rows, GuardLimits(0.05, 1.0))[0]
     assert fast["outcome"] == "aborted_speed" and fast["metrics"]["abort_t_s"] == pytest.approx(0.030)
-    off = np.zeros((1, t, 7))
-    off[0, 15:, 2] = 0.06  # 0.06 rad from the last sent target (0): the guard at tick 20 fires
-    far = score(off, np.zeros_like(off), tau[:1], np.zeros((t, 7)), ticks, np.zeros((len(ticks), 7)), GuardLimits(0.05, 1.0))[0]
+    assert (fast["metrics"]["abort_value"], fast["metrics"]["abort_joint"]) == (2.0, 7)
+    off = q[:1].copy()
+    off[0, 15:, 2] += 0.06  # 0.06 rad from the anchor (and the last sent target): the check at tick 20 fires
+    far = score(off, np.zeros_like(off), tau[:1], targets, ticks, rows, GuardLimits(0.05, 1.0))[0]
     assert far["outcome"] == "aborted_tracking" and far["metrics"]["abort_t_s"] == pytest.approx(0.020)
+    # the client checks the state of the daemon's latest 5 ms publication: a send at tick 33 sees tick 30's
+    late = np.array([0, 13, 33])
+    spike = q[:1].copy()
+    spike[0, 31:, 4] += 0.06  # from tick 31: the send at 33 still sees tick 30, which is fine
+    assert score(spike, np.zeros_like(spike), tau[:1], targets, late, np.tile(home, (3, 1)),
+                 GuardLimits(0.05, 1.0))[0]["outcome"] == "completed"
+    out_of_range = q[:1].copy()
+    out_of_range[0, 18:, 3] = -0.1  # J4 past its repulsion limit (-0.47 rad) and 1.7 rad from the anchor
+    ranged = score(out_of_range, np.zeros_like(q[:1]), tau[:1], targets, ticks, rows,
+                   GuardLimits(5.0, 1.0))[0]
+    assert ranged["outcome"] == "aborted_joint_range" and ranged["metrics"]["abort_t_s"] == pytest.approx(0.020)
 
 
 def test_views_count_outcomes_and_percentiles(lake, reference):
     run_campaign(lake, _req(reference))
-    run_campaign(lake, _req(reference, tracking_limit_rad=1e-3, campaign_id="tight"))
+    run_campaign(lake, _req(reference, tracking_limit_rad=1e-3, campaign_id="tight", allow_aborting_reference=True))
     con = connect(lake)
     rows = con.execute("select campaign, outcome, count(*) from episodes group by all order by all").fetchall()
     assert rows == [("c1", "completed", 4), ("tight", "aborted_tracking", 4)]
@@ -144,7 +171,7 @@ def test_a_recorded_runs_targets_as_the_reference(lake, tmp_path):
     from twinlake.fit.intervals import read_frames, resolve
     from twinlake.synthetic import multisine_run, record_and_ingest
 
-    spec = multisine_run("r1", (0.5, 1.1), 1, seconds=1.0, amplitude_deg=3.0, ramp_s=0.3, hold_s=0.1)
+    spec = multisine_run("r1", (0.5, 1.1), 1, seconds=1.0, amplitude_deg=2.0, ramp_s=0.3, hold_s=0.1)
     record_and_ingest([spec], tmp_path / "rec", lake, robot="bot")
     req = CampaignRequest(fit=FIT_ID, episodes=2, run="bot/r1", campaign_id="fromrun", sample="ranges",
                           ranges="mu_viscous=1:3", speed_limit_rad_s=3.0, tail_s=0.2)

@@ -111,7 +111,9 @@ def test_noise_free_offline_tracks_reference_and_cli_errors(tmp_path):
         NoiseConfig.parse("q=abc")
 
 
-def test_tracking_guard_against_last_sent_target_aborts_and_terminates(start_daemon, tmp_path):
+@pytest.mark.parametrize("rule, bound, words", [("target", "1e-7", "last sent target"),
+                                                ("anchor", "2e-3", "anchor rule")])
+def test_tracking_guard_under_either_rule_aborts_and_terminates(start_daemon, tmp_path, rule, bound, words):
     d = start_daemon(initial_controller="joint_impedance")
     d.wait_state(lambda s: s.controller == "joint_impedance")
     p = d.daemon.ports
@@ -119,10 +121,12 @@ def test_tracking_guard_against_last_sent_target_aborts_and_terminates(start_dae
     result = CliRunner().invoke(app, ["excite", *SHORT_MULTISINE, "--execute", "--host", "127.0.0.1",
                                       "--robot-id", "sim-left", "--cmd-port", str(p["cmd"]),
                                       "--state-port", str(p["state"]), "--recording-port", str(p["recording"]),
-                                      "--output", str(out), "--tracking-error", "1e-7", "--record", "r.csv"])
-    assert result.exit_code == 1 and "tracking error" in result.output and "last sent target" in result.output
+                                      "--output", str(out), "--tracking-error", bound, "--tracking-rule", rule,
+                                      "--record", "r.csv", *LOOSE_GUARDS])
+    assert result.exit_code == 1 and "tracking error" in result.output and words in result.output, result.output
     meta = json.loads((out / "metadata.json").read_text())
     assert meta["status"] == "aborted" and meta["termination"] == "attempted" and meta["commands_sent"] >= 1
+    assert meta["guard_settings"]["tracking_rule"] == rule and meta["guard_settings"]["max_velocity"] == 0.5
     assert json.loads((out / "r.status.json").read_text())["complete"] is True  # I/O fine, run aborted
     assert json.loads((out / "r.meta.json").read_text())["excitation_status"] == "aborted"
     d.thread.join(timeout=10)

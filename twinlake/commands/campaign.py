@@ -45,7 +45,9 @@ def run_cmd(
     campaign_id: Optional[str] = typer.Option(None, "--id", help="Campaign id (default c-<config hash>); the same id resumes."),
     samples: str = typer.Option("parquet", "--samples", help="Per-episode 1 kHz samples: parquet | none."),
     tail_s: float = typer.Option(1.0, "--tail-s", help="Run on after the last reference row [s]."),
-    tracking_limit: float = typer.Option(0.05, "--tracking-limit", help="Live guard: error vs last sent target [rad]."),
+    tracking_limit: float = typer.Option(0.05, "--tracking-limit", help="Live guard: tracking error bound [rad] (under --tracking-rule)."),
+    tracking_rule: str = typer.Option("anchor", "--tracking-rule", help="anchor: |q − first target| (fr3_stack's code; the project's rule) | target: |q − last sent target| (its docs)."),
+    allow_aborting_reference: bool = typer.Option(False, "--allow-aborting-reference", help="Run even if the reference aborts on the fit's own parameters (the summary says so first)."),
     speed_limit: Optional[float] = typer.Option(None, "--speed-limit", help="Live guard: joint speed [rad/s] (default: the plan's max_velocity, else 0.1)."),
     chunk: int = typer.Option(32, "--chunk", min=1, help="Episodes per batch / Ray task."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
@@ -59,7 +61,8 @@ def run_cmd(
                           sample=sample, ranges=ranges, kp=_floats(kp, "--kp"), kd=_floats(kd, "--kd"),
                           filter_alpha=filter_alpha, gains_grid=gains_grid, controller=controller, seed=seed,
                           campaign_id=campaign_id, samples=samples, tail_s=tail_s, tracking_limit_rad=tracking_limit,
-                          speed_limit_rad_s=speed_limit, chunk_episodes=chunk)
+                          speed_limit_rad_s=speed_limit, chunk_episodes=chunk, tracking_rule=tracking_rule,
+                          allow_aborting_reference=allow_aborting_reference)
     try:
         report = run_campaign(resolve_lake(lake), req, workers=workers, address=address)
     except ValueError as exc:
@@ -67,6 +70,8 @@ def run_cmd(
     if as_json:
         typer.echo(json.dumps({k: (str(v) if isinstance(v, Path) else v) for k, v in vars(report).items()}, indent=2))
         return
+    if report.nominal and report.nominal["outcome"] != "completed":
+        typer.echo(f"WARNING: the reference aborts even on the fit's own parameters: {report.nominal['text']}")
     typer.echo(f"campaign {report.campaign_id}: {report.total_done}/{report.planned} episodes "
                f"({report.ran} run now, {report.already_done} before, {report.infrastructure_errors} infrastructure "
                f"errors) in {report.wall_s:.1f} s")
@@ -115,6 +120,8 @@ def show_cmd(campaign_id: str = typer.Argument(..., help="Campaign id."), lake: 
     if as_json:
         typer.echo(json.dumps(info, indent=2))
         return
+    for line in info["warnings"]:
+        typer.echo(f"NOTE: {line}")
     typer.echo(f"campaign {campaign_id}: fit {info['fit']}, {info['sample']}, {info['controller']}, "
                f"{info['done']}/{info['planned']} episodes, {info['infrastructure_errors']} infrastructure errors")
     for g in info["gain_sets"]:

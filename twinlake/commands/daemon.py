@@ -207,7 +207,8 @@ def excite(
     kp: list[str] = typer.Option([], "--kp", help="Joint stiffness, N·m/rad (1 or 7 values)."),
     kd: list[str] = typer.Option([], "--kd", help="Joint damping, N·m·s/rad (1 or 7 values)."),
     filter_alpha: float | None = typer.Option(None, "--filter-alpha", help="Target EMA alpha (0, 1]."),
-    tracking_error: float = typer.Option(0.05, "--tracking-error", help="Abort when |q − last sent target| exceeds this, rad."),
+    tracking_error: float = typer.Option(0.05, "--tracking-error", help="Abort when the tracking error (under --tracking-rule) exceeds this, rad."),
+    tracking_rule: str = typer.Option("anchor", "--tracking-rule", help="anchor: |q − anchor| (what fr3_stack's client code compares; the project's rule) | target: |q − last sent target| (what its docs state)."),
     stale_after: float = typer.Option(0.2, "--stale-after", help="Abort when state is older than this, seconds."),
     max_lateness: float = typer.Option(0.05, "--max-lateness", help="Abort when a send is this late, seconds."),
     finish: str = typer.Option("hold", "--finish", help="hold (stay in joint impedance) or terminate."),
@@ -228,7 +229,8 @@ def excite(
                     amplitude_deg=amplitude_deg, seconds=seconds, ramp=ramp, hold=hold, gap=gap, f0=f0, f1=f1,
                     tones=_floats(tones, "--tones"), seed=seed, rate=rate, max_velocity=max_velocity,
                     max_acceleration=max_acceleration, max_jerk=max_jerk)
-        guards = Guards(stale_after=stale_after, tracking_error=tracking_error, max_lateness=max_lateness)
+        guards = Guards(stale_after=stale_after, tracking_error=tracking_error, max_lateness=max_lateness,
+                        max_velocity=max_velocity, tracking_rule=tracking_rule).validate()
         if execute and (not host or not robot_id):
             raise ValueError("--execute needs --host and --robot-id")
         if execute and q0_rad:

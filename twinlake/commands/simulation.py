@@ -85,29 +85,43 @@ def sim_record(
     payload: str | None = TRUE_PAYLOAD,
     configured_load: str | None = typer.Option(None, "--configured-load", help="The firmware's configured load MASS[,X,Y,Z] (its gravity compensation; default: none); written to the metadata."),
     friction_law: str = TRUE_FRICTION_LAW,
+    enforce_guards: bool = typer.Option(False, "--enforce-guards", help="End the recording where fr3_stack's client would have aborted the run (exit 1; the recording is kept)."),
+    tracking_rule: str | None = typer.Option(None, "--tracking-rule", help="Enforced tracking rule: anchor (|q − anchor|, fr3_stack's code; default) | target (|q − last sent target|, its docs). Both are reported."),
+    tracking_error: float | None = typer.Option(None, "--tracking-error", help="Tracking guard bound [rad] (default: the reference's metadata.json guard_settings, else 0.05)."),
+    max_velocity: float | None = typer.Option(None, "--max-velocity", help="Speed guard bound [rad/s] (default: the plan's max_velocity in metadata.json, else 0.1)."),
+    stale_after: float | None = typer.Option(None, "--stale-after", help="State age bound [s] (default: metadata.json, else 0.2)."),
 ) -> None:
-    """Offline recorder: the daemon's plant, controller and CSV writer in simulated time."""
+    """Offline recorder: the daemon's plant, controller and CSV writer in simulated time. It
+    checks fr3_stack's streaming guards before each reference row and says where its client
+    would have aborted the run, and why."""
     from rich.progress import Progress
 
+    from ..daemon.guards import GuardBounds, report_lines
     from ..daemon.noise import NoiseConfig
-    from ..daemon.offline import record_offline
+    from ..daemon.offline import reference_metadata, record_offline
 
     from ..sim.load import NO_LOAD, parse_load
 
     try:
         loads = {"payload": None if payload is None else parse_load(payload, "--payload"),
                  "configured_load": NO_LOAD if configured_load is None else parse_load(configured_load)}
+        guards = GuardBounds.from_metadata(reference_metadata(reference), tracking_rule=tracking_rule,
+                                           tracking_error=tracking_error, max_velocity=max_velocity,
+                                           stale_after=stale_after)
         with Progress(transient=True, disable=json_out) as progress:
             task = progress.add_task("simulating", total=1.0)
             result = record_offline(reference, out, truth_path=truth, seed=seed, noise=NoiseConfig.parse(noise),
-                                    tail_s=tail, robot_id=robot_id, friction_law=friction_law,
+                                    tail_s=tail, robot_id=robot_id, friction_law=friction_law, guards=guards,
+                                    enforce_guards=enforce_guards,
                                     progress=lambda f: progress.update(task, completed=f), **loads)
     except (ValueError, OSError) as exc:
         typer.echo(f"twinlake sim record: {exc}", err=True)
         raise typer.Exit(1)
     summary = {"csv": str(result.csv_path), "rows": result.rows, "sim_seconds": result.sim_seconds,
                "wall_seconds": round(result.wall_seconds, 3), "speedup": round(result.speedup, 2),
-               "status": result.status.to_dict()}
+               "status": result.status.to_dict(), "guards": result.guards}
     typer.echo(json.dumps(summary) if json_out else
                f"{result.rows} rows, {result.sim_seconds:g} s simulated in {result.wall_seconds:.2f} s "
-               f"({result.speedup:.1f}x real time) -> {result.csv_path}")
+               f"({result.speedup:.1f}x real time) -> {result.csv_path}\n" + "\n".join(report_lines(result.guards)))
+    if enforce_guards and result.guards["would_abort"] is not None:
+        raise typer.Exit(1)
