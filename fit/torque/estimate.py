@@ -98,8 +98,9 @@ def constrain(beta_hat: np.ndarray, normal: np.ndarray, lower: np.ndarray, upper
     def beta_of(x: np.ndarray) -> np.ndarray:
         beta = np.empty_like(beta_hat)
         beta[lin] = x[:len(lin)]
-        for i, b in enumerate(bodies):
-            beta[b.start:b.start + 10] = from_log_cholesky(x[len(lin) + 10 * i:len(lin) + 10 * (i + 1)])
+        with np.errstate(over="ignore", invalid="ignore"):  # a trial step may overflow exp: least_squares backs off
+            for i, b in enumerate(bodies):
+                beta[b.start:b.start + 10] = from_log_cholesky(x[len(lin) + 10 * i:len(lin) + 10 * (i + 1)])
         return beta
 
     x0 = np.concatenate([np.clip(beta_hat[lin], lower[lin], upper[lin]),
