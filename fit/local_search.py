@@ -92,14 +92,16 @@ def cheap_windows(refs: list, cheap_s: float, period_s: float = 1e-3) -> list:
     return out
 
 
-def start_points(space: ParameterSpace, starts: int, seed: int) -> np.ndarray:
-    """(starts, n_free) normalised points: the nominal parameters, then scrambled Halton points."""
+def start_points(space: ParameterSpace, starts: int, seed: int, first=None) -> np.ndarray:
+    """(starts, n_free) normalised points: the nominal parameters (or `first`, a parameter
+    vector: `fit run --start-from`), then scrambled Halton points."""
     from scipy.stats import qmc
 
     from ..sim import DynamicsParams
 
     n = len(space.free_indices)
-    nominal = space.encode(DynamicsParams.nominal().to_vector()[None])
+    start = DynamicsParams.nominal().to_vector() if first is None else DynamicsParams.from_vector(first).to_vector()
+    nominal = space.encode(start[None])
     if starts <= 1:
         return nominal[:1]
     halton = qmc.Halton(d=n, scramble=True, seed=np.random.default_rng([seed, 31]))
@@ -168,11 +170,11 @@ def _scan_offsets(pool, combine, space: ParameterSpace, z: np.ndarray, delay: in
 
 
 def cheap_stage(pool, combine, space: ParameterSpace, starts: int, seed: int, iterations: int,
-                note=None) -> dict:
+                note=None, first=None) -> dict:
     """Stage 1 on the cheap pool: {z (n,), delay, loss, start_losses (K,), start_delays (K,), rows,
-    offsets (7,) the delay offsets}."""
+    offsets (7,) the delay offsets}; `first`: the first start's parameter vector (None: nominal)."""
     rows: list = []
-    z = start_points(space, starts, seed)
+    z = start_points(space, starts, seed, first)
     delays, loss = _scan_delays(pool, combine, space, z)
     z, loss = lm_batch(pool, combine, space, z, delays, loss, iterations, rows, "local-cheap", note)
     for _ in range(DELAY_ROUNDS):  # the delay's discrete neighbourhood of every start
@@ -285,7 +287,7 @@ def local_seed(wd: Path, settings, seed: int, data, pool, cheap_pool_factory: Ca
         cheap_pool, cheap_data = cheap_pool_factory(pool)
         try:
             cheap = cheap_stage(cheap_pool, FitProblem(cheap_data).combine, space, settings.starts, seed,
-                                CHEAP_ITERATIONS, note)
+                                CHEAP_ITERATIONS, note, getattr(settings, "start_params", None))
         finally:
             cheap_pool.close()
         rows = cheap.pop("rows")

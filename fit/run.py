@@ -69,6 +69,9 @@ class FitSettings:
     # the firmware's configured end-effector load for every run (EndLoad JSON, `--configured-load`);
     # None: each run's metadata's, else none
     configured_load: dict | None = None
+    # `fit run --start-from FIT`: the local search's first start is that fit's parameters
+    start_from: str | None = None
+    start_params: list[float] | None = None
 
     @property
     def configured_end_load(self):

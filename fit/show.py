@@ -53,7 +53,10 @@ def adequacy_lines(rec, validations: list[dict[str, Any]] | None = None) -> list
 
     lines: list[tuple[str, bool | None]] = []
     stored = json.loads(rec.extra["adequacy_json"]) if rec.extra.get("adequacy_json") else None
-    if stored is None:
+    torque = json.loads(rec.extra["torque_json"]) if rec.extra.get("torque_json") else None
+    if torque is not None:  # a torque fit (fit/torque): its torque residual against the torque noise floor
+        lines.extend((text, ok) for text, ok in torque.get("adequacy_lines", []))
+    elif stored is None:
         lines.append(("training residual against the noise floor: not assessed (a fit made before twinlake "
                       "assessed adequacy, or imported)", None))
     for key, role, subject in (("train", "training", "its own training data"),

@@ -49,8 +49,11 @@ def run_cmd(
     dq_scale: float = typer.Option(0.01 / 0.1**0.5, "--dq-scale", help="Declared joint velocity error scale [rad/s]."),
     max_seconds: Optional[float] = typer.Option(None, "--max-seconds", help="Use at most this many seconds of each interval."),
     min_seconds: float = typer.Option(0.5, "--min-seconds", help="Ignore clean intervals shorter than this [s]."),
-    method: str = typer.Option("local", "--method", help="Search: local (multi-start LM on cheap windows, then LM on the full data; CMA-ES from the best local point when its gates fail) or cma (CMA-ES, then --refine LM iterations)."),
+    method: str = typer.Option("local", "--method", help="Search: local (multi-start LM on cheap windows, then LM on the full data; CMA-ES from the best local point when its gates fail), cma (CMA-ES, then --refine LM iterations) or torque (no replay: weighted least squares of the recorded joint torques; docs/fitting.md)."),
     explore_seconds: float = typer.Option(30.0, "--explore-seconds", min=0, help="--method local: wall-seconds budget of the search after a failed gate (more starts, then CMA-ES while it lowers the loss by >= 0.5 % per 2 generations; 0: none)."),
+    torque: Optional[str] = typer.Option(None, "--torque", help="--method torque: the torque signal, commanded (tau_cmd) or measured (tau_J); default: commanded when the run has it."),
+    cutoff_hz: Optional[float] = typer.Option(None, "--cutoff-hz", help="--method torque: the zero-phase low-pass cutoff [Hz] (default: from the data's spectrum)."),
+    start_from: Optional[str] = typer.Option(None, "--start-from", help="Start the local search at fit FIT's parameters (one start instead of --method local's three); with --method torque, FIT's values are the nominal the prior holds."),
     refine_iterations: int = typer.Option(10, "--refine", min=0, help="Levenberg–Marquardt iterations after CMA-ES (--method cma, or a local fit's fallback; 0: none)."),
     seeds: int = typer.Option(1, "--seeds", min=1, help="Seeded searches (seeds S, S+1, ...); the best is the fit, the spread is flagged."),
     workers: int = typer.Option(2, "--workers", min=0, help="Ray actors (0: evaluate in-process, no Ray)."),
@@ -70,6 +73,9 @@ def run_cmd(
     from ..option_lists import split_values
 
     root = resolve_lake(lake)
+    if method == "torque" and not resume:
+        return _torque_run(root, train, holdout, params, friction_law, configured_load, torque, cutoff_hz,
+                           start_from, model, fit_id, as_json)
     try:
         if resume:
             rec = run_fit(root, fit_id=resume, resume=True, workers=workers, address=address,
@@ -90,8 +96,46 @@ def run_cmd(
                 model_path=str(model.absolute()) if model else None, refine_iterations=refine_iterations,
                 seeds=seeds, method=method, explore_s=explore_seconds,
             )
+            if start_from:
+                _start_from(root, settings, start_from)
             rec = run_fit(root, settings, fit_id=fit_id, workers=workers, address=address,
                           progress=sys.stderr.isatty() or not as_json)
+    except ValueError as exc:
+        fail(str(exc))
+    if as_json:
+        typer.echo(json.dumps(summary(rec), indent=2))
+    else:
+        show_record(rec)
+
+
+def _start_from(root, settings, fit: str) -> None:
+    """Start the local search at fit `fit`'s parameters (one start)."""
+    from ..fit.record import load_fit
+
+    if settings.method != "local":
+        raise ValueError("--start-from: starts the local search (--method local)")
+    settings.start_from, settings.start_params, settings.starts = fit, load_fit(root, fit).vector.tolist(), 1
+
+
+def _torque_run(root, train, holdout, params, friction_law, configured_load, torque, cutoff_hz, start_from,
+                model, fit_id, as_json) -> None:
+    """`fit run --method torque` (fit/torque/route.py)."""
+    from ..fit.record import load_fit
+    from ..fit.torque import TorqueFitSettings, fit_torque
+    from ..option_lists import split_values
+    from ..sim.load import parse_load
+
+    try:
+        if not split_values(train):
+            fail("give at least one --train [ROBOT/]RUN[:INTERVAL]")
+        specs = [p for item in params for p in item.replace(",", " ").split()]
+        settings = TorqueFitSettings(
+            train=split_values(train), holdout=split_values(holdout), torque=torque,
+            friction_law=friction_law or "stribeck", params=specs, cutoff_hz=cutoff_hz,
+            configured_load=None if configured_load is None else parse_load(configured_load).to_json(),
+            model_path=str(model.absolute()) if model else None, start_from=start_from)
+        start = load_fit(root, start_from).params if start_from else None
+        rec = fit_torque(root, settings, fit_id=fit_id, start=start)
     except ValueError as exc:
         fail(str(exc))
     if as_json:
@@ -185,6 +229,47 @@ def export_cmd(fit: str = typer.Argument(..., help="Fit id."),
     for note in export_notes(rec, fmt):  # what the format cannot hold, said plainly
         typer.echo(f"note: {note}", err=True)
     typer.echo(str(path))
+
+
+@fit_app.command("compare")
+def compare_cmd(fit_a: str = typer.Argument(..., help="First fit id (e.g. a replay fit)."),
+                fit_b: str = typer.Argument(..., help="Second fit id (e.g. a torque fit)."),
+                threshold: float = typer.Option(3.0, "--threshold", help="Agree when |difference| is at most this many combined standard errors."),
+                as_json: bool = typer.Option(False, "--json", help="JSON on stdout."),
+                lake: Optional[Path] = LAKE) -> None:
+    """Compare two fits parameter by parameter (difference in combined standard errors, verdict,
+    likely convention errors); exits 1 when they disagree."""
+    from ..catalog import resolve_lake
+    from ..fit.compare import compare_fits, comparison_json
+    from ..fit.record import load_fit
+
+    root = resolve_lake(lake)
+    try:
+        cmp = compare_fits(load_fit(root, fit_a), load_fit(root, fit_b), threshold)
+    except ValueError as exc:
+        fail(str(exc))
+    if as_json:
+        typer.echo(comparison_json(cmp))
+    else:
+        _print_comparison(cmp)
+    if cmp.verdict != "agree":
+        raise typer.Exit(1)
+
+
+def _print_comparison(cmp) -> None:
+    from rich.table import Table
+
+    table = Table(title=f"{cmp.fit_a} (A) vs {cmp.fit_b} (B): {cmp.verdict} (threshold {cmp.threshold:g} combined se)")
+    for col in ("parameter", "A", "B", "se A", "se B", "z", "verdict"):
+        table.add_column(col)
+
+    def num(x):
+        return "" if x is None else f"{x:.4g}"
+    for p in cmp.parameters:
+        table.add_row(p.name, num(p.a), num(p.b), num(p.se_a), num(p.se_b), num(p.z), p.verdict)
+    _console().print(table)
+    for cause in cmp.causes:
+        typer.echo(f"likely cause: {cause}")
 
 
 fit_app.command("validate")(validation.validate_cmd)

@@ -1,0 +1,161 @@
+"""Weighted least squares of the torque equations, physical consistency and a correlation-robust
+covariance.
+
+- **Weights**: one noise level σ_j per joint, from the data: the residual standard deviation
+  of joint j after an equally weighted first solve; rows of joint j weigh 1/σ_j².
+- **Solve**: β̂ = (N + P)⁻¹ (b + P β_nom), N = Σ AᵀWA, b = Σ AᵀWy, P the prior of
+  base_params.analyse (zero where the data identify the parameters).
+- **Physical consistency** (`constrain`): when β̂ breaks a bound (friction, viscous, armature
+  ≥ 0) or a body's pseudo-inertia is not positive definite (mass > 0, inertia positive definite
+  and meeting the triangle inequalities), the same weighted criterion
+  (β − β̂)ᵀ(N + P)(β − β̂) is minimised over bodies in log-Cholesky coordinates (Rucker &
+  Wensing 2022, RA-L 7(2)) and box-bounded linear parameters (scipy `least_squares`, TRF).
+- **Covariance** (`hac_covariance`): Cov = (N+P)⁻¹ S (N+P)⁻¹ with S the Newey–West (Bartlett
+  kernel) long-run covariance of the per-tick scores g_t = Σ_j w_j a_tj e_tj, bandwidth L from
+  Andrews' (1991) AR(1) plug-in rule on the residuals (at most a tenth of the samples), so
+  time-correlated equation errors widen the bars instead of shrinking them. The Bartlett sum
+  is computed exactly as overlapping block sums: S = (1/L)·Σ_t h_t h_tᵀ, h_t = Σ_{s=t}^{t+L−1} g_s,
+  per segment (zeros where a row was left out). The error bars are those of the unconstrained
+  estimate; a parameter moved by the constraints is flagged `constrained`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import optimize
+
+
+@dataclass
+class BodyBlock:
+    """Ten consecutive parameters (Pinocchio's order) that must be a physical rigid body."""
+
+    start: int
+
+
+def pseudo_inertia(theta: np.ndarray) -> np.ndarray:
+    """The 4 × 4 pseudo-inertia J = [[Σ, h], [hᵀ, m]], Σ = ½ tr(I)·1 − I, of θ (10,)."""
+    m, hx, hy, hz, ixx, ixy, iyy, ixz, iyz, izz = theta
+    inertia = np.array([[ixx, ixy, ixz], [ixy, iyy, iyz], [ixz, iyz, izz]])
+    j = np.zeros((4, 4))
+    j[:3, :3] = 0.5 * np.trace(inertia) * np.eye(3) - inertia
+    j[:3, 3] = j[3, :3] = (hx, hy, hz)
+    j[3, 3] = m
+    return j
+
+
+def theta_from_pseudo(j: np.ndarray) -> np.ndarray:
+    """θ (10,) of a pseudo-inertia J."""
+    sigma = j[:3, :3]
+    inertia = np.trace(sigma) * np.eye(3) - sigma
+    return np.array([j[3, 3], *j[:3, 3], inertia[0, 0], inertia[0, 1], inertia[1, 1], inertia[0, 2],
+                     inertia[1, 2], inertia[2, 2]])
+
+
+def from_log_cholesky(z: np.ndarray) -> np.ndarray:
+    """θ (10,) of log-Cholesky coordinates z = (α, d1, d2, d3, s12, s23, s13, t1, t2, t3)."""
+    a, d1, d2, d3, s12, s23, s13, t1, t2, t3 = z
+    u = np.exp(a) * np.array([[np.exp(d1), s12, s13, t1], [0, np.exp(d2), s23, t2], [0, 0, np.exp(d3), t3],
+                              [0, 0, 0, 1.0]])
+    return theta_from_pseudo(u @ u.T)
+
+
+def to_log_cholesky(theta: np.ndarray, floor: float = 1e-9) -> np.ndarray:
+    """Log-Cholesky coordinates of θ; a non-positive-definite J is first clipped to
+    eigenvalues ≥ `floor` (the nearest physical body in that sense)."""
+    j = pseudo_inertia(theta)
+    w, v = np.linalg.eigh(j)
+    j = (v * np.maximum(w, floor)) @ v.T
+    flip = np.eye(4)[::-1]
+    lower = np.linalg.cholesky(flip @ j @ flip)
+    u = flip @ lower @ flip  # upper triangular, J = U Uᵀ
+    s = u[3, 3]
+    return np.array([np.log(s), np.log(u[0, 0] / s), np.log(u[1, 1] / s), np.log(u[2, 2] / s),
+                     u[0, 1] / s, u[1, 2] / s, u[0, 2] / s, u[0, 3] / s, u[1, 3] / s, u[2, 3] / s])
+
+
+def is_physical(theta: np.ndarray) -> bool:
+    """Mass > 0 and a positive-definite pseudo-inertia (inertia PD, triangle inequalities)."""
+    return bool(np.linalg.eigvalsh(pseudo_inertia(theta)).min() > 0)
+
+
+def constrain(beta_hat: np.ndarray, normal: np.ndarray, lower: np.ndarray, upper: np.ndarray,
+              bodies: list[BodyBlock]) -> tuple[np.ndarray, bool]:
+    """The physically consistent β nearest β̂ in the metric of `normal` (p, p); lower/upper (p,)
+    bounds of the linear parameters (±inf where none). Returns (β, moved)."""
+    in_body = np.zeros(len(beta_hat), dtype=bool)
+    for b in bodies:
+        in_body[b.start:b.start + 10] = True
+    ok = np.all(beta_hat[~in_body] >= lower[~in_body]) and np.all(beta_hat[~in_body] <= upper[~in_body])
+    ok = ok and all(is_physical(beta_hat[b.start:b.start + 10]) for b in bodies)
+    if ok:
+        return beta_hat.copy(), False
+    w, v = np.linalg.eigh(0.5 * (normal + normal.T))
+    root = (v * np.sqrt(np.maximum(w, 0.0))).T  # rootᵀ root = normal
+    lin = np.nonzero(~in_body)[0]
+
+    def beta_of(x: np.ndarray) -> np.ndarray:
+        beta = np.empty_like(beta_hat)
+        beta[lin] = x[:len(lin)]
+        with np.errstate(over="ignore", invalid="ignore"):  # a trial step may overflow exp: least_squares backs off
+            for i, b in enumerate(bodies):
+                beta[b.start:b.start + 10] = from_log_cholesky(x[len(lin) + 10 * i:len(lin) + 10 * (i + 1)])
+        return beta
+
+    x0 = np.concatenate([np.clip(beta_hat[lin], lower[lin], upper[lin]),
+                         *[to_log_cholesky(beta_hat[b.start:b.start + 10]) for b in bodies]])
+    lo = np.concatenate([lower[lin], np.full(10 * len(bodies), -np.inf)])
+    hi = np.concatenate([upper[lin], np.full(10 * len(bodies), np.inf)])
+    x0 = np.clip(x0, lo, hi)
+    sol = optimize.least_squares(lambda x: root @ (beta_of(x) - beta_hat), x0, bounds=(lo, hi), method="trf",
+                                 x_scale="jac", xtol=1e-12, ftol=1e-12, gtol=1e-12, max_nfev=2000)
+    return beta_of(sol.x), True
+
+
+def bartlett_bandwidth(residuals: np.ndarray, max_lag: int) -> int:
+    """Andrews (1991) AR(1) plug-in bandwidth for the Bartlett kernel from residuals (T, k)
+    (NaN rows ignored), clamped to 1..max_lag."""
+    num = den = 0.0
+    for col in residuals.T:
+        x = col[np.isfinite(col)]
+        if len(x) < 10:
+            continue
+        x = x - x.mean()
+        var = float(x @ x)
+        if var <= 0:
+            continue
+        rho = float(np.clip((x[1:] @ x[:-1]) / var, -0.999, 0.999))
+        s4 = (var / len(x)) ** 2
+        num += 4 * rho**2 * s4 / ((1 - rho) ** 6 * (1 + rho) ** 2)
+        den += s4 / (1 - rho) ** 4
+    if den == 0:
+        return 1
+    n = len(residuals)
+    lag = 1.1447 * (num / den * n) ** (1.0 / 3.0)
+    return int(np.clip(np.ceil(lag), 1, max(1, max_lag)))
+
+
+def hac_long_run(scores: list[np.ndarray], lag: int) -> np.ndarray:
+    """Σ over segments of the Bartlett-kernel long-run covariance of the scores (T_s, p):
+    (1/L)·Σ_t h_t h_tᵀ with h_t the sums of L consecutive scores (segments shorter than L are
+    one block)."""
+    p = scores[0].shape[1]
+    out = np.zeros((p, p))
+    for g in scores:
+        width = min(lag, len(g))
+        c = np.vstack([np.zeros((1, p)), np.cumsum(g, axis=0)])
+        h = c[width:] - c[:-width]
+        out += (h.T @ h) / width * (len(g) / (len(g) - width + 1))  # as many blocks as lags
+    return out
+
+
+def hac_covariance(normal: np.ndarray, scores: list[np.ndarray], lag: int) -> np.ndarray:
+    """Cov = N⁻¹ S N⁻¹ (pseudo-inverse when singular), S = hac_long_run(scores, lag)."""
+    inv = np.linalg.pinv(normal)
+    cov = inv @ hac_long_run(scores, lag) @ inv
+    return 0.5 * (cov + cov.T)
+
+
+__all__ = ["BodyBlock", "bartlett_bandwidth", "constrain", "from_log_cholesky", "hac_covariance", "hac_long_run",
+           "is_physical", "pseudo_inertia", "theta_from_pseudo", "to_log_cholesky"]

@@ -1,0 +1,246 @@
+"""The torque route end to end: runs from the lake → filtered segments → equations → solution →
+an ordinary fit record (`fits/fit=<id>/`, method = torque) published by fit/record.py.
+
+`TorqueFitSettings` is stored as the fit's settings_json (method "torque"); `torque_json`
+in fit.parquet holds what the route did and found (signal and its meaning, filter, gaps,
+delay scan, weights, base parameters, every β with its HAC and i.i.d. error bars, the
+constraints, train and held-out torque scores, adequacy). `train_floor_ratio` /
+`holdout_floor_ratio` are the torque residual over the torque noise floor (residuals.py).
+
+Parameters (`params`): the commanded route always fits the twin's default groups that are
+linear in the torques (armature, friction in `friction_law` — Stribeck or tanh — and
+viscous) and scans the delay 0..MAX_DELAY_MS; presets add `+payload`, `+asymmetry`, `+bias`.
+The measured route always fits the payload, `+links` frees the seven links' θ (then the
+payload is part of link 7), and friction on the link side (viscous and the law's levels) and a
+sensor offset per joint; never the armature, never a delay.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from hashlib import sha256
+from pathlib import Path
+
+import numpy as np
+
+from ...catalog import connect
+from ...catalog.selection import parse_selector, pick_interval, resolve_run, run_frames, run_intervals
+from ...sim import DynamicsParams
+from ...sim.params import MAX_DELAY_MS
+from ..record import FitRecord, IntervalUse, publish_fit
+from .derivatives import FilterSpec, cutoff_from_spectrum, segments
+from .equations import EquationSpec, build
+from .friction_basis import REST_VELOCITY_RAD_S, check_law
+from .regressor import RigidBodyModel
+from .residuals import adequacy_line, score
+from .signals import MEANING, RunSamples, choose_signal, samples
+from .solve import solve
+from .twin_params import dynamics_params, identifiability_json
+
+PRESETS = ("+payload", "+asymmetry", "+bias", "+links")
+
+
+@dataclass
+class TorqueFitSettings:
+    """A torque fit's inputs (stored as settings_json). train/holdout: `[ROBOT/]RUN[:INTERVAL]`
+    (no INTERVAL: the whole run, gaps handled here); torque: 'commanded' | 'measured' | None
+    (default from the run); params: PRESETS; cutoff_hz: None = from the spectrum;
+    configured_load: EndLoad JSON overriding each run's metadata; delay_ms: None = scan."""
+
+    train: list[str]
+    holdout: list[str] = field(default_factory=list)
+    torque: str | None = None
+    friction_law: str = "stribeck"
+    params: list[str] = field(default_factory=list)
+    cutoff_hz: float | None = None
+    configured_load: dict | None = None
+    model_path: str | None = None
+    delay_ms: int | None = None
+    rest_velocity_rad_s: float = REST_VELOCITY_RAD_S
+    max_fill_ticks: int = 5
+    guard_ticks: int = 3
+    start_from: str | None = None  # the fit whose parameters are the nominal model (None: the twin's)
+    method: str = "torque"
+
+    def digest(self) -> str:
+        return sha256(json.dumps(asdict(self), sort_keys=True).encode()).hexdigest()
+
+
+def read_samples(lake: Path, selector: str, torque: str | None) -> tuple[RunSamples, str]:
+    """One selector's samples and the signal chosen; ValueError naming the selector."""
+    sel = parse_selector(selector)
+    con = connect(lake)
+    try:
+        row = resolve_run(con, sel.run, sel.robot)
+        first = last = None
+        if sel.interval_index is not None:
+            chosen = pick_interval(run_intervals(con, row["robot"], sel.run), sel.interval_index, row["robot"], sel.run)
+            first, last = chosen["seq_first"], chosen["seq_last"]
+        frames = run_frames(con, row["robot"], sel.run, first, last)
+    finally:
+        con.close()
+    if frames.num_rows == 0:
+        raise ValueError(f"run selector {selector!r}: no frames")
+    signal = choose_signal(frames, torque, f"run {row['robot']}/{sel.run}")
+    return samples(frames, signal, robot=row["robot"], run=sel.run, interval_index=sel.interval_index,
+                   run_row=row), signal
+
+
+def equation_spec(settings: TorqueFitSettings, signal: str, rigid: RigidBodyModel, configured) -> EquationSpec:
+    """The EquationSpec of the settings for `signal`; ValueError for a preset the route lacks."""
+    law = check_law(settings.friction_law)
+    unknown = [p for p in settings.params if p not in PRESETS]
+    if unknown:
+        raise ValueError(f"--params {unknown[0]!r}: the torque route accepts {', '.join(PRESETS)}")
+    if signal == "commanded" and "+links" in settings.params:
+        raise ValueError("--params +links: the links' inertials are seen by the measured torques only "
+                         "(--torque measured); the commanded torque never carries the links' gravity")
+    if signal == "commanded":
+        groups = ("armature", "mu_viscous", "friction")
+        groups += ("coulomb_asymmetry",) * ("+asymmetry" in settings.params) + ("tau_bias",) * ("+bias" in settings.params)
+        delays = (int(settings.delay_ms),) if settings.delay_ms is not None else tuple(range(MAX_DELAY_MS + 1))
+        theta_cfg = rigid.payload_theta(configured.mass_kg, configured.com_m, configured.inertia_kgm2)
+        return EquationSpec(signal, law, groups, payload="+payload" in settings.params, links=False,
+                            configured_theta=tuple(theta_cfg), rest_velocity_rad_s=settings.rest_velocity_rad_s,
+                            delays=delays)
+    groups = ("mu_viscous", "friction", "tau_offset")
+    return EquationSpec(signal, law, groups, payload=True, links="+links" in settings.params,
+                        rest_velocity_rad_s=settings.rest_velocity_rad_s, delays=(0,))
+
+
+def nominal_beta(spec: EquationSpec, rigid: RigidBodyModel, start: DynamicsParams) -> np.ndarray:
+    """β at the nominal model: the links' θ, the configured payload (commanded) or none, the
+    twin's nominal friction/armature, zero asymmetry, bias and offsets (the prior's centre)."""
+    values = []
+    for body in spec.bodies:
+        if body == "payload":
+            values.extend(spec.configured_theta)
+        else:
+            i = int(body[4:]) - 1
+            values.extend(rigid.theta_nominal[10 * i:10 * i + 10])
+    nominal = {"armature": start.armature, "mu_viscous": start.mu_viscous, "mu_static": start.mu_static,
+               "mu_dynamic": start.mu_static * start.dynamic_ratio}
+    for name in spec.local_names():
+        values.extend(nominal.get(name, np.zeros(7)) if spec.signal == "commanded" else np.zeros(7))
+    return np.asarray(values, dtype=np.float64)
+
+
+def _configured(settings: TorqueFitSettings, runs: list[RunSamples]):
+    from ...sim.load import NO_LOAD, EndLoad, load_from_metadata
+
+    if settings.configured_load is not None:
+        return EndLoad(**{k: v for k, v in settings.configured_load.items()})
+    loads = {json.dumps((load_from_metadata(r.metadata, r.label) or NO_LOAD).to_json()) for r in runs}
+    if len(loads) > 1:
+        raise ValueError("the train runs state different configured loads; fit them separately or pass --configured-load")
+    return EndLoad(**json.loads(loads.pop())) if loads else NO_LOAD
+
+
+def decimation(cutoff_hz: float, rate_hz: float = 1000.0) -> int:
+    """Every how many ticks an equation is formed: f_s / (4 f_c), at least 1 (the signals are
+    low-passed at f_c first, so the skipped rows repeat what the kept ones say)."""
+    return max(1, int(rate_hz // (4.0 * cutoff_hz)))
+
+
+def _equations(runs, spec, rigid, fspec):
+    out, gaps = [], {}
+    for r in runs:
+        segs, report = segments(r.seq, r.q, r.dq, r.tau, cutoff_hz=fspec.cutoff_hz, trim_s=fspec.trim_s,
+                                max_fill_ticks=fspec.max_fill_ticks, guard_ticks=fspec.guard_ticks)
+        if not segs:
+            raise ValueError(f"{r.label}: no segment long enough to filter ({report.to_dict()})")
+        gaps[r.label] = report.to_dict()
+        out.append([build(s, spec, rigid, decimation(fspec.cutoff_hz)) for s in segs])
+    return out, gaps
+
+
+def fit_torque(lake: Path, settings: TorqueFitSettings, *, fit_id: str | None = None,
+               start: DynamicsParams | None = None, publish: bool = True) -> FitRecord:
+    """Run the torque route and (by default) publish the fit; returns its FitRecord."""
+    t0 = time.perf_counter()
+    lake = Path(lake)
+    if not settings.train:
+        raise ValueError("give at least one --train [ROBOT/]RUN[:INTERVAL]")
+    start = DynamicsParams.nominal() if start is None else start
+    train = [read_samples(lake, s, settings.torque) for s in settings.train]
+    signals = {sig for _, sig in train}
+    if len(signals) > 1:
+        raise ValueError(f"the train runs would use different torques ({sorted(signals)}); pass --torque")
+    signal = signals.pop()
+    settings.torque = signal
+    runs = [r for r, _ in train]
+    holdout = [read_samples(lake, s, signal)[0] for s in settings.holdout]
+    rigid = RigidBodyModel.load(settings.model_path)
+    configured = _configured(settings, runs)
+    spec = equation_spec(settings, signal, rigid, configured)
+    cutoff = settings.cutoff_hz or max(cutoff_from_spectrum(r.dq[np.all(np.isfinite(r.dq), axis=1)]) for r in runs)
+    fspec = FilterSpec(cutoff_hz=float(cutoff), from_spectrum=settings.cutoff_hz is None, trim_s=3.0 / cutoff,
+                       max_fill_ticks=settings.max_fill_ticks, guard_ticks=settings.guard_ticks)
+    train_eqs, gaps = _equations(runs, spec, rigid, fspec)
+    flat = [e for per_run in train_eqs for e in per_run]
+    sol = solve(flat, spec, nominal_beta(spec, rigid, start))
+    sol.extra["delay_scanned"] = signal == "commanded" and settings.delay_ms is None
+    params = dynamics_params(sol, rigid, start)
+    train_score = score(flat, sol.beta, sol.delay, cutoff)
+    per_run = [score(e, sol.beta, sol.delay, cutoff) for e in train_eqs]
+    hold_scores = []
+    if holdout:
+        hold_eqs, hold_gaps = _equations(holdout, spec, rigid, fspec)
+        gaps.update(hold_gaps)
+        hold_scores = [score(e, sol.beta, sol.delay, cutoff) for e in hold_eqs]
+    hold_all = score([e for h in (hold_eqs if holdout else []) for e in h], sol.beta, sol.delay, cutoff) if holdout else None
+    uses = [IntervalUse(r.robot, r.run, r.interval_index, int(r.seq[0]), int(r.seq[-1]), "train", 1.0,
+                        float(s.rmse_raw_nm.mean()), r.run_sha256) for r, s in zip(runs, per_run)]
+    uses += [IntervalUse(r.robot, r.run, r.interval_index, int(r.seq[0]), int(r.seq[-1]), "holdout", None,
+                         float(s.rmse_raw_nm.mean()), r.run_sha256) for r, s in zip(holdout, hold_scores)]
+    lines = [adequacy_line("training", train_score)]
+    if hold_all is not None:
+        lines.append(adequacy_line("held-out", hold_all))
+    torque = torque_summary(sol, spec, signal, fspec, gaps, train_score, hold_all, lines, rigid)
+    wall = time.perf_counter() - t0
+    rec = FitRecord(
+        fit_id=fit_id or f"fit-{datetime.now(timezone.utc).strftime('%Y%m%dT%H%M%S')}-{settings.digest()[:8]}",
+        fit_source="twinlake", created_utc=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        status="completed", best_loss=float(np.mean(train_score.rmse_raw_nm ** 2 / np.maximum(sol.sigma_nm, 1e-12) ** 2)),
+        params=params, seed=None, settings=asdict(settings), runs=uses,
+        extra={"method": "torque", "wall_s": float(wall), "train_loss": float(np.mean(train_score.rmse_raw_nm ** 2)),
+               "holdout_loss": None if hold_all is None else float(np.mean(hold_all.rmse_raw_nm ** 2)),
+               "identifiability_json": identifiability_json(sol, rigid, params),
+               "train_floor_ratio": _finite(train_score.floor_ratio),
+               "holdout_floor_ratio": None if hold_all is None else _finite(hold_all.floor_ratio),
+               "torque_json": json.dumps(torque)})
+    if publish:
+        publish_fit(lake, rec)
+    return rec
+
+
+def _finite(x: float) -> float | None:
+    return float(x) if np.isfinite(x) else None
+
+
+def torque_summary(sol, spec, signal, fspec, gaps, train_score, hold_score, lines, rigid) -> dict:
+    """torque_json: what the route did and found (module docstring)."""
+    stderr, iid = sol.stderr, np.sqrt(np.maximum(np.diag(sol.cov_iid), 0.0))
+    out = {"signal": signal, "meaning": MEANING[signal], "friction_law": spec.law,
+           "decimation_ticks": decimation(fspec.cutoff_hz),
+           "joint_groups": list(spec.joint_groups), "bodies": spec.bodies, "filter": fspec.to_dict(), "gaps": gaps,
+           "rest_velocity_rad_s": spec.rest_velocity_rad_s,
+           "rest_rule": "rows with |dq| below it are left out under the Stribeck law (set-valued friction at rest)",
+           "delay_ms": sol.delay, "delay_scan": {str(k): v for k, v in sol.delay_scan.items()},
+           "sigma_nm": sol.sigma_nm.tolist(), "hac_bandwidth_ticks": sol.bandwidth, "rows": sol.rows,
+           "constrained": sol.constrained, "base_parameters": sol.base.to_dict(),
+           "beta": [{"name": n, "value": float(b), "unconstrained": float(bh), "stderr_hac": float(s),
+                     "stderr_iid": float(i)} for n, b, bh, s, i in zip(sol.names, sol.beta, sol.beta_hat, stderr, iid)],
+           "train": train_score.to_dict(), "holdout": None if hold_score is None else hold_score.to_dict(),
+           "adequacy_lines": [[t, ok] for t, ok in lines]}
+    if "payload" in spec.bodies:
+        i = sol.names.index("payload_m")
+        m, com, inertia = rigid.payload_from_theta(sol.beta[i:i + 10])
+        out["payload"] = {"mass_kg": m, "com_m": com.tolist(), "inertia_about_com_kgm2": inertia.tolist()}
+    return out
+
+
+__all__ = ["PRESETS", "TorqueFitSettings", "equation_spec", "fit_torque", "nominal_beta", "read_samples"]

@@ -1,0 +1,122 @@
+"""One torque fit's numbers: the delay scan, per-joint weights, base parameters, the estimate,
+its constraints and its covariance (no lake, no records: route.py does those).
+
+Order: (1) equally weighted solve at every scanned delay; the delay with the least residual
+wins; (2) σ_j = the residual standard deviation of joint j there, weights 1/σ_j²; (3) the
+weighted solve at every delay again, the least weighted residual picks the delay;
+(4) base_params.analyse on the weighted normal matrix, its prior added; (5) estimate.constrain;
+(6) HAC covariance of the unconstrained estimate.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .base_params import Identifiability, analyse
+from .equations import EquationSpec, SegmentEquations, normal_equations, scores
+from .estimate import BodyBlock, bartlett_bandwidth, constrain, hac_covariance
+
+
+@dataclass
+class Solution:
+    """The estimate β (p,) (constrained), β̂ (unconstrained), its covariance (p, p) (HAC)
+    and the i.i.d. one for comparison, the delay [ticks], per-joint σ [N·m], the
+    delay scan's weighted residual per delay, the HAC bandwidth [ticks], the base-parameter
+    analysis and whether the constraints moved it."""
+
+    names: list[str]
+    beta: np.ndarray
+    beta_hat: np.ndarray
+    cov: np.ndarray
+    cov_iid: np.ndarray
+    delay: int
+    sigma_nm: np.ndarray
+    delay_scan: dict[int, float]
+    bandwidth: int
+    base: Identifiability
+    constrained: bool
+    rows: int
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def stderr(self) -> np.ndarray:
+        return np.sqrt(np.maximum(np.diag(self.cov), 0.0))
+
+
+def _targets(eqs: list[SegmentEquations], delays: tuple[int, ...]) -> list[np.ndarray]:
+    return [np.stack([np.nan_to_num(eq.target(d)) for d in delays], axis=2) for eq in eqs]
+
+
+def _rss(eqs, targets, beta_by_delay, weights) -> np.ndarray:
+    """Weighted residual sum per delay (D,)."""
+    out = np.zeros(beta_by_delay.shape[1])
+    for eq, y in zip(eqs, targets):
+        for i in range(beta_by_delay.shape[1]):
+            e = y[:, :, i] - eq.predict(beta_by_delay[:, i])
+            out[i] += float((np.where(eq.rows, e, 0.0) ** 2 * weights[None, :]).sum())
+    return out
+
+
+def _solve(n_mat, b, prior, beta_nom):
+    lhs = n_mat + prior
+    rhs = b + (prior @ beta_nom)[:, None]
+    return np.linalg.lstsq(lhs, rhs, rcond=None)[0]
+
+
+def lower_bounds(names: list[str]) -> np.ndarray:
+    """−inf, or 0 for the parameters that cannot be negative (friction levels, viscous, armature)."""
+    nonneg = ("armature_", "mu_viscous_", "mu_static_", "mu_dynamic_")
+    return np.array([0.0 if n.startswith(nonneg) else -np.inf for n in names])
+
+
+def solve(eqs: list[SegmentEquations], spec: EquationSpec, beta_nom: np.ndarray) -> Solution:
+    """The Solution of the segments' equations (module docstring)."""
+    names = spec.names()
+    p = len(names)
+    delays = tuple(spec.delays)
+    targets = _targets(eqs, delays)
+    ones = np.ones(7)
+    n0, b0 = normal_equations(eqs, ones, targets)
+    ridge = np.eye(p) * 1e-12 * max(float(np.max(np.diag(n0))), 1.0)
+    beta0 = _solve(n0, b0, ridge, beta_nom)
+    best0 = int(np.argmin(_rss(eqs, targets, beta0, ones)))
+    sq, cnt = np.zeros(7), np.zeros(7)
+    for eq, y in zip(eqs, targets):
+        e = np.where(eq.rows, y[:, :, best0] - eq.predict(beta0[:, best0]), 0.0)
+        sq += (e**2).sum(0)
+        cnt += eq.rows.sum(0)
+    sigma = np.sqrt(sq / np.maximum(cnt - p / 7.0, 1.0))
+    sigma = np.where(sigma > 0, sigma, 1.0)
+    weights = 1.0 / sigma**2
+    n_mat, b = normal_equations(eqs, weights, targets)
+    base = analyse(n_mat, names)
+    prior = base.prior + np.eye(p) * 1e-12 * max(float(np.max(np.diag(n_mat))), 1.0)
+    beta_d = _solve(n_mat, b, prior, beta_nom)
+    rss = _rss(eqs, targets, beta_d, weights)
+    best = int(np.argmin(rss))
+    beta_hat = beta_d[:, best]
+    rigid = len(spec.bodies) * 10
+    bodies = [BodyBlock(10 * i) for i in range(len(spec.bodies))]
+    lower = lower_bounds(names)
+    lower[:rigid] = -np.inf
+    beta, moved = constrain(beta_hat, n_mat + prior, lower, np.full(p, np.inf), bodies)
+    residuals, score_rows = [], []
+    for eq, y in zip(eqs, targets):
+        e = np.where(eq.rows, y[:, :, best] - eq.predict(beta_hat), np.nan)
+        residuals.append(e / sigma[None, :])
+        score_rows.append(scores(eq, weights, np.nan_to_num(e)))
+    rows = int(sum(eq.rows.sum() for eq in eqs))
+    stacked = np.vstack(residuals)
+    lag = bartlett_bandwidth(stacked, max(1, min(len(r) for r in residuals) // 10))
+    cov = hac_covariance(n_mat + prior, score_rows, lag)
+    dof = max(rows - base.rank, 1)
+    s2 = float(np.nansum(stacked**2)) / dof
+    cov_iid = s2 * np.linalg.pinv(n_mat + prior)
+    return Solution(names=names, beta=beta, beta_hat=beta_hat, cov=cov, cov_iid=cov_iid, delay=int(delays[best]),
+                    sigma_nm=sigma, delay_scan={int(d): float(r) for d, r in zip(delays, rss)}, bandwidth=lag,
+                    base=base, constrained=moved, rows=rows)
+
+
+__all__ = ["Solution", "lower_bounds", "solve"]

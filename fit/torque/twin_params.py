@@ -1,0 +1,118 @@
+"""From a torque Solution to the twin's parameters: DynamicsParams, and error bars in the same
+`identifiability_json` form the replay fit stores (so `fit show` and `fit compare` read both).
+
+Mapping (commanded route): armature, mu_static, mu_viscous, coulomb_asymmetry and tau_bias
+are β's entries of those names; dynamic_ratio = mu_dynamic / mu_static (Stribeck; clipped to
+the twin's [0, 1]); the payload's mass, centre of mass (flange frame) and the diagonal of its
+inertia about the centre of mass (flange axes; the twin holds no products of inertia, they are
+kept in torque_json) from its link-7-frame θ (regressor.payload_from_theta); the delay is the
+scanned one (discrete, no error bar). Error bars of derived values by the delta method (a
+central-difference Jacobian of the map). Groups the route did not estimate keep the nominal
+value (the `start` parameters) and are reported as not free.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+from ...sim import LAYOUT, DynamicsParams
+from .regressor import RigidBodyModel
+from .solve import Solution
+
+PAYLOAD_NAMES = ("payload_mass", "payload_com_x", "payload_com_y", "payload_com_z",
+                 "payload_ixx", "payload_iyy", "payload_izz")
+DIRECT_GROUPS = ("armature", "mu_static", "mu_viscous", "coulomb_asymmetry", "tau_bias")
+
+
+def _payload_values(rigid: RigidBodyModel, theta: np.ndarray) -> np.ndarray:
+    m, com, inertia = rigid.payload_from_theta(theta)
+    return np.array([m, *com, *np.diag(inertia)])
+
+
+def derived(sol: Solution, rigid: RigidBodyModel, beta: np.ndarray) -> dict[str, float]:
+    """The twin parameter names this solution determines -> value at β."""
+    index = {n: i for i, n in enumerate(sol.names)}
+    out: dict[str, float] = {}
+    for group in DIRECT_GROUPS:
+        for j in range(1, 8):
+            name = f"{group}_j{j}"
+            if name in index:
+                out[name] = float(beta[index[name]])
+    for j in range(1, 8):
+        if f"mu_dynamic_j{j}" in index:
+            mu_s, mu_d = beta[index[f"mu_static_j{j}"]], beta[index[f"mu_dynamic_j{j}"]]
+            out[f"dynamic_ratio_j{j}"] = float(mu_d / mu_s) if mu_s > 1e-9 else 1.0
+    if "payload_m" in index:
+        start = index["payload_m"]
+        out.update(zip(PAYLOAD_NAMES, _payload_values(rigid, beta[start:start + 10]).tolist()))
+    return out
+
+
+def delta_stderr(sol: Solution, rigid: RigidBodyModel) -> dict[str, float]:
+    """Standard errors of `derived` values by the delta method at β (HAC covariance)."""
+    names = list(derived(sol, rigid, sol.beta))
+    jac = np.zeros((len(names), len(sol.beta)))
+    step = 1e-6 * np.maximum(np.abs(sol.beta), 1e-3)
+    for i in range(len(sol.beta)):
+        up, down = sol.beta.copy(), sol.beta.copy()
+        up[i] += step[i]
+        down[i] -= step[i]
+        fu = np.array([derived(sol, rigid, up)[n] for n in names])
+        fd = np.array([derived(sol, rigid, down)[n] for n in names])
+        jac[:, i] = (fu - fd) / (2 * step[i])
+    var = np.einsum("ij,jk,ik->i", jac, sol.cov, jac)
+    return {n: float(np.sqrt(max(v, 0.0))) for n, v in zip(names, var)}
+
+
+def dynamics_params(sol: Solution, rigid: RigidBodyModel, start: DynamicsParams) -> DynamicsParams:
+    """`start` with every parameter the solution determines replaced (ratio clipped to [0, 1],
+    payload inertia clipped at 0, delay = the scanned one when the delay was scanned)."""
+    values = LAYOUT.named(start)
+    for name, value in derived(sol, rigid, sol.beta).items():
+        group = LAYOUT.group_of(name)
+        if group.per_joint:
+            j = int(name.rsplit("_j", 1)[1]) - 1
+            values[group.name][j] = value
+        else:
+            values[group.name] = value
+    values["dynamic_ratio"] = np.clip(values["dynamic_ratio"], 0.0, 1.0).tolist()
+    for axis in "xyz":
+        values[f"payload_i{axis}{axis}"] = max(0.0, values[f"payload_i{axis}{axis}"])
+    values["payload_mass"] = max(0.0, values["payload_mass"])
+    if sol.extra.get("delay_scanned"):
+        values["motor_delay_ms"] = int(sol.delay)
+    return DynamicsParams.from_vector(LAYOUT.vector(values))
+
+
+def identifiability_json(sol: Solution, rigid: RigidBodyModel, params: DynamicsParams) -> str:
+    """The replay fit's identifiability_json form: one entry per twin parameter (free = this
+    route determined it), HAC standard errors, normal 95 % intervals, the base-parameter
+    directions as weak directions, flags `constrained` / `unidentifiable`."""
+    stderr = delta_stderr(sol, rigid)
+    vec = LAYOUT.vector(LAYOUT.named(params))
+    unident = {n for d in sol.base.unidentifiable for n in d["components"]}
+    entries = []
+    for i, name in enumerate(LAYOUT.names):
+        lo, hi = LAYOUT.bounds[i]
+        se = stderr.get(name)
+        flags = []
+        if se is not None and sol.constrained:
+            flags.append("constrained")
+        if name in unident or (name.startswith("payload") and any(n.startswith("payload_") for n in unident)):
+            flags.append("unidentifiable")
+        entries.append({"name": name, "value": float(vec[i]), "free": se is not None,
+                        "stderr": se, "ci95_low": None if se is None else float(vec[i] - 1.96 * se),
+                        "ci95_high": None if se is None else float(vec[i] + 1.96 * se),
+                        "lower_bound": float(lo), "upper_bound": float(hi), "seed_min": None, "seed_max": None,
+                        "flags": flags})
+    weak = [{"singular_value": d["ratio"], "half_width_fraction": None, "components": d["components"]}
+            for d in sol.base.unidentifiable + sol.base.weak]
+    return json.dumps({"method": "torque_wls_hac_v1",
+                       "jacobian": "the torque equations' regressor (linear in the parameters)",
+                       "condition_number": sol.base.condition_number, "sigma2": None, "dof": int(sol.rows),
+                       "parameters": entries, "weak_directions": weak, "seeds": 0})
+
+
+__all__ = ["DIRECT_GROUPS", "PAYLOAD_NAMES", "delta_stderr", "derived", "dynamics_params", "identifiability_json"]

@@ -1,0 +1,82 @@
+"""Recordings of a known truth for the torque route's tests and benchmark, ingested as lake runs:
+the twin's own offline recorder (daemon.record_offline: fr3_stack CSV v2 of SimFR3 under a
+profile, a payload and a friction law) and the independent plant (tests/plant: its tau_J is
+link side with gravity, its tau_cmd drives a plant the twin did not write).
+
+    lake, truth = twin_runs(tmp, "ext", ("a", "b"), family="extended", seconds=6)
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from twinlake.sim import DynamicsParams, EndLoad, save_profile
+from twinlake.synthetic import SyntheticRecording, ingest, multisine_run, write_reference
+
+DEFAULT_TRUTH = DynamicsParams(
+    armature=[0.31, 0.22, 0.17, 0.18, 0.21, 0.17, 0.08],
+    mu_static=[0.9, 1.1, 1.0, 1.3, 1.4, 1.2, 1.0],
+    dynamic_ratio=[0.55, 0.7, 0.6, 0.75, 0.6, 0.45, 0.5],
+    mu_viscous=[3.1, 2.7, 1.8, 2.3, 2.2, 0.4, 1.2],
+    motor_delay_ms=2,
+)
+PAYLOAD = EndLoad(1.1, (0.02, -0.01, 0.06), (0.004, 0.005, 0.003))
+EXTENDED_TRUTH = DynamicsParams(
+    armature=[0.31, 0.22, 0.17, 0.18, 0.21, 0.17, 0.08],
+    mu_static=[0.6, 0.8, 0.7, 0.9, 0.5, 0.4, 0.3],
+    dynamic_ratio=[1.0] * 7,
+    mu_viscous=[3.1, 2.7, 1.8, 2.3, 2.2, 0.4, 1.2],
+    motor_delay_ms=3,
+    coulomb_asymmetry=np.array([0.1, -0.1, 0.05, 0.0, 0.08, -0.05, 0.03]),
+    tau_bias=np.array([0.2, -0.3, 0.1, 0.25, -0.1, 0.05, 0.0]),
+).with_payload(PAYLOAD)
+TONES = ((0.3, 0.7, 1.3, 2.1), (0.4, 0.9, 1.7, 2.3), (0.35, 0.8, 1.5, 2.5))
+
+
+def _record_twin(run: str, seed: int, folder: Path, truth_path: Path, law: str, seconds: float) -> SyntheticRecording:
+    from twinlake.daemon import record_offline
+
+    spec = multisine_run(run, TONES[seed % len(TONES)], seed=seed + 1, seconds=seconds, amplitude_deg=12.0)
+    where = folder / run
+    where.mkdir(parents=True, exist_ok=True)
+    reference = write_reference(spec, where / "reference.csv")
+    result = record_offline(reference, where / f"{run}.csv", truth_path=str(truth_path), seed=spec.seed,
+                            tail_s=spec.tail_s, robot_id="torque", friction_law=law)
+    return SyntheticRecording(spec, where / f"{run}.csv", result)
+
+
+def twin_runs(root: Path, robot: str, runs: tuple[str, ...], *, family: str = "default",
+              seconds: float = 12.0) -> tuple[Path, DynamicsParams, str]:
+    """Record and ingest `runs` of the twin under the default or extended truth; returns
+    (lake, truth, friction law)."""
+    truth, law = (DEFAULT_TRUTH, "stribeck") if family == "default" else (EXTENDED_TRUTH, "tanh")
+    truth_path = save_profile(truth, root / f"{robot}-truth.json")
+    made = [_record_twin(run, i, root / robot, truth_path, law, seconds) for i, run in enumerate(runs)]
+    lake = root / "lake"
+    ingest(lake, made, robot)
+    return lake, truth, law
+
+
+def plant_runs(root: Path, robot: str, runs: tuple[str, ...], *, seconds: float = 12.0, plant=None):
+    """Record and ingest `runs` on the independent plant; returns (lake, plant truth)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from plant import IndependentPlant, record
+
+    truth = plant or IndependentPlant()
+    made = []
+    for i, run in enumerate(runs):
+        spec = multisine_run(run, TONES[i % len(TONES)], seed=i + 11, seconds=seconds, amplitude_deg=12.0)
+        where = root / robot / run
+        where.mkdir(parents=True, exist_ok=True)
+        reference = write_reference(spec, where / "reference.csv")
+        record(reference, where / f"{run}.csv", plant=truth.replace(seed=i), tail_s=0.3, settle_s=1.0)
+        made.append(SyntheticRecording(spec, where / f"{run}.csv", None))
+    lake = root / "lake"
+    ingest(lake, made, robot)
+    return lake, truth
+
+
+__all__ = ["DEFAULT_TRUTH", "EXTENDED_TRUTH", "PAYLOAD", "plant_runs", "twin_runs"]
