@@ -171,7 +171,9 @@ def block_bootstrap_long_run(scores: Sequence[np.ndarray], bandwidth: int, draws
         sums = c[L:] - c[:-L] if t >= L else c[-1:] - c[:1]  # (t − L + 1, k) every block's sum
         n_blocks = max(t // L, 1)
         pick = rng.integers(0, len(sums), size=(draws, n_blocks))
-        total += sums[pick].sum(1) * np.sqrt(t / (n_blocks * min(L, t)))  # to the block's length
+        counts = np.bincount((pick + len(sums) * np.arange(draws)[:, None]).ravel(),
+                             minlength=draws * len(sums)).reshape(draws, len(sums))  # (draws, starts)
+        total += (counts @ sums) * np.sqrt(t / (n_blocks * min(L, t)))  # scaled to the block's length
     return total.T @ total / draws
 
 

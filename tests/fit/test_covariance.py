@@ -86,3 +86,23 @@ def test_a_fit_stores_its_full_covariance_in_units_and_names_a_coupled_pair():
     assert set(cov["alternatives"]) == {cv.IID, cv.BLOCK_BOOTSTRAP, "hac_bartlett_2x"}
     assert ident["weakest_directions"] and set(ident["weakest_directions"][0]["components"]) >= {"armature_j1"}
     assert "sandwich" in cv.method_line(cov) and "independent" in cv.method_line(None)
+
+
+def test_fit_record_reads_the_covariance_and_older_fits_without_one(tmp_path):
+    from twinlake.fit.record import FitRecord, load_fit, publish_fit
+    from twinlake.sim import DynamicsParams
+
+    free = [LAYOUT.index("armature_j1"), LAYOUT.index("mu_viscous_j1")]
+    rng = np.random.default_rng(6)
+    ident = analyse(LAYOUT.names, np.array(LAYOUT.nominal, float), rng.standard_normal((2 * 7 * 50, 2)),
+                    rng.standard_normal(2 * 7 * 50), free, LAYOUT.bounds[:, 0], LAYOUT.bounds[:, 1],
+                    segments=cv.replay_segments([50]))
+    old = ident.to_dict()
+    old.pop("covariance")
+    for fit_id, doc in (("new", ident.to_dict()), ("old", old)):
+        publish_fit(tmp_path, FitRecord(fit_id=fit_id, fit_source="twinlake", created_utc="2026-01-01T00:00:00+00:00",
+                                        status="ok", best_loss=1.0, params=DynamicsParams.nominal(), seed=0,
+                                        settings={}, extra={"identifiability_json": json.dumps(doc)}))
+    names, matrix = load_fit(tmp_path, "new").covariance
+    assert names == ["armature_j1", "mu_viscous_j1"] and np.allclose(matrix, ident.covariance)
+    assert load_fit(tmp_path, "old").covariance is None
