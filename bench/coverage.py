@@ -95,7 +95,8 @@ def plant_replicate(root: Path, rep: int, seconds: float):
     put = {"armature": plant.armature, "mu_viscous": plant.viscous,
            "mu_static": (plant.coulomb_pos + plant.coulomb_neg) / 2,
            "coulomb_asymmetry": (plant.coulomb_pos - plant.coulomb_neg) / 2,
-           "dynamic_ratio": np.ones(7), "payload_mass": [plant.payload_mass_kg], "payload_com": plant.payload_com_m}
+           "dynamic_ratio": np.ones(7), "payload_mass": [plant.payload_mass_kg],
+           **{f"payload_com_{a}": [c] for a, c in zip("xyz", plant.payload_com_m)}}
     for group, values in put.items():
         truth[LAYOUT.slice(group)] = values
     truth[LAYOUT.index("motor_delay_ms")] = plant.motor_delay_ms

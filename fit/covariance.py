@@ -171,7 +171,9 @@ def block_bootstrap_long_run(scores: Sequence[np.ndarray], bandwidth: int, draws
         sums = c[L:] - c[:-L] if t >= L else c[-1:] - c[:1]  # (t − L + 1, k) every block's sum
         n_blocks = max(t // L, 1)
         pick = rng.integers(0, len(sums), size=(draws, n_blocks))
-        total += sums[pick].sum(1) * np.sqrt(t / (n_blocks * min(L, t)))  # to the block's length
+        counts = np.bincount((pick + len(sums) * np.arange(draws)[:, None]).ravel(),
+                             minlength=draws * len(sums)).reshape(draws, len(sums))  # (draws, starts)
+        total += (counts @ sums) * np.sqrt(t / (n_blocks * min(L, t)))  # scaled to the block's length
     return total.T @ total / draws
 
 
@@ -239,6 +241,40 @@ def with_alternatives(bread: np.ndarray, scores: Sequence[np.ndarray], sigma2: f
     }
     return main, alternatives
 
+
+
+STRONG_RHO = 0.9  # |ρ| at which `fit show` lists a pair
+
+
+def strong_pairs(stored: dict | None, threshold: float = STRONG_RHO) -> list[tuple[str, str, float]]:
+    """(name, name, ρ) of the pairs with |ρ| ≥ threshold in a stored covariance
+    (``identifiability_json["covariance"]``: names, matrix), strongest first; [] without one."""
+    if not stored or not stored.get("names"):
+        return []
+    names = stored["names"]
+    m = np.array([[np.nan if v is None else v for v in row] for row in stored["matrix"]], dtype=np.float64)
+    rho = correlation(m)
+    i, j = np.triu_indices(len(names), 1)
+    keep = np.isfinite(rho[i, j]) & (np.abs(rho[i, j]) >= threshold)
+    pairs = [(names[a], names[b], float(rho[a, b])) for a, b in zip(i[keep], j[keep])]
+    return sorted(pairs, key=lambda p: -abs(p[2]))
+
+
+def method_line(stored: dict | None) -> str:
+    """One line naming how a stored covariance was estimated (older fits: Gauss–Newton, iid)."""
+    if not stored or stored.get("method") in (None, IID):
+        return "covariance: Gauss–Newton σ²(JᵀJ)⁻¹, residuals treated as independent (optimistic at 1 kHz)"
+    line = (f"covariance: sandwich with a Bartlett (Newey–West) long-run covariance of the per-tick scores, "
+            f"bandwidth {stored.get('bandwidth_ticks')} ticks from their autocorrelation (Andrews' AR(1) rule), "
+            f"t quantile on {stored.get('dof')} effective degrees of freedom")
+    iid = (stored.get("alternatives") or {}).get(IID)
+    diag = np.sqrt(np.clip(np.diag(np.array([[np.nan if v is None else v for v in r] for r in stored["matrix"]],
+                                             dtype=np.float64)), 0, None))
+    if iid:
+        ratio = diag / np.array([np.nan if v is None else v for v in iid["stderr"]], dtype=np.float64)
+        if np.any(np.isfinite(ratio)):
+            line += f"; {np.nanmedian(ratio):.2g}× the iid Gauss–Newton errors (median)"
+    return line
 
 __all__ = ["BLOCK_BOOTSTRAP", "CovarianceEstimate", "HAC", "IID", "METHODS", "Segment", "andrews_bandwidth",
            "bartlett_long_run", "block_bootstrap_long_run", "correlation", "estimate", "from_scores",

@@ -21,7 +21,9 @@ Every fit, run here or imported (`twinlake.fit.frankatwin_import`), is a `FitRec
 by `publish_fit`; that is the one writer of `fits/`.
 
 `fit.parquet` of a twinlake fit also holds `identifiability_json` (error bars at the optimum,
-`twinlake.fit.identifiability.IdentifiabilityResult.to_json()`; null when nothing was free),
+`twinlake.fit.identifiability.IdentifiabilityResult.to_json()`, with the free parameters' full
+covariance in their units under `covariance` (`FitRecord.covariance`; absent in older fits);
+null when nothing was free),
 `seed_count` (how many seeded searches were run), the model adequacy at the optimum
 (`twinlake.fit.adequacy.fit_adequacy_columns`): `adequacy_json` (`{"train": …, "holdout": …}`,
 each an `Adequacy.to_dict()`), `train_floor_ratio` and `holdout_floor_ratio` (q RMSE over the
@@ -180,6 +182,17 @@ class FitRecord:
         """The stored error bars (parsed identifiability_json), None when absent."""
         text = self.extra.get("identifiability_json")
         return json.loads(text) if text else None
+
+    @property
+    def covariance(self) -> tuple[list[str], np.ndarray] | None:
+        """The free parameters' names and their covariance (k, k) in the parameters' own units
+        (identifiability_json's `covariance`); None for a fit stored without one (older fits,
+        imports: per-parameter standard errors at most)."""
+        block = (self.identifiability or {}).get("covariance")
+        if not block or not block.get("names"):
+            return None
+        matrix = np.array([[np.nan if v is None else v for v in row] for row in block["matrix"]], dtype=np.float64)
+        return list(block["names"]), matrix
 
 
 def _fit_row(rec: FitRecord, param_vector: np.ndarray) -> pa.Table:

@@ -2,7 +2,8 @@
 
 At the top, the model-adequacy lines (training and held-out residual against the noise floor,
 with the likely cause; fit/adequacy.py). Plots (matplotlib, Agg): convergence per generation;
-the parameters with their 95 % intervals against the nominal values and the bounds; and per
+the parameters with their 95 % intervals against the nominal values and the bounds; the
+correlation matrix of the free parameters (from the stored covariance, when there is one); and per
 held-out run, sim against real per joint and the joint error over time. Images are embedded as
 base64 PNG; a tiny inline script marks ``<body data-images-ok="N">`` once N images have decoded,
 which the headless-browser test reads.
@@ -68,6 +69,7 @@ class ReportData:
     validations: list[dict[str, Any]] = field(default_factory=list)
     flags: list[str] = field(default_factory=list)
     adequacy: list[tuple[str, bool | None]] = field(default_factory=list)  # (line, passed or None)
+    covariance: dict | None = None  # the stored covariance block (names, matrix, method), None: not stored
 
 
 def _save(fig: plt.Figure, path: Path) -> bytes:
@@ -144,6 +146,28 @@ def _param_axis(ax: plt.Axes, rows: list[ParamRow | None], labels: list[str], ti
         ax.legend(fontsize=7, loc="upper right")
 
 
+def plot_correlation(covariance: dict, path: Path) -> bytes:
+    """The correlation matrix (k, k) of the free parameters as a heat map (−1 blue … +1 red),
+    the pairs with |ρ| ≥ 0.9 outlined."""
+    from .covariance import STRONG_RHO, correlation
+
+    names = covariance["names"]
+    m = np.array([[np.nan if v is None else v for v in row] for row in covariance["matrix"]], dtype=np.float64)
+    rho = correlation(m)
+    size = max(4.0, 0.22 * len(names) + 2.0)
+    fig, ax = plt.subplots(figsize=(size + 1.0, size))
+    im = ax.imshow(rho, cmap="RdBu_r", vmin=-1.0, vmax=1.0)
+    ax.set_xticks(range(len(names)), names, rotation=90, fontsize=7)
+    ax.set_yticks(range(len(names)), names, fontsize=7)
+    for i, j in zip(*np.nonzero(np.abs(np.nan_to_num(rho)) >= STRONG_RHO)):
+        if i != j:
+            ax.add_patch(plt.Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, lw=1.2, ec="k"))
+    fig.colorbar(im, ax=ax, fraction=0.046, label="correlation ρ")
+    ax.set_title(f"Correlation of the free parameters ({covariance.get('method')})", fontsize=9)
+    fig.tight_layout()
+    return _save(fig, path)
+
+
 def plot_joints(trace: HeldOutTrace, path: Path) -> bytes:
     """Sim against real, per joint, for one held-out run."""
     fig, axes = plt.subplots(7, 1, figsize=(9, 11), sharex=True)
@@ -185,6 +209,9 @@ def render_report(data: ReportData, out_dir: str | Path) -> Path:
         ("parameters", "Parameters, 95 % intervals, nominal values and bounds",
          plot_parameters(data.params, out / "parameters.png")),
     ]
+    if data.covariance and data.covariance.get("names"):
+        images.append(("correlation", "Correlation matrix of the free parameters (|ρ| ≥ 0.9 outlined)",
+                       plot_correlation(data.covariance, out / "correlation.png")))
     for i, trace in enumerate(data.held_out):
         stem = f"heldout_{i + 1:02d}"
         images.append((f"{stem}_joints", f"Held-out {trace.label}: sim against real per joint",
@@ -282,8 +309,15 @@ def report_data_from_lake(lake: Any, fit_id: str, *, nominal: Any = None, error_
                "best_loss": rec.best_loss, "seed": rec.seed, "generations": len(rec.history),
                "train intervals": len(rec.train), "holdout intervals (fit)": len(rec.holdout),
                "condition number": (ident or {}).get("condition_number")}
+    from .covariance import method_line, strong_pairs
+
+    cov = (ident or {}).get("covariance")
+    if ident is not None:
+        summary["error bars"] = method_line(cov)
+        summary["strongly correlated pairs"] = ", ".join(f"{a} ~ {b} ({r:+.2f})" for a, b, r in strong_pairs(cov)) \
+            or "none"
     return ReportData(rec.fit_id, summary, params, list(rec.history), _held_out(lk, validations),
-                      [{k: v for k, v in d.items() if k != "validation"} for d in validations], flags, adequacy)
+                      [{k: v for k, v in d.items() if k != "validation"} for d in validations], flags, adequacy, cov)
 
 
 def _param_rows(rec: Any, nominal: Any, ident: dict | None) -> tuple[list[ParamRow], list[str]]:

@@ -194,10 +194,30 @@ def _error_bars(out, rec) -> None:
     unid = [p["name"] for p in ident.get("parameters", []) if "unidentifiable" in p["flags"]]
     out.print("unidentifiable parameters: " + (", ".join(unid) if unid else "none"))
     for d in ident.get("weak_directions", []):
-        comps = ", ".join(f"{n} {c:+.2f}" for n, c in sorted(d["components"].items(), key=lambda kv: -abs(kv[1])))
-        half = d["half_width_fraction"]
-        out.print(f"  weak direction (95 % half-width {'∞' if half is None else f'{half:.3g}'}× the box): {comps}",
-                  highlight=False)
+        out.print(f"  weak direction {_direction(d)}", highlight=False)
+    _correlations(out, ident)
+
+
+def _direction(d: dict) -> str:
+    comps = ", ".join(f"{n} {c:+.2f}" for n, c in sorted(d["components"].items(), key=lambda kv: -abs(kv[1])))
+    half = d["half_width_fraction"]
+    return f"(95 % half-width {'∞' if half is None else f'{half:.3g}'}× the box): {comps}"
+
+
+def _correlations(out, ident: dict) -> None:
+    """The covariance's method, its strongly correlated pairs and weakest directions."""
+    from .covariance import STRONG_RHO, method_line, strong_pairs
+
+    cov = ident.get("covariance")
+    out.print(method_line(cov), highlight=False)
+    if cov is None:
+        out.print("no full covariance stored (an older fit): pairs and directions unknown")
+        return
+    pairs = strong_pairs(cov)
+    out.print(f"strongly correlated pairs (|ρ| ≥ {STRONG_RHO:g}): "
+              + (", ".join(f"{a} ~ {b} ρ {r:+.3f}" for a, b, r in pairs) if pairs else "none"), highlight=False)
+    for d in ident.get("weakest_directions", []):
+        out.print(f"  weakest direction {_direction(d)}", highlight=False)
 
 
 def _seeds(out, rec) -> None:

@@ -5,8 +5,9 @@
 --                created_utc, status, best_loss, the 29 parameters by their PARAM_NAMES
 --                (armature_j1..7, mu_static_j1..7, dynamic_ratio_j1..7, mu_viscous_j1..7,
 --                motor_delay_ms), seed, settings_json, ...; twinlake fits also have seed_count,
---                identifiability_json (95 % intervals, flags, condition number, weak directions;
---                twinlake.fit.identifiability) and error_bars_s; `fit` is the VARCHAR partition id
+--                identifiability_json (95 % intervals, flags, condition number, weak directions,
+--                and `covariance`: the free parameters' full matrix in their units with its
+--                method; twinlake.fit.identifiability, fit/covariance.py) and error_bars_s; `fit` is the VARCHAR partition id
 --   fit_history  one row per generation and refinement iteration (history.parquet):
 --                FrankaTwin's history fields iter, min, mean, best, iter_s, ms_per_tick, eta_s,
 --                per_traj_min (list<double>), best_candidate_weighted (list<double>), plus

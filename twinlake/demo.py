@@ -158,7 +158,11 @@ def truth_table(truth, fit, console: Console, ident: dict | None = None) -> dict
     if cover:
         inside = sum(c["inside"] for c in cover.values())
         outside = [n for n, c in cover.items() if not c["inside"]]
-        console.print(f"truth inside its 95 % interval for {inside} of {len(cover)} parameters"
+        method = (ident or {}).get("covariance_method") or "gauss_newton_iid"
+        how = ("time-correlated residuals accounted for (HAC sandwich, fit/covariance.py)" if method != "gauss_newton_iid"
+               else "residuals treated as independent (Gauss–Newton)")
+        console.print(f"truth inside its 95 % interval for {inside} of {len(cover)} parameters "
+                      f"({100 * inside / len(cover):.0f} % coverage; a calibrated interval covers 95 %; {how})"
                       + (f"; outside: {', '.join(outside)}" if outside else ""))
     else:
         console.print("no 95 % intervals stored with this fit")

@@ -33,7 +33,7 @@ def make_fit(lake: Path, fit_id: str = FIT_ID, *, with_errors: bool = True, dela
     if couple is not None:
         a, b = (free.index(LAYOUT.index(n)) for n in couple)
         rng_ab = (LAYOUT.bounds[free, 1] - LAYOUT.bounds[free, 0])[[a, b]]
-        jac[:, b] = jac[:, a] * rng_ab[0] / rng_ab[1] + 0.2 * jac[:, b]  # range-scaled columns nearly equal
+        jac[:, b] = (jac[:, a] + 0.2 * jac[:, b]) * rng_ab[0] / rng_ab[1]  # range-scaled columns nearly equal
     ident = analyse(LAYOUT.names, x, jac, r0, free, LAYOUT.bounds[:, 0], LAYOUT.bounds[:, 1])
     history = [{"iter": 0, "min": 1.0, "mean": 1.0, "best": 1.0, "delay_probs": delay_probs}] if delay_probs else []
     rec = FitRecord(fit_id=fit_id, fit_source="twinlake", created_utc="2026-01-01T00:00:00+00:00", status="ok",

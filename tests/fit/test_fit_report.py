@@ -36,7 +36,17 @@ def _data() -> ReportData:
         held_out=traces,
         validations=[{"run": "held0", "sim_label": "fitted", "q_rmse_all_rad": 0.01, "verdict": "pass"}],
         flags=["armature_j7: unidentifiable (J7 barely moved)"],
+        covariance=_covariance(rng),
     )
+
+
+def _covariance(rng) -> dict:
+    """A stored covariance block of 4 free parameters, the first two correlated ρ ≈ 0.95."""
+    a = rng.standard_normal((200, 4))
+    a[:, 1] = a[:, 0] + 0.3 * a[:, 1]
+    cov = np.cov(a.T)
+    return {"names": ["armature_j1", "mu_static_j1", "dynamic_ratio_j1", "mu_viscous_j1"],
+            "matrix": cov.tolist(), "method": "hac_bartlett_andrews"}
 
 
 @pytest.fixture(scope="module")
@@ -48,15 +58,16 @@ def rendered(tmp_path_factory):
 def test_report_writes_pngs_and_a_self_contained_page(rendered):
     page, tmp_path = rendered
     pngs = sorted(p.name for p in tmp_path.glob("*.png"))
-    assert pngs == ["convergence.png", "heldout_01_error.png", "heldout_01_joints.png", "heldout_02_error.png",
-                    "heldout_02_joints.png", "parameters.png"]
+    assert pngs == ["convergence.png", "correlation.png", "heldout_01_error.png", "heldout_01_joints.png",
+                    "heldout_02_error.png", "heldout_02_joints.png", "parameters.png"]
     text = page.read_text()
     embedded = re.findall(r"src='data:image/png;base64,([A-Za-z0-9+/=]+)'", text)
-    assert len(embedded) == 6
-    for b64, name in zip(embedded, ["convergence", "parameters"]):
+    assert len(embedded) == 7
+    for b64, name in zip(embedded, ["convergence", "parameters", "correlation"]):
         assert base64.b64decode(b64) == (tmp_path / f"{name}.png").read_bytes()
     assert "http://" not in text and "https://" not in text  # nothing fetched from a network
     assert "armature_j7: unidentifiable" in text and "pass" in text
+    assert "Correlation matrix of the free parameters" in text
 
 
 def test_report_is_deterministic(tmp_path):
@@ -85,8 +96,8 @@ def test_report_renders_every_plot_in_a_headless_browser(rendered, tmp_path):
     expected = re.search(r'data-images-expected="(\d+)"', dom)
     ok = re.search(r'data-images-ok="(\d+)"', dom)
     assert expected and ok, f"chromium did not run the page's load script: {out.stderr[-500:]}"
-    assert int(expected.group(1)) == 6
-    assert int(ok.group(1)) == 6
+    assert int(expected.group(1)) == 7  # the correlation matrix included
+    assert int(ok.group(1)) == 7
 
 
 def test_the_parameter_plot_draws_only_the_groups_a_fit_searched(tmp_path):
