@@ -25,6 +25,14 @@ against the noise floor (the truth replayed), and the ratio of FrankaTwin's publ
 held-out ≤ 1.2× the floor, ≤ 60 s wall on 2 cores.
 
     python bench/fit_speed.py [--seed 0] [--seconds 12] [--workers 2] [--methods local,cma,mujoco]
+
+`--truths K` (bench/fit_truths.py): K own-family truths, each with its own tone sets and
+phases, and the independent test plant (tests/plant: an unknown payload, tanh friction,
+asymmetric Coulomb) with the default and the extended parameter set; prints the median and
+worst time to a result, how often the fallback ran, accuracy per truth, and the ratios to
+`--method cma` and MuJoCo measured in the same run:
+
+    python bench/fit_speed.py --truths 6 [--seconds 12] [--log out.jsonl] [--no-plant]
 """
 
 from __future__ import annotations
@@ -45,13 +53,15 @@ from recovery import holdout_rmse, record, sample_truth  # noqa: E402
 FRANKATWIN_S = 40 * 378.0  # published: 40 iterations × ≈378 s (128 envs, 3 runs, one GPU)
 
 
-def make_lake(root: Path, seed: int, seconds: float):
+def make_lake(root: Path, seed: int, seconds: float, tones=((0.3, 0.7, 1.3), (0.4, 0.9, 1.7)), phase_seed: int = 0):
+    """Three training runs on the first tone set, one held-out run on the second, recorded on
+    `sample_truth(seed)` (phases and noise from `phase_seed`: 0 gives the original bench's runs)."""
     from twinlake.sim import save_profile
 
     truth = sample_truth(seed)
     truth_path = save_profile(truth, root / "truth.json")
-    train = [record(root, truth_path, f"train{i}", (0.3, 0.7, 1.3), 10 + i, seconds) for i in (1, 2, 3)]
-    holdout = [record(root, truth_path, "holdout", (0.4, 0.9, 1.7), 20, seconds)]
+    train = [record(root, truth_path, f"train{i}", tones[0], phase_seed + 10 + i, seconds) for i in (1, 2, 3)]
+    holdout = [record(root, truth_path, "holdout", tones[1], phase_seed + 20, seconds)]
     return truth, train, holdout
 
 
@@ -69,13 +79,14 @@ def _cpu_s(pids: list[int]) -> float:
         return float("nan")
 
 
-def twinlake_fit(lake: Path, train, holdout, method: str, seed: int, workers: int):
+def twinlake_fit(lake: Path, train, holdout, method: str, seed: int, workers: int, space: dict | None = None):
     import os
 
     from twinlake.fit.run import FitSettings, run_fit
 
+    extra = {} if space is None else {"space": space}
     settings = FitSettings(train=train, holdout=holdout, population=32, generations=20, seed=seed,
-                           refine_iterations=10, method=method)  # `fit run`'s defaults
+                           refine_iterations=10, method=method, **extra)  # `fit run`'s defaults
     actor_cpu: dict[int, float] = {}
 
     def on_stage(_k: int, pool) -> None:  # the actors' CPU so far (they are gone after run_fit)
@@ -84,7 +95,8 @@ def twinlake_fit(lake: Path, train, holdout, method: str, seed: int, workers: in
 
     load0, cpu0 = os.getloadavg()[0], time.process_time()
     started = time.perf_counter()
-    rec = run_fit(lake, settings, fit_id=f"speed-{method}", workers=workers, progress=False, on_generation=on_stage)
+    fit_id = f"speed-{method}-{settings.digest()[:8]}"
+    rec = run_fit(lake, settings, fit_id=fit_id, workers=workers, progress=False, on_generation=on_stage)
     wall = time.perf_counter() - started
     stages: dict[str, float] = {}
     for h in rec.history:
@@ -93,7 +105,7 @@ def twinlake_fit(lake: Path, train, holdout, method: str, seed: int, workers: in
           + f", error bars {rec.extra['error_bars_s']:.1f}, rest {wall - sum(stages.values()) - rec.extra['error_bars_s']:.1f}"
           + f"; CPU s: driver {time.process_time() - cpu0:.1f}, actors {sum(actor_cpu.values()):.1f}; "
           f"load {load0:.1f} -> {os.getloadavg()[0]:.1f}", flush=True)
-    return rec.vector, wall, rec.extra.get("local_gates")
+    return rec.vector, wall, rec.extra.get("local_gates"), rec
 
 
 def mujoco_fit(lake: Path, train, delay: int, workers: int, max_iter: int):
@@ -147,6 +159,21 @@ def _delay_ms(vec: np.ndarray) -> int:
     return int(DynamicsParams.from_vector(vec).motor_delay_ms)
 
 
+def run_methods(lake: Path, train, holdout, truth_delay: int, methods: list[str], seed: int, workers: int,
+                mujoco_iterations: int, space: dict | None = None) -> dict:
+    """{method: (vector, wall s, gates, record or None)} on one lake, `local` first (MuJoCo gets its delay)."""
+    results, local_delay = {}, truth_delay
+    for m in methods:
+        if m == "mujoco":
+            results[m] = (*mujoco_fit(lake, train, local_delay, workers, mujoco_iterations), None)
+        else:
+            results[m] = twinlake_fit(lake, train, holdout, m, seed, workers, space)
+            if m == "local":
+                local_delay = _delay_ms(results[m][0])
+        print(f"  {m}: {results[m][1]:.1f} s", flush=True)
+    return results
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seed", type=int, default=0, help="truth and fit seed")
@@ -154,6 +181,13 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--methods", default="local,cma,mujoco")
     ap.add_argument("--mujoco-iterations", type=int, default=20)
+    ap.add_argument("--truths", type=int, default=0,
+                    help="K > 0: K own-family truths (seeds SEED..SEED+K-1, own tones and phases) and the "
+                         "independent plant (bench/fit_truths.py)")
+    ap.add_argument("--plant-methods", default="local,cma", help="--truths: methods on the plant's default set")
+    ap.add_argument("--extended-methods", default="local", help="--truths: methods on the plant's extended set")
+    ap.add_argument("--no-plant", action="store_true", help="--truths: own-family truths only")
+    ap.add_argument("--log", type=Path, default=None, help="--truths: append one JSON line per result here")
     args = ap.parse_args()
     methods = args.methods.split(",")
 
@@ -162,6 +196,16 @@ def main() -> None:
     os.environ.setdefault("RAY_AUTH_MODE", "token")
     import ray
 
+    if args.truths:
+        from fit_truths import run_truths
+
+        ray.init(num_cpus=max(args.workers, 1), include_dashboard=False, logging_level=logging.WARNING,
+                 log_to_driver=False)
+        try:
+            run_truths(args, methods)
+        finally:
+            ray.shutdown()
+        return
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         t0 = time.perf_counter()
@@ -171,22 +215,15 @@ def main() -> None:
               f"recorded + ingested in {time.perf_counter() - t0:.0f} s; {args.workers} Ray workers")
         ray.init(num_cpus=max(args.workers, 1), include_dashboard=False, logging_level=logging.WARNING,
                  log_to_driver=False)
-        results, local_delay = {}, truth.motor_delay_ms
-        for m in methods:
-            if m == "mujoco":
-                results[m] = mujoco_fit(lake, train, local_delay, args.workers, args.mujoco_iterations)
-            else:
-                results[m] = twinlake_fit(lake, train, holdout, m, args.seed, args.workers)
-                if m == "local":
-                    local_delay = _delay_ms(results[m][0])
-            print(f"  {m}: {results[m][1]:.1f} s", flush=True)
+        results = run_methods(lake, train, holdout, truth.motor_delay_ms, methods, args.seed, args.workers,
+                              args.mujoco_iterations)
         ray.shutdown()
         rmse = holdout_rmse(lake, holdout, {**{m: r[0] for m, r in results.items()}, "truth": truth.to_vector()})
     floor = rmse["truth"]
     print(f"\n{'method':8s} {'wall s':>7s} {'worst err %':>12s} {'(param)':16s} {'static %':>9s} {'delay':>6s} "
           f"{'held-out':>9s} {'FrankaTwin ×':>13s}  gates")
     summary = {}
-    for m, (vec, wall, gates) in results.items():
+    for m, (vec, wall, gates, _rec) in results.items():
         worst, name, static = errors(vec, truth)
         delay = _delay_ms(vec)
         ratio = rmse[m] / floor

@@ -27,6 +27,7 @@ import re
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
@@ -180,8 +181,9 @@ _DROP_SCOPE = ("DROP VIEW IF EXISTS temp.frames", "DROP VIEW IF EXISTS temp.runs
 @contextmanager
 def run_scope(con, robot: str | None, run: str | None) -> Iterator[bool]:
     """Within the block, `frames` and `runs` of the catalog connection `con` read only the
-    files of run `robot`/`run` (sql/run_scope.sql), so a query naming one run binds and plans
-    over its files alone, flat in the size of the lake. Yields True if narrowed; False (views
+    files of run `robot`/`run` (sql/run_scope.sql; sql/run_scope_exact.sql when both files
+    hold every canonical column, so no union with the empty tables is bound), so a query
+    naming one run binds and plans over its files alone, flat in the size of the lake. Yields True if narrowed; False (views
     untouched) when robot or run is None, not a valid id, the run has no frames.parquet
     or run.parquet now, or `con` has no `lake_root` (not a `connect` connection). The run's files are read
     as they are when the block runs, not as at `connect`."""
@@ -192,12 +194,30 @@ def run_scope(con, robot: str | None, run: str | None) -> Iterator[bool]:
         return
     con.execute("SET VARIABLE run_scope_frames = ?", [[frames_path]])
     con.execute("SET VARIABLE run_scope_runs = ?", [[runs_path]])
+    exact = _is_canonical(frames_path, FRAME_SCHEMA) and _is_canonical(runs_path, RUN_SCHEMA)
     try:
-        con.execute(load_sql("run_scope"))
+        con.execute(_scope_sql(exact))
         yield True
     finally:
         for statement in _DROP_SCOPE:
             con.execute(statement)
+
+
+@lru_cache(maxsize=2)
+def _scope_sql(exact: bool) -> str:
+    return load_sql("run_scope_exact" if exact else "run_scope")
+
+
+def _is_canonical(path: str, schema: pa.Schema) -> bool:
+    """True if the Parquet file at `path` has every column of `schema` with its type (its
+    footer only is read): its temp view then needs no union with the empty canonical table."""
+    import pyarrow.parquet as pq
+
+    try:
+        have = pq.read_schema(path)
+    except (OSError, pa.ArrowException):
+        return False
+    return all(have.get_field_index(f.name) >= 0 and have.field(f.name).type == f.type for f in schema)
 
 
 def _run_file(con, robot: str | None, run: str | None, name: str) -> str | None:

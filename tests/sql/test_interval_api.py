@@ -160,3 +160,22 @@ def test_cli_errors_are_one_clear_line(three_runs, args, code, message):
 def test_cli_missing_lake(tmp_path):
     res = CliRunner().invoke(_app(), ["intervals", "--lake", str(tmp_path / "none")])
     assert res.exit_code == 2 and "no such directory" in res.stderr
+
+
+def test_one_run_scope_binds_the_direct_views_and_gives_the_lake_views_rows(three_runs):
+    import pyarrow.parquet as pq
+
+    from twinlake.catalog import FRAME_SCHEMA, RUN_SCHEMA
+    from twinlake.catalog.sql import _is_canonical
+
+    run_dir = three_runs.root / "runs" / "robot=fr3a" / "run=a2"
+    assert _is_canonical(str(run_dir / "frames.parquet"), FRAME_SCHEMA)  # ingest writes every column
+    con = connect(three_runs.root)
+    expected = [r for r in con.sql("SELECT * FROM intervals").to_arrow_table().to_pylist() if r["run"] == "a2"]
+    assert clean_intervals(con, robot="fr3a", run="a2").to_pylist() == expected
+    # a run.parquet without a canonical column: the scope unions it with the empty table instead
+    table = pq.read_table(run_dir / "run.parquet")
+    dropped = RUN_SCHEMA.names[-1]
+    pq.write_table(table.drop_columns([dropped]), run_dir / "run.parquet")
+    assert not _is_canonical(str(run_dir / "run.parquet"), RUN_SCHEMA)
+    assert clean_intervals(con, robot="fr3a", run="a2").to_pylist() == expected
