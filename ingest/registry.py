@@ -21,6 +21,7 @@ FORMAT_MODULES: tuple[str, ...] = (
     "twinlake.ingest.frankatwin.results",  # FrankaTwin result files: recognised, never runs (a hint)
     "twinlake.ingest.fr3_stack.excitation",  # fr3_stack joint-excitation run directory
     "twinlake.ingest.episodes.episode",  # TestRandomization episode directory
+    "twinlake.ingest.mapped.reader",  # a log of the user's own layout: only with --mapping
     # "twinlake.ingest.bags.reader",  # ROS 1 / ROS 2 bags (rosbags): added with ingest/bags/
 )
 """The format modules, in detection order (the first reader whose `detect` matches wins).
@@ -67,11 +68,13 @@ class RawFile:
 @dataclass(frozen=True)
 class ReadOptions:
     """What the user asked for: ids override companion metadata; `allow_partial` keeps the
-    complete rows of a truncated file."""
+    complete rows of a truncated file; `mapping`: a mapping TOML, with which every file
+    argument is read by the `mapped_log` reader (docs/formats.md)."""
 
     robot: str | None = None
     run: str | None = None
     allow_partial: bool = False
+    mapping: Path | None = None
 
 
 @dataclass

@@ -31,6 +31,8 @@ def ingest_command(
     allow_partial: bool = typer.Option(False, "--allow-partial", help="Keep the complete rows of a truncated file (complete=false)."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object per input."),
     raw_codec: str = typer.Option("zstd", "--raw-codec", help="Compression of the kept original files: zstd, lz4 or none."),
+    mapping: Optional[Path] = typer.Option(
+        None, "--mapping", help="A mapping TOML: read every file given as a log of your own layout (CSV, Parquet, .npz; docs/formats.md)."),
 ) -> None:
     """Ingest fr3_stack 1 kHz recording CSVs (v2, legacy v1) and other known formats into the lake.
 
@@ -51,7 +53,9 @@ def ingest_command(
     if raw_codec not in ("zstd", "lz4", "none"):
         fail(f"--raw-codec {raw_codec!r}: expected zstd, lz4 or none")
     the_lake = Lake(resolve_lake(lake))
-    options = ReadOptions(robot=robot, run=run, allow_partial=allow_partial)
+    if mapping is not None and not mapping.is_file():
+        fail(f"--mapping {mapping}: no such file")
+    options = ReadOptions(robot=robot, run=run, allow_partial=allow_partial, mapping=mapping)
     worst = 0
     with err.status("ingesting...", spinner="dots") as status:
 
