@@ -27,16 +27,20 @@ OPTIONAL_SPLITS: tuple[str, ...] = (
 )
 """Rules a caller may switch off (`split_on`); all are on by default."""
 
-ALWAYS_SPLITS: tuple[str, ...] = ("seq_gap", "recorded_gap", "mode_change")
-"""Rules that always split: nothing is ever bridged across lost ticks or a controller switch."""
+ALWAYS_SPLITS: tuple[str, ...] = ("seq_gap", "recorded_gap", "mode_change", "time_gap",
+                                  "clock_reversal", "stale")
+"""Rules that always split: nothing is ever bridged across lost ticks (by seq or by time), a
+clock going backwards, a stale repeated row or a controller switch."""
 
-REASONS: tuple[str, ...] = ("run_start", "run_end", *ALWAYS_SPLITS, *OPTIONAL_SPLITS)
-"""Every value `start_reason` / `end_reason` can take."""
+REASONS: tuple[str, ...] = ("run_start", "run_end", "seq_gap", "recorded_gap", "mode_change",
+                            *OPTIONAL_SPLITS, "time_gap", "clock_reversal", "stale")
+"""Every value `start_reason` / `end_reason` can take (in the SQL's code order)."""
 
 INTERVAL_COLUMNS: tuple[str, ...] = (
     "robot", "run", "interval_index", "seq_first", "seq_last", "t_first_s", "t_last_s",
     "frame_count", "duration_s", "controller", "K_joint", "D_joint", "filter_alpha",
-    "use_friction", "joint_reset_count", "start_reason", "end_reason",
+    "use_friction", "joint_reset_count", "start_reason", "end_reason", "ticks_lost_before",
+    "ticks_lost_after", "period_s",
 )
 """Columns of the result, in order (see sql/clean_intervals.sql for types and units)."""
 
@@ -52,21 +56,26 @@ class IntervalRules:
     """Parameters of the interval selection.
 
     min_duration_s: drop intervals with `t_last_s - t_first_s` below this [s] (>= 0).
-    period_s, period_tol_s: nominal control period and its tolerance [s]; a tick whose
-        `control_period_s` differs from `period_s` by more than `period_tol_s` starts a new
-        interval (the first tick of a run is exempt, a null period is not checked).
+    period_s, period_tol_s: nominal tick period and its tolerance [s]; None (the default):
+        each run's own median tick period (`runs.tick_period_s`; 1 ms if the run has none)
+        and half of it. A tick whose `control_period_s` differs from the period by more than
+        the tolerance starts a new interval (`period_outlier`; the first tick of a run is
+        exempt, a null period is not checked); a step in `t_s` over 1.5 periods on
+        consecutive seq is a `time_gap`.
     split_on: the optional rules that split (subset of `OPTIONAL_SPLITS`).
     """
 
     min_duration_s: float = 0.0
-    period_s: float = 0.001
-    period_tol_s: float = 0.0005
+    period_s: float | None = None
+    period_tol_s: float | None = None
     split_on: tuple[str, ...] = OPTIONAL_SPLITS
 
     def __post_init__(self) -> None:
         _check_number("min_duration_s", self.min_duration_s, minimum=0.0)
-        _check_number("period_s", self.period_s, minimum=0.0, strict=True)
-        _check_number("period_tol_s", self.period_tol_s, minimum=0.0)
+        if self.period_s is not None:
+            _check_number("period_s", self.period_s, minimum=0.0, strict=True)
+        if self.period_tol_s is not None:
+            _check_number("period_tol_s", self.period_tol_s, minimum=0.0)
         object.__setattr__(self, "split_on", _check_splits(self.split_on))
 
 
@@ -105,8 +114,8 @@ def clean_intervals(
     robot: str | None = None,
     run: str | None = None,
     min_duration_s: float = 0.0,
-    period_s: float = 0.001,
-    period_tol_s: float = 0.0005,
+    period_s: float | None = None,
+    period_tol_s: float | None = None,
     split_on: Iterable[str] | None = None,
 ) -> pa.Table:
     """The clean intervals of the lake behind `con` (a `twinlake.catalog.connect` connection),
@@ -129,8 +138,8 @@ def clean_intervals(
         "robot": robot,
         "run": run,
         "min_duration_s": float(rules.min_duration_s),
-        "period_s": float(rules.period_s),
-        "period_tol_s": float(rules.period_tol_s),
+        "period_s": None if rules.period_s is None else float(rules.period_s),
+        "period_tol_s": None if rules.period_tol_s is None else float(rules.period_tol_s),
         "split_on": list(rules.split_on),
     }
     try:

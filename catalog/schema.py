@@ -39,11 +39,20 @@ def _frame_fields() -> list[pa.Field]:
         pa.field("robot_time_s", f64),
         pa.field("control_period_s", f64),
     ]
+    # desired joint velocity and the robot's external torque estimate (libfranka's dq_d and
+    # tau_ext_hat_filtered: mapped logs, bags); null where a source did not record them
+    for prefix in ("dq_target", "tau_ext"):
+        fields += [pa.field(c, f64) for c in _joint_cols(prefix)]
+    fields += [
+        # a stale repeat: q, dq and tau_J identical to the row before while the arm moves
+        # (set by ingest for every source, ingest/tick_grid.py; never interpolated)
+        pa.field("stale", pa.bool_()),
+    ]
     return fields
 
 
 FRAME_SCHEMA: pa.Schema = pa.schema(_frame_fields())
-"""Canonical `frames.parquet` columns (87), in this order; see docs/lake.md for units."""
+"""Canonical `frames.parquet` columns (95), in this order; see docs/lake.md for units."""
 
 RAW_FILE_TYPE = pa.struct(
     [
@@ -77,6 +86,9 @@ RUN_SCHEMA: pa.Schema = pa.schema(
         pa.field("resets", pa.int64()),  # joint_reset_count increments inside the run
         pa.field("duration_s", pa.float64()),  # last t_s - first t_s
         pa.field("rate_hz", pa.float64()),  # 1 / median(diff(t_s))
+        pa.field("tick_period_s", pa.float64()),  # median t_s step per seq step: the run's tick
+        pa.field("tick_grid", pa.string()),  # "recorded" (source's seq) | "rebuilt" (from t_s)
+        pa.field("stale_frames", pa.int64()),  # frames flagged `stale` (repeated rows)
         pa.field("control_period_median_s", pa.float64()),
         pa.field("control_period_max_s", pa.float64()),
         pa.field("controllers", pa.list_(pa.int32())),  # distinct, in order of appearance

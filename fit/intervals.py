@@ -22,9 +22,29 @@ def resolve(
     """The clean intervals named by `selectors`, in the given order (duplicates removed)."""
     con = connect(lake)
     try:
-        return resolve_intervals(con, selectors, min_duration_s=min_duration_s)
+        refs = resolve_intervals(con, selectors, min_duration_s=min_duration_s)
+        for ref in {(r.robot, r.run): r for r in reversed(refs)}.values():  # each run's first
+            refuse_unreplayable(con, ref)
+        return refs
     finally:
         con.close()
+
+
+def refuse_unreplayable(con, ref: IntervalRef) -> None:
+    """ValueError (one line naming the run and what is missing) when the interval's first tick
+    has no joint-impedance controller, joint targets or gains: valid data (a mapped log
+    without [run] constants) that a replay cannot drive."""
+    row = run_frames(con, ref.robot, ref.run, ref.seq_first, ref.seq_first).select(
+        ["controller", "q_target1", "K_joint1", "D_joint1"]).to_pylist()
+    tick = row[0] if row else {}
+    missing = [what for what, ok in (
+        ("controller (joint impedance, 2)", tick.get("controller") == 2),
+        ("joint targets (q_target)", tick.get("q_target1") is not None),
+        ("gains (K_joint, D_joint)", tick.get("K_joint1") is not None and tick.get("D_joint1") is not None),
+    ) if not ok]
+    if missing:
+        raise ValueError(f"run {ref.robot}/{ref.run}: cannot be replayed: no {', no '.join(missing)} "
+                         "recorded; a replay fit needs the controller with its targets and gains")
 
 
 def read_frames(lake: Lake | str | Path, refs: list[IntervalRef], max_duration_s: float | None = None) -> list[pa.Table]:

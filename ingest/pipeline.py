@@ -18,6 +18,7 @@ from typing import Any
 
 import polars as pl
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from .. import __version__
@@ -32,9 +33,10 @@ from ..catalog import (
 )
 from .canonical import conform_frames
 from .companions import companion_candidates
-from .registry import IngestError, IngestUnit, ReadOptions, SourceReader, detect
+from .registry import IngestError, IngestUnit, ReadOptions, SourceReader, detect, readers
 from .rawstore import DEFAULT_RAW_CODEC, RawStore
 from .runstats import flags_for, frame_stats, verdict_for
+from .tick_grid import rebuild_seq, stale_mask
 from .validate import validate_frames
 
 ResultImporter = Callable[[Path], Iterable[dict[str, Any]]]
@@ -91,6 +93,9 @@ def ingest_paths(lake: Lake, paths: list[Path], options: ReadOptions = ReadOptio
         if not path.exists():
             yield Outcome(str(path), "error", f"{path}: no such file or directory")
             continue
+        if options.mapping is not None:
+            yield _ingest_mapped(lake, path, options, replace, raw_codec)
+            continue
         reader, tried = detect(path)
         if reader is not None:
             outcomes = ingest_runs(lake, path, reader, options, replace=replace, raw_codec=raw_codec)
@@ -105,6 +110,22 @@ def ingest_paths(lake: Lake, paths: list[Path], options: ReadOptions = ReadOptio
             why = "; ".join(f"{name}: {reason}" for name, reason in tried) or "no readers"
             err = IngestError(path, f"not a recognised recording ({why})", kind="unrecognised")
             yield _reject(lake, path, err, None)
+
+
+MAPPED_READER = "mapped_log"
+"""The reader of every file argument when `ReadOptions.mapping` is given."""
+
+
+def _ingest_mapped(lake: Lake, path: Path, options: ReadOptions, replace: bool,
+                   raw_codec: str) -> Outcome:
+    """One file read through the user's mapping (no detection: the mapping says what it is)."""
+    if path.is_dir():
+        return Outcome(str(path), "error", f"{path}: --mapping reads files, not a directory: "
+                       "name the log files")
+    if not Path(options.mapping).is_file():
+        return Outcome(str(path), "error", f"{options.mapping}: no such mapping file")
+    reader = next(r for r in readers() if r.name == MAPPED_READER)
+    return ingest_one(lake, path, reader, options, replace=replace, raw_codec=raw_codec)
 
 
 def _ingest_dir(lake: Lake, folder: Path, options: ReadOptions, replace: bool,
@@ -193,7 +214,8 @@ def ingest_one(lake: Lake, path: Path, reader: SourceReader, options: ReadOption
             raw.start_primary(path)
         return _ingest(lake, path, reader, options, replace, raw)
     except IngestError as err:
-        return _reject(lake, path, err, reader.name)
+        return _reject(lake, path, err, reader.name,
+                       [Path(options.mapping)] if options.mapping is not None else [])
     finally:
         raw.discard()
 
@@ -204,19 +226,50 @@ def _ingest(lake: Lake, path: Path, reader: SourceReader, options: ReadOptions,
     naming_error = _check_names(path, reader, unit)
     if naming_error is not None:
         return naming_error
-    unit.frames = conform_frames(unit.frames)
-    frames = unit.frames
+    unit.frames = frames = _with_tick_grid(path, unit)
     raw.write_async("frames.parquet", lambda p: write_frames_parquet(frames, p))  # overlaps checks
     validate_frames(path, frames, unit.run_fields.get("source_version"), unit.first_line)
     for f in unit.raw_files:
         if f.path.is_file():
             raw.add(f.path, f.role)
     stats = frame_stats(frames)  # before joining the archive thread: overlaps its tail
-    row = run_row(unit, raw.wait(), manifest_hash=path.is_dir(), stats=stats)
+    # a directory, or a file read through a mapping: "the same bytes" is every kept file
+    row = run_row(unit, raw.wait(), manifest_hash=path.is_dir() or options.mapping is not None,
+                  stats=stats)
     base = Outcome(str(path), "published", "", format=reader.name, robot=unit.robot,
                    run=unit.run, frame_count=frames.num_rows, verdict=row["verdict"],
                    flags=row["flags"], files=[str(f.path) for f in unit.raw_files])
     return _publish(lake, path, unit, row, raw, base, replace)
+
+
+def _with_tick_grid(path: Path, unit: IngestUnit) -> pa.Table:
+    """The unit's frames in canonical form with their tick grid and `stale` flags, for every
+    source alike. A reader without the robot's own tick counter leaves `seq` out: the grid is
+    rebuilt from `t_s` at its median period (`tick_grid.rebuild_seq`), and the run says so
+    (`tick_grid = "rebuilt"`, a reason); otherwise `tick_grid = "recorded"`. `stale` is the
+    reader's own flag (if it set one) or'ed with `tick_grid.stale_mask`."""
+    frames = unit.frames
+    if "seq" not in frames.column_names:
+        if "t_s" not in frames.column_names:
+            raise IngestError(path, "no tick counter and no time column: cannot place the rows "
+                              "on a tick grid", field="t_s")
+        try:
+            seq, period = rebuild_seq(frames.column("t_s").to_numpy(zero_copy_only=False))
+        except ValueError as exc:
+            raise IngestError(path, f"cannot rebuild the tick grid from the time: {exc}",
+                              field="t_s") from None
+        frames = frames.append_column("seq", pa.array(seq, pa.int64()))
+        unit.run_fields["tick_grid"] = "rebuilt"
+        unit.reasons.append(f"no robot tick counter: tick grid rebuilt from t_s at its median "
+                            f"period {period * 1e3:.4g} ms")
+    else:
+        unit.run_fields.setdefault("tick_grid", "recorded")
+    frames = conform_frames(frames)
+    stale = pa.array(stale_mask(frames))
+    given = frames.column("stale")
+    if given.null_count < len(given):
+        stale = pc.or_(pc.fill_null(given, False), stale)
+    return frames.set_column(frames.schema.get_field_index("stale"), "stale", stale)
 
 
 def _check_names(path: Path, reader: SourceReader, unit: IngestUnit) -> Outcome | None:
@@ -274,9 +327,12 @@ def _existing_sha(partition: Path) -> str | None:
     return pq.read_table(run_file, columns=["raw_sha256"]).column(0)[0].as_py()
 
 
-def _reject(lake: Lake, path: Path, err: IngestError, fmt: str | None) -> Outcome:
+def _reject(lake: Lake, path: Path, err: IngestError, fmt: str | None,
+            also: list[Path] = ()) -> Outcome:
+    """Quarantine the input (with its companions and `also`: a mapping file) and say why."""
     reason = err.as_dict() | {"format": fmt}
     files = [path] + companion_candidates(path) if path.is_file() else [path]
+    files += [f for f in also if f.is_file() and f not in files]
     qdir = quarantine(lake, files, reason)
     return Outcome(str(path), "rejected", f"{err} (quarantined)", format=fmt,
                    quarantine=str(qdir))
@@ -354,7 +410,8 @@ def write_frames_parquet(frames: pa.Table, path: Path) -> None:
     600 000-row run; same values, types, compression and row groups, and the same bytes
     for any thread count; the Parquet schema marks every column optional, polars having no
     non-null columns: validation has checked `seq`). Any other table: `write_parquet`."""
-    if not all(pa.types.is_integer(t) or pa.types.is_floating(t) for t in frames.schema.types):
+    if not all(pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t)
+               for t in frames.schema.types):
         write_parquet(frames, path)
         return
     pl.from_arrow(frames, rechunk=False).write_parquet(

@@ -21,6 +21,7 @@ FORMAT_MODULES: tuple[str, ...] = (
     "twinlake.ingest.frankatwin.results",  # FrankaTwin result files: recognised, never runs (a hint)
     "twinlake.ingest.fr3_stack.excitation",  # fr3_stack joint-excitation run directory
     "twinlake.ingest.episodes.episode",  # TestRandomization episode directory
+    "twinlake.ingest.mapped.reader",  # a log of the user's own layout: only with --mapping
     "twinlake.ingest.bags.reader",  # ROS 1 / ROS 2 bags (rosbags)
 )
 """The format modules, in detection order (the first reader whose `detect` matches wins).
@@ -67,13 +68,15 @@ class RawFile:
 @dataclass(frozen=True)
 class ReadOptions:
     """What the user asked for: ids override companion metadata; `allow_partial` keeps the
-    complete rows of a truncated file. A reader whose input holds several runs (a bag of two
-    arms) has `run_selections(path, options) -> list[ReadOptions]`, one per run, each with
-    `select` set; the pipeline reads and publishes each alone."""
+    complete rows of a truncated file; `mapping`: a mapping TOML, with which every file
+    argument is read by the `mapped_log` reader (docs/formats.md). A reader whose input holds
+    several runs (a bag of two arms) has `run_selections(path, options) -> list[ReadOptions]`,
+    one per run, each with `select` set; the pipeline reads and publishes each alone."""
 
     robot: str | None = None
     run: str | None = None
     allow_partial: bool = False
+    mapping: Path | None = None
     # bags (ingest/bags): a Float64MultiArray target topic, gains when the bag has none,
     # namespace → robot id, and the run (arm) a reader's `run_selections` chose
     target_topic: str | None = None

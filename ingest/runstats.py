@@ -2,9 +2,10 @@
 
 Everything here describes honest data; nothing is interpolated or dropped. Flags:
 `seq_gaps`, `controller_switches`, `resets`, `gain_changes`, `nan_torque_sensor`,
-`nonfinite`, `truncated`, `incomplete`. The sample flags (`SAMPLE_FLAGS`: a NaN or ±inf
-value at some ticks) leave the verdict `ok`: the run as a whole is sound, the intervals
-SQL excludes those ticks, and `nonfinite_frames` says how many there are per column.
+`nonfinite`, `stale_rows`, `truncated`, `incomplete`. The sample flags (`SAMPLE_FLAGS`: a NaN
+or ±inf value, or a stale repeated row, at some ticks) leave the verdict `ok`: the run as a
+whole is sound, the intervals SQL excludes those ticks, and `nonfinite_frames` /
+`stale_frames` say how many there are. Skipped ticks are `dropped` (flag `seq_gaps`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..catalog import FRAME_SCHEMA, JOINTS
+from .tick_grid import tick_period_s
 
 JOINT_IMPEDANCE = 2
 _GAIN_COLS = ([f"K_joint{j}" for j in range(1, JOINTS + 1)]
@@ -23,7 +25,7 @@ _GAIN_COLS = ([f"K_joint{j}" for j in range(1, JOINTS + 1)]
               + ["filter_alpha", "joint_use_friction"])
 _TAU_J = [f"tau_J{j}" for j in range(1, JOINTS + 1)]
 _FLOAT_COLUMNS = [f.name for f in FRAME_SCHEMA if pa.types.is_floating(f.type)]
-SAMPLE_FLAGS = ("nan_torque_sensor", "nonfinite")
+SAMPLE_FLAGS = ("nan_torque_sensor", "nonfinite", "stale_rows")
 """Flags about single samples, not the run: they do not turn the verdict to `flagged`."""
 
 
@@ -49,6 +51,8 @@ def frame_stats(frames: pa.Table) -> dict[str, Any]:
         "dropped": int(np.sum(step[step > 1] - 1)),
         "duration_s": float(t[-1] - t[0]),
         "rate_hz": float(1.0 / np.median(dt)) if dt.size and np.median(dt) > 0 else None,
+        "tick_period_s": tick_period_s(seq, t),
+        "stale_frames": int(pc.sum(frames.column("stale")).as_py() or 0),
         "control_period_median_s": float(np.median(period)) if period.size else None,
         "control_period_max_s": float(period.max()) if period.size else None,
     }
@@ -150,6 +154,8 @@ def flags_for(stats: dict[str, Any], complete: bool | None) -> list[str]:
         flags.append("nan_torque_sensor")
     if stats["_non_finite_other"]:
         flags.append("nonfinite")
+    if stats.get("stale_frames"):
+        flags.append("stale_rows")
     if complete is False:
         flags.append("incomplete")
     return flags

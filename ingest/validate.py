@@ -35,7 +35,7 @@ CONTROLLERS = [0, 1, 2, 3, 4]
 JOINT_IMPEDANCE = 2
 
 _PL_TYPES = {pa.int64(): pl.Int64, pa.int32(): pl.Int32, pa.int8(): pl.Int8,
-             pa.float64(): pl.Float64}
+             pa.float64(): pl.Float64, pa.bool_(): pl.Boolean}
 
 
 def _within_when_finite(lo: float, hi: float, unit: str) -> pap.Check:

@@ -8,16 +8,21 @@
 --   t_first_s, t_last_s, frame_count, duration_s (= t_last_s - t_first_s, seconds),
 --   controller, K_joint (list<double>, 7, N·m/rad), D_joint (list<double>, 7, N·m·s/rad),
 --   filter_alpha, use_friction (bool), joint_reset_count (the gains are null unless the
---   controller is joint impedance, 2), start_reason, end_reason.
+--   controller is joint impedance, 2), start_reason, end_reason, ticks_lost_before,
+--   ticks_lost_after (BIGINT: ticks lost in the seq_gap / time_gap that starts / ends the
+--   interval, null for any other reason), period_s (the tick period it was judged by [s]).
 --
 -- Reasons: run_start, run_end, seq_gap, recorded_gap, mode_change, reset, gain_change,
---   target_invalid, nonfinite, period_outlier. Rules and precedence: docs/intervals.md.
+--   target_invalid, nonfinite, period_outlier, time_gap, clock_reversal, stale.
+--   Rules and precedence: docs/intervals.md.
 --
 -- Parameters (named, all optional; pass values as bound parameters, never paste them):
 --   robot_filter, run_filter  VARCHAR   only this robot / run (applied before the window)
 --   min_duration_s            DOUBLE    drop intervals shorter than this [s] (default 0)
---   period_s, period_tol_s    DOUBLE    nominal control period and tolerance [s]
---                                       (default 0.001 ± 0.0005; a run's first tick is exempt)
+--   period_s, period_tol_s    DOUBLE    nominal tick period and tolerance [s] (default: each
+--                                       run's own median tick period runs.tick_period_s, 1 ms
+--                                       when the run does not have one, ± half of it; a run's
+--                                       first tick is exempt from period_outlier)
 --   split_on                  VARCHAR[] optional rules that split: any of reset,
 --                                       gain_change, target_invalid, nonfinite,
 --                                       period_outlier (default all). seq_gap, recorded_gap
@@ -33,31 +38,37 @@ CREATE OR REPLACE MACRO clean_intervals(
     robot_filter := NULL,
     run_filter := NULL,
     min_duration_s := 0.0,
-    period_s := 0.001,
-    period_tol_s := 0.0005,
+    period_s := NULL,
+    period_tol_s := NULL,
     split_on := ['reset', 'gain_change', 'target_invalid', 'nonfinite', 'period_outlier']
 ) AS TABLE
 WITH
 run_info AS (
-    -- run.parquet may lack `recorded_gaps` / `fit_eligible`: UNION BY NAME adds them as null.
-    SELECT robot, run, recorded_gaps, coalesce(fit_eligible, true) AS fit_eligible
+    -- run.parquet may lack `recorded_gaps` / `fit_eligible` / `tick_period_s`: UNION BY NAME
+    -- adds them as null. P: the tick period the run is judged by [s]; tol: its tolerance.
+    SELECT robot, run, recorded_gaps, coalesce(fit_eligible, true) AS fit_eligible,
+           coalesce(period_s::DOUBLE, tick_period_s, 0.001) AS P,
+           coalesce(period_tol_s::DOUBLE, 0.5 * coalesce(period_s::DOUBLE, tick_period_s, 0.001))
+               AS tol
     FROM (
         FROM runs
         UNION ALL BY NAME
         SELECT NULL::VARCHAR AS robot, NULL::VARCHAR AS run,
                NULL::STRUCT(seq_from BIGINT, seq_to BIGINT)[] AS recorded_gaps,
-               NULL::BOOLEAN AS fit_eligible
+               NULL::BOOLEAN AS fit_eligible, NULL::DOUBLE AS tick_period_s
         WHERE false)
     WHERE (robot_filter IS NULL OR robot = robot_filter)
       AND (run_filter IS NULL OR run = run_filter)
 ),
 tick AS (
     -- Per-tick facts, no window yet.
-    --   excl: why this tick is in no interval (4 recorded_gap, 8 target_invalid, 9 nonfinite)
+    --   excl: why this tick is in no interval (4 recorded_gap, 13 stale, 8 target_invalid,
+    --         9 nonfinite); frames written before the `stale` column count as not stale
     --   cfg: 64-bit hash of the applied joint configuration (joint impedance only)
     --   gap_end_before: end of the latest recorded lost range ending before this seq
     SELECT
         f.robot, f.run, f.seq, f.t_s, f.controller, f.joint_reset_count, f.control_period_s,
+        ri.P, ri.tol,
         CASE WHEN f.controller = 2 THEN hash(
             f.K_joint1, f.K_joint2, f.K_joint3, f.K_joint4, f.K_joint5, f.K_joint6, f.K_joint7,
             f.D_joint1, f.D_joint2, f.D_joint3, f.D_joint4, f.D_joint5, f.D_joint6, f.D_joint7,
@@ -67,6 +78,7 @@ tick AS (
                  AND len(list_filter(ri.recorded_gaps,
                          lambda g: g.seq_from <= f.seq AND g.seq_to >= f.seq)) > 0
                 THEN 4
+            WHEN coalesce(f.stale, false) THEN 13
             WHEN list_contains(split_on, 'target_invalid') AND f.controller = 2
                  AND coalesce(f.joint_target_valid, 0) = 0
                 THEN 8
@@ -99,7 +111,7 @@ tick AS (
                 list_filter(ri.recorded_gaps, lambda g: g.seq_to < f.seq),
                 lambda g: g.seq_to))
         END AS gap_end_before
-    FROM frames f
+    FROM (FROM frames UNION ALL BY NAME SELECT NULL::BOOLEAN AS stale WHERE false) f
     LEFT JOIN run_info ri ON ri.robot = f.robot AND ri.run = f.run
     WHERE (robot_filter IS NULL OR f.robot = robot_filter)
       AND (run_filter IS NULL OR f.run = run_filter)
@@ -126,14 +138,25 @@ edge AS (
             WHEN prev_seq IS NULL THEN 1
             WHEN gap_end_before > prev_seq THEN 4
             WHEN seq - prev_seq <> 1 THEN 3
+            WHEN t_s - prev_t_s <= 0 THEN 12
+            WHEN t_s - prev_t_s > 1.5 * P THEN 11
             WHEN controller IS DISTINCT FROM prev_controller THEN 5
             WHEN list_contains(split_on, 'reset')
                  AND joint_reset_count IS DISTINCT FROM prev_reset THEN 6
             WHEN list_contains(split_on, 'gain_change') AND cfg IS DISTINCT FROM prev_cfg THEN 7
             WHEN list_contains(split_on, 'period_outlier')
-                 AND abs(control_period_s - period_s) > period_tol_s THEN 10
+                 AND abs(control_period_s - P) > tol THEN 10
         END::UTINYINT AS b_in
     FROM win
+),
+lost AS (
+    -- ticks lost in the step into this tick: by seq, or by time on a consecutive seq
+    SELECT
+        *,
+        CASE b_in WHEN 3 THEN seq - prev_seq - 1
+                  WHEN 11 THEN greatest(round((t_s - prev_t_s) / P)::BIGINT - 1, 1) END
+            AS lost_in
+    FROM edge
 ),
 event AS (
     -- The few ticks where something happens; an interval runs from a start event to the
@@ -145,8 +168,9 @@ event AS (
         lead(prev_seq) OVER v AS n_prev_seq,
         lead(prev_t_s) OVER v AS n_prev_t_s,
         lead(t_s) OVER v AS n_t_s,
-        coalesce(lead(b_in) OVER v, lead(excl) OVER v) AS n_code
-    FROM edge
+        coalesce(lead(b_in) OVER v, lead(excl) OVER v) AS n_code,
+        lead(lost_in) OVER v AS n_lost_in
+    FROM lost
     WHERE b_in IS NOT NULL OR excl IS NOT NULL OR prev_excl IS NOT NULL OR is_last
     WINDOW v AS (PARTITION BY robot, run ORDER BY seq)
 ),
@@ -164,6 +188,9 @@ interval_rows AS (
              ELSE n_t_s END AS t_last_s,
         CASE WHEN n_seq IS NULL OR n_code IS NULL THEN 2 ELSE n_code END AS end_code,
         start_code,
+        CASE WHEN b_in IS NOT NULL THEN lost_in END AS ticks_lost_before,
+        CASE WHEN n_seq IS NOT NULL AND n_code IS NOT NULL THEN n_lost_in END AS ticks_lost_after,
+        P,
         controller,
         joint_reset_count
     FROM event
@@ -184,9 +211,12 @@ SELECT
     END AS D_joint,
     g.filter_alpha, g.joint_use_friction <> 0 AS use_friction, i.joint_reset_count,
     ['run_start', 'run_end', 'seq_gap', 'recorded_gap', 'mode_change', 'reset', 'gain_change',
-     'target_invalid', 'nonfinite', 'period_outlier'][start_code] AS start_reason,
+     'target_invalid', 'nonfinite', 'period_outlier', 'time_gap', 'clock_reversal',
+     'stale'][start_code] AS start_reason,
     ['run_start', 'run_end', 'seq_gap', 'recorded_gap', 'mode_change', 'reset', 'gain_change',
-     'target_invalid', 'nonfinite', 'period_outlier'][end_code] AS end_reason
+     'target_invalid', 'nonfinite', 'period_outlier', 'time_gap', 'clock_reversal',
+     'stale'][end_code] AS end_reason,
+    ticks_lost_before, ticks_lost_after, P AS period_s
 FROM interval_rows i
 LEFT JOIN frames g
     ON g.robot = i.robot AND g.run = i.run AND g.seq = i.seq_first AND i.controller = 2

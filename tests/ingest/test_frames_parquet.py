@@ -49,7 +49,8 @@ def test_same_bytes_for_any_thread_count(tmp_path):
 
 def _bits(column: pa.ChunkedArray) -> tuple[list, list]:
     """(null mask, values with nulls as 0; a float as its 64 bits)."""
-    values = pc.fill_null(column, 0).to_numpy()
+    values = pc.fill_null(column, False if pa.types.is_boolean(column.type) else 0).to_numpy(
+        zero_copy_only=False)
     if values.dtype.kind == "f":
         values = values.view(np.uint64)
     return column.is_null().to_pylist(), values.tolist()

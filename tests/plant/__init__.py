@@ -12,10 +12,12 @@ from .independent import (
     coulomb_torque_nm,
     friction_torque_nm,
 )
+from .pc_logger import LIBFRANKA_COLUMNS, PcLog, PcLogger, pc_log, write_csv
 from .recorder import PlantRecording, read_reference, record, write_reference
 
 __all__ = [
-    "COLUMNS", "DEFAULT_FILTER_ALPHA", "DEFAULT_KD", "DEFAULT_KP", "FR3_MJCF",
+    "COLUMNS", "LIBFRANKA_COLUMNS", "PcLog", "PcLogger", "pc_log", "write_csv",
+    "DEFAULT_FILTER_ALPHA", "DEFAULT_KD", "DEFAULT_KP", "FR3_MJCF",
     "IndependentPlant", "PlantModels", "PlantRecording", "build_models", "coulomb_torque_nm",
     "friction_torque_nm", "read_reference", "record", "write_csv_v2", "write_reference",
 ]

@@ -35,6 +35,8 @@ def ingest_command(
     kp: list[str] = typer.Option([], "--kp", help="Bags: joint stiffness J1..J7 [N·m/rad] when the bag has none (1 or 7 values)."),
     kd: list[str] = typer.Option([], "--kd", help="Bags: joint damping J1..J7 [N·m·s/rad] when the bag has none (1 or 7 values)."),
     robot_map: list[str] = typer.Option([], "--robot-map", help="Bags: NAMESPACE=ROBOT_ID per arm (a bag of two arms is two runs)."),
+    mapping: Optional[Path] = typer.Option(
+        None, "--mapping", help="A mapping TOML: read every file given as a log of your own layout (CSV, Parquet, .npz; docs/formats.md)."),
 ) -> None:
     """Ingest fr3_stack 1 kHz recording CSVs (v2, legacy v1) and other known formats into the lake.
 
@@ -56,11 +58,13 @@ def ingest_command(
     if raw_codec not in ("zstd", "lz4", "none"):
         fail(f"--raw-codec {raw_codec!r}: expected zstd, lz4 or none")
     the_lake = Lake(resolve_lake(lake))
+    if mapping is not None and not mapping.is_file():
+        fail(f"--mapping {mapping}: no such file")
     try:
         bag_options = _bag_options(target_topic, kp, kd, robot_map)
     except ValueError as exc:
         fail(str(exc))
-    options = ReadOptions(robot=robot, run=run, allow_partial=allow_partial, **bag_options)
+    options = ReadOptions(robot=robot, run=run, allow_partial=allow_partial, mapping=mapping, **bag_options)
     worst = 0
     with err.status("ingesting...", spinner="dots") as status:
 

@@ -136,8 +136,10 @@ def intervals_command(
     run: Optional[str] = typer.Option(None, "--run", help="Only this run (reads only its files)."),
     robot: Optional[str] = typer.Option(None, "--robot", help="Only this robot."),
     min_duration_s: float = typer.Option(0.0, "--min-duration-s", help="Hide intervals shorter than this many seconds."),
-    period_s: float = typer.Option(0.001, "--period-s", help="Nominal control period, seconds."),
-    period_tol_s: float = typer.Option(0.0005, "--period-tol-s", help="Allowed |period - nominal|, seconds."),
+    period_s: Optional[float] = typer.Option(
+        None, "--period-s", help="Nominal tick period, seconds (default: each run's own median tick period)."),
+    period_tol_s: Optional[float] = typer.Option(
+        None, "--period-tol-s", help="Allowed |period - nominal|, seconds (default: half the period)."),
     no_split: list[str] = typer.Option(
         [], "--no-split", help=f"Switch optional rules off (one or more): {', '.join(OPTIONAL_SPLITS)}."
     ),

@@ -1,0 +1,216 @@
+"""Reader `mapped_log`: a CSV, Parquet or NumPy `.npz` log of the user's own layout, read
+through a mapping TOML (`twinlake ingest FILE --mapping MAP.toml`; `mapping.py`).
+
+The file kind is decided from content (Parquet's `PAR1`, a zip's `PK\\x03\\x04` for `.npz`,
+else CSV text). Every column the mapping names must be in the file, else the file is refused
+naming the mapping file, the key, the column and what the file has. The reader never matches
+in detection (its reason says to pass `--mapping`); the pipeline uses it for every file
+argument when `ReadOptions.mapping` is set.
+
+Frames: `t_s` from the time column (× its unit; cumulated when `steps`), the mapped joint
+signals in SI units, the [run] constants (`controller`, `K_joint`/`D_joint` from kp/kd,
+`filter_alpha`) on every row. There is no robot tick counter in such a log: `seq` is left
+out and the pipeline rebuilds the tick grid from the median period (`tick_grid`), so
+skipped ticks are seq gaps and stale repeats are flagged, never interpolated.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from ...catalog import JOINTS
+from ..registry import Detection, IngestError, IngestUnit, RawFile, ReadOptions, register
+from ..source_io import read_header, read_typed_csv
+from .mapping import SIGNALS, Mapping, load_mapping
+
+JOINT_IMPEDANCE = 2
+_ANGLE_PREFIXES = {prefix for prefix, kind in SIGNALS.values() if kind == "angle"}
+_KEY_OF = {prefix: key for key, (prefix, _kind) in SIGNALS.items()}
+
+
+def file_kind(path: Path) -> str:
+    """`parquet`, `npz` or `csv`, from the file's first bytes."""
+    with open(path, "rb") as fh:
+        head = fh.read(4)
+    if head == b"PAR1":
+        return "parquet"
+    if head == b"PK\x03\x04":
+        return "npz"
+    return "csv"
+
+
+class MappedLogReader:
+    name = "mapped_log"
+
+    def detect(self, path: Path) -> Detection:
+        return Detection.no("a log of your own layout is read with --mapping MAP.toml "
+                            "(docs/formats.md)")
+
+    def read(self, path: Path, options: ReadOptions) -> IngestUnit:
+        if options.mapping is None:
+            raise IngestError(path, "a mapped log needs --mapping MAP.toml")
+        mapping = load_mapping(Path(options.mapping))
+        kind = file_kind(path)
+        data, n = _READ[kind](path, mapping)
+        frames, reasons = _frames(path, mapping, data, n)
+        run = mapping.run
+        fields: dict[str, Any] = {
+            "source_format": f"mapped_{kind}",
+            "payload_kg": run.get("payload_kg"),
+            "metadata_json": json.dumps({"mapping_file": mapping.path.name,
+                                         "mapping": mapping.table, "source_kind": kind,
+                                         "time_clock": mapping.clock}, sort_keys=True),
+            "mapping_file": mapping.path.name,
+            "mapping_toml": mapping.text,
+            "time_clock": mapping.clock,
+        }
+        return IngestUnit(robot=options.robot or run.get("robot"),
+                          run=options.run or run.get("run") or path.name.split(".")[0],
+                          frames=frames, raw_files=[RawFile(path, "recording"),
+                                                    RawFile(mapping.path, "mapping")],
+                          run_fields=fields, reasons=reasons,
+                          first_line=2 if kind == "csv" else None)
+
+
+def _missing(path: Path, mapping: Mapping, have: list[str], kind_word: str) -> None:
+    """Refuse the file if a column the mapping names is not in `have`, naming both."""
+    have_set = set(have)
+    for prefix, names in [("time", (mapping.time_column,)), *mapping.columns.items()]:
+        for name in names:
+            if name not in have_set:
+                key = "time.column" if prefix == "time" else f"columns.{_KEY_OF[prefix]}"
+                shown = ", ".join(have[:16]) + (", ..." if len(have) > 16 else "")
+                raise IngestError(path, f"mapping {mapping.path.name} [{key}] names {kind_word} "
+                                  f"{name!r}, which {path.name} does not have (its "
+                                  f"{kind_word}s: {shown})", field=name, kind="mapping")
+
+
+def _csv_header(path: Path) -> list[str]:
+    """The header's column names, CSV quoting undone (a writer may quote every name)."""
+    line = read_header(path)
+    return next(csv.reader([",".join(line)])) if line else []
+
+
+def _read_csv(path: Path, mapping: Mapping) -> tuple[dict[str, np.ndarray], int]:
+    header = _csv_header(path)
+    _missing(path, mapping, header, "column")
+    for prefix, names in mapping.columns.items():
+        if len(names) == 1:
+            raise IngestError(path, f"mapping {mapping.path.name} [columns.{_KEY_OF[prefix]}]: "
+                              f"{names[0]!r} is one name; a CSV needs a pattern with {{i}} or "
+                              f"{{j}}, or a list of {JOINTS} names", kind="mapping")
+    wanted = mapping.source_columns()
+    table = read_typed_csv(path, {c: pa.float64() for c in wanted})
+    return {c: table.column(c).to_numpy() for c in wanted}, table.num_rows
+
+
+def _read_parquet(path: Path, mapping: Mapping) -> tuple[dict[str, np.ndarray], int]:
+    try:
+        schema = pq.read_schema(path)
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise IngestError(path, f"not a readable Parquet file: {exc}", kind="corrupt") from None
+    _missing(path, mapping, schema.names, "column")
+    wanted = mapping.source_columns()
+    for name in wanted:
+        typ = schema.field(name).type
+        if not (pa.types.is_integer(typ) or pa.types.is_floating(typ)):
+            raise IngestError(path, f"column {name!r} is {typ}, expected numbers (mapping "
+                              f"{mapping.path.name})", field=name)
+    table = pq.read_table(path, columns=wanted)
+    out = {c: table.column(c).cast(pa.float64()).to_numpy() for c in wanted}
+    return out, table.num_rows
+
+
+def _read_npz(path: Path, mapping: Mapping) -> tuple[dict[str, np.ndarray], int]:
+    try:
+        archive = np.load(path, allow_pickle=False)
+    except (OSError, ValueError, zipfile.BadZipFile, EOFError) as exc:
+        raise IngestError(path, f"not a readable .npz archive: {exc}", kind="corrupt") from None
+    with archive:
+        _missing(path, mapping, list(archive.files), "array")
+        time = np.asarray(archive[mapping.time_column])
+        if time.ndim != 1:
+            raise IngestError(path, f"array {mapping.time_column!r} has shape {time.shape}, "
+                              "expected one value per row (n,)", field=mapping.time_column)
+        n = time.shape[0]
+        out = {mapping.time_column: time.astype(np.float64)}
+        for prefix, names in mapping.columns.items():
+            if len(names) == 1:
+                arr = np.asarray(archive[names[0]])
+                if arr.shape != (n, JOINTS):
+                    raise IngestError(path, f"array {names[0]!r} has shape {arr.shape}, expected "
+                                      f"({n}, {JOINTS}) (mapping {mapping.path.name} "
+                                      f"[columns.{_KEY_OF[prefix]}])", field=names[0])
+                out.update({f"{names[0]}[{j}]": arr[:, j].astype(np.float64) for j in range(JOINTS)})
+                continue
+            for name in names:
+                arr = np.asarray(archive[name])
+                if arr.shape != (n,):
+                    raise IngestError(path, f"array {name!r} has shape {arr.shape}, expected "
+                                      f"({n},) like {mapping.time_column!r}", field=name)
+                out[name] = arr.astype(np.float64)
+    return out, n
+
+
+_READ = {"csv": _read_csv, "parquet": _read_parquet, "npz": _read_npz}
+
+
+def _source(data: dict[str, np.ndarray], names: tuple[str, ...], j: int) -> np.ndarray:
+    return data[f"{names[0]}[{j}]"] if len(names) == 1 else data[names[j]]
+
+
+def _frames(path: Path, mapping: Mapping, data: dict[str, np.ndarray],
+            n: int) -> tuple[pa.Table, list[str]]:
+    """Canonical columns (without `seq`) and the reasons worth saying about them."""
+    if n == 0:
+        raise IngestError(path, "no rows", kind="empty")
+    t = data[mapping.time_column] * mapping.time_scale
+    if mapping.steps:
+        t = np.cumsum(t) - t[0]
+    cols: dict[str, Any] = {"t_s": t}
+    if mapping.clock == "robot":
+        cols["robot_time_s"] = t
+    for prefix, names in mapping.columns.items():
+        scale = mapping.angle_scale if prefix in _ANGLE_PREFIXES else 1.0
+        for j in range(JOINTS):
+            values = _source(data, names, j)
+            cols[f"{prefix}{j + 1}"] = values * scale if scale != 1.0 else values
+    reasons = [f"time from column {mapping.time_column!r} ({mapping.clock} clock)"]
+    reasons += _constants(path, mapping, cols, n)
+    return pa.table({k: pa.array(v) for k, v in cols.items()}), reasons
+
+
+def _constants(path: Path, mapping: Mapping, cols: dict[str, Any], n: int) -> list[str]:
+    """The [run] constants as columns; a joint-impedance run needs its targets."""
+    run, reasons = mapping.run, []
+    controller = run.get("controller")
+    if controller is not None:
+        cols["controller"] = pa.array(np.full(n, controller, np.int32))
+    if controller == JOINT_IMPEDANCE:
+        if "q_target" not in mapping.columns:
+            raise IngestError(mapping.path, "[run] controller = joint_impedance needs "
+                              "[columns] q_target (the joint targets it tracks)",
+                              field="columns.q_target", kind="mapping")
+        cols["joint_target_valid"] = pa.array(np.ones(n, np.int8))
+        if "q_target_filtered" not in mapping.columns:
+            for j in range(1, JOINTS + 1):
+                cols[f"q_target_filtered{j}"] = cols[f"q_target{j}"]
+            reasons.append("no filtered target mapped: q_target_filtered = q_target")
+    for key, prefix in (("kp", "K_joint"), ("kd", "D_joint")):
+        if key in run:
+            for j in range(JOINTS):
+                cols[f"{prefix}{j + 1}"] = np.full(n, run[key][j])
+    if "filter_alpha" in run:
+        cols["filter_alpha"] = np.full(n, run["filter_alpha"])
+    return reasons
+
+
+register(MappedLogReader())

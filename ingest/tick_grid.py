@@ -1,0 +1,113 @@
+"""The tick grid of a run and its stale repeated rows: what real PC-side logs look like.
+
+A PC-side logger of a 1 kHz robot loop does not see every tick and sometimes sees one twice:
+it skips ticks (the seq grid has holes: `runstats` counts them as `dropped`, the intervals
+rules split there) and repeats stale rows (q, dq and tau_J identical to the row before while
+the arm moves). Both are kept as recorded, never interpolated; stale rows are flagged in the
+canonical frame column `stale` so no fit mistakes a repeat for standstill.
+
+- `stale_mask(frames)`: the `stale` column for any canonical frames table (numpy over whole
+  columns; no per-row Python).
+- `rebuild_seq(t_s)`: a tick grid for a source without the robot's own tick counter: each
+  step between rows advances seq by its time step in median periods, rounded, at least one
+  (the grid stays strictly increasing, the rows stay in file order: nothing is re-sorted).
+- `tick_period_s(seq, t_s)`: the median `t_s` step per seq step (the run's own tick period).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..catalog import JOINTS
+
+STALE_MIN_SPEED_RAD_S = 1e-3
+"""A repeated row is stale when some joint's recorded speed exceeds this [rad/s]: the arm
+moves, so its state cannot have been identical one tick later."""
+
+_Q = [f"q{j}" for j in range(1, JOINTS + 1)]
+_DQ = [f"dq{j}" for j in range(1, JOINTS + 1)]
+_TAU = [f"tau_J{j}" for j in range(1, JOINTS + 1)]
+
+
+def _recorded(frames: pa.Table, names: list[str]) -> list[np.ndarray]:
+    """The float values of the `names` the source recorded (a column all null is left out;
+    a null inside a recorded column is NaN, which equals nothing)."""
+    out = []
+    for name in names:
+        col = frames.column(name)
+        if col.null_count == len(col):
+            continue
+        if col.null_count:
+            col = pc.fill_null(col, np.nan)
+        out.append(np.asarray(col.to_numpy(), dtype=np.float64))
+    return out
+
+
+def stale_mask(frames: pa.Table) -> np.ndarray:
+    """bool[n]: row i repeats row i-1 exactly in every recorded q, dq and tau_J column (q
+    must be recorded), while the arm moves: some |dq| > `STALE_MIN_SPEED_RAD_S` at the row,
+    or, without recorded dq, q changed from row i-2 to row i-1. Row 0 is never stale."""
+    n = frames.num_rows
+    out = np.zeros(n, dtype=bool)
+    q = _recorded(frames, _Q)
+    if n < 2 or not q:
+        return out
+    dq = _recorded(frames, _DQ)
+    same = np.ones(n - 1, dtype=bool)
+    for v in q + dq + _recorded(frames, _TAU):
+        same &= v[1:] == v[:-1]
+    if dq:
+        moving = np.zeros(n - 1, dtype=bool)
+        for v in dq:
+            moving |= np.abs(v[1:]) > STALE_MIN_SPEED_RAD_S
+    else:
+        moved = np.zeros(n - 1, dtype=bool)  # moved[k]: q changed from row k-1 to row k
+        for v in q:
+            moved[1:] |= v[1:-1] != v[:-2]
+        moving = moved
+    out[1:] = same & moving
+    return out
+
+
+def median_period_s(t_s: np.ndarray) -> float | None:
+    """Median of the positive finite steps of `t_s` [s]; None without any."""
+    dt = np.diff(np.asarray(t_s, dtype=np.float64))
+    dt = dt[np.isfinite(dt) & (dt > 0)]
+    return float(np.median(dt)) if dt.size else None
+
+
+def rebuild_seq(t_s: np.ndarray) -> tuple[np.ndarray, float]:
+    """(seq int64[n], period_s): the tick grid rebuilt from the times at their median period;
+    `period_s` is then the median time step per tick (steps over lost ticks divided).
+    seq[0] = 0; each step from row i-1 to row i advances by round(dt / period) ticks, at
+    least one (a jittery clock, a repeat at the same time, a clock stepping back), so seq
+    strictly increases and a step of two periods is one lost tick. Judged step by step, a
+    slightly wrong period never accumulates into a drift over a long run. Raises ValueError
+    when `t_s` is empty, not finite, or has no positive step."""
+    t = np.asarray(t_s, dtype=np.float64)
+    if t.size == 0:
+        raise ValueError("no rows")
+    bad = np.flatnonzero(~np.isfinite(t))
+    if bad.size:
+        raise ValueError(f"time is not finite at row {int(bad[0])}")
+    period = median_period_s(t)
+    if period is None:
+        if t.size == 1:
+            return np.zeros(1, np.int64), float("nan")
+        raise ValueError("time never increases: no tick period")
+    dt = np.diff(t)
+    steps = np.maximum(np.rint(dt / period), 1).astype(np.int64)
+    seq = np.concatenate([[0], np.cumsum(steps)]).astype(np.int64)
+    ok = dt > 0  # the period per tick, skipped ticks no longer in it
+    return seq, float(np.median(dt[ok] / steps[ok]))
+
+
+def tick_period_s(seq: np.ndarray, t_s: np.ndarray) -> float | None:
+    """Median of `diff(t_s) / diff(seq)` over steps with a finite, positive time step [s]
+    (a skipped tick does not shorten it); None without any such step."""
+    ds = np.diff(np.asarray(seq, dtype=np.float64))
+    dt = np.diff(np.asarray(t_s, dtype=np.float64))
+    ok = np.isfinite(dt) & (dt > 0) & (ds > 0)
+    return float(np.median(dt[ok] / ds[ok])) if ok.any() else None
