@@ -24,7 +24,8 @@ def _registers_a_reader(path: Path) -> bool:
 
 
 def test_every_module_that_registers_a_reader_is_listed():
-    registering = {f"twinlake.ingest.{p.stem}" for p in INGEST.glob("*.py") if _registers_a_reader(p)}
+    registering = {"twinlake.ingest." + ".".join(p.relative_to(INGEST).with_suffix("").parts)
+                   for p in INGEST.rglob("*.py") if _registers_a_reader(p)}
     assert registering == set(FORMAT_MODULES)
     assert len(set(FORMAT_MODULES)) == len(FORMAT_MODULES)
 
@@ -33,7 +34,7 @@ def test_readers_are_tried_in_the_listed_order():
     names = [r.name for r in readers()]
     assert names == ["fr3_stack_csv", "frankatwin_log50", "frankatwin_ring_1khz", "frankatwin_target_csv",
                      "frankatwin_sim_csv", "frankatwin_sidecar", "frankatwin_result",
-                     "fr3_joint_excitation", "tr_episode"]
+                     "fr3_joint_excitation", "tr_episode", "ros_bag"]
 
 
 def test_the_order_does_not_depend_on_what_was_imported_first():
