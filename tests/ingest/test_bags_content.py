@@ -11,6 +11,7 @@ import sqlite3
 from pathlib import Path
 
 import numpy as np
+import pyarrow.parquet as pq
 from rosbags.typesys import get_types_from_msg
 
 from bag_writers import (JOINT_STATE, ROS1_STATE, ROS2_STATE, T0_NS, Topic, joint_states, motion,
@@ -228,3 +229,46 @@ def test_a_malformed_message_is_refused_naming_topic_index_and_time(tmp_path):
     assert code == 1 and out["status"] == "rejected", out
     assert f"topic /joint_states: message 17 (receive time {times[17]} ns)" in out["message"]
     assert "position has 6 values for 7 joint names" in out["message"]
+
+
+JTC_STATE = "control_msgs/msg/JointTrajectoryControllerState"
+JTC_MSG = """std_msgs/Header header
+string[] joint_names
+trajectory_msgs/JointTrajectoryPoint reference
+trajectory_msgs/JointTrajectoryPoint feedback
+trajectory_msgs/JointTrajectoryPoint error
+trajectory_msgs/JointTrajectoryPoint output
+"""  # the first fields of ros-controls/control_msgs' definition (the bag carries it)
+
+
+def test_a_joint_trajectory_controller_state_gives_the_targets(tmp_path):
+    ts = store(2)
+    ts.register(get_types_from_msg(JTC_MSG, JTC_STATE))
+    n = 200
+    times = [T0_NS + i * MS for i in range(n)]
+    m = motion(n, 0.001)
+    Point = ts.types["trajectory_msgs/msg/JointTrajectoryPoint"]
+    Duration = ts.types["builtin_interfaces/msg/Duration"]
+    js = joint_states(ts, times, FR3, m)
+    empty = Point(positions=np.zeros(0), velocities=np.zeros(0), accelerations=np.zeros(0),
+                  effort=np.zeros(0), time_from_start=Duration(sec=0, nanosec=0))
+    order = [6, 5, 4, 3, 2, 1, 0]  # joint_names in another order than J1..J7
+    jtc = [(t, ts.types[JTC_STATE](header=msg.header, joint_names=[FR3[j] for j in order],
+                                   reference=dataclasses.replace(empty, positions=msg.position[order] + 0.05,
+                                                                 velocities=msg.velocity[order]),
+                                   feedback=empty, error=empty, output=empty))
+           for t, msg in js[::10]]  # 100 Hz
+    bag = write_ros2(tmp_path / "jtc", ts, [Topic("/joint_states", JOINT_STATE, js),
+                                            Topic("/joint_trajectory_controller/controller_state", JTC_STATE, jtc)],
+                     mcap=True)
+    code, (out,) = ingest(tmp_path / "lake", str(bag), "--robot", "fr3")
+    assert code == 0, out["message"]
+    f = frames(out["partition"])
+    np.testing.assert_allclose(f["q_target2"].to_numpy()[::10], m["q"][::10, 1] + 0.05)
+    assert f["q_target2"].to_pylist()[15] == m["q"][10, 1] + 0.05  # the latest at or before
+    assert f["controller"].null_count == n  # no gains given: the control law is not known
+    row = run_row(out["partition"])
+    assert [(s["role"], s["messages"], round(s["rate_hz"])) for s in row["streams"]] == [
+        ("primary", n, 1000), ("target", n // 10, 100)]
+    streams = pq.read_table(Path(out["partition"]) / "streams.parquet")
+    assert set(streams["kind"].to_pylist()) == {"target"} and streams.num_rows == n // 10

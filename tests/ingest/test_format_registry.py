@@ -34,7 +34,7 @@ def test_readers_are_tried_in_the_listed_order():
     names = [r.name for r in readers()]
     assert names == ["fr3_stack_csv", "frankatwin_log50", "frankatwin_ring_1khz", "frankatwin_target_csv",
                      "frankatwin_sim_csv", "frankatwin_sidecar", "frankatwin_result",
-                     "fr3_joint_excitation", "tr_episode", "mapped_log"]
+                     "fr3_joint_excitation", "tr_episode", "mapped_log", "ros_bag"]
 
 
 def test_the_order_does_not_depend_on_what_was_imported_first():
