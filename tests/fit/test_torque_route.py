@@ -127,4 +127,21 @@ def test_measured_route_finds_the_independent_plants_payload_on_a_mapped_log(tmp
     assert torque["gaps"]["plant/mapped"]["filled_ticks"] > 0
     assert torque["payload"]["mass_kg"] == pytest.approx(truth.payload_mass_kg, rel=0.02)
     refused = _cli("fit", "run", "--lake", str(lake), "--train", "plant/mapped", "--workers", "0")
-    assert refused.exit_code != 0 and "clean interval" in refused.output
+    assert refused.exit_code != 0 and "no clean interval" in refused.output  # its gaps leave no clean interval
+
+
+def test_validate_scores_a_torque_fit_on_a_run_it_cannot_replay(tmp_path):
+    lake, _ = torque_runs.plant_runs(tmp_path, "plant", ("a", "b"), seconds=6.0)
+    for run in ("a", "b"):  # mapped logs: q, dq, tau_J only
+        frames = _frames(lake, "plant", run)
+        synth.publish_run(lake, "plant", f"{run}-mapped", {k: v for k, v in frames.items()
+                                                           if k in ("seq", "t_s") or k[:-1] in ("q", "dq", "tau_J")})
+    fit_torque(lake, TorqueFitSettings(train=["plant/a-mapped"], friction_law="tanh"), fit_id="v1")
+    res = _cli("fit", "validate", "v1", "--runs", "plant/b-mapped", "--lake", str(lake), "--json")
+    assert res.exit_code == 0, res.output
+    row = json.loads(res.output)
+    assert row["run"] == "plant/b-mapped" and row["passed"] is True and row["variance_explained_all"] > 0.99
+    refused = _cli("fit", "run", "--lake", str(lake), "--train", "plant/b-mapped", "--workers", "0")
+    assert refused.exit_code != 0 and "cannot be replayed: no q_target1..7" in refused.output, refused.output
+    strict = _cli("fit", "validate", "v1", "--runs", "plant/b-mapped", "--lake", str(lake), "--max-floor-ratio", "0.5")
+    assert strict.exit_code == 1 and "not replayable" in strict.output
