@@ -66,6 +66,24 @@ def read_frames(lake: Lake | str | Path, refs: list[IntervalRef], max_duration_s
         con.close()
 
 
+CONTROLLER_INPUTS = ("q_target", "K_joint", "D_joint")
+
+
+def missing_controller_inputs(table: pa.Table) -> list[str]:
+    """The controller inputs a replay needs that the frames do not have (no finite value in
+    `<name>1..7`): a run without targets or gains (a mapped log) cannot be replayed."""
+    import numpy as np
+
+    out = []
+    for name in CONTROLLER_INPUTS:
+        cols = [f"{name}{j}" for j in range(1, 8)]
+        present = [c for c in cols if c in table.column_names]
+        values = [np.asarray(table.column(c).to_numpy(zero_copy_only=False), dtype=float) for c in present]
+        if len(present) < 7 or not all(np.isfinite(v).any() for v in values):
+            out.append(f"{name}1..7")
+    return out
+
+
 def replay_inputs(refs: list[IntervalRef], tables: list[pa.Table], *, use_ema: bool = True) -> list:
     """One `twinlake.sim.ReplayInput` per interval (its frames from `read_frames`); an
     interval that cannot be replayed is named in the ValueError."""
@@ -73,6 +91,10 @@ def replay_inputs(refs: list[IntervalRef], tables: list[pa.Table], *, use_ema: b
 
     inputs = []
     for ref, table in zip(refs, tables):
+        missing = missing_controller_inputs(table)
+        if missing:
+            raise ValueError(f"interval {ref.label}: cannot be replayed: no {', '.join(missing)} (the replay route "
+                             "needs the controller's targets and gains; fit such a run with --method torque)")
         try:
             inputs.append(ReplayInput.from_frames(table, use_ema=use_ema))
         except ValueError as exc:
@@ -80,4 +102,4 @@ def replay_inputs(refs: list[IntervalRef], tables: list[pa.Table], *, use_ema: b
     return inputs
 
 
-__all__ = ["IntervalRef", "read_frames", "replay_inputs", "resolve"]
+__all__ = ["CONTROLLER_INPUTS", "IntervalRef", "missing_controller_inputs", "read_frames", "replay_inputs", "resolve"]

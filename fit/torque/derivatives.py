@@ -128,7 +128,7 @@ def _fill(seq: np.ndarray, rows: np.ndarray) -> np.ndarray:
 
 
 def segments(seq: np.ndarray, q: np.ndarray, dq: np.ndarray, tau: np.ndarray, *, cutoff_hz: float,
-             trim_s: float, max_fill_ticks: int = 5, guard_ticks: int = 3,
+             trim_s: float, max_fill_ticks: int = 5, guard_ticks: int = 1,
              rate_hz: float = 1000.0) -> tuple[list[Segment], GapReport]:
     """Filtered segments of one recording (module docstring). seq (N,) int; q, dq, tau (N, 7)
     as read (non-finite rows are treated as missing)."""

@@ -61,7 +61,7 @@ class TorqueFitSettings:
     delay_ms: int | None = None
     rest_velocity_rad_s: float = REST_VELOCITY_RAD_S
     max_fill_ticks: int = 5
-    guard_ticks: int = 3
+    guard_ticks: int = 1
     start_from: str | None = None  # the fit whose parameters are the nominal model (None: the twin's)
     method: str = "torque"
 

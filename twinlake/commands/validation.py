@@ -26,6 +26,43 @@ def _load_profile(path: Optional[Path]):
     return load_params(path), str(path)
 
 
+def _torque_held_out(root, fit: str, runs: list[str], max_floor_ratio: float, as_json: bool) -> tuple[list[str], bool]:
+    """A torque fit (fit/torque) on runs that cannot be replayed (no clean interval: no targets
+    or gains): their held-out torque prediction is scored and printed here; returns the runs
+    left to replay and whether a scored one failed."""
+    from ..catalog import connect
+    from ..catalog.selection import parse_selector, resolve_run, run_frames, run_intervals
+    from ..fit.intervals import missing_controller_inputs
+    from ..fit.record import load_fit
+    from ..fit.torque.held_out import held_out_scores, is_torque_fit
+
+    try:
+        rec = load_fit(root, fit)
+        if not is_torque_fit(rec):
+            return runs, False
+        con = connect(root)
+        try:
+            scored = []
+            for text in runs:
+                sel = parse_selector(text)
+                row = resolve_run(con, sel.run, sel.robot)
+                if not run_intervals(con, row["robot"], sel.run) or \
+                        missing_controller_inputs(run_frames(con, row["robot"], sel.run)):
+                    scored.append(text)
+        finally:
+            con.close()
+        results = held_out_scores(root, rec, scored, max_floor_ratio or float("inf")) if scored else []
+    except ValueError as exc:
+        fail(str(exc))
+    for r in results:
+        if as_json:
+            typer.echo(json.dumps({"run": r.run, "method": "torque prediction (not replayable)", "passed": r.passed,
+                                   "adequacy": r.line, **r.score.to_dict()}))
+        else:
+            typer.echo(f"{r.run}: not replayable (no clean interval, or no targets and gains); torque prediction: {r.line}")
+    return [t for t in runs if t not in scored], any(r.passed is False for r in results)
+
+
 def validate_cmd(
     fit: str = typer.Argument(..., help="Fit id (see `twinlake fit list`)."),
     runs: list[str] = typer.Option(..., "--runs", help="Held-out runs [ROBOT/]RUN, one or more (--runs a b, a,b or repeated)."),
@@ -50,6 +87,9 @@ def validate_cmd(
     from ..option_lists import split_values
 
     runs = split_values(runs)
+    runs, torque_failed = _torque_held_out(resolve_lake(lake), fit, runs, max_floor_ratio, as_json)
+    if not runs:
+        raise typer.Exit(1 if torque_failed else 0)
     try:
         thresholds = Thresholds(max_q_rmse_rad, max_joint_q_rmse_rad, max_dq_rmse_rad_s, max_ee_pos_rmse_m,
                                 max_ee_ori_rmse_rad, max_floor_ratio or None)
@@ -69,7 +109,7 @@ def validate_cmd(
              "floor_ratio": _finite(o.adequacy.ratio_all) if o.adequacy.floor.measurable else None,
              "likely_cause": None if o.adequacy.cause is None else o.adequacy.cause.name,
              "adequacy": o.adequacy.line()} for o in outs]
-    failed = any(o.sim_label == "fitted" and o.verdict == "fail" for o in outs)
+    failed = torque_failed or any(o.sim_label == "fitted" and o.verdict == "fail" for o in outs)
     if as_json:
         typer.echo(json.dumps(rows, indent=2))
         raise typer.Exit(1 if failed else 0)
