@@ -20,22 +20,30 @@ from .publish import (
     quarantine,
 )
 from .schema import FRAME_SCHEMA, JOINTS, RAW_FILE_TYPE, RUN_SCHEMA
-from .read_only import ReadOnlyConnection, ReadOnlyRefused
-from .sql import SQL_FILES, connect, load_sql
-from .intervals import clean_intervals
-from .selection import (
-    IntervalFrames,
-    IntervalRef,
-    RunSelector,
-    SelectionError,
-    interval_frames,
-    parse_selector,
-    pick_interval,
-    resolve_intervals,
-    resolve_run,
-    run_frames,
-    run_intervals,
-)
+
+# The DuckDB side (connect, the read-only connection, intervals, selection) is imported on
+# first use (PEP 562), so a process that only writes the lake (`twinlake ingest`) never
+# imports duckdb.
+_LAZY = {
+    "ReadOnlyConnection": "read_only", "ReadOnlyRefused": "read_only",
+    "SQL_FILES": "sql", "connect": "sql", "load_sql": "sql",
+    "clean_intervals": "intervals",
+    **{name: "selection" for name in ("IntervalFrames", "IntervalRef", "RunSelector", "SelectionError",
+                                      "interval_frames", "parse_selector", "pick_interval", "resolve_intervals",
+                                      "resolve_run", "run_frames", "run_intervals")},
+}
+
+
+def __getattr__(name: str):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'twinlake.catalog' has no attribute {name!r}")
+    from importlib import import_module
+
+    value = getattr(import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "FRAME_SCHEMA",

@@ -13,10 +13,7 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-import duckdb
 import pyarrow as pa
-
-from .sql import load_sql, run_scope
 
 OPTIONAL_SPLITS: tuple[str, ...] = (
     "reset",
@@ -102,15 +99,17 @@ def _check_splits(split_on: Iterable[str]) -> tuple[str, ...]:
     return tuple(r for r in OPTIONAL_SPLITS if r in out)
 
 
-def ensure_interval_sql(con: duckdb.DuckDBPyConnection) -> None:
+def ensure_interval_sql(con) -> None:
     """Define the `clean_intervals` macro and `intervals` view on `con` (a connection from
     `twinlake.catalog.connect` already has them; this is for any other connection that has
     `frames` and `runs`)."""
+    from .sql import load_sql
+
     con.execute(load_sql("clean_intervals"))
 
 
 def clean_intervals(
-    con: duckdb.DuckDBPyConnection,
+    con,
     robot: str | None = None,
     run: str | None = None,
     min_duration_s: float = 0.0,
@@ -142,6 +141,10 @@ def clean_intervals(
         "period_tol_s": None if rules.period_tol_s is None else float(rules.period_tol_s),
         "split_on": list(rules.split_on),
     }
+    import duckdb
+
+    from .sql import run_scope
+
     try:
         with run_scope(con, robot, run):
             return con.sql(_QUERY, params=params).to_arrow_table()

@@ -45,6 +45,14 @@ def ingest_command(
     nothing was recognised; 2 usage error (robot not named, run exists with different
     bytes, missing path).
     """
+    from ..lean_start import absent
+
+    with absent():  # this process's own start-up: skip what the path never uses (twinlake/lean_start.py)
+        _ingest(paths, lake, robot, run, replace, allow_partial, as_json, raw_codec)
+
+
+def _ingest(paths: list[Path], lake: Optional[Path], robot: Optional[str], run: Optional[str], replace: bool,
+            allow_partial: bool, as_json: bool, raw_codec: str) -> None:
     from rich.console import Console
 
     from ..catalog import Lake, resolve_lake

@@ -1,0 +1,38 @@
+"""A fresh `twinlake ingest` process imports none of what its path never uses (pandas,
+hypothesis, DuckDB, scipy.linalg), and what `twinlake.lean_start.absent` hides stays
+importable afterwards."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from twinlake.ingest.samples import SampleSpec, write_sample
+
+UNUSED = ("pandas", "hypothesis", "duckdb", "scipy.linalg")
+
+
+def _python(code: str, cwd=None) -> str:
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=cwd, timeout=300)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_absent_hides_only_inside_the_block_and_only_what_is_not_imported():
+    out = _python("from twinlake.lean_start import absent\n"
+                  "with absent():\n"
+                  "    try:\n        import pandas\n    except ModuleNotFoundError as e:\n        print('absent', e.name)\n"
+                  "import pandas, scipy.linalg\nprint('later', pandas.__name__, scipy.linalg.__name__)\n"
+                  "with absent():\n    import pandas as again\nprint('imported already:', again is pandas)")
+    assert out.splitlines() == ["absent pandas", "later pandas scipy.linalg", "imported already: True"]
+
+
+def test_a_fresh_ingest_process_imports_nothing_its_path_does_not_use(tmp_path):
+    csv = write_sample(tmp_path / "run.csv", SampleSpec(rows=2000, seed=3))
+    out = _python("import sys\n"
+                  f"sys.argv = ['twinlake', 'ingest', 'run.csv', '--robot', 'r', '--run', 'x', '--lake', 'lake']\n"
+                  "from twinlake.cli import main\n"
+                  "try:\n    main()\nexcept SystemExit as e:\n    assert not e.code, e.code\n"
+                  f"print('loaded:', [m for m in {UNUSED!r} if m in sys.modules])", cwd=csv.parent)
+    assert out.splitlines()[-1] == "loaded: []", out
+    assert (tmp_path / "lake" / "runs" / "robot=r" / "run=x" / "frames.parquet").is_file()

@@ -1,0 +1,63 @@
+"""A fresh command process's start-up: the optional modules a command's path never uses,
+reported absent while it runs, so it does not pay their import.
+
+Some libraries import an optional dependency as soon as it is installed, whether the caller
+needs it or not: pandera imports pandas (its pandas API) and hypothesis (its data
+synthesis) even for its polars backend; pyarrow imports pandas on its first `pa.array` call
+(to recognise pandas objects); numba's first compiled call probes scipy's BLAS
+(numba/np/linalg.py `ensure_blas`), importing scipy.linalg. All of them handle the module
+being absent. `absent()` reports them absent (ModuleNotFoundError, as for a package that is not
+installed) for the duration of a `with` block, and only when nothing imported them yet:
+
+- `pandas`, `hypothesis`: any import of them (nothing in twinlake's product code uses them);
+- `scipy.linalg`: only numba's BLAS probe (the fit's scipy imports work as usual).
+
+For a command's own process only (`twinlake ingest`): the libraries remember the absence for
+the rest of the process (pyarrow then does not recognise pandas objects, numba compiles no
+BLAS-backed function), which a library call inside a user's program must not impose.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from importlib.abc import MetaPathFinder
+
+UNUSED = ("pandas", "hypothesis")
+BLAS_PROBE = "ensure_blas"  # numba/np/linalg.py: imports scipy.linalg.cython_blas
+
+
+class _Absent(MetaPathFinder):
+    def __init__(self, names: set[str], hide_blas: bool) -> None:
+        self.names, self.hide_blas = names, hide_blas
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname.partition(".")[0] in self.names or (
+                self.hide_blas and fullname.startswith("scipy.linalg") and _from_blas_probe()):
+            raise ModuleNotFoundError(f"No module named {fullname!r}", name=fullname)
+        return None
+
+
+def _from_blas_probe() -> bool:
+    frame = sys._getframe(2)
+    for _ in range(40):
+        if frame is None:
+            return False
+        if frame.f_code.co_name == BLAS_PROBE and "numba" in frame.f_code.co_filename:
+            return True
+        frame = frame.f_back
+    return False
+
+
+@contextmanager
+def absent() -> Iterator[None]:
+    """Within the block, `UNUSED` modules not imported yet and numba's scipy BLAS probe see
+    ModuleNotFoundError (module docstring)."""
+    names = {n for n in UNUSED if n not in sys.modules}
+    finder = _Absent(names, hide_blas="scipy.linalg" not in sys.modules)
+    sys.meta_path.insert(0, finder)
+    try:
+        yield
+    finally:
+        sys.meta_path.remove(finder)
