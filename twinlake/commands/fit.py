@@ -68,6 +68,9 @@ def run_cmd(
     from ..fit.space import parse_space
     from ..option_lists import split_values
 
+    from .cluster import check_address
+
+    check_address(address)
     root = resolve_lake(lake)
     try:
         if resume:

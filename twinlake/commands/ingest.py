@@ -31,6 +31,8 @@ def ingest_command(
     allow_partial: bool = typer.Option(False, "--allow-partial", help="Keep the complete rows of a truncated file (complete=false)."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object per input."),
     raw_codec: str = typer.Option("zstd", "--raw-codec", help="Compression of the kept original files: zstd, lz4 or none."),
+    workers: int = typer.Option(0, "--workers", min=0, help="Ingest the inputs as Ray tasks, N at a time, one CPU each (0: one after another in this process). Raw files and lake on a filesystem every node sees (docs/ray.md)."),
+    address: Optional[str] = typer.Option(None, "--address", help="With --workers: run the tasks on this Ray cluster (default: a local Ray)."),
 ) -> None:
     """Ingest fr3_stack 1 kHz recording CSVs (v2, legacy v1) and other known formats into the lake.
 
@@ -50,18 +52,29 @@ def ingest_command(
         fail("--run names one run; give exactly one file with it")
     if raw_codec not in ("zstd", "lz4", "none"):
         fail(f"--raw-codec {raw_codec!r}: expected zstd, lz4 or none")
+    if address is not None and not workers:
+        fail("--address runs the ingest on a Ray cluster: give --workers N too")
     the_lake = Lake(resolve_lake(lake))
     options = ReadOptions(robot=robot, run=run, allow_partial=allow_partial)
+
+    def results(folder: Path):
+        """A directory's FrankaTwin result files become fits and validations (the fit
+        folder's job, imported when a directory is ingested)."""
+        from ..fit.frankatwin_import import import_results
+
+        return import_results(the_lake, [folder], robot, replace=replace)
+
     worst = 0
+    if workers:
+        from .cluster import fan_out_with_progress
+
+        outcomes = fan_out_with_progress(the_lake, list(paths), options, workers=workers, address=address,
+                                         replace=replace, raw_codec=raw_codec, results=results)
+        for outcome in outcomes:
+            worst = max(worst, outcome.exit_code)
+            _report(outcome, as_json, err)
+        raise typer.Exit(worst)
     with err.status("ingesting...", spinner="dots") as status:
-
-        def results(folder: Path):
-            """A directory's FrankaTwin result files become fits and validations (the fit
-            folder's job, imported when a directory is ingested)."""
-            from ..fit.frankatwin_import import import_results
-
-            return import_results(the_lake, [folder], robot, replace=replace)
-
         for outcome in ingest_paths(the_lake, list(paths), options, replace=replace,
                                     raw_codec=raw_codec, results=results):
             status.update(f"ingested {Path(outcome.path).name}")
