@@ -26,6 +26,16 @@ of each and the median of the pairs' ratios.
                            [--raw-codec zstd none] [--archive-threads 2 1]
                            [--whole-process 0]
 
+`--files K` measures the fan-out instead (`twinlake ingest DIR --workers N`,
+ingest/fanout.py): K same-size recordings (`--rows` each, default 100 000 in this mode) in one
+directory, ingested in the same run by the serial pipeline (this process; its parse and archive
+threads use every core) and by the fan-out with one and with two one-CPU Ray tasks at a time on
+a local Ray of 2 CPUs (workers warmed up by a first pass), alternating, `--repeat` rounds, best
+of each. It prints files/s of each and the ratios: two workers / one (target >= 1.7) and two
+workers / serial (target >= 0.9).
+
+    python bench/ingest.py --files 8 [--rows 100000] [--repeat 2]
+
 The 1-minute load average is printed before and after (the machine may be shared).
 """
 
@@ -104,9 +114,62 @@ def time_whole_processes(csv: Path, work: Path, pairs: int) -> None:
           f", ratio (median of {pairs} pairs) {ratio:.2f}x")
 
 
+def time_fan_out(folder: Path, work: Path, files: int, workers: int | None, tag: str) -> float:
+    """Wall s of ingesting every recording of `folder` into a new lake: serially in this
+    process (`workers` None) or as Ray tasks, `workers` at a time, one CPU each."""
+    from twinlake.ingest.fanout import fan_out_paths
+
+    lake_dir = work / f"lake-{tag}"
+    options = ReadOptions(robot="bench")
+    wall = time.perf_counter()
+    if workers is None:
+        outcomes = list(ingest_paths(Lake(lake_dir), [folder], options))
+    else:
+        outcomes = list(fan_out_paths(Lake(lake_dir), [folder], options, workers=workers))
+    wall = time.perf_counter() - wall
+    published = [o for o in outcomes if o.status == "published"]
+    if len(published) != files:
+        raise SystemExit(f"{tag}: {len(published)} of {files} published: {[o.message for o in outcomes]}")
+    shutil.rmtree(lake_dir)
+    return wall
+
+
+def bench_fan_out(args: argparse.Namespace, work: Path) -> None:
+    """`--files K`: serial vs fan-out with one and two one-CPU workers, in one run."""
+    os.environ.setdefault("RAY_AUTH_MODE", "token")  # before Ray's import, as fit/run.py
+    import ray
+
+    rows = args.rows or 100_000
+    folder = work / f"fleet-{args.files}x{rows}"
+    folder.mkdir(exist_ok=True)
+    for i in range(args.files):
+        csv = folder / f"run{i:03d}.csv"
+        if not csv.exists():
+            write_sample(csv, SampleSpec(rows=rows, seed=1 + i))
+    size_mb = sum(p.stat().st_size for p in folder.iterdir()) / 1e6
+    print(f"{args.files} recordings of {rows} rows ({size_mb:.0f} MB) in {folder}")
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="WARNING")
+    time_fan_out(folder, work, args.files, 2, "warm-up")  # both workers import and compile once
+    variants = {"serial": None, "1 worker": 1, "2 workers": 2}
+    walls: dict[str, list[float]] = {k: [] for k in variants}
+    for i in range(args.repeat):
+        for name, workers in variants.items():
+            walls[name].append(time_fan_out(folder, work, args.files, workers, f"{i}-{workers}"))
+        print(f"round {i + 1}: " + ", ".join(f"{k} {v[-1]:.2f} s" for k, v in walls.items()), flush=True)
+    ray.shutdown()
+    best = {k: min(v) for k, v in walls.items()}
+    for name, wall in best.items():
+        print(f"{name:>9}: {args.files / wall:6.2f} files/s ({rows * args.files / wall:10,.0f} rows/s, "
+              f"best {wall:.2f} s)")
+    print(f"2 workers / 1 worker: {best['1 worker'] / best['2 workers']:.2f}x (target >= 1.7); "
+          f"2 workers / serial: {best['serial'] / best['2 workers']:.2f}x (target >= 0.9)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rows", type=int, default=600_000)
+    parser.add_argument("--rows", type=int, default=None, help="rows per recording (600 000; --files: 100 000)")
+    parser.add_argument("--files", type=int, default=0, metavar="K",
+                        help="measure the fan-out over K same-size recordings instead")
     parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument("--keep", type=Path, help="work directory to keep (default: temp)")
     parser.add_argument("--raw-codec", nargs="+", default=["zstd", "none"],
@@ -122,6 +185,13 @@ def main() -> None:
     print(f"load average (1 min) at start: {os.getloadavg()[0]:.1f}")
     work = args.keep or Path(tempfile.mkdtemp(prefix="twinlake-bench-"))
     work.mkdir(parents=True, exist_ok=True)
+    if args.files:
+        bench_fan_out(args, work)
+        print(f"load average (1 min) at end: {os.getloadavg()[0]:.1f}")
+        if args.keep is None:
+            shutil.rmtree(work, ignore_errors=True)
+        return
+    args.rows = args.rows or 600_000
     csv = work / "bench_run.csv"
     if not csv.exists() or sum(1 for _ in open(csv, "rb")) - 1 != args.rows:
         t0 = time.perf_counter()

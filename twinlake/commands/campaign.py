@@ -63,6 +63,9 @@ def run_cmd(
                           campaign_id=campaign_id, samples=samples, tail_s=tail_s, tracking_limit_rad=tracking_limit,
                           speed_limit_rad_s=speed_limit, chunk_episodes=chunk, tracking_rule=tracking_rule,
                           allow_aborting_reference=allow_aborting_reference)
+    from .cluster import check_address
+
+    check_address(address)
     try:
         report = run_campaign(resolve_lake(lake), req, workers=workers, address=address)
     except ValueError as exc:

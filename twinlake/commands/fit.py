@@ -72,6 +72,9 @@ def run_cmd(
     from ..fit.space import parse_space
     from ..option_lists import split_values
 
+    from .cluster import check_address
+
+    check_address(address)
     root = resolve_lake(lake)
     if method == "torque" and not resume:
         return _torque_run(root, train, holdout, params, friction_law, configured_load, torque, cutoff_hz,

@@ -37,6 +37,8 @@ def ingest_command(
     robot_map: list[str] = typer.Option([], "--robot-map", help="Bags: NAMESPACE=ROBOT_ID per arm (a bag of two arms is two runs)."),
     mapping: Optional[Path] = typer.Option(
         None, "--mapping", help="A mapping TOML: read every file given as a log of your own layout (CSV, Parquet, .npz; docs/formats.md)."),
+    workers: int = typer.Option(0, "--workers", min=0, help="Ingest the inputs as Ray tasks, N at a time, one CPU each (0: one after another in this process). Raw files and lake on a filesystem every node sees (docs/ray.md)."),
+    address: Optional[str] = typer.Option(None, "--address", help="With --workers: run the tasks on this Ray cluster (default: a local Ray)."),
 ) -> None:
     """Ingest fr3_stack 1 kHz recording CSVs (v2, legacy v1) and other known formats into the lake.
 
@@ -48,11 +50,15 @@ def ingest_command(
     from ..lean_start import absent
 
     with absent():  # this process's own start-up: skip what the path never uses (twinlake/lean_start.py)
-        _ingest(paths, lake, robot, run, replace, allow_partial, as_json, raw_codec)
+        _ingest(paths, lake, robot, run, replace, allow_partial, as_json, raw_codec,
+                target_topic=target_topic, kp=kp, kd=kd, robot_map=robot_map, mapping=mapping,
+                workers=workers, address=address)
 
 
 def _ingest(paths: list[Path], lake: Optional[Path], robot: Optional[str], run: Optional[str], replace: bool,
-            allow_partial: bool, as_json: bool, raw_codec: str) -> None:
+            allow_partial: bool, as_json: bool, raw_codec: str, *, target_topic: Optional[str],
+            kp: list[str], kd: list[str], robot_map: list[str], mapping: Optional[Path], workers: int,
+            address: Optional[str]) -> None:
     from rich.console import Console
 
     from ..catalog import Lake, resolve_lake
@@ -65,6 +71,8 @@ def _ingest(paths: list[Path], lake: Optional[Path], robot: Optional[str], run: 
         fail("--run names one run; give exactly one file with it")
     if raw_codec not in ("zstd", "lz4", "none"):
         fail(f"--raw-codec {raw_codec!r}: expected zstd, lz4 or none")
+    if address is not None and not workers:
+        fail("--address runs the ingest on a Ray cluster: give --workers N too")
     the_lake = Lake(resolve_lake(lake))
     if mapping is not None and not mapping.is_file():
         fail(f"--mapping {mapping}: no such file")
@@ -73,16 +81,25 @@ def _ingest(paths: list[Path], lake: Optional[Path], robot: Optional[str], run: 
     except ValueError as exc:
         fail(str(exc))
     options = ReadOptions(robot=robot, run=run, allow_partial=allow_partial, mapping=mapping, **bag_options)
+
+    def results(folder: Path):
+        """A directory's FrankaTwin result files become fits and validations (the fit
+        folder's job, imported when a directory is ingested)."""
+        from ..fit.frankatwin_import import import_results
+
+        return import_results(the_lake, [folder], robot, replace=replace)
+
     worst = 0
+    if workers:
+        from .cluster import fan_out_with_progress
+
+        outcomes = fan_out_with_progress(the_lake, list(paths), options, workers=workers, address=address,
+                                         replace=replace, raw_codec=raw_codec, results=results)
+        for outcome in outcomes:
+            worst = max(worst, outcome.exit_code)
+            _report(outcome, as_json, err)
+        raise typer.Exit(worst)
     with err.status("ingesting...", spinner="dots") as status:
-
-        def results(folder: Path):
-            """A directory's FrankaTwin result files become fits and validations (the fit
-            folder's job, imported when a directory is ingested)."""
-            from ..fit.frankatwin_import import import_results
-
-            return import_results(the_lake, [folder], robot, replace=replace)
-
         for outcome in ingest_paths(the_lake, list(paths), options, replace=replace,
                                     raw_codec=raw_codec, results=results):
             status.update(f"ingested {Path(outcome.path).name}")

@@ -1,0 +1,205 @@
+"""A two-node Ray cluster on this machine, started with `ray start` as docs/ray.md tells a
+user to: a head (2 CPUs, dashboard and job server) and a second node (1 CPU), each with its
+own temp directory and its own free ports on 127.0.0.1, each `ray start --block` process
+kept as a child of the test process so that it, and only it, is ended by pid at the end
+(never `ray stop`, which ends every Ray process of the machine's user).
+
+`ray start --block` supervises the node's processes (GCS, raylet, dashboard, agents): ending
+it with SIGTERM makes it end them; when one of them dies (the raylet killed by a test) it
+ends the rest and exits.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+RAY = str(Path(sys.executable).with_name("ray"))
+NODE_IP = "127.0.0.1"
+
+
+def free_ports(n: int) -> list[int]:
+    """`n` distinct ports free on 127.0.0.1 now (bound to port 0, then released)."""
+    socks = []
+    try:
+        for _ in range(n):
+            s = socket.socket()
+            s.bind((NODE_IP, 0))
+            socks.append(s)
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
+def cluster_env() -> dict[str, str]:
+    """The environment of the nodes and of every client: this venv's `twinlake` and `ray` on
+    PATH (a job's entrypoint runs in the head's environment), token authentication off (the
+    nodes listen on 127.0.0.1 only and the test owns them) and no usage reporting."""
+    env = dict(os.environ)
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    env.update(RAY_AUTH_MODE="disabled", RAY_USAGE_STATS_ENABLED="0", PYTHONUNBUFFERED="1")
+    return env
+
+
+@dataclass
+class RayNode:
+    """One `ray start --block` process and its node's temp directory."""
+
+    proc: subprocess.Popen
+    temp_dir: Path
+    num_cpus: int
+    log: Path
+
+    def child_pid(self, name: str) -> int:
+        """The pid of the node's process whose command line names `name` (e.g. "raylet")."""
+        for pid in _children(self.proc.pid):
+            try:
+                cmd = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if cmd and Path(cmd[0].decode()).name == name:
+                return pid
+        raise LookupError(f"no {name} process under ray start (pid {self.proc.pid})")
+
+    def stop(self, timeout_s: float = 20.0) -> None:
+        """SIGTERM the `ray start` process (it ends its node's processes), SIGKILL if it hangs."""
+        if self.proc.poll() is None:
+            children = _descendants(self.proc.pid)
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout_s)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+            for pid in children:  # anything it left behind, by pid
+                _kill(pid)
+
+
+@dataclass
+class TwoNodeCluster:
+    """The head and the second node; `address` is the GCS address (`--address`), `dashboard`
+    the URL `ray job submit --address` and the state API take."""
+
+    head: RayNode
+    worker: RayNode
+    address: str
+    dashboard: str
+    env: dict[str, str] = field(default_factory=cluster_env)
+
+    def stop(self) -> None:
+        self.worker.stop()
+        self.head.stop()
+        for node in (self.worker, self.head):
+            shutil.rmtree(node.temp_dir, ignore_errors=True)
+
+
+def _children(pid: int) -> list[int]:
+    out: list[int] = []
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            out += [int(p) for p in (task / "children").read_text().split()]
+        except OSError:
+            pass
+    return out
+
+
+def _descendants(pid: int) -> list[int]:
+    found, todo = [], _children(pid)
+    while todo:
+        p = todo.pop()
+        found.append(p)
+        todo += _children(p)
+    return found
+
+
+def _kill(pid: int) -> None:
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def _start(args: list[str], num_cpus: int, env: dict[str, str], ports: list[int]) -> RayNode:
+    """`ray start --block` with its own temp dir (short: it holds unix sockets) and ports."""
+    temp_dir = Path(tempfile.mkdtemp(prefix="tlray-"))
+    om, nm, agent_http, agent_grpc, runtime_env, metrics, lo = ports
+    cmd = [RAY, "start", "--block", "--disable-usage-stats", f"--node-ip-address={NODE_IP}",
+           f"--num-cpus={num_cpus}", "--num-gpus=0", f"--temp-dir={temp_dir}",
+           f"--object-manager-port={om}", f"--node-manager-port={nm}",
+           f"--dashboard-agent-listen-port={agent_http}", f"--dashboard-agent-grpc-port={agent_grpc}",
+           f"--runtime-env-agent-port={runtime_env}", f"--metrics-export-port={metrics}",
+           f"--min-worker-port={lo}", f"--max-worker-port={lo + 199}", *args]
+    log = temp_dir / "ray-start.log"
+    proc = subprocess.Popen(cmd, env=env, stdout=log.open("wb"), stderr=subprocess.STDOUT,
+                            stdin=subprocess.DEVNULL)
+    return RayNode(proc, temp_dir, num_cpus, log)
+
+
+def _worker_port_base() -> int:
+    """A base of 200 worker ports: random in 20000..59000 (each node's workers bind there)."""
+    import random
+
+    return random.Random(os.getpid() ^ time.time_ns()).randrange(20000, 59000, 200)
+
+
+def start_two_nodes(head_cpus: int = 2, worker_cpus: int = 1, timeout_s: float = 90.0,
+                    attempts: int = 2) -> TwoNodeCluster:
+    """Start the head, wait for it, start the second node, wait until both are alive. A node
+    that fails to start (Ray gives a raylet 30 s to register: an overloaded machine can miss
+    it) is retried once from scratch, on new ports."""
+    for attempt in range(1, attempts + 1):
+        try:
+            return _start_two_nodes(head_cpus, worker_cpus, timeout_s)
+        except (RuntimeError, TimeoutError):
+            if attempt == attempts:
+                raise
+    raise AssertionError("unreachable")
+
+
+def _start_two_nodes(head_cpus: int, worker_cpus: int, timeout_s: float) -> TwoNodeCluster:
+    env = cluster_env()
+    gcs, dash, client = free_ports(3)
+    head = _start(["--head", f"--port={gcs}", "--include-dashboard=true", f"--dashboard-host={NODE_IP}",
+                   f"--dashboard-port={dash}", f"--ray-client-server-port={client}"],
+                  head_cpus, env, free_ports(6) + [_worker_port_base()])
+    address, dashboard = f"{NODE_IP}:{gcs}", f"http://{NODE_IP}:{dash}"
+    worker = None
+    try:
+        _wait_nodes(dashboard, 1, head, timeout_s)
+        worker = _start([f"--address={address}"], worker_cpus, env, free_ports(6) + [_worker_port_base()])
+        _wait_nodes(dashboard, 2, worker, timeout_s)
+    except BaseException:
+        for node in (worker, head):
+            if node is not None:
+                node.stop()
+        raise
+    return TwoNodeCluster(head, worker, address, dashboard, env)
+
+
+def _wait_nodes(dashboard: str, count: int, node: RayNode, timeout_s: float) -> None:
+    """Until the state API lists `count` alive nodes (the dashboard answering)."""
+    from ray.util.state import list_nodes
+
+    deadline = time.monotonic() + timeout_s
+    last = None
+    while time.monotonic() < deadline:
+        if node.proc.poll() is not None:
+            raise RuntimeError(f"ray start exited {node.proc.returncode}:\n{node.log.read_text()[-3000:]}")
+        try:
+            alive = [n for n in list_nodes(address=dashboard, raise_on_missing_output=False)
+                     if n.state == "ALIVE"]
+            if len(alive) >= count:
+                return
+        except Exception as exc:  # the dashboard not up yet
+            last = exc
+        time.sleep(0.5)
+    raise TimeoutError(f"{count} Ray node(s) not alive after {timeout_s} s ({last}):\n{node.log.read_text()[-3000:]}")
