@@ -55,19 +55,22 @@ def stale_mask(frames: pa.Table) -> np.ndarray:
     if n < 2 or not q:
         return out
     dq = _recorded(frames, _DQ)
-    same = np.ones(n - 1, dtype=bool)
-    for v in q + dq + _recorded(frames, _TAU):
-        same &= v[1:] == v[:-1]
+    # rows whose first q repeats (few in real data), then only those checked further
+    rows = np.flatnonzero(q[0][1:] == q[0][:-1]) + 1
+    for v in q[1:] + dq + _recorded(frames, _TAU):
+        rows = rows[v[rows] == v[rows - 1]]
     if dq:
-        moving = np.zeros(n - 1, dtype=bool)
+        moving = np.zeros(rows.size, dtype=bool)
         for v in dq:
-            moving |= np.abs(v[1:]) > STALE_MIN_SPEED_RAD_S
-    else:
-        moved = np.zeros(n - 1, dtype=bool)  # moved[k]: q changed from row k-1 to row k
+            moving |= np.abs(v[rows]) > STALE_MIN_SPEED_RAD_S
+    else:  # q changed from row i-2 to row i-1
+        moving = np.zeros(rows.size, dtype=bool)
+        before = rows[rows >= 2]
+        changed = np.zeros(before.size, dtype=bool)
         for v in q:
-            moved[1:] |= v[1:-1] != v[:-2]
-        moving = moved
-    out[1:] = same & moving
+            changed |= v[before - 1] != v[before - 2]
+        moving[rows >= 2] = changed
+    out[rows[moving]] = True
     return out
 
 

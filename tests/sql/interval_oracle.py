@@ -29,6 +29,8 @@ def _excluded(rec: Recording, i: int, splits) -> str | None:
     seq = int(c["seq"][i])
     if any(a <= seq <= b for a, b in rec.recorded_gaps):
         return "recorded_gap"
+    if "stale" in c and bool(c["stale"][i]):
+        return "stale"
     ctrl = int(c["controller"][i])
     if "target_invalid" in splits and ctrl == 2 and int(c["joint_target_valid"][i]) == 0:
         return "target_invalid"
@@ -62,6 +64,11 @@ def _boundary(rec: Recording, p: int, i: int, splits, period_s: float, tol_s: fl
         return "recorded_gap"
     if si - sp != 1:
         return "seq_gap"
+    dt = float(c["t_s"][i]) - float(c["t_s"][p])
+    if dt <= 0:
+        return "clock_reversal"
+    if dt > 1.5 * period_s:
+        return "time_gap"
     if int(c["controller"][p]) != int(c["controller"][i]):
         return "mode_change"
     if "reset" in splits and _value(rec, "joint_reset_count", p) != _value(rec, "joint_reset_count", i):
@@ -97,9 +104,24 @@ def expected_intervals(rec: Recording, *, splits=ALL_SPLITS, period_s: float = 1
         elif excl[nxt] is not None:
             end_reason = excl[nxt]
         if end_reason is not None:
-            out.append(_row(rec, len(out), start, i, start_reason, end_reason))
+            row = _row(rec, len(out), start, i, start_reason, end_reason)
+            row["ticks_lost_before"] = (None if start == 0 or b_in[start] is None
+                                        else _lost(rec, start - 1, start, b_in[start], period_s))
+            row["ticks_lost_after"] = (_lost(rec, i, nxt, end_reason, period_s)
+                                       if nxt < n and b_in[nxt] is not None else None)
+            out.append(row)
             start = None
     return [r for r in out if r["duration_s"] >= min_duration_s]
+
+
+def _lost(rec: Recording, p: int, i: int, reason: str, period_s: float) -> int | None:
+    """Ticks lost between rows p and i for a seq_gap / time_gap boundary, else None."""
+    c = rec.cols
+    if reason == "seq_gap":
+        return int(c["seq"][i]) - int(c["seq"][p]) - 1
+    if reason == "time_gap":
+        return max(round((float(c["t_s"][i]) - float(c["t_s"][p])) / period_s) - 1, 1)
+    return None
 
 
 def _row(rec: Recording, index: int, a: int, b: int, start_reason: str, end_reason: str) -> dict:

@@ -29,6 +29,7 @@ class Recording:
     cols: dict[str, np.ndarray]
     recorded_gaps: list[tuple[int, int]] = field(default_factory=list)
     fit_eligible: bool | None = None
+    tick_period_s: float | None = None  # run.tick_period_s (ingest computes it; null: 1 ms)
 
     @property
     def n(self) -> int:
@@ -63,6 +64,7 @@ def joint_recording(n: int, *, seq0: int = 0, controller: int = 2, reset_count: 
     period = np.full(n, 1e-3)
     period[0] = 0.0
     cols["control_period_s"] = period
+    cols["stale"] = np.zeros(n, dtype=bool)
     return Recording(cols)
 
 
@@ -86,6 +88,7 @@ def run_table(rec: Recording, contract_columns: bool = True) -> pa.Table:
     row["frame_count"] = pa.array([rec.n], pa.int64())
     row["seq_first"] = pa.array([int(seq.min()) if rec.n else None], pa.int64())
     row["seq_last"] = pa.array([int(seq.max()) if rec.n else None], pa.int64())
+    row["tick_period_s"] = pa.array([rec.tick_period_s], pa.float64())
     table = pa.table(row, schema=RUN_SCHEMA)
     contract = ("recorded_gaps", "fit_eligible")
     if not contract_columns:  # an older run.parquet, written before these columns existed

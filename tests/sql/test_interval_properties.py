@@ -21,7 +21,7 @@ from twinlake.catalog.intervals import clean_intervals
 
 N_TICKS = 160
 KINDS = ("drop", "recorded_drop", "recorded_present", "gain", "reset", "idle", "invalid",
-         "nonfinite", "period")
+         "nonfinite", "period", "stale", "time_jump", "time_back")
 GAIN_COLUMNS = ("K_joint1", "K_joint6", "D_joint3", "filter_alpha", "joint_use_friction")
 BAD_COLUMNS = ("q1", "dq5", "q_target7", "q_target_filtered2", "tau_cmd4")
 PERIODS = (0.0, 0.00049, 0.0016, 0.0031)
@@ -63,6 +63,12 @@ def build(events: list[tuple[str, int, int]]) -> Recording:
             c[BAD_COLUMNS[k % len(BAD_COLUMNS)]][at] = np.nan if k % 2 else np.inf
         elif kind == "period":
             c["control_period_s"][at] = PERIODS[k % len(PERIODS)]
+        elif kind == "stale":  # a PC-side logger's repeated sample
+            c["stale"][at:end] = True
+        elif kind == "time_jump":  # consecutive seq, k ticks lost in time
+            c["t_s"][at:] += k * 1e-3
+        elif kind == "time_back":  # the clock stepped back
+            c["t_s"][at:] -= (k + 1) * 1e-3
     for at, end in idle_spans:  # a later gain/reset event wrote into them: CSV v2 zeroes them
         set_idle(rec, at, end)
     for at, length, recorded in sorted(drops, reverse=True):

@@ -245,3 +245,37 @@ def test_cartesian_null_target_is_not_a_defect(lake):
         del rec.cols[f"tgt_{s}"]  # kept in targets.parquet instead: null in frames
     lake.add(rec)
     assert spans(lake.intervals()) == [(0, 49, "run_start", "run_end")]
+
+
+def test_stale_rows_are_in_no_interval_and_time_gaps_say_what_they_lost(lake):
+    rec = joint_recording(100)
+    rec.cols["stale"][[20, 21, 50]] = True  # a PC-side logger's repeated samples
+    rec.cols["t_s"][70:] += 0.003  # consecutive seq, three ticks lost in time
+    rec.cols["t_s"][85:] -= 0.005  # the clock stepped back
+    drop_ticks(rec, 40, 2)
+    lake.add(rec)
+    rows = lake.intervals()
+    assert spans(rows) == [
+        (0, 19, "run_start", "stale"), (22, 39, "stale", "seq_gap"), (42, 49, "seq_gap", "stale"),
+        (51, 69, "stale", "time_gap"), (70, 84, "time_gap", "clock_reversal"),
+        (85, 99, "clock_reversal", "run_end")]
+    assert [(r["ticks_lost_before"], r["ticks_lost_after"]) for r in rows] == [
+        (None, None), (None, 2), (2, None), (None, 3), (3, None), (None, None)]
+    check_oracle(rows, rec)
+
+
+def test_each_run_is_judged_at_its_own_tick_period(lake):
+    slow = joint_recording(60)
+    slow.cols["t_s"] = slow.cols["t_s"] * 20  # a 50 Hz log: 20 ms ticks
+    slow.cols["control_period_s"][1:] = 0.02
+    slow.cols["t_s"][30:] += 0.04  # two ticks lost in time
+    slow.tick_period_s = 0.02
+    lake.add(slow, run="slow")
+    lake.add(joint_recording(60), run="fast")
+    rows = {r["run"]: r for r in lake.intervals() if r["interval_index"] == 0}
+    assert rows["slow"]["period_s"] == 0.02 and rows["fast"]["period_s"] == 0.001
+    assert spans([rows["slow"]]) == [(0, 29, "run_start", "time_gap")]
+    assert rows["slow"]["ticks_lost_after"] == 2
+    assert spans([rows["fast"]]) == [(0, 59, "run_start", "run_end")]
+    forced = [r for r in lake.intervals(period_s=0.001) if r["run"] == "slow"]
+    assert forced[0]["end_reason"] == "time_gap" and forced[0]["seq_last"] == 0  # 20 ms at 1 ms
