@@ -13,6 +13,8 @@ import dataclasses
 import re
 from pathlib import Path
 
+import pyarrow as pa
+
 from ..registry import Detection, IngestError, IngestUnit, ReadOptions, register
 from .arm_run import build_arm_run
 from .bagfile import OpenBag, bag_files, bag_kind
@@ -57,11 +59,31 @@ class BagReader:
                                        for t, s in sorted(bag.types.items())],
                        "topics_not_ingested": skipped}
         reasons, flags = _notes(skipped, fields, arm)
+        fields = _typed(fields)
         robot = options.robot if options.select is not None else _robot(options, arm.key)
         run = options.run if options.select is not None else _run_id(path, options, arm.key, 1)
         return IngestUnit(robot=robot, run=run, frames=frames, raw_files=bag_files(path, kind),
                           run_fields=fields, reasons=reasons, flags=flags,
                           extra_tables={"streams": streams} if streams is not None else {})
+
+
+_STR = pa.string()
+FIELD_TYPES: dict[str, pa.DataType] = {
+    "bag_storage": _STR, "bag_compression": _STR, "arm_namespace": _STR, "primary_topic": _STR,
+    "target_topic": _STR, "time_source": _STR, "seq_source": _STR, "gains_source": _STR,
+    "time_origin_ns": pa.int64(),
+    "streams": pa.list_(pa.struct([("topic", _STR), ("kind", _STR), ("role", _STR),
+                                   ("msgtype", _STR), ("messages", pa.int64()),
+                                   ("rate_hz", pa.float64()), ("time_source", _STR)])),
+    "definitions": pa.list_(pa.struct([("msgtype", _STR), ("origin", _STR)])),
+    "topics_not_ingested": pa.list_(pa.struct([("topic", _STR), ("msgtype", _STR), ("reason", _STR)])),
+}
+"""The run fields of a bag run, typed (an empty list or a null keeps its type, so every bag
+run's run.parquet has the same schema)."""
+
+
+def _typed(fields: dict) -> dict:
+    return {k: pa.scalar(v, type=FIELD_TYPES[k]) if k in FIELD_TYPES else v for k, v in fields.items()}
 
 
 def _open(path: Path) -> OpenBag:

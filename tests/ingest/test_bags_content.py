@@ -50,6 +50,7 @@ def test_one_topic_of_fourteen_joints_is_two_arms(tmp_path):
     code, outs = ingest(tmp_path / "lake", str(bag))
     assert code == 0 and [(o["robot"], o["run"]) for o in outs] == [("left", "dual-left"), ("right", "dual-right")], outs
     np.testing.assert_array_equal(frames(outs[1]["partition"])["tau_J7"].to_numpy(), b["tau"][:, 6])
+    assert sorted((i["robot"], i["frame_count"]) for i in intervals(tmp_path / "lake")) == [("left", n), ("right", n)]
 
 
 def test_header_stamps_against_receive_times(tmp_path):
@@ -146,6 +147,7 @@ def test_robot_state_without_definitions_uses_a_kept_version_only_when_it_fits(t
     humble = _humble_db3(hashed, tmp_path / "humble.db3")
     code, (out2,) = ingest(lake, str(humble), "--robot", "fr3")
     assert code == 0 and out2["frame_count"] == n, out2  # proven by decoding every message exactly
+    assert [(i["run"], i["frame_count"]) for i in intervals(lake)] == [("humble", n), ("iron", n)]
     other = store(2, kept="franka_ros2 0.1.13")  # a robot state of some other version: no robot_mode
     fields = other.fielddefs[ROS2_STATE][1]
     text = other.generate_msgdef(ROS2_STATE, ros_version=2)[0].split("=" * 80)[0].replace("uint8 robot_mode\n", "")
@@ -178,6 +180,8 @@ def test_ros1_without_definition_is_matched_by_md5(tmp_path):
     code, (out,) = ingest(tmp_path / "lake", str(path), "--robot", "panda")
     assert code == 0 and out["frame_count"] == n, out
     assert {"msgtype": ROS1_STATE, "origin": "kept franka_ros 0.8.2"} in run_row(out["partition"])["definitions"]
+    (iv,) = intervals(tmp_path / "lake", "--period-s", str(1 / 30), "--period-tol-s", "0.005")
+    assert (iv["seq_first"], iv["seq_last"]) == (0, n - 1)
     bad = tmp_path / "unknown.bag"
     with Writer(bad) as w:
         conn = w.add_connection("/franka_state_controller/franka_states", ROS1_STATE, msgdef="", md5sum="0" * 32)
@@ -272,3 +276,5 @@ def test_a_joint_trajectory_controller_state_gives_the_targets(tmp_path):
         ("primary", n, 1000), ("target", n // 10, 100)]
     streams = pq.read_table(Path(out["partition"]) / "streams.parquet")
     assert set(streams["kind"].to_pylist()) == {"target"} and streams.num_rows == n // 10
+    (iv,) = intervals(tmp_path / "lake")
+    assert (iv["frame_count"], iv["controller"]) == (n, None)
