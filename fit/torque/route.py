@@ -5,7 +5,8 @@ an ordinary fit record (`fits/fit=<id>/`, method = torque) published by fit/reco
 in fit.parquet holds what the route did and found (signal and its meaning, filter, gaps,
 delay scan, weights, base parameters, every β with its HAC and i.i.d. error bars, the
 constraints, train and held-out torque scores, adequacy). `train_floor_ratio` /
-`holdout_floor_ratio` are the torque residual over the torque noise floor (residuals.py).
+`holdout_floor_ratio` are the torque residual over the torque noise floor (residuals.py);
+`best_loss` and `train_loss` the training runs' mean square raw torque residual [N·m²].
 
 Parameters (`params`): the commanded route always fits the twin's default groups that are
 linear in the torques (armature, friction in `friction_law` — Stribeck or tanh — and
@@ -204,7 +205,7 @@ def fit_torque(lake: Path, settings: TorqueFitSettings, *, fit_id: str | None = 
     rec = FitRecord(
         fit_id=fit_id or f"fit-{datetime.now(timezone.utc).strftime('%Y%m%dT%H%M%S')}-{settings.digest()[:8]}",
         fit_source="twinlake", created_utc=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        status="completed", best_loss=float(np.mean(train_score.rmse_raw_nm ** 2 / np.maximum(sol.sigma_nm, 1e-12) ** 2)),
+        status="completed", best_loss=float(np.mean(train_score.rmse_raw_nm ** 2)),  # mean square torque residual [N·m²]
         params=params, seed=None, settings=asdict(settings), runs=uses,
         extra={"method": "torque", "wall_s": float(wall), "train_loss": float(np.mean(train_score.rmse_raw_nm ** 2)),
                "holdout_loss": None if hold_all is None else float(np.mean(hold_all.rmse_raw_nm ** 2)),

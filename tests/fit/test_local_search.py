@@ -151,3 +151,17 @@ def test_local_error_bars_reuse_the_last_full_lm_jacobian(synth_lake):
     tol = local_search.full_rel_tol(build_data(synth_lake, ["r1", "demo/r2:0"]), len(FREE))
     assert 1 <= len(full) <= 3
     assert all(b1 <= b0 * (1 - tol) for b0, b1 in zip(full[:-2], full[1:-1]))
+
+
+def test_start_from_makes_the_given_parameters_the_first_start():
+    from twinlake.fit.local_search import start_points
+    from twinlake.fit.space import ParameterSpace
+    from twinlake.sim import DynamicsParams
+
+    space = ParameterSpace()
+    given = DynamicsParams.nominal().to_vector()
+    given[:7] = [0.3, 0.25, 0.2, 0.18, 0.1, 0.09, 0.05]  # armature
+    first = start_points(space, 1, seed=0, first=given)
+    assert first.shape == (1, len(space.free_indices))
+    assert np.allclose(first[0], space.encode(given[None])[0])
+    assert not np.allclose(first[0], start_points(space, 1, seed=0)[0])  # not the nominal start
