@@ -35,14 +35,21 @@ from twinlake.daemon.excitation import PREVIEW_ANCHOR_Q  # noqa: E402
 from twinlake.daemon.excite_files import reference_table, write_reference_csv  # noqa: E402
 
 
+# a lively 4° multisine (0.07 rad from its anchor): fr3_stack's bounds raised explicitly, as a user
+# would (`--max-velocity 3 ... --tracking-error 0.2`), and recorded in metadata.json
+TRACKING_ERROR_RAD = 0.2
+
+
 def make_reference(directory: Path, seconds: float) -> Path:
-    """A multisine reference of all joints lasting `seconds` − 1 s (the episode's tail is 1 s)."""
+    """A multisine reference of all joints lasting `seconds` − 1 s (the episode's tail is 1 s),
+    with its metadata.json (the plan's raised bounds and the raised tracking guard)."""
     plan = Plan(mode="multisine", joints=(1, 2, 3, 4, 5, 6, 7), amplitude_deg=4.0, seconds=max(1.0, seconds - 1.1),
                 ramp=0.25, hold=0.05, tones=(0.3, 0.7, 1.3), seed=1, rate=100.0, max_velocity=3.0,
                 max_acceleration=30.0, max_jerk=500.0)
     path = directory / "reference.csv"
     write_reference_csv(path, reference_table(plan, PREVIEW_ANCHOR_Q))
-    (directory / "metadata.json").write_text(json.dumps({"plan": plan.to_dict()}))
+    (directory / "metadata.json").write_text(json.dumps({"plan": plan.to_dict(), "guard_settings": {
+        "tracking_error": TRACKING_ERROR_RAD, "stale_after": 0.2, "max_lateness": 0.05, "tracking_rule": "anchor"}}))
     return path
 
 
@@ -79,7 +86,7 @@ def main() -> None:
     make_fit(lake, delay_probs=[0.1, 0.6, 0.3, 0.0, 0.0])
     ref = make_reference(root, args.seconds)
     req = CampaignRequest(fit=FIT_ID, episodes=args.episodes, reference_csv=str(ref), campaign_id="bench",
-                          samples=args.samples, chunk_episodes=args.chunk)
+                          samples=args.samples, chunk_episodes=args.chunk, tracking_limit_rad=TRACKING_ERROR_RAD)
     prep = prepare(lake, req)
     ticks = prep.reference.n_ticks
     print(f"{args.episodes} episodes x {ticks} ticks ({ticks / 1000:.2f} s), {args.workers} workers, "
