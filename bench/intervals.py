@@ -67,12 +67,16 @@ def _frame_select() -> str:
         joint_use_friction="0", joint_reset_count="3", robot_time_s="1000.0 + i * 0.001",
         control_period_s="CASE WHEN i = 0 THEN 0.0 WHEN i = $outlier_at THEN 0.0025 ELSE 0.001 END",
     )
-    select = ", ".join(f"CAST({expr[f.name]} AS {_duck_type(f.type)}) AS {f.name}" for f in FRAME_SCHEMA)
+    # columns a fr3_stack run does not record (dq_target, tau_ext) are null; stale: false
+    expr.setdefault("stale", "false")
+    select = ", ".join(f"CAST({expr.get(f.name, 'NULL')} AS {_duck_type(f.type)}) AS {f.name}"
+                       for f in FRAME_SCHEMA)
     return f"SELECT {select} FROM range($n) r(i) WHERE NOT (i >= $gap_at AND i < $gap_at + $gap_len)"
 
 
 def _duck_type(t: pa.DataType) -> str:
-    return {pa.int64(): "BIGINT", pa.int32(): "INTEGER", pa.int8(): "TINYINT"}.get(t, "DOUBLE")
+    return {pa.int64(): "BIGINT", pa.int32(): "INTEGER", pa.int8(): "TINYINT",
+            pa.bool_(): "BOOLEAN"}.get(t, "DOUBLE")
 
 
 def _run_table(n: int, gaps: list[tuple[int, int]]) -> pa.Table:

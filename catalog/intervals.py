@@ -54,8 +54,8 @@ class IntervalRules:
 
     min_duration_s: drop intervals with `t_last_s - t_first_s` below this [s] (>= 0).
     period_s, period_tol_s: nominal tick period and its tolerance [s]; None (the default):
-        each run's own median tick period (`runs.tick_period_s`; 1 ms if the run has none)
-        and half of it. A tick whose `control_period_s` differs from the period by more than
+        each run's own median tick period (`runs.tick_period_s`, else `1 / runs.rate_hz`;
+        with neither, no time rule and 1 ms for `period_outlier`) and half of it. A tick whose `control_period_s` differs from the period by more than
         the tolerance starts a new interval (`period_outlier`; the first tick of a run is
         exempt, a null period is not checked); a step in `t_s` over 1.5 periods on
         consecutive seq is a `time_gap`.

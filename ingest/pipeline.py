@@ -18,7 +18,6 @@ from typing import Any
 
 import polars as pl
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from .. import __version__
@@ -31,12 +30,11 @@ from ..catalog import (
     publish_partition,
     quarantine,
 )
-from .canonical import conform_frames
 from .companions import companion_candidates
 from .registry import IngestError, IngestUnit, ReadOptions, SourceReader, detect, readers
 from .rawstore import DEFAULT_RAW_CODEC, RawStore
 from .runstats import flags_for, frame_stats, verdict_for
-from .tick_grid import rebuild_seq, stale_mask
+from .tick_grid import frames_on_grid
 from .validate import validate_frames
 
 ResultImporter = Callable[[Path], Iterable[dict[str, Any]]]
@@ -226,7 +224,7 @@ def _ingest(lake: Lake, path: Path, reader: SourceReader, options: ReadOptions,
     naming_error = _check_names(path, reader, unit)
     if naming_error is not None:
         return naming_error
-    unit.frames = frames = _with_tick_grid(path, unit)
+    unit.frames = frames = frames_on_grid(path, unit)
     raw.write_async("frames.parquet", lambda p: write_frames_parquet(frames, p))  # overlaps checks
     validate_frames(path, frames, unit.run_fields.get("source_version"), unit.first_line)
     for f in unit.raw_files:
@@ -240,36 +238,6 @@ def _ingest(lake: Lake, path: Path, reader: SourceReader, options: ReadOptions,
                    run=unit.run, frame_count=frames.num_rows, verdict=row["verdict"],
                    flags=row["flags"], files=[str(f.path) for f in unit.raw_files])
     return _publish(lake, path, unit, row, raw, base, replace)
-
-
-def _with_tick_grid(path: Path, unit: IngestUnit) -> pa.Table:
-    """The unit's frames in canonical form with their tick grid and `stale` flags, for every
-    source alike. A reader without the robot's own tick counter leaves `seq` out: the grid is
-    rebuilt from `t_s` at its median period (`tick_grid.rebuild_seq`), and the run says so
-    (`tick_grid = "rebuilt"`, a reason); otherwise `tick_grid = "recorded"`. `stale` is the
-    reader's own flag (if it set one) or'ed with `tick_grid.stale_mask`."""
-    frames = unit.frames
-    if "seq" not in frames.column_names:
-        if "t_s" not in frames.column_names:
-            raise IngestError(path, "no tick counter and no time column: cannot place the rows "
-                              "on a tick grid", field="t_s")
-        try:
-            seq, period = rebuild_seq(frames.column("t_s").to_numpy(zero_copy_only=False))
-        except ValueError as exc:
-            raise IngestError(path, f"cannot rebuild the tick grid from the time: {exc}",
-                              field="t_s") from None
-        frames = frames.append_column("seq", pa.array(seq, pa.int64()))
-        unit.run_fields["tick_grid"] = "rebuilt"
-        unit.reasons.append(f"no robot tick counter: tick grid rebuilt from t_s at its median "
-                            f"period {period * 1e3:.4g} ms")
-    else:
-        unit.run_fields.setdefault("tick_grid", "recorded")
-    frames = conform_frames(frames)
-    stale = pa.array(stale_mask(frames))
-    given = frames.column("stale")
-    if given.null_count < len(given):
-        stale = pc.or_(pc.fill_null(given, False), stale)
-    return frames.set_column(frames.schema.get_field_index("stale"), "stale", stale)
 
 
 def _check_names(path: Path, reader: SourceReader, unit: IngestUnit) -> Outcome | None:

@@ -12,15 +12,21 @@ canonical frame column `stale` so no fit mistakes a repeat for standstill.
   step between rows advances seq by its time step in median periods, rounded, at least one
   (the grid stays strictly increasing, the rows stay in file order: nothing is re-sorted).
 - `tick_period_s(seq, t_s)`: the median `t_s` step per seq step (the run's own tick period).
+- `frames_on_grid(path, unit)`: what the pipeline does with every reader's frames: canonical
+  form, the grid (rebuilt when the reader left `seq` out), the `stale` column.
 """
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..catalog import JOINTS
+from .canonical import conform_frames
+from .registry import IngestError, IngestUnit
 
 STALE_MIN_SPEED_RAD_S = 1e-3
 """A repeated row is stale when some joint's recorded speed exceeds this [rad/s]: the arm
@@ -114,3 +120,33 @@ def tick_period_s(seq: np.ndarray, t_s: np.ndarray) -> float | None:
     dt = np.diff(np.asarray(t_s, dtype=np.float64))
     ok = np.isfinite(dt) & (dt > 0) & (ds > 0)
     return float(np.median(dt[ok] / ds[ok])) if ok.any() else None
+
+
+def frames_on_grid(path: Path, unit: IngestUnit) -> pa.Table:
+    """The unit's frames in canonical form with their tick grid and `stale` flags, for every
+    source alike. A reader without the robot's own tick counter leaves `seq` out: the grid is
+    rebuilt from `t_s` at its median period (`tick_grid.rebuild_seq`), and the run says so
+    (`tick_grid = "rebuilt"`, a reason); otherwise `tick_grid = "recorded"`. `stale` is the
+    reader's own flag (if it set one) or'ed with `tick_grid.stale_mask`."""
+    frames = unit.frames
+    if "seq" not in frames.column_names:
+        if "t_s" not in frames.column_names:
+            raise IngestError(path, "no tick counter and no time column: cannot place the rows "
+                              "on a tick grid", field="t_s")
+        try:
+            seq, period = rebuild_seq(frames.column("t_s").to_numpy(zero_copy_only=False))
+        except ValueError as exc:
+            raise IngestError(path, f"cannot rebuild the tick grid from the time: {exc}",
+                              field="t_s") from None
+        frames = frames.append_column("seq", pa.array(seq, pa.int64()))
+        unit.run_fields["tick_grid"] = "rebuilt"
+        unit.reasons.append(f"no robot tick counter: tick grid rebuilt from t_s at its median "
+                            f"period {period * 1e3:.4g} ms")
+    else:
+        unit.run_fields.setdefault("tick_grid", "recorded")
+    frames = conform_frames(frames)
+    stale = pa.array(stale_mask(frames))
+    given = frames.column("stale")
+    if given.null_count < len(given):
+        stale = pc.or_(pc.fill_null(given, False), stale)
+    return frames.set_column(frames.schema.get_field_index("stale"), "stale", stale)

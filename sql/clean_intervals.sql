@@ -20,9 +20,10 @@
 --   robot_filter, run_filter  VARCHAR   only this robot / run (applied before the window)
 --   min_duration_s            DOUBLE    drop intervals shorter than this [s] (default 0)
 --   period_s, period_tol_s    DOUBLE    nominal tick period and tolerance [s] (default: each
---                                       run's own median tick period runs.tick_period_s, 1 ms
---                                       when the run does not have one, ± half of it; a run's
---                                       first tick is exempt from period_outlier)
+--                                       run's own median tick period runs.tick_period_s, else
+--                                       1 / runs.rate_hz, ± half of it; without either the
+--                                       time rules are off and period_outlier uses 1 ms; a
+--                                       run's first tick is exempt from period_outlier)
 --   split_on                  VARCHAR[] optional rules that split: any of reset,
 --                                       gain_change, target_invalid, nonfinite,
 --                                       period_outlier (default all). seq_gap, recorded_gap
@@ -45,18 +46,21 @@ CREATE OR REPLACE MACRO clean_intervals(
 WITH
 run_info AS (
     -- run.parquet may lack `recorded_gaps` / `fit_eligible` / `tick_period_s`: UNION BY NAME
-    -- adds them as null. P: the tick period the run is judged by [s]; tol: its tolerance.
-    SELECT robot, run, recorded_gaps, coalesce(fit_eligible, true) AS fit_eligible,
-           coalesce(period_s::DOUBLE, tick_period_s, 0.001) AS P,
-           coalesce(period_tol_s::DOUBLE, 0.5 * coalesce(period_s::DOUBLE, tick_period_s, 0.001))
-               AS tol
+    -- adds them as null. Pt: the run's own tick period [s] (given, or measured at ingest, or
+    -- 1 / rate_hz for a run written before tick_period_s); the time rules need it. P: the
+    -- period of period_outlier and of the result (Pt, else 1 ms); tol: its tolerance.
+    SELECT robot, run, recorded_gaps, coalesce(fit_eligible, true) AS fit_eligible, Pt,
+           coalesce(Pt, 0.001) AS P,
+           coalesce(period_tol_s::DOUBLE, 0.5 * coalesce(Pt, 0.001)) AS tol
     FROM (
         FROM runs
         UNION ALL BY NAME
         SELECT NULL::VARCHAR AS robot, NULL::VARCHAR AS run,
                NULL::STRUCT(seq_from BIGINT, seq_to BIGINT)[] AS recorded_gaps,
-               NULL::BOOLEAN AS fit_eligible, NULL::DOUBLE AS tick_period_s
-        WHERE false)
+               NULL::BOOLEAN AS fit_eligible, NULL::DOUBLE AS tick_period_s,
+               NULL::DOUBLE AS rate_hz
+        WHERE false),
+    LATERAL (SELECT coalesce(period_s::DOUBLE, tick_period_s, 1.0 / nullif(rate_hz, 0)) AS Pt)
     WHERE (robot_filter IS NULL OR robot = robot_filter)
       AND (run_filter IS NULL OR run = run_filter)
 ),
@@ -68,7 +72,7 @@ tick AS (
     --   gap_end_before: end of the latest recorded lost range ending before this seq
     SELECT
         f.robot, f.run, f.seq, f.t_s, f.controller, f.joint_reset_count, f.control_period_s,
-        ri.P, ri.tol,
+        ri.P, ri.Pt, ri.tol,
         CASE WHEN f.controller = 2 THEN hash(
             f.K_joint1, f.K_joint2, f.K_joint3, f.K_joint4, f.K_joint5, f.K_joint6, f.K_joint7,
             f.D_joint1, f.D_joint2, f.D_joint3, f.D_joint4, f.D_joint5, f.D_joint6, f.D_joint7,
@@ -139,7 +143,7 @@ edge AS (
             WHEN gap_end_before > prev_seq THEN 4
             WHEN seq - prev_seq <> 1 THEN 3
             WHEN t_s - prev_t_s <= 0 THEN 12
-            WHEN t_s - prev_t_s > 1.5 * P THEN 11
+            WHEN t_s - prev_t_s > 1.5 * Pt THEN 11
             WHEN controller IS DISTINCT FROM prev_controller THEN 5
             WHEN list_contains(split_on, 'reset')
                  AND joint_reset_count IS DISTINCT FROM prev_reset THEN 6
@@ -154,7 +158,7 @@ lost AS (
     SELECT
         *,
         CASE b_in WHEN 3 THEN seq - prev_seq - 1
-                  WHEN 11 THEN greatest(round((t_s - prev_t_s) / P)::BIGINT - 1, 1) END
+                  WHEN 11 THEN greatest(round((t_s - prev_t_s) / Pt)::BIGINT - 1, 1) END
             AS lost_in
     FROM edge
 ),

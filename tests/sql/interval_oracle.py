@@ -57,7 +57,8 @@ def _config(rec: Recording, i: int):
     return tuple(float(c[k][i]) for k in keys)
 
 
-def _boundary(rec: Recording, p: int, i: int, splits, period_s: float, tol_s: float) -> str | None:
+def _boundary(rec: Recording, p: int, i: int, splits, period_s: float, tol_s: float,
+              time_period_s: float | None) -> str | None:
     c = rec.cols
     sp, si = int(c["seq"][p]), int(c["seq"][i])
     if any(sp < b < si for _a, b in rec.recorded_gaps):
@@ -67,7 +68,7 @@ def _boundary(rec: Recording, p: int, i: int, splits, period_s: float, tol_s: fl
     dt = float(c["t_s"][i]) - float(c["t_s"][p])
     if dt <= 0:
         return "clock_reversal"
-    if dt > 1.5 * period_s:
+    if time_period_s is not None and dt > 1.5 * time_period_s:
         return "time_gap"
     if int(c["controller"][p]) != int(c["controller"][i]):
         return "mode_change"
@@ -80,14 +81,20 @@ def _boundary(rec: Recording, p: int, i: int, splits, period_s: float, tol_s: fl
     return None
 
 
-def expected_intervals(rec: Recording, *, splits=ALL_SPLITS, period_s: float = 1e-3,
-                       tol_s: float = 5e-4, min_duration_s: float = 0.0) -> list[dict]:
-    """The intervals of one run as dicts (seq_first, seq_last, start/end reasons, ...)."""
+def expected_intervals(rec: Recording, *, splits=ALL_SPLITS, period_s: float | None = None,
+                       tol_s: float | None = None, min_duration_s: float = 0.0) -> list[dict]:
+    """The intervals of one run as dicts (seq_first, seq_last, start/end reasons, ...). The
+    time rules use `period_s` or the run's `tick_period_s` (none: off); period_outlier that
+    period or 1 ms, ± `tol_s` (default half of it)."""
+    time_period_s = period_s if period_s is not None else rec.tick_period_s
+    period_s = 1e-3 if time_period_s is None else time_period_s
+    tol_s = 0.5 * period_s if tol_s is None else tol_s
     if rec.fit_eligible is False:
         return []
     n = rec.n
     excl = [_excluded(rec, i, splits) for i in range(n)]
-    b_in = [None if i == 0 else _boundary(rec, i - 1, i, splits, period_s, tol_s) for i in range(n)]
+    b_in = [None if i == 0 else _boundary(rec, i - 1, i, splits, period_s, tol_s, time_period_s)
+            for i in range(n)]
     out, start, start_reason = [], None, None
     for i in range(n):
         if excl[i] is not None:
@@ -106,8 +113,9 @@ def expected_intervals(rec: Recording, *, splits=ALL_SPLITS, period_s: float = 1
         if end_reason is not None:
             row = _row(rec, len(out), start, i, start_reason, end_reason)
             row["ticks_lost_before"] = (None if start == 0 or b_in[start] is None
-                                        else _lost(rec, start - 1, start, b_in[start], period_s))
-            row["ticks_lost_after"] = (_lost(rec, i, nxt, end_reason, period_s)
+                                        else _lost(rec, start - 1, start, b_in[start],
+                                                   time_period_s))
+            row["ticks_lost_after"] = (_lost(rec, i, nxt, end_reason, time_period_s)
                                        if nxt < n and b_in[nxt] is not None else None)
             out.append(row)
             start = None

@@ -249,6 +249,7 @@ def test_cartesian_null_target_is_not_a_defect(lake):
 
 def test_stale_rows_are_in_no_interval_and_time_gaps_say_what_they_lost(lake):
     rec = joint_recording(100)
+    rec.tick_period_s = 1e-3  # measured at ingest: the time rules use it
     rec.cols["stale"][[20, 21, 50]] = True  # a PC-side logger's repeated samples
     rec.cols["t_s"][70:] += 0.003  # consecutive seq, three ticks lost in time
     rec.cols["t_s"][85:] -= 0.005  # the clock stepped back
@@ -271,7 +272,9 @@ def test_each_run_is_judged_at_its_own_tick_period(lake):
     slow.cols["t_s"][30:] += 0.04  # two ticks lost in time
     slow.tick_period_s = 0.02
     lake.add(slow, run="slow")
-    lake.add(joint_recording(60), run="fast")
+    fast = joint_recording(60)
+    fast.cols["t_s"][40:] += 0.01  # no tick period known: the time rules are off
+    lake.add(fast, run="fast")
     rows = {r["run"]: r for r in lake.intervals() if r["interval_index"] == 0}
     assert rows["slow"]["period_s"] == 0.02 and rows["fast"]["period_s"] == 0.001
     assert spans([rows["slow"]]) == [(0, 29, "run_start", "time_gap")]
