@@ -49,29 +49,35 @@ def _combination(names: list[str], direction: np.ndarray) -> dict[str, float]:
 
 
 def analyse(normal: np.ndarray, names: list[str]) -> Identifiability:
-    """The base-parameter analysis of a normal matrix (p, p) with parameter names (p,)."""
+    """The base-parameter analysis of a normal matrix (p, p) with parameter names (p,). A
+    column the data never excite (zero diagonal) is reported on its own; the eigen-analysis
+    runs over the others."""
     p = len(names)
     diag = np.diag(normal).copy()
-    scale = np.where(diag > 0, 1.0 / np.sqrt(np.maximum(diag, 1e-300)), 1.0)  # 1: a column never excited
-    scaled = normal * scale[:, None] * scale[None, :]
-    eig, vec = np.linalg.eigh(scaled)
-    eig = np.maximum(eig, 0.0)
-    top = eig.max() if p else 0.0
-    ratio = np.sqrt(eig / top) if top > 0 else np.zeros(p)
-    prior = np.zeros((p, p))
-    rho = PRIOR_WEIGHT * float(np.max(diag)) if p else 0.0
-    out = Identifiability(prior=prior)
-    for i in np.argsort(ratio):
-        direction = scale * vec[:, i]
-        if ratio[i] < UNIDENTIFIABLE_RATIO:
-            unit = direction / np.linalg.norm(direction)
-            prior += rho * np.outer(unit, unit)
-            out.unidentifiable.append({"ratio": float(ratio[i]), "components": _combination(names, direction)})
-        elif ratio[i] < WEAK_RATIO:
-            out.weak.append({"ratio": float(ratio[i]), "components": _combination(names, direction)})
-    out.rank = int(np.sum(ratio >= UNIDENTIFIABLE_RATIO))
-    kept = ratio[ratio >= UNIDENTIFIABLE_RATIO]
-    out.condition_number = float(1.0 / kept.min()) if len(kept) else float("inf")
+    rho = PRIOR_WEIGHT * float(np.max(diag)) if p and np.max(diag) > 0 else 1.0
+    out = Identifiability(prior=np.zeros((p, p)))
+    dead = np.nonzero(diag <= 0)[0]
+    for j in dead:
+        out.prior[j, j] += rho
+        out.unidentifiable.append({"ratio": 0.0, "components": {names[j]: 1.0}, "reason": "never excited"})
+    live = np.nonzero(diag > 0)[0]
+    if len(live):
+        scale = 1.0 / np.sqrt(diag[live])
+        scaled = normal[np.ix_(live, live)] * scale[:, None] * scale[None, :]
+        eig, vec = np.linalg.eigh(scaled)
+        ratio = np.sqrt(np.maximum(eig, 0.0) / max(eig.max(), 1e-300))
+        live_names = [names[i] for i in live]
+        for i in np.argsort(ratio):
+            direction = scale * vec[:, i]
+            if ratio[i] < UNIDENTIFIABLE_RATIO:
+                unit = direction / np.linalg.norm(direction)
+                out.prior[np.ix_(live, live)] += rho * np.outer(unit, unit)
+                out.unidentifiable.append({"ratio": float(ratio[i]), "components": _combination(live_names, direction)})
+            elif ratio[i] < WEAK_RATIO:
+                out.weak.append({"ratio": float(ratio[i]), "components": _combination(live_names, direction)})
+        kept = ratio[ratio >= UNIDENTIFIABLE_RATIO]
+        out.rank = int(len(kept))
+        out.condition_number = float(1.0 / kept.min()) if len(kept) else float("inf")
     return out
 
 

@@ -108,8 +108,24 @@ def constrain(beta_hat: np.ndarray, normal: np.ndarray, lower: np.ndarray, upper
     lo = np.concatenate([lower[lin], np.full(10 * len(bodies), -np.inf)])
     hi = np.concatenate([upper[lin], np.full(10 * len(bodies), np.inf)])
     x0 = np.clip(x0, lo, hi)
-    sol = optimize.least_squares(lambda x: root @ (beta_of(x) - beta_hat), x0, bounds=(lo, hi), method="trf",
-                                 x_scale="jac", xtol=1e-12, ftol=1e-12, gtol=1e-12, max_nfev=2000)
+
+    def jacobian(x: np.ndarray) -> np.ndarray:
+        """root · dβ/dx: identity for the linear parameters, a 10 × 10 central difference per body."""
+        d = np.zeros((len(beta_hat), len(x)))
+        d[lin, np.arange(len(lin))] = 1.0
+        with np.errstate(over="ignore", invalid="ignore"):
+            for i, b in enumerate(bodies):
+                k = len(lin) + 10 * i
+                for c in range(10):
+                    up, down = x[k:k + 10].copy(), x[k:k + 10].copy()
+                    up[c] += 1e-7
+                    down[c] -= 1e-7
+                    d[b.start:b.start + 10, k + c] = (from_log_cholesky(up) - from_log_cholesky(down)) / 2e-7
+        return root @ d
+
+    with np.errstate(over="ignore", invalid="ignore"):  # a trial step may overflow exp: least_squares backs off
+        sol = optimize.least_squares(lambda x: root @ (beta_of(x) - beta_hat), x0, jac=jacobian, bounds=(lo, hi),
+                                     method="trf", x_scale="jac", xtol=1e-12, ftol=1e-12, gtol=1e-12, max_nfev=500)
     return beta_of(sol.x), True
 
 

@@ -206,7 +206,7 @@ def fit_torque(lake: Path, settings: TorqueFitSettings, *, fit_id: str | None = 
         fit_id=fit_id or f"fit-{datetime.now(timezone.utc).strftime('%Y%m%dT%H%M%S')}-{settings.digest()[:8]}",
         fit_source="twinlake", created_utc=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         status="completed", best_loss=float(np.mean(train_score.rmse_raw_nm ** 2)),  # mean square torque residual [N·m²]
-        params=params, seed=None, settings=asdict(settings), runs=uses,
+        params=params, seed=None, settings=_stored_settings(settings, spec.law), runs=uses,
         extra={"method": "torque", "wall_s": float(wall), "train_loss": float(np.mean(train_score.rmse_raw_nm ** 2)),
                "holdout_loss": None if hold_all is None else float(np.mean(hold_all.rmse_raw_nm ** 2)),
                "identifiability_json": identifiability_json(sol, rigid, params),
@@ -216,6 +216,14 @@ def fit_torque(lake: Path, settings: TorqueFitSettings, *, fit_id: str | None = 
     if publish:
         publish_fit(lake, rec)
     return rec
+
+
+def _stored_settings(settings: TorqueFitSettings, law: str) -> dict:
+    """settings_json: the TorqueFitSettings plus a parameter space carrying the friction law
+    (FitRecord.friction_law, and every consumer of a fit's law, read it there)."""
+    from ..space import parse_space
+
+    return asdict(settings) | {"space": parse_space([], friction_law=law).to_json()}
 
 
 def _finite(x: float) -> float | None:

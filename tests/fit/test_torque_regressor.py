@@ -100,3 +100,27 @@ def test_bartlett_block_sum_is_the_kernel_weighted_autocovariance_sum():
     assert np.abs(block - direct).max() < 0.01 * np.abs(direct).max()  # equal up to the segment edges
     white = g.T @ g
     assert block[0, 0] > 1.7 * white[0, 0]  # (1 + 0.8)² / (1 + 0.8²) ≈ 1.98 for MA(1); the sum sees it
+
+
+def test_base_parameters_name_the_unidentifiable_combinations_and_hold_them_at_nominal():
+    from twinlake.fit.torque.base_params import analyse
+
+    rng = np.random.default_rng(0)
+    a = rng.normal(size=(300, 3))
+    cols = np.column_stack([a, a[:, 0] + a[:, 1], np.zeros(300)])  # ab = a + b; z never excited
+    names = ["a", "b", "c", "ab", "z"]
+    res = analyse(cols.T @ cols, names)
+    assert res.rank == 3
+    combos = [d["components"] for d in res.unidentifiable]
+    assert {"z": 1.0} in combos
+    pair = next(c for c in combos if "ab" in c)
+    assert set(pair) == {"a", "b", "ab"} and pair["a"] == pytest.approx(pair["b"]) == pytest.approx(-pair["ab"])
+    truth = np.array([1.0, 2.0, 3.0, 0.0, 0.0])
+    y = cols @ truth
+    nominal = np.array([0.0, 0.0, 0.0, 0.5, 7.0])  # the prior's centre
+    n_mat = cols.T @ cols + res.prior
+    beta = np.linalg.solve(n_mat, cols.T @ y + res.prior @ nominal)
+    assert np.allclose(cols @ beta, y, atol=1e-6)  # the data are still fitted exactly
+    assert beta[4] == pytest.approx(7.0)  # the never-excited column is held at its nominal
+    null = np.array([-1.0, -1.0, 0.0, 1.0, 0.0]) / np.sqrt(3)  # the unidentifiable direction
+    assert null @ beta == pytest.approx(null @ nominal, abs=1e-6)  # held at nominal along it

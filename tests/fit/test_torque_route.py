@@ -55,6 +55,7 @@ def test_commanded_route_recovers_the_extended_truth_and_is_an_ordinary_fit(twin
     assert res.exit_code == 0, res.output
     rec = load_fit(twin_lake, "tq-ext")
     assert rec.settings["method"] == "torque" and rec.settings["torque"] == "commanded"
+    assert rec.friction_law == "tanh"  # what validate, export and campaigns read
     truth = torque_runs.EXTENDED_TRUTH.to_vector()
     bars = {e["name"]: e for e in rec.identifiability["parameters"]}
     free = [n for n in PARAM_NAMES if bars[n]["free"]]
