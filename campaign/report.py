@@ -61,7 +61,7 @@ def warnings(cfg: dict, summaries: list[dict]) -> list[str]:
                      f"{nominal['text']}")
     dom = dominant_outcome(summaries)
     if dom is not None:
-        line = f"{dom['episodes']} of {len(summaries)} episodes ({100 * dom['share']:.0f} %) ended {dom['outcome']}"
+        line = f"{dom['episodes']} of {len(summaries)} episodes ({100 * dom['share']:.1f} %) ended {dom['outcome']}"
         times = [s["metrics"].get("abort_t_s") for s in summaries if s["outcome"] == dom["outcome"]]
         times = [t for t in times if t is not None]
         if times:

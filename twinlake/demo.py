@@ -15,7 +15,15 @@
 6. print truth against fit per joint with the 95 % intervals stored with the fit (and whether
    each truth value lies inside its interval), the tool's mass found, and the held-out joint
    RMSE of both fits beside the noise floor (the replay of the truth itself) and the nominal
-   (untuned) model.
+   (untuned) model;
+7. run a short campaign (`--campaign-episodes`, default 200) of the held-out run's targets on
+   arms drawn from the final fit's posterior, with fr3_stack's default guards, and print its
+   outcome table.
+
+The excitations are ones a real FR3 run with fr3_stack's client completes: multisines inside
+its default preflight bounds (0.1 rad/s, 0.3 rad/s², 2 rad/s³; `gentle_multisine_run`), recorded
+with its streaming guards enforced (tracking 0.05 rad from the anchor, speed 0.1 rad/s, state
+age 0.2 s); each run's metadata.json states the bounds.
 
 Recordings are deterministic (seeded), so re-running the demo on the same lake reuses them.
 """
@@ -45,18 +53,18 @@ ROBOT = "demo-robot"
 class DemoConfig:
     """Sizes of the demo (defaults: under 5 minutes on 2 cores)."""
 
-    seconds: float = 3.0  # excitation per run [s] (plus holds and a tail)
-    amplitude_deg: float = 12.0  # peak offset per joint [deg]
+    seconds: float = 4.0  # excitation per run [s] (plus holds and a tail)
     population: int = 16
     generations: int = 12
     refine_iterations: int = 8
     workers: int = 2
     seed: int = 0
-    train_tones: tuple[float, ...] = (0.3, 0.7, 1.3)
-    holdout_tones: tuple[float, ...] = (0.4, 0.9, 1.7)
+    train_tones: tuple[float, ...] = (0.2, 0.45, 0.8)
+    holdout_tones: tuple[float, ...] = (0.25, 0.5, 0.9)
     tool_kg: float = 0.6  # the flange payload the firmware does not know [kg]; 0: none, no first fit
     tool_com_m: tuple[float, float, float] = (0.0, 0.0, 0.05)  # its centre of mass, flange frame [m]
     screen_generations: int = 3  # generations of the first fit (FrankaTwin's 29, no refinement)
+    campaign_episodes: int = 200  # episodes of the closing campaign (0: none)
 
     @property
     def tool(self):
@@ -66,29 +74,38 @@ class DemoConfig:
         return EndLoad(self.tool_kg, self.tool_com_m) if self.tool_kg > 0 else None
 
     def runs(self) -> list[tuple[str, SyntheticRun]]:
-        """(role, synthetic run) of the three recordings: phases and noise seeded 1, 2, 3."""
-        from .synthetic import multisine_run
+        """(role, synthetic run) of the three recordings: phases and noise seeded 1, 2, 3; each
+        inside fr3_stack's default bounds (`gentle_multisine_run`: the amplitude is the largest
+        whose reference peaks stay under 60 % of each bound)."""
+        from .synthetic import gentle_multisine_run
 
-        shape = dict(seconds=self.seconds, amplitude_deg=self.amplitude_deg, ramp_s=min(1.0, self.seconds / 4),
-                     hold_s=0.3, tail_s=0.3)
-        return [("train", multisine_run("demo-train-1", self.train_tones, 1, **shape)),
-                ("train", multisine_run("demo-train-2", self.train_tones, 2, **shape)),
-                ("holdout", multisine_run("demo-holdout", self.holdout_tones, 3, **shape))]
+        shape = dict(seconds=self.seconds, ramp_s=0.375 * self.seconds, hold_s=0.3, tail_s=0.3)
+        return [("train", gentle_multisine_run("demo-train-1", self.train_tones, 1, **shape)),
+                ("train", gentle_multisine_run("demo-train-2", self.train_tones, 2, **shape)),
+                ("holdout", gentle_multisine_run("demo-holdout", self.holdout_tones, 3, **shape))]
 
 
 def record_runs(cfg: DemoConfig, out: Path, console: Console) -> list[tuple[str, SyntheticRecording]]:
-    """Write reference.csv and the offline recording of each demo run under `out`."""
+    """Write reference.csv, metadata.json and the offline recording of each demo run under
+    `out`, with fr3_stack's guards enforced (`--enforce-guards`); ValueError if a recording
+    would have been aborted (the demo's runs are ones a real FR3 run completes)."""
+    from .daemon.guards import report_lines
     from .sim import DEMO_PROFILE_PATH
-    from .synthetic import record
+    from .synthetic import guard_report, record
 
     made = []
     for role, spec in cfg.runs():
-        rec = record(spec, out, robot_id=ROBOT, truth_path=DEMO_PROFILE_PATH, payload=cfg.tool)
+        rec = record(spec, out, robot_id=ROBOT, truth_path=DEMO_PROFILE_PATH, payload=cfg.tool, enforce_guards=True)
+        report = guard_report(rec)
         if rec.reused:
             console.print(f"  reusing {rec.csv}")
         else:
-            console.print(f"  recorded {spec.run} ({role}): {rec.result.rows} ticks, "
-                          f"{rec.result.speedup:.0f}× real time")
+            plan = spec.plan
+            console.print(f"  recorded {spec.run} ({role}): {plan.amplitude_deg:g}° multisine {list(plan.tones)} Hz, "
+                          f"{rec.result.rows} ticks, {rec.result.speedup:.0f}× real time")
+        if report is None or report["would_abort"] is not None:
+            raise ValueError(f"{rec.csv}: " + ("no guard report" if report is None else report["verdict"]))
+        console.print("  " + "\n  ".join(report_lines(report)))
         made.append((role, rec))
     return made
 
@@ -180,6 +197,53 @@ def rmse_table(rmse: dict[str, np.ndarray], console: Console) -> None:
     console.print(table)
 
 
+def closing_campaign(lake: Path, fit_id: str, holdout: str, cfg: DemoConfig, *, address: str | None,
+                     console: Console) -> dict:
+    """A campaign of the held-out run's targets on `cfg.campaign_episodes` arms drawn from the
+    fit's posterior (fr3_stack's default guards, no per-episode samples); prints its outcome
+    table and returns {campaign, episodes, outcomes, nominal, completed_share, table}."""
+    from .campaign import CampaignRequest, CampaignStore, run_campaign
+
+    req = CampaignRequest(fit=fit_id, episodes=cfg.campaign_episodes, run=holdout, samples="none", seed=cfg.seed,
+                          chunk_episodes=50)
+    report = run_campaign(lake, req, workers=cfg.workers, address=address)
+    rows = outcome_rows(CampaignStore(lake, report.campaign_id).summaries())
+    table = Table(title=f"campaign {report.campaign_id}: {report.total_done} arms drawn from the fit's posterior "
+                        f"replay {holdout}")
+    for name in ("outcome", "episodes", "share", "worst |q − anchor| p50 / p95 (mrad)", "abort t (s)"):
+        table.add_column(name, justify="left" if name == "outcome" else "right")
+    for r in rows:
+        table.add_row(r["outcome"], str(r["episodes"]), f"{100 * r['share']:.1f} %",
+                      f"{_mrad(r['anchor_p50_rad'])} / {_mrad(r['anchor_p95_rad'])}", r["abort_t_s"] or "-")
+    console.print(f"  {report.nominal['text']}")
+    console.print(table)
+    done = max(report.total_done, 1)
+    return {"campaign": report.campaign_id, "episodes": report.total_done, "outcomes": report.outcomes,
+            "nominal": report.nominal, "completed_share": report.outcomes.get("completed", 0) / done, "table": rows}
+
+
+def outcome_rows(summaries: list[dict]) -> list[dict]:
+    """Per outcome (most episodes first): episodes, share, p50 / p95 of the worst checked
+    |q − anchor| [rad] and the range of abort times [s] (text, None when none aborted)."""
+    by: dict[str, list[dict]] = {}
+    for s in summaries:
+        by.setdefault(s["outcome"], []).append(s)
+    rows = []
+    for outcome, items in sorted(by.items(), key=lambda kv: (-len(kv[1]), kv[0])):
+        anchor = [s["metrics"].get("track_anchor_max_rad") for s in items]
+        anchor = np.array([a for a in anchor if a is not None], dtype=float)
+        times = [s["metrics"]["abort_t_s"] for s in items if s["metrics"].get("abort_t_s") is not None]
+        rows.append({"outcome": outcome, "episodes": len(items), "share": len(items) / len(summaries),
+                     "anchor_p50_rad": float(np.percentile(anchor, 50)) if anchor.size else None,
+                     "anchor_p95_rad": float(np.percentile(anchor, 95)) if anchor.size else None,
+                     "abort_t_s": f"{min(times):.2f}..{max(times):.2f}" if times else None})
+    return rows
+
+
+def _mrad(value: float | None) -> str:
+    return "-" if value is None else f"{1e3 * value:.1f}"
+
+
 def _new_fit_id(lake: Path, stem: str) -> str:
     from .catalog import Lake
 
@@ -219,7 +283,7 @@ def run_demo(lake: Path, out: Path, cfg: DemoConfig = DemoConfig(), *, address: 
     console = console or Console(stderr=True, width=110)
     lake, out = Path(lake).absolute(), Path(out).absolute()
     tool = cfg.tool
-    steps = 5 if tool is not None else 4
+    steps = (5 if tool is not None else 4) + (1 if cfg.campaign_episodes > 0 else 0)
     console.rule(f"1/{steps} record (offline recorder, demo robot"
                  + (f" with a {cfg.tool_kg:g} kg tool its firmware does not know)" if tool else ")"))
     made = record_runs(cfg, out, console)
@@ -234,14 +298,14 @@ def run_demo(lake: Path, out: Path, cfg: DemoConfig = DemoConfig(), *, address: 
         screen_id, screen_lines = screen_fit(lake, train, holdout, cfg, f"{stem}-29", address=address,
                                              progress=progress, console=console)
     specs = ["+payload"] if tool is not None else []
-    console.rule(f"{steps - 1}/{steps} fit on Ray{' with --params +payload' if specs else ''}: population "
+    console.rule(f"{steps - 1 - (cfg.campaign_episodes > 0)}/{steps} fit on Ray{' with --params +payload' if specs else ''}: population "
                  f"{cfg.population}, {cfg.generations} generations, {cfg.workers} workers")
     settings = FitSettings(train=train, holdout=holdout, space=parse_space(specs).to_json(),
                            population=cfg.population, generations=cfg.generations, seed=cfg.seed,
                            refine_iterations=cfg.refine_iterations)
     fit_id = _new_fit_id(lake, stem)
     rec = run_fit(lake, settings, fit_id=fit_id, workers=cfg.workers, address=address, progress=progress)
-    console.rule(f"{steps}/{steps} truth vs fit")
+    console.rule(f"{steps - (cfg.campaign_episodes > 0)}/{steps} truth vs fit")
     truth = load_params(DEMO_PROFILE_PATH)
     truth = truth.with_payload(tool) if tool is not None else truth
     cover = truth_table(truth, rec.params, console, rec.identifiability)
@@ -261,7 +325,12 @@ def run_demo(lake: Path, out: Path, cfg: DemoConfig = DemoConfig(), *, address: 
     console.print(f"held-out q RMSE: fit {1e3 * fit_all:.3f} mrad = {fit_all / floor_all:.2f}× the noise floor "
                   f"({1e3 * floor_all:.3f} mrad); fit stored as fits/fit={fit_id}/ "
                   f"(`twinlake fit show {fit_id} --lake {lake}`)")
-    return {"fit": fit_id, "lake": str(lake), "config": asdict(cfg), "screen_fit": screen_id,
+    campaign = None
+    if cfg.campaign_episodes > 0:
+        console.rule(f"{steps}/{steps} campaign: the held-out run on {cfg.campaign_episodes} arms from the fit's "
+                     "posterior (fr3_stack's default guards)")
+        campaign = closing_campaign(lake, fit_id, holdout[0], cfg, address=address, console=console)
+    return {"campaign": campaign, "fit": fit_id, "lake": str(lake), "config": asdict(cfg), "screen_fit": screen_id,
             "screen_adequacy": screen_lines,
             "tool_kg": {"truth": cfg.tool_kg, "fit": rec.params.payload_mass},
             "truth": truth.to_vector().tolist(), "fitted": rec.vector.tolist(),
@@ -281,6 +350,8 @@ def demo_cmd(
     seed: int = typer.Option(0, "--seed", help="Search seed."),
     tool_kg: float = typer.Option(DemoConfig.tool_kg, "--tool-kg", min=0.0,
                                   help="Mass of the tool the firmware does not know [kg] (0: no tool, one fit)."),
+    campaign_episodes: int = typer.Option(DemoConfig.campaign_episodes, "--campaign-episodes", min=0,
+                                          help="Episodes of the closing campaign on the held-out run (0: none)."),
     address: Optional[str] = typer.Option(None, "--address", help="Join this Ray cluster instead of a local one."),
     as_json: bool = typer.Option(False, "--json", help="Also print a JSON summary on stdout."),
 ) -> None:
@@ -288,7 +359,7 @@ def demo_cmd(
     ingest, fit on Ray (FrankaTwin's 29, flagged by its adequacy line; then with the payload),
     compare with the truth."""
     cfg = DemoConfig(seconds=seconds, population=population, generations=generations, workers=workers, seed=seed,
-                     refine_iterations=refine_iterations, tool_kg=tool_kg,
+                     refine_iterations=refine_iterations, tool_kg=tool_kg, campaign_episodes=campaign_episodes,
                      screen_generations=min(DemoConfig.screen_generations, generations))
     try:
         summary = run_demo(lake or Path("demo-lake"), out or Path("demo-out"), cfg, address=address)

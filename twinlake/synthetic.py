@@ -17,9 +17,11 @@ and the streaming guards' bounds, as a `twinlake excite` preview writes them), a
 
 Two kinds of run: `gentle_multisine_run` stays inside fr3_stack's default bounds (what a real
 FR3 run with its client completes; the demo's); `multisine_run` is livelier (12°, up to ~1 rad/s)
-and raises the bounds explicitly (`LIVELY_PLAN_BOUNDS`, `LIVELY_GUARDS`), as a user passing
-`--max-velocity` / `--tracking-error` would; both are written into metadata.json. Recordings are deterministic for a run's plan, seed and truth, so an
-existing recording is reused (`SyntheticRecording.result` is None then).
+and raises the bounds explicitly (`LIVELY_PLAN_BOUNDS`, `LIVELY_TRACKING_ERROR_RAD`), as a user
+passing `--max-velocity` / `--tracking-error` would; both are written into metadata.json.
+
+Recordings are deterministic for a run's plan, seed and truth, so an existing recording is
+reused (`SyntheticRecording.result` is None then).
 """
 
 from __future__ import annotations

@@ -35,7 +35,7 @@ def test_run_list_show_and_export(runner, lake, reference, tmp_path):
     text = runner.invoke(app, ["campaign", "show", "cli", "--lake", str(lake)]).output
     assert shown["nominal_reference"]["outcome"] == "completed" and "NOTE: the reference aborts" not in text
     if shown["dominant_outcome"] is not None:  # 3 of 3 in one outcome: said first
-        assert text.startswith(f"NOTE: 3 of 3 episodes (100 %) ended {shown['dominant_outcome']['outcome']}")
+        assert text.startswith(f"NOTE: 3 of 3 episodes (100.0 %) ended {shown['dominant_outcome']['outcome']}")
     target = tmp_path / "r.json"
     exp = runner.invoke(app, ["fit", "export", FIT_ID, "--format", "randomization", "--out", str(target), "--lake", str(lake)])
     assert exp.exit_code == 0 and json.loads(target.read_text())["fit"] == FIT_ID
@@ -53,7 +53,7 @@ def test_an_aborting_reference_is_refused_or_run_and_said_first(runner, lake, re
     text = runner.invoke(app, ["campaign", "show", "abort", "--lake", str(lake)]).output.splitlines()
     assert text[0].startswith("NOTE: the reference aborts even on the fit's own parameters (run with "
                               "--allow-aborting-reference): the nominal episode")
-    assert text[1].startswith("NOTE: 2 of 2 episodes (100 %) ended aborted_tracking (guard fired at t = ")
+    assert text[1].startswith("NOTE: 2 of 2 episodes (100.0 %) ended aborted_tracking (guard fired at t = ")
 
 
 def test_bad_input_is_one_line_error_before_anything_runs(runner, tmp_path, reference):
