@@ -188,7 +188,37 @@ def summarise(rows: list[dict], draws: int = 2000) -> dict:
     return out
 
 
-def print_summary(rows: list[dict]) -> None:
+def bandwidth_sensitivity(rows: list[dict], raw: Path, factors=(0.25, 0.5, 1.0, 2.0, 4.0, 8.0)) -> dict[str, dict]:
+    """Coverage and RMS z of HAC at `factors` × each replicate's Andrews bandwidth, and of the
+    per-tick sandwich without serial terms (L = 1), from the saved bread and scores (`--raw`)."""
+    from twinlake.fit import covariance as cv
+    from twinlake.fit.space import ParameterSpace
+    from twinlake.sim import LAYOUT
+
+    out: dict[str, dict] = {}
+    for r in rows:
+        path = raw / f"{r['family']}-{r['replicate']}.npz"
+        if not path.is_file():
+            continue
+        d = np.load(path)
+        scores = [d[f"scores{b}"] for b in range(len([k for k in d.files if k.startswith("scores")]))]
+        bread = d["r_factor"].T @ d["r_factor"]
+        space = ParameterSpace.from_json(__import__("twinlake.fit.space", fromlist=["parse_space"]).parse_space(
+            PLANT_SPECS if r["family"] == "plant" else []).to_json())
+        rng = np.array([space.bounds[LAYOUT.index(n), 1] - space.bounds[LAYOUT.index(n), 0] for n in r["names"]])
+        err = np.array(r["estimate"]) - np.array(r["truth"])
+        base = cv.andrews_bandwidth(scores)
+        for label, L in [("L=1 (per-tick sandwich)", 1)] + [(f"{f:g}x Andrews", max(1, round(f * base))) for f in factors]:
+            est = cv.from_scores(bread, scores, 1.0, int(d["rows"]), cv.HAC, L)
+            z = err / (est.stderr * rng)
+            acc = out.setdefault(label, {"inside": [], "z": []})
+            acc["inside"].append(np.abs(z) <= est.t95)
+            acc["z"].append(z)
+    return {k: {"K": len(v["z"]), "coverage": float(np.mean(v["inside"])),
+                "rms_z": float(np.sqrt(np.mean(np.square(v["z"]))))} for k, v in out.items()}
+
+
+def print_summary(rows: list[dict], raw: Path | None = None) -> None:
     s = summarise(rows)
     walls = [r["wall_s"] for r in rows]
     bars = [r["error_bars_s"] or 0.0 for r in rows]
@@ -200,6 +230,9 @@ def print_summary(rows: list[dict]) -> None:
         print(f"  {method:24s} coverage {100 * m['coverage']:5.1f} % [{100 * lo:.1f}, {100 * hi:.1f}] "
               f"RMS z {m['rms_z']:.2f}  (bandwidth {m['bandwidth_ticks_median']:.0f} ticks)")
         print("      " + "; ".join(f"{g} {100 * v['coverage']:.0f} % / {v['rms_z']:.2f}" for g, v in m["groups"].items()))
+    if raw is not None:
+        for label, v in bandwidth_sensitivity(rows, raw).items():
+            print(f"  HAC {label:24s} coverage {100 * v['coverage']:5.1f} % RMS z {v['rms_z']:.2f} (K {v['K']})")
     print(json.dumps(s))
 
 
@@ -217,7 +250,7 @@ def main() -> None:
     if args.summary is not None:
         rows = [json.loads(x) for x in args.summary.read_text().splitlines() if x.strip()]
         for family in dict.fromkeys(r["family"] for r in rows):
-            print_summary([r for r in rows if r["family"] == family])
+            print_summary([r for r in rows if r["family"] == family], args.raw)
         return
     out = args.out or Path(f"coverage-{args.family}.jsonl")
     done = {(r["family"], r["replicate"]) for r in map(json.loads, out.read_text().splitlines())} \

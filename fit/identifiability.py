@@ -61,9 +61,10 @@ ResidualFn = Callable[[np.ndarray], np.ndarray]
 
 @dataclass(frozen=True)
 class WeakDirection:
-    """A direction in range-normalised parameter space the data barely constrain."""
+    """A direction in range-normalised parameter space the data barely constrain (an
+    eigenvector of the range-scaled covariance)."""
 
-    singular_value: float
+    singular_value: float  # 1 / the standard deviation along it (Gauss–Newton: J's singular value / σ)
     half_width_fraction: float  # 95 % half-width along it, as a fraction of the box
     components: dict[str, float]  # parameter -> component (|c| > DIRECTION_WEIGHT)
 

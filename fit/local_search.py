@@ -250,16 +250,17 @@ def error_bar_jacobian(last: dict, data=None) -> dict:
     {z (n,) where J was taken, r_factor (n, n) R of J = ∂r/∂z (the range-scaled Jacobian, since
     z is range-normalised), rows M, moved (the returned point is z plus the last step), per_interval
     (B,) of the returned point or None, scores: per interval the (S_b, n) per-tick scores J·r of
-    the HAC covariance (fit/covariance.py; None without `data` or residuals)}."""
+    the HAC covariance (fit/covariance.py; None without `data` or residuals), seconds: the
+    wall time of this (R factor and scores; counted in the fit's `error_bars_s`)}."""
     from .covariance import replay_segments, tick_scores
 
-    scores = None
+    scores, t0 = None, time.perf_counter()
     if data is not None and last.get("r") is not None:
         segments = replay_segments([len(inp.q_ref) for inp in data.inputs])
         scores = tick_scores(last["jac"], last["r"], segments)
     return {"z": np.asarray(last["z"]), "r_factor": np.linalg.qr(last["jac"], mode="r"),
             "rows": int(last["jac"].shape[0]), "moved": bool(last["moved"]), "per_interval": last.get("per_interval"),
-            "scores": scores}
+            "scores": scores, "seconds": time.perf_counter() - t0}
 
 
 def _save(path: Path, state: dict, write_atomic) -> None:

@@ -68,6 +68,10 @@ def test_seeds_error_bars_and_resume_between_seeds(synth_lake, ray_cluster):
     assert rec.extra["identifiability_json"] == again.to_json()
     ident = rec.identifiability
     assert ident["seeds"] == 2 and ident["condition_number"] > 1
+    cov = ident["covariance"]  # the HAC sandwich over the training intervals, full matrix stored
+    assert cov["method"] == "hac_bartlett_andrews" and cov["bandwidth_ticks"] >= 1 and len(cov["names"]) == 21
+    se = {p["name"]: p["stderr"] for p in ident["parameters"]}
+    assert np.allclose(np.sqrt(np.diag(np.array(cov["matrix"]))), [se[n] for n in cov["names"]])
     free = [p for p in ident["parameters"] if p["free"]]
     assert len(free) == 21  # 29 minus 7 frozen dynamic ratios minus the discrete delay
     for p in free:
@@ -117,6 +121,7 @@ def test_fit_run_seeds_then_show_with_error_bars_and_validations(synth_lake, ray
     text = runner.invoke(app, ["fit", "show", "cli-seeds", "--lake", lake])
     assert text.exit_code == 0, text.output[-2000:]
     for words in ("95 % interval", "condition number", "unidentifiable parameters", "2 seeds", "range over seeds",
+                  "covariance: sandwich", "strongly correlated pairs (|ρ| ≥ 0.9)", "weakest direction",
                   "q RMSE fitted [mrad]", "not in J (discrete)",
                   "passed 1 of 1 held-out run(s): demo/r3"):
         assert words in text.output, words
