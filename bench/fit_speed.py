@@ -189,7 +189,7 @@ def main() -> None:
     ap.add_argument("--no-plant", action="store_true", help="--truths: own-family truths only")
     ap.add_argument("--log", type=Path, default=None, help="--truths: append one JSON line per result here")
     args = ap.parse_args()
-    methods = args.methods.split(",")
+    methods = [m for m in args.methods.split(",") if m]
 
     import os
 

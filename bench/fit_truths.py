@@ -127,7 +127,7 @@ def run_truths(args, methods: list[str]) -> None:
     started = time.perf_counter()
     print(f"--truths {args.truths}: methods {','.join(methods)}, {args.seconds:g} s runs, {args.workers} workers, "
           f"load {_load()}", flush=True)
-    own = [own_family(k, args, methods) for k in range(args.truths)]
+    own = [own_family(k, args, methods) for k in range(args.truths)] if methods else []  # --methods "": plant only
     plant = {} if args.no_plant else plant_fits(args)
     summarise(own, plant)
     print(f"bench wall {time.perf_counter() - started:.0f} s, load at the end {_load()}")
