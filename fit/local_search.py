@@ -51,6 +51,7 @@ depend on its slicing or number of workers.
 from __future__ import annotations
 
 import pickle
+import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Callable
