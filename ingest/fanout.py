@@ -39,17 +39,9 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ..catalog import Lake, clean_staging
-from .pipeline import (
-    DEFAULT_RAW_CODEC,
-    IngestError,
-    Outcome,
-    ResultImporter,
-    _import_results,
-    _nothing_recognised,
-    _reject,
-    ingest_one,
-)
-from .registry import ReadOptions, detect, readers
+from .pipeline import Outcome, ResultImporter, _import_results, _nothing_recognised, _reject, ingest_one
+from .rawstore import DEFAULT_RAW_CODEC
+from .registry import IngestError, ReadOptions, detect, readers
 
 SLOT_DIR = Path(tempfile.gettempdir()) / "twinlake-cpu-slots"
 """Lock files `cpu<N>.lock`, one per core of this machine, held by the task confined to it."""

@@ -142,7 +142,7 @@ def _wait_checkpoint(lake: Path, fit_id: str, timeout_s: float = 240) -> int:
     while time.monotonic() < deadline:
         if path.is_file():
             try:
-                return int(pickle.loads(path.read_bytes())["search"]["generation"])
+                return len(pickle.loads(path.read_bytes())["history"])  # a row per generation
             except (EOFError, pickle.UnpicklingError, KeyError):
                 pass
         time.sleep(0.02)

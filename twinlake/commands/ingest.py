@@ -68,7 +68,7 @@ def ingest_command(
     if workers:
         from .cluster import fan_out_with_progress
 
-        outcomes = fan_out_with_progress(the_lake, list(paths), options, workers=workers, address=address,
+        outcomes = fan_out_with_progress(the_lake, list(paths), options, err, workers=workers, address=address,
                                          replace=replace, raw_codec=raw_codec, results=results)
         for outcome in outcomes:
             worst = max(worst, outcome.exit_code)
