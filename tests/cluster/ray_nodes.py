@@ -181,6 +181,7 @@ def _start_two_nodes(head_cpus: int, worker_cpus: int, timeout_s: float) -> TwoN
         for node in (worker, head):
             if node is not None:
                 node.stop()
+                shutil.rmtree(node.temp_dir, ignore_errors=True)
         raise
     return TwoNodeCluster(head, worker, address, dashboard, env)
 
