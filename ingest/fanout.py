@@ -21,9 +21,11 @@ machine through lock files in the temp directory), and restores the process's ma
 end. The serial ingest's parse and archive threads then share those cores only.
 
 Companions: a reader may claim sibling files as its own (`.meta.json`, a FrankaTwin sidecar,
-`<stem>_targets.csv`); every built-in one names them after its primary's stem. So before an
-entry is started, the earlier entries whose stem (the name up to its first '.') begins its
-name are waited for, and skipped as the serial ingest skips them when they claimed it.
+`<stem>_targets.csv`); every built-in one names them after its primary's stem. So before a
+recognised entry is started, the earlier inputs whose stem (the name up to its first '.')
+begins its name are waited for, and it is skipped, as the serial ingest skips it, when one of
+them claimed it. An entry no reader recognises (a `.status.json`) waits for nothing: it is
+noted as skipped at the end unless an input claimed it.
 """
 
 from __future__ import annotations
@@ -39,17 +41,9 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ..catalog import Lake, clean_staging
-from .pipeline import (
-    DEFAULT_RAW_CODEC,
-    IngestError,
-    Outcome,
-    ResultImporter,
-    _import_results,
-    _nothing_recognised,
-    _reject,
-    ingest_one,
-)
-from .registry import ReadOptions, detect, readers
+from .pipeline import Outcome, ResultImporter, _import_results, _nothing_recognised, _reject, ingest_one
+from .rawstore import DEFAULT_RAW_CODEC
+from .registry import IngestError, ReadOptions, detect, readers
 
 SLOT_DIR = Path(tempfile.gettempdir()) / "twinlake-cpu-slots"
 """Lock files `cpu<N>.lock`, one per core of this machine, held by the task confined to it."""
@@ -125,14 +119,18 @@ class TaskQueue:
             root, options, replace, codec, cpus = self._args
             self._running[self._remote.remote(root, str(path), name, options, replace, codec, cpus)] = handle
 
+    def report(self) -> None:
+        """`on_done(finished, submitted)` now (e.g. once every input is submitted)."""
+        if self._on_done is not None:
+            self._on_done(len(self._done), len(self._inputs))
+
     def outcome(self, handle: int) -> Outcome:
         while handle not in self._done:
             [ref], _ = self._ray.wait(list(self._running), num_returns=1)
             finished = self._running.pop(ref)
             self._done[finished] = self._ray.get(ref)
             self._start()
-            if self._on_done is not None:
-                self._on_done(len(self._done), len(self._inputs))
+            self.report()
         return self._done[handle]
 
 
@@ -169,16 +167,16 @@ def _walk_dir(folder: Path, queue: TaskQueue, results: ResultImporter | None,
     unrecognised: list[tuple[Path, list[tuple[str, str]]]] = []
     started: list[tuple[Path, int]] = []
     for entry in sorted(folder.iterdir()):
-        if entry.name.startswith("."):
+        if entry.name.startswith(".") or entry in consumed:
             continue
-        for earlier, handle in started:  # may it claim this entry? wait for it
+        reader, tried = detect(entry)
+        if reader is None:  # kept for the tail, which drops those claimed after all
+            unrecognised.append((entry, tried))
+            continue
+        for earlier, handle in started:  # may an earlier input claim this one? wait for it
             if entry.name.startswith(_stem(earlier)):
                 consumed.update(Path(p) for p in queue.outcome(handle).files)
         if entry in consumed:
-            continue
-        reader, tried = detect(entry)
-        if reader is None:
-            unrecognised.append((entry, tried))
             continue
         handle = queue.submit(entry, reader.name)
         started.append((entry, handle))
@@ -215,6 +213,7 @@ def fan_out_paths(lake: Lake, paths: list[Path], options: ReadOptions = ReadOpti
     try:
         queue = TaskQueue(lake, options, replace, raw_codec, workers, num_cpus, on_done)
         items = list(_walk(lake, paths, queue, results))  # every task is submitted before the first wait
+        queue.report()
         for item in items:
             if isinstance(item, Outcome):
                 yield item

@@ -152,7 +152,7 @@ def _worker_port_base() -> int:
 
 
 def start_two_nodes(head_cpus: int = 2, worker_cpus: int = 1, timeout_s: float = 90.0,
-                    attempts: int = 2) -> TwoNodeCluster:
+                    attempts: int = 3) -> TwoNodeCluster:
     """Start the head, wait for it, start the second node, wait until both are alive. A node
     that fails to start (Ray gives a raylet 30 s to register: an overloaded machine can miss
     it) is retried once from scratch, on new ports."""
@@ -181,6 +181,7 @@ def _start_two_nodes(head_cpus: int, worker_cpus: int, timeout_s: float) -> TwoN
         for node in (worker, head):
             if node is not None:
                 node.stop()
+                shutil.rmtree(node.temp_dir, ignore_errors=True)
         raise
     return TwoNodeCluster(head, worker, address, dashboard, env)
 

@@ -82,6 +82,25 @@ def test_fan_out_gives_the_serial_outcomes_in_order_and_the_same_runs(tmp_path):
     assert again.exit_code == 1 and {o["status"] for o in again_lines} == {"already_ingested", "rejected"}
 
 
+def test_every_recording_is_submitted_before_the_first_ends(tmp_path):
+    """Companion files (`.status.json`, `.meta.json`) do not hold the walk up: the recordings
+    of a directory run at once, not one after another."""
+    from twinlake.ingest.fanout import fan_out_paths
+    from twinlake.ingest.registry import ReadOptions
+
+    data = tmp_path / "day"
+    data.mkdir()
+    for i in range(3):
+        path = data / f"run{i:03d}.csv"
+        write_sample(path, SampleSpec(rows=200, seed=i), status=complete_status(path, 200), meta={"robot_id": "fr3"})
+    progress: list[tuple[int, int]] = []
+    outcomes = list(fan_out_paths(Lake(tmp_path / "lake"), [data], ReadOptions(), workers=2,
+                                  on_done=lambda done, submitted: progress.append((done, submitted))))
+    assert [o.status for o in outcomes] == ["published"] * 3
+    assert progress[0] == (0, 3) and progress[-1] == (3, 3)
+    assert all(submitted == 3 for _, submitted in progress)
+
+
 def test_a_task_is_confined_to_its_cpus_and_gets_its_mask_back():
     before = os.sched_getaffinity(0)
     if len(before) < 2:

@@ -49,17 +49,21 @@ def check_address(address: str | None) -> None:
         fail(problem)
 
 
-def fan_out_with_progress(lake, paths: list[Path], options, **kwargs):
-    """`twinlake.ingest.fanout.fan_out_paths` with a progress bar over the files on stderr
-    (kwargs: workers, address, replace, raw_codec, results); yields its Outcomes in order."""
-    from rich.console import Console
+def fan_out_with_progress(lake, paths: list[Path], options, err, **kwargs):
+    """`twinlake.ingest.fanout.fan_out_paths` with a progress bar over the files on the
+    stderr console `err` (kwargs: workers, address, replace, raw_codec, results); yields its
+    Outcomes in order. Lines printed to stdout while the bar shows go above it when stdout is
+    the terminal too, and straight to stdout when it is a file or a pipe."""
+    import sys
+
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from ..ingest.fanout import fan_out_paths
 
     check_address(kwargs.get("address"))
     bar = Progress(TextColumn("ingest"), BarColumn(), MofNCompleteColumn(), TextColumn("files"),
-                   TimeElapsedColumn(), console=Console(stderr=True), transient=True)
+                   TimeElapsedColumn(), console=err, transient=True,
+                   redirect_stdout=sys.stdout.isatty(), redirect_stderr=False)
     task = bar.add_task("ingest", total=None)
     with bar:
         def done(finished: int, submitted: int) -> None:

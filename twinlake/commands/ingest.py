@@ -93,7 +93,7 @@ def _ingest(paths: list[Path], lake: Optional[Path], robot: Optional[str], run: 
     if workers:
         from .cluster import fan_out_with_progress
 
-        outcomes = fan_out_with_progress(the_lake, list(paths), options, workers=workers, address=address,
+        outcomes = fan_out_with_progress(the_lake, list(paths), options, err, workers=workers, address=address,
                                          replace=replace, raw_codec=raw_codec, results=results)
         for outcome in outcomes:
             worst = max(worst, outcome.exit_code)
