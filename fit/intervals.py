@@ -44,7 +44,8 @@ def refuse_unreplayable(con, ref: IntervalRef) -> None:
     ) if not ok]
     if missing:
         raise ValueError(f"run {ref.robot}/{ref.run}: cannot be replayed: no {', no '.join(missing)} "
-                         "recorded; a replay fit needs the controller with its targets and gains")
+                         "recorded; a replay fit needs the controller with its targets and gains (fit such a run "
+                         "with --method torque)")
 
 
 def read_frames(lake: Lake | str | Path, refs: list[IntervalRef], max_duration_s: float | None = None) -> list[pa.Table]:

@@ -143,6 +143,7 @@ def test_validate_scores_a_torque_fit_on_a_run_it_cannot_replay(tmp_path):
     row = json.loads(res.output)
     assert row["run"] == "plant/b-mapped" and row["passed"] is True and row["variance_explained_all"] > 0.99
     refused = _cli("fit", "run", "--lake", str(lake), "--train", "plant/b-mapped", "--workers", "0")
-    assert refused.exit_code != 0 and "cannot be replayed: no q_target1..7" in refused.output, refused.output
+    assert refused.exit_code != 0 and "cannot be replayed: no controller" in refused.output, refused.output
+    assert "joint targets (q_target)" in refused.output and "--method torque" in refused.output
     strict = _cli("fit", "validate", "v1", "--runs", "plant/b-mapped", "--lake", str(lake), "--max-floor-ratio", "0.5")
     assert strict.exit_code == 1 and "not replayable" in strict.output
