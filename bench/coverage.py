@@ -110,7 +110,7 @@ def run_replicate(family: str, rep: int, seconds: float, workers: int, raw: Path
 
     from twinlake.catalog import Lake
     from twinlake.fit.run import FitSettings, run_fit, work_dir
-    from twinlake.fit.space import parse_space
+    from twinlake.fit.replay.space import parse_space
 
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
@@ -191,8 +191,8 @@ def summarise(rows: list[dict], draws: int = 2000) -> dict:
 def bandwidth_sensitivity(rows: list[dict], raw: Path, factors=(0.25, 0.5, 1.0, 2.0, 4.0, 8.0)) -> dict[str, dict]:
     """Coverage and RMS z of HAC at `factors` × each replicate's Andrews bandwidth, and of the
     per-tick sandwich without serial terms (L = 1), from the saved bread and scores (`--raw`)."""
-    from twinlake.fit import covariance as cv
-    from twinlake.fit.space import ParameterSpace
+    from twinlake.fit.trust import covariance as cv
+    from twinlake.fit.replay.space import ParameterSpace
     from twinlake.sim import LAYOUT
 
     out: dict[str, dict] = {}
@@ -203,7 +203,7 @@ def bandwidth_sensitivity(rows: list[dict], raw: Path, factors=(0.25, 0.5, 1.0, 
         d = np.load(path)
         scores = [d[f"scores{b}"] for b in range(len([k for k in d.files if k.startswith("scores")]))]
         bread = d["r_factor"].T @ d["r_factor"]
-        space = ParameterSpace.from_json(__import__("twinlake.fit.space", fromlist=["parse_space"]).parse_space(
+        space = ParameterSpace.from_json(__import__("twinlake.fit.replay.space", fromlist=["parse_space"]).parse_space(
             PLANT_SPECS if r["family"] == "plant" else []).to_json())
         rng = np.array([space.bounds[LAYOUT.index(n), 1] - space.bounds[LAYOUT.index(n), 0] for n in r["names"]])
         err = np.array(r["estimate"]) - np.array(r["truth"])

@@ -6,8 +6,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "fit"))  # the tests' seeded problems
 from test_identifiability import _problem, TRUTH
 from test_quick_fit import _open_loop
-from twinlake.fit.identifiability import fd_jacobian
-from twinlake.fit.quick import fit_first_order, WINDOW_FRAMES
+from twinlake.fit.trust.identifiability import fd_jacobian
+from twinlake.fit.trust.quick import fit_first_order, WINDOW_FRAMES
 from twinlake.sim import PARAM_NAMES, DEFAULT_BOUNDS
 
 free = [f"{g}_j{j}" for g in ("armature", "mu_viscous") for j in range(1, 5)]

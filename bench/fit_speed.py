@@ -6,7 +6,7 @@ by the offline recorder on a truth drawn inside the published per-joint spans (b
 `sample_truth`, `record`), ingested into a temporary lake. Each method gets the same lake and
 a local Ray cluster of `--workers` CPUs (started before the clock; the fits' actors start inside it):
 
-1. `local` — the default of `fit run` (fit/local_search.py), with `fit run`'s defaults;
+1. `local` — the default of `fit run` (fit/replay/local_search.py), with `fit run`'s defaults;
 2. `cma` — `fit run --method cma` (CMA-ES population 32 × 20 generations, then 10 LM iterations);
 3. MuJoCo's `mujoco.minimize.least_squares` (the optimizer `mujoco.sysid` runs) on the same
    residuals (`FitProblem.residuals`, its vectorised Jacobian columns evaluated as one batch on
@@ -112,9 +112,9 @@ def mujoco_fit(lake: Path, train, delay: int, workers: int, max_iter: int):
     """mujoco.minimize.least_squares over the 28 continuous parameters at `delay`."""
     from mujoco import minimize
 
-    from twinlake.fit.objective import build_data
-    from twinlake.fit.pool import RayPool
-    from twinlake.fit.space import ParameterSpace
+    from twinlake.fit.replay.objective import build_data
+    from twinlake.fit.replay.pool import RayPool
+    from twinlake.fit.replay.space import ParameterSpace
     from twinlake.sim import DynamicsParams
 
     space = ParameterSpace()

@@ -103,7 +103,7 @@ def plant_lake(root: Path, seconds: float) -> tuple[Path, list[str], list[str]]:
 
 
 def plant_fits(args) -> dict:
-    from twinlake.fit.space import parse_space
+    from twinlake.fit.replay.space import parse_space
 
     out = {}
     with tempfile.TemporaryDirectory() as tmp:

@@ -128,7 +128,7 @@ def from_csv(path: str | Path, *, tail_s: float = 1.0, speed_limit_rad_s: float 
 
 def from_run(lake, selector: str, *, tail_s: float = 1.0, speed_limit_rad_s: float | None = None) -> Reference:
     """A recorded run's joint targets (first clean interval, or the one named by `:INTERVAL`)."""
-    from ..fit.intervals import read_frames, resolve
+    from ..fit.replay.intervals import read_frames, resolve
 
     refs = resolve(lake, [selector], min_duration_s=0.0)
     table = read_frames(lake, refs[:1])[0]

@@ -18,10 +18,10 @@ from __future__ import annotations
 from ..sim.lazy import lazy_exports
 
 __getattr__, __dir__, __all__ = lazy_exports(__name__, globals(), {
-    "intervals": ("IntervalRef", "resolve"),
-    "objective": ("FitProblem", "LossScales", "ProblemData", "build_data"),
-    "record": ("FitRecord", "IntervalUse", "SeedResult", "list_fits", "load_fit", "publish_fit"),
+    "replay.intervals": ("IntervalRef", "resolve"),
+    "replay.objective": ("FitProblem", "LossScales", "ProblemData", "build_data"),
+    "records.record": ("FitRecord", "IntervalUse", "SeedResult", "list_fits", "load_fit", "publish_fit"),
     "run": ("FitSettings", "run_fit"),
-    "search": ("MixedSearch",),
-    "space": ("ParameterSpace", "parse_space"),
+    "replay.search": ("MixedSearch",),
+    "replay.space": ("ParameterSpace", "parse_space"),
 })

@@ -1,6 +1,6 @@
 """The fit driver: search loop, per-generation checkpoints, holdout scoring, publication.
 
-`settings.method` chooses the search: `local` (the default, fit/local_search.py: multi-start
+`settings.method` chooses the search: `local` (the default, fit/replay/local_search.py: multi-start
 LM on cheap data, LM on the full data, CMA-ES only when the local result fails its gates,
 checkpointed after each stage) or `cma`, described here.
 With `cma`, `run_fit(lake, settings)` runs `settings.generations` generations of `MixedSearch`, each
@@ -9,7 +9,7 @@ evaluated by a pool (Ray actors by default), writing after each generation a che
 (atomically replaced). `resume_fit(lake, fit_id)` continues from it: the result is the same,
 bit for bit, as an uninterrupted fit (timings aside). At the end the best-ever parameters are
 scored on every train and holdout interval, its residual is compared with the noise floor of
-the data (fit/adequacy.py: `adequacy_json`, `train_floor_ratio`, `holdout_floor_ratio`) and the
+the data (fit/trust/adequacy.py: `adequacy_json`, `train_floor_ratio`, `holdout_floor_ratio`) and the
 fit is published as `fits/fit=<fit_id>/`.
 """
 
@@ -30,15 +30,15 @@ from typing import Callable
 import numpy as np
 
 from ..catalog import Lake, check_id
-from .adequacy import fit_adequacy_columns
-from . import local_search
-from .objective import FitProblem, LossScales, ProblemData, build_data
-from .payoff import EXPLORE_S
-from .pool import LocalPool, RayPool, auto_chunk
-from .progress import stage_note
-from .record import FitRecord, IntervalUse, SeedResult, publish_fit
-from .seed_search import seed_result
-from .space import ParameterSpace
+from .trust.adequacy import fit_adequacy_columns
+from .replay import local_search
+from .replay.objective import FitProblem, LossScales, ProblemData, build_data
+from .replay.payoff import EXPLORE_S
+from .replay.pool import LocalPool, RayPool, auto_chunk
+from .replay.progress import stage_note
+from .records.record import FitRecord, IntervalUse, SeedResult, publish_fit
+from .replay.seed_search import seed_result
+from .replay.space import ParameterSpace
 from ..sim import LAYOUT, DynamicsParams
 
 @dataclass
@@ -62,7 +62,7 @@ class FitSettings:
     model_path: str | None = None
     refine_iterations: int = 0
     seeds: int = 1  # seeded searches (seed, seed+1, ...); the best is the fit
-    method: str = "local"  # 'local' (fit/local_search.py) or 'cma'
+    method: str = "local"  # 'local' (fit/replay/local_search.py) or 'cma'
     starts: int = 3  # local: multi-start points (nominal + seeded Halton points)
     cheap_s: float = 2.0  # local: seconds of each training interval at cheap fidelity
     explore_s: float = EXPLORE_S  # local: wall-seconds budget of the exploration after a failed gate (0: none)
@@ -147,7 +147,7 @@ def run_fit(
     With `settings.seeds = N` the search runs N times (seeds s, s+1, ..., same data and
     settings) on the same workers; the seed with the lowest loss (ties: the lower seed) is the
     fit, all N are stored in seeds.parquet and give the spread. Before publishing, the error
-    bars at the optimum (fit/identifiability.py: one batch of 2k+1 candidates on the same
+    bars at the optimum (fit/trust/identifiability.py: one batch of 2k+1 candidates on the same
     workers; a local-search fit reuses its last full-data LM Jacobian instead,
     `reused_error_bars`) are stored as `identifiability_json`. `on_generation(gen, pool)` is called after
     each generation's checkpoint (diagnostics and tests)."""
@@ -272,8 +272,8 @@ def error_bars(pool, settings: FitSettings, best: np.ndarray, seed_optima: np.nd
     `residuals` fan out like a generation; `data`: the same data, for the residuals' tick
     layout of the HAC covariance); the same result as `identifiability_for_fit` on the stored
     record. None when no continuous parameter is free."""
-    from .covariance import replay_segments
-    from .identifiability import DISCRETE_NAMES, identifiability_summary
+    from .trust.covariance import replay_segments
+    from .trust.identifiability import DISCRETE_NAMES, identifiability_summary
 
     space = settings.parameter_space
     free = [n for n in space.free_names if n not in DISCRETE_NAMES]
@@ -292,11 +292,11 @@ def error_bars(pool, settings: FitSettings, best: np.ndarray, seed_optima: np.nd
 def reused_error_bars(settings: FitSettings, best: np.ndarray, loss: float, jac: dict,
                       seed_optima: np.ndarray | None):
     """The error bars of a local-search fit from its last full-data LM iteration's Jacobian
-    (fit/local_search.py `error_bar_jacobian`: forward differences, step 1e-3 of each range, at
+    (fit/replay/local_search.py `error_bar_jacobian`: forward differences, step 1e-3 of each range, at
     the point that iteration's step started from), σ² from the fit's loss (Σ r² = loss); the
     HAC covariance from that iteration's per-tick scores (a checkpoint without them: Gauss–Newton)."""
-    from .covariance import with_alternatives
-    from .identifiability import analyse_scaled
+    from .trust.covariance import with_alternatives
+    from .trust.identifiability import analyse_scaled
 
     space = settings.parameter_space
     where = "at the point its step started from" if jac["moved"] else "at the optimum"

@@ -4,7 +4,7 @@ detect → read → validate → (already ingested? refuse?) → publish, or qua
 `ingest_paths` yields one `Outcome` per recognised input. A directory argument ingests
 every recognisable entry in it (a reader may also claim the directory itself); then the
 directory goes to the `results` importer the caller passes, which imports the FrankaTwin
-result files under it (fits, validations: not runs; `twinlake.fit.frankatwin_import`), and
+result files under it (fits, validations: not runs; `twinlake.fit.records.frankatwin_import`), and
 its answers become outcomes too. Ingest never imports the fit folder itself.
 """
 
@@ -39,7 +39,7 @@ from .validate import validate_frames
 
 ResultImporter = Callable[[Path], Iterable[dict[str, Any]]]
 """Imports the result files under a directory (`lambda folder: import_results(lake, [folder],
-robot)` of `twinlake.fit.frankatwin_import`); yields one dict per file it handled: `path`,
+robot)` of `twinlake.fit.records.frankatwin_import`); yields one dict per file it handled: `path`,
 `ok`, `message`, and `kind`, `existed`, `partition`. An entry it says nothing about is noted
 as skipped."""
 

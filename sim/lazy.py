@@ -5,7 +5,7 @@ sim, daemon and fit). A package whose public face imported all its modules at on
 command that needs one of them pay for MuJoCo, numba, cma and scipy: measured on the 2-core dev
 machine, a fresh interpreter imports `twinlake.sim.params` in 0.10 s and all of sim in 0.47 s,
 `twinlake.daemon.client` (`twinlake record`) in 0.14 s and all of daemon in 0.52 s,
-`twinlake.fit.record` (`fit list`, `fit show`) in 0.24 s and all of fit in 1.3 s.
+`twinlake.fit.records.record` (`fit list`, `fit show`) in 0.24 s and all of fit in 1.3 s.
 """
 
 from __future__ import annotations

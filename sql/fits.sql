@@ -1,4 +1,4 @@
--- fits.sql: fit results published under <lake>/fits/fit=<fit_id>/ (writer: twinlake.fit.record).
+-- fits.sql: fit results published under <lake>/fits/fit=<fit_id>/ (writer: twinlake.fit.records.record).
 --
 -- Returns:
 --   fits         one row per fit (fit.parquet): fit_source ('twinlake' | 'frankatwin_import'),
@@ -7,7 +7,7 @@
 --                motor_delay_ms), seed, settings_json, ...; twinlake fits also have seed_count,
 --                identifiability_json (95 % intervals, flags, condition number, weak directions,
 --                and `covariance`: the free parameters' full matrix in their units with its
---                method; twinlake.fit.identifiability, fit/covariance.py) and error_bars_s; `fit` is the VARCHAR partition id
+--                method; twinlake.fit.trust.identifiability, fit/trust/covariance.py) and error_bars_s; `fit` is the VARCHAR partition id
 --   fit_history  one row per generation and refinement iteration (history.parquet):
 --                FrankaTwin's history fields iter, min, mean, best, iter_s, ms_per_tick, eta_s,
 --                per_traj_min (list<double>), best_candidate_weighted (list<double>), plus

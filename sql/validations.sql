@@ -1,5 +1,5 @@
 -- validations.sql: sim-against-real validations under <lake>/validations/validation=<id>/
--- (writers: `twinlake fit validate`, twinlake.fit.validate; FrankaTwin metrics.json imports).
+-- (writers: `twinlake fit validate`, twinlake.fit.trust.validate; FrankaTwin metrics.json imports).
 --
 -- Returns:
 --   validations       one row per validation (validation.parquet): validation_source

@@ -121,7 +121,7 @@ def ingest_runs(lake: Path, made: list[tuple[str, SyntheticRecording]], console:
 
 def holdout_rmse(lake: Path, holdout: list[str], candidates: dict) -> dict[str, np.ndarray]:
     """Per-joint held-out q RMSE [rad] (7,) of each named parameter set, over all samples."""
-    from .fit.objective import FitProblem
+    from .fit.replay.objective import FitProblem
 
     problem = FitProblem.from_lake(lake, holdout)
     names = list(candidates)
@@ -176,7 +176,7 @@ def truth_table(truth, fit, console: Console, ident: dict | None = None) -> dict
         inside = sum(c["inside"] for c in cover.values())
         outside = [n for n, c in cover.items() if not c["inside"]]
         method = (ident or {}).get("covariance_method") or "gauss_newton_iid"
-        how = ("time-correlated residuals accounted for (HAC sandwich, fit/covariance.py)" if method != "gauss_newton_iid"
+        how = ("time-correlated residuals accounted for (HAC sandwich, fit/trust/covariance.py)" if method != "gauss_newton_iid"
                else "residuals treated as independent (Gauss–Newton)")
         console.print(f"truth inside its 95 % interval for {inside} of {len(cover)} parameters "
                       f"({100 * inside / len(cover):.0f} % coverage; a calibrated interval covers 95 %; {how})"
@@ -258,8 +258,8 @@ def screen_fit(lake: Path, train: list[str], holdout: list[str], cfg: DemoConfig
                address: str | None, progress: bool, console: Console) -> tuple[str, list[str]]:
     """A short fit of FrankaTwin's 29 (no payload): its id and model-adequacy lines, printed."""
     from .fit.run import FitSettings, run_fit
-    from .fit.show import adequacy_lines
-    from .fit.space import parse_space
+    from .fit.records.show import adequacy_lines
+    from .fit.replay.space import parse_space
 
     settings = FitSettings(train=train, holdout=holdout, space=parse_space([]).to_json(),
                            population=cfg.population, generations=cfg.screen_generations, seed=cfg.seed,
@@ -275,9 +275,9 @@ def screen_fit(lake: Path, train: list[str], holdout: list[str], cfg: DemoConfig
 def run_demo(lake: Path, out: Path, cfg: DemoConfig = DemoConfig(), *, address: str | None = None,
              console: Console | None = None, progress: bool = True) -> dict:
     """The whole demo; returns a JSON-able summary (fit id, parameters, RMSEs)."""
-    from .fit.record import load_fit
+    from .fit.records.record import load_fit
     from .fit.run import FitSettings, run_fit
-    from .fit.space import parse_space
+    from .fit.replay.space import parse_space
     from .sim import DEMO_PROFILE_PATH, DynamicsParams, load_params
 
     console = console or Console(stderr=True, width=110)

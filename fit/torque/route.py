@@ -1,5 +1,5 @@
 """The torque route end to end: runs from the lake → filtered segments → equations → solution →
-an ordinary fit record (`fits/fit=<id>/`, method = torque) published by fit/record.py.
+an ordinary fit record (`fits/fit=<id>/`, method = torque) published by fit/records/record.py.
 
 `TorqueFitSettings` is stored as the fit's settings_json (method "torque"); `torque_json`
 in fit.parquet holds what the route did and found (signal and its meaning, filter, gaps,
@@ -31,7 +31,7 @@ from ...catalog import connect
 from ...catalog.selection import parse_selector, pick_interval, resolve_run, run_frames, run_intervals
 from ...sim import DynamicsParams
 from ...sim.params import MAX_DELAY_MS
-from ..record import FitRecord, IntervalUse, publish_fit
+from ..records.record import FitRecord, IntervalUse, publish_fit
 from .derivatives import FilterSpec, cutoff_from_spectrum, segments
 from .equations import EquationSpec, build
 from .friction_basis import REST_VELOCITY_RAD_S, check_law
@@ -221,7 +221,7 @@ def fit_torque(lake: Path, settings: TorqueFitSettings, *, fit_id: str | None = 
 def _stored_settings(settings: TorqueFitSettings, law: str) -> dict:
     """settings_json: the TorqueFitSettings plus a parameter space carrying the friction law
     (FitRecord.friction_law, and every consumer of a fit's law, read it there)."""
-    from ..space import parse_space
+    from ..replay.space import parse_space
 
     return asdict(settings) | {"space": parse_space([], friction_law=law).to_json()}
 

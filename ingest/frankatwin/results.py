@@ -3,7 +3,7 @@
 `sysid_best_params.json` (a system identification result: `best_score` and
 `best_params_decoded`) becomes a fit and `metrics.json` (sim-vs-real metrics: `real_csv`,
 `sim_csv`, `ee`) a validation; the import is the fit folder's
-(`twinlake.fit.frankatwin_import`, command `twinlake import frankatwin`), which ingest does
+(`twinlake.fit.records.frankatwin_import`, command `twinlake import frankatwin`), which ingest does
 not import. Here the one content rule, `result_kind`, which the importer uses too, and the
 reader `ResultFileHint`: it never matches, but tells a user who passes such a file to
 `twinlake ingest` where it belongs. `ingest_paths` hands each directory to the result

@@ -1,5 +1,5 @@
 """Inputs of the campaign tests: a lake holding one fit of the demo robot's parameters with
-error bars (made by fit/identifiability.py's own analysis of a Jacobian), and a short
+error bars (made by fit/trust/identifiability.py's own analysis of a Jacobian), and a short
 excitation reference.csv written by the daemon's planner."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import numpy as np
 from twinlake.daemon import Plan
 from twinlake.daemon.excitation import PREVIEW_ANCHOR_Q
 from twinlake.daemon.excite_files import reference_table, write_reference_csv
-from twinlake.fit.identifiability import analyse
-from twinlake.fit.record import FitRecord, publish_fit
+from twinlake.fit.trust.identifiability import analyse
+from twinlake.fit.records.record import FitRecord, publish_fit
 from twinlake.sim import DEMO_PROFILE_PATH, LAYOUT, load_params
 
 FIT_ID = "demo-fit"

@@ -1,4 +1,4 @@
-"""Model adequacy (fit/adequacy.py, fit/signatures.py) wired into `fit validate`, `fit run`,
+"""Model adequacy (fit/trust/adequacy.py, fit/trust/signatures.py) wired into `fit validate`, `fit run`,
 `fit show` and `fit report`: the residual against the run's own noise floor (estimated, never
 the truth), the verdict, and the likely cause in words.
 
@@ -22,8 +22,8 @@ from typer.testing import CliRunner
 
 from twinlake.catalog import connect
 from twinlake.cli import app
-from twinlake.fit.adequacy import ResidualSegment, adequacy_from_dict, assess, problem_adequacy
-from twinlake.fit.record import FitRecord, IntervalUse, load_fit, publish_fit
+from twinlake.fit.trust.adequacy import ResidualSegment, adequacy_from_dict, assess, problem_adequacy
+from twinlake.fit.records.record import FitRecord, IntervalUse, load_fit, publish_fit
 from twinlake.sim import DEMO_PROFILE_PATH, HOME_Q, PARAM_NAMES, DynamicsParams, load_params
 
 ROBOT = "demo-robot"
@@ -147,9 +147,9 @@ def test_show_and_report_put_the_adequacy_line_on_top(lake, tmp_path):
 
 
 def test_training_adequacy_is_stored_with_the_fit_and_flagged(lake):
-    from twinlake.fit.objective import build_data
+    from twinlake.fit.replay.objective import build_data
     from twinlake.fit.run import FitSettings, run_fit
-    from twinlake.fit.space import parse_space
+    from twinlake.fit.replay.space import parse_space
 
     truth = _truth()
     good = problem_adequacy(build_data(lake, [f"{ROBOT}/train"]), truth.to_vector())

@@ -1,4 +1,4 @@
-"""The correlation-robust covariance (fit/covariance.py): the Bartlett window-sum identity, the
+"""The correlation-robust covariance (fit/trust/covariance.py): the Bartlett window-sum identity, the
 residual layout of the replay, calibration on a least-squares problem with AR(1) errors where
 the iid Gauss–Newton intervals are too narrow, and the stored full covariance."""
 
@@ -9,8 +9,8 @@ import json
 import numpy as np
 from scipy import stats
 
-from twinlake.fit import covariance as cv
-from twinlake.fit.identifiability import analyse
+from twinlake.fit.trust import covariance as cv
+from twinlake.fit.trust.identifiability import analyse
 from twinlake.sim import LAYOUT
 
 
@@ -89,7 +89,7 @@ def test_a_fit_stores_its_full_covariance_in_units_and_names_a_coupled_pair():
 
 
 def test_fit_record_reads_the_covariance_and_older_fits_without_one(tmp_path):
-    from twinlake.fit.record import FitRecord, load_fit, publish_fit
+    from twinlake.fit.records.record import FitRecord, load_fit, publish_fit
     from twinlake.sim import DynamicsParams
 
     free = [LAYOUT.index("armature_j1"), LAYOUT.index("mu_viscous_j1")]

@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 
 from twinlake.catalog import connect
 from twinlake.cli import app
-from twinlake.fit.record import list_fits, load_fit
+from twinlake.fit.records.record import list_fits, load_fit
 from twinlake.demo import DemoConfig
 from twinlake.sim import DEMO_PROFILE_PATH, PARAM_NAMES, load_params
 from twinlake.sim.load import EndLoad

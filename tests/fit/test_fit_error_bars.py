@@ -15,10 +15,10 @@ from typer.testing import CliRunner
 
 from twinlake.catalog import Lake, connect
 from twinlake.cli import app
-from twinlake.fit.identifiability import identifiability_for_fit
-from twinlake.fit.record import load_fit
+from twinlake.fit.trust.identifiability import identifiability_for_fit
+from twinlake.fit.records.record import load_fit
 from twinlake.fit.run import FitSettings, run_fit, work_dir
-from twinlake.fit.space import parse_space
+from twinlake.fit.replay.space import parse_space
 from twinlake.sim import PARAM_NAMES
 
 

@@ -10,7 +10,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from twinlake.fit.report import HeldOutTrace, ParamRow, ReportData, render_report
+from twinlake.fit.records.report import HeldOutTrace, ParamRow, ReportData, render_report
 from twinlake.sim import DEFAULT_BOUNDS, PARAM_NAMES, DynamicsParams
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -105,8 +105,8 @@ def test_the_parameter_plot_draws_only_the_groups_a_fit_searched(tmp_path):
     empty axes; a fit with +payload adds the payload's; frozen groups warn nothing."""
     import warnings
 
-    from twinlake.fit.report import _param_rows, plot_parameters, plotted_groups
-    from twinlake.fit.space import parse_space
+    from twinlake.fit.records.report import _param_rows, plot_parameters, plotted_groups
+    from twinlake.fit.replay.space import parse_space
     from twinlake.sim import LAYOUT
 
     class Rec:

@@ -20,9 +20,9 @@ from typer.testing import CliRunner
 
 from twinlake.catalog import Lake, connect
 from twinlake.cli import app
-from twinlake.fit.record import load_fit
+from twinlake.fit.records.record import load_fit
 from twinlake.fit.run import FitSettings, run_fit, work_dir
-from twinlake.fit.space import parse_space
+from twinlake.fit.replay.space import parse_space
 import synth
 from twinlake.sim import PARAM_NAMES, load_params
 

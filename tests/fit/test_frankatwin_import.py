@@ -15,9 +15,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "ingest"))
 import formats_fixtures as ff  # noqa: E402
 
 from twinlake.catalog import Lake, connect  # noqa: E402
-from twinlake.fit.frankatwin_import import (ResultFileError, import_fit, import_result,  # noqa: E402
+from twinlake.fit.records.frankatwin_import import (ResultFileError, import_fit, import_result,  # noqa: E402
                                             import_results, result_files, result_kind)
-from twinlake.fit.record import load_fit  # noqa: E402
+from twinlake.fit.records.record import load_fit  # noqa: E402
 from twinlake.ingest.frankatwin import results as frankatwin_results  # noqa: E402
 from twinlake.ingest.pipeline import ingest_paths  # noqa: E402
 from twinlake.ingest.registry import ReadOptions  # noqa: E402

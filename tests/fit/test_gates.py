@@ -1,12 +1,12 @@
-"""The local search's gates and the exploration's stop rule (fit/local_search.py `gates`,
-fit/payoff.py): a loss at the noise floor is trusted whatever the starts did, the starts decide
+"""The local search's gates and the exploration's stop rule (fit/replay/local_search.py `gates`,
+fit/replay/payoff.py): a loss at the noise floor is trusted whatever the starts did, the starts decide
 only without a floor, and search stops once it stops paying or its budget is spent."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from twinlake.fit import local_search, payoff
+from twinlake.fit.replay import local_search, payoff
 
 
 def test_a_loss_at_the_floor_is_trusted_even_when_the_starts_disagree():

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 import synth
-from twinlake.fit.search import MixedSearch
-from twinlake.fit.space import ParameterSpace, parse_space
+from twinlake.fit.replay.search import MixedSearch
+from twinlake.fit.replay.space import ParameterSpace, parse_space
 from twinlake.sim import LAYOUT, PARAM_NAMES
 
 OFFSETS = np.array([0, 0, 1, 0, -1, 0, 0])  # with the shared 2 ms: joints 3 and 5 at 3 and 1 ms
@@ -97,8 +97,8 @@ def joint_delay_lake(tmp_path_factory):
 
 @pytest.mark.slow  # ~26 s on 2 busy cores
 def test_a_local_fit_recovers_every_joints_delay(joint_delay_lake, tmp_path):
-    from twinlake.fit.export import export_fit, export_notes
-    from twinlake.fit.record import load_fit
+    from twinlake.fit.records.export import export_fit, export_notes
+    from twinlake.fit.records.record import load_fit
     from twinlake.fit.run import FitSettings, run_fit
     from twinlake.sim import load_params
 
@@ -126,7 +126,7 @@ def test_a_local_fit_recovers_every_joints_delay(joint_delay_lake, tmp_path):
 
 def _the_posterior_keeps_the_offsets(rec) -> None:
     from twinlake.campaign.sampling import posterior
-    from twinlake.fit.export import randomization_doc
+    from twinlake.fit.records.export import randomization_doc
 
     doc = randomization_doc(rec)
     entries = {p["name"]: p for p in doc["parameters"]}
@@ -156,7 +156,7 @@ def _the_commands_say_it(lake, tmp_path) -> None:
 def test_a_fit_written_before_the_offsets_existed_loads_with_offsets_0(tmp_path):
     import pyarrow.parquet as pq
 
-    from twinlake.fit.record import FitRecord, load_fit, publish_fit
+    from twinlake.fit.records.record import FitRecord, load_fit, publish_fit
 
     rec = FitRecord(fit_id="old", fit_source="twinlake", created_utc="2026-01-01T00:00:00Z", status="done",
                     best_loss=1.0, params=synth.TRUTH, seed=1, settings={}, history=[], runs=[])

@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 
 from twinlake.catalog import Lake
-from twinlake.fit import local_search
-from twinlake.fit.record import load_fit
+from twinlake.fit.replay import local_search
+from twinlake.fit.records.record import load_fit
 from twinlake.fit.run import FitSettings, run_fit, work_dir
-from twinlake.fit.space import parse_space
+from twinlake.fit.replay.space import parse_space
 import synth
 from twinlake.sim import PARAM_NAMES
 
@@ -44,7 +44,7 @@ def _same(a, b) -> None:
 
 
 def test_cheap_windows_spread_over_each_interval():
-    from twinlake.fit.intervals import IntervalRef
+    from twinlake.fit.replay.intervals import IntervalRef
 
     long, short = IntervalRef("r", "a", 0, 100, 12100), IntervalRef("r", "b", 0, 0, 1500)
     out = local_search.cheap_windows([long, short], cheap_s=2.0)
@@ -106,8 +106,8 @@ def test_a_failed_gate_falls_back_to_cma_from_the_local_point(synth_lake, monkey
 
 
 def test_one_pool_holds_the_cheap_windows_beside_the_full_data(synth_lake, ray_cluster):
-    from twinlake.fit.objective import build_data
-    from twinlake.fit.pool import LocalPool, RayPool
+    from twinlake.fit.replay.objective import build_data
+    from twinlake.fit.replay.pool import LocalPool, RayPool
 
     full = build_data(synth_lake, ["r1", "demo/r2:0"])
     cheap = build_data(synth_lake, local_search.cheap_windows(full.refs, 0.4))
@@ -130,9 +130,9 @@ def test_one_pool_holds_the_cheap_windows_beside_the_full_data(synth_lake, ray_c
 
 
 def test_local_error_bars_reuse_the_last_full_lm_jacobian(synth_lake):
-    from twinlake.fit.identifiability import identifiability_for_fit
-    from twinlake.fit.objective import build_data
-    from twinlake.fit.pool import LocalPool
+    from twinlake.fit.trust.identifiability import identifiability_for_fit
+    from twinlake.fit.replay.objective import build_data
+    from twinlake.fit.replay.pool import LocalPool
 
     rec = run_fit(synth_lake, _settings(holdout=[]), fit_id="loc-bars", workers=0, progress=False)
     ident = json.loads(rec.extra["identifiability_json"])
@@ -154,8 +154,8 @@ def test_local_error_bars_reuse_the_last_full_lm_jacobian(synth_lake):
 
 
 def test_start_from_makes_the_given_parameters_the_first_start():
-    from twinlake.fit.local_search import start_points
-    from twinlake.fit.space import ParameterSpace
+    from twinlake.fit.replay.local_search import start_points
+    from twinlake.fit.replay.space import ParameterSpace
     from twinlake.sim import DynamicsParams
 
     space = ParameterSpace()

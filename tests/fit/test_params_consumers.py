@@ -13,9 +13,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from twinlake.fit.identifiability import DISCRETE_NAMES, analyse
-from twinlake.fit.space import ParameterSpace, parse_space, select
-from twinlake.fit.frankatwin_import import ResultFileError, decoded_values
+from twinlake.fit.trust.identifiability import DISCRETE_NAMES, analyse
+from twinlake.fit.replay.space import ParameterSpace, parse_space, select
+from twinlake.fit.records.frankatwin_import import ResultFileError, decoded_values
 from twinlake.sim import LAYOUT, DynamicsParams, to_frankatwin_decoded
 
 ROOT = Path(__file__).resolve().parents[2]

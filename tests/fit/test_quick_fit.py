@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from twinlake.fit.gap_report import GapReport
-from twinlake.fit.quick import (
+from twinlake.fit.trust.gap_report import GapReport
+from twinlake.fit.trust.quick import (
     FirstOrderModel,
     JointSamples,
     QuickFitRefused,

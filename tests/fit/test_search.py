@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from twinlake.fit.search import MixedSearch, stratified_counts
-from twinlake.fit.space import parse_space
+from twinlake.fit.replay.search import MixedSearch, stratified_counts
+from twinlake.fit.replay.space import parse_space
 from twinlake.sim import LAYOUT
 
 DELAY_INDEX = LAYOUT.index("motor_delay_ms")

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from twinlake.fit.space import ParameterSpace, parse_space, select
+from twinlake.fit.replay.space import ParameterSpace, parse_space, select
 from twinlake.sim import DEFAULT_BOUNDS, LAYOUT, PARAM_NAMES
 
 DELAY_INDEX = LAYOUT.index("motor_delay_ms")

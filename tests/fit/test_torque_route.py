@@ -19,8 +19,8 @@ import torque_runs
 from twinlake.catalog import connect
 from twinlake.catalog.selection import run_frames
 from twinlake.cli import app
-from twinlake.fit.compare import compare_fits
-from twinlake.fit.record import load_fit
+from twinlake.fit.trust.compare import compare_fits
+from twinlake.fit.records.record import load_fit
 from twinlake.fit.torque import TorqueFitSettings, fit_torque
 from twinlake.fit.torque.regressor import RigidBodyModel
 from twinlake.sim import PARAM_NAMES, load_params

@@ -12,11 +12,11 @@ import synth
 from typer.testing import CliRunner
 
 from twinlake.catalog import connect
-from twinlake.fit.metrics import Trajectory, compute_metrics
-from twinlake.fit.record import FitRecord, IntervalUse, publish_fit
-from twinlake.fit.validate import Thresholds, load_trajectory, validate_fit
+from twinlake.fit.trust.metrics import Trajectory, compute_metrics
+from twinlake.fit.records.record import FitRecord, IntervalUse, publish_fit
+from twinlake.fit.trust.validate import Thresholds, load_trajectory, validate_fit
 from twinlake.cli import app
-from twinlake.fit.space import ParameterSpace
+from twinlake.fit.replay.space import ParameterSpace
 from twinlake.sim import PARAM_NAMES, ReplayInput
 from twinlake.sim.population import PopulationEngine
 

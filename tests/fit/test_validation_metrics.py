@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from twinlake.fit.metrics import Trajectory, align_to_real_time, compute_metrics, dumps, metrics_document
+from twinlake.fit.trust.metrics import Trajectory, align_to_real_time, compute_metrics, dumps, metrics_document
 
 TOP_KEYS = ["schema_version", "created_utc", "real_csv", "sim_csv", "real_sidecar", "sim_sidecar", "sysid_params",
             "num_samples", "duration_s", "ee", "joints", "tracking", "out_dir", "metrics_path"]

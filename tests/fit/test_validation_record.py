@@ -7,9 +7,9 @@ import pyarrow as pa
 import pytest
 
 from twinlake.catalog import Lake, PartitionExists, connect
-from twinlake.fit.frankatwin_import import VALIDATION_SCHEMA as IMPORT_SCHEMA
-from twinlake.fit.validate import VALIDATION_SCHEMA
-from twinlake.fit.validation_record import VALIDATION_COLUMNS, ValidationRecord, publish_validation_record
+from twinlake.fit.records.frankatwin_import import VALIDATION_SCHEMA as IMPORT_SCHEMA
+from twinlake.fit.trust.validate import VALIDATION_SCHEMA
+from twinlake.fit.records.validation_record import VALIDATION_COLUMNS, ValidationRecord, publish_validation_record
 
 
 def _row(**changes) -> pa.Table:

@@ -154,7 +154,7 @@ def test_the_replay_fit_refuses_a_run_without_controller_or_gains(pc, tmp_path):
 
 
 def test_a_mapped_joint_impedance_run_with_gains_is_replayable(pc, tmp_path):
-    from twinlake.fit.intervals import resolve
+    from twinlake.fit.replay.intervals import resolve
 
     log, csv, _ = pc
     mapping = tmp_path / "ji.toml"

@@ -67,9 +67,9 @@ def run_cmd(
     """Fit the 29 FrankaTwin parameters (and any group --params frees) on clean intervals with
     the local-first search (or --method cma) on Ray; store the error bars at the optimum; publish fits/fit=<id>/."""
     from ..catalog import resolve_lake
-    from ..fit.objective import LossScales
+    from ..fit.replay.objective import LossScales
     from ..fit.run import FitSettings, run_fit
-    from ..fit.space import parse_space
+    from ..fit.replay.space import parse_space
     from ..option_lists import split_values
 
     from .cluster import check_address
@@ -113,7 +113,7 @@ def run_cmd(
 
 def _start_from(root, settings, fit: str) -> None:
     """Start the local search at fit `fit`'s parameters (one start)."""
-    from ..fit.record import load_fit
+    from ..fit.records.record import load_fit
 
     if settings.method != "local":
         raise ValueError("--start-from: starts the local search (--method local)")
@@ -123,7 +123,7 @@ def _start_from(root, settings, fit: str) -> None:
 def _torque_run(root, train, holdout, params, friction_law, configured_load, torque, cutoff_hz, start_from,
                 model, fit_id, as_json) -> None:
     """`fit run --method torque` (fit/torque/route.py)."""
-    from ..fit.record import load_fit
+    from ..fit.records.record import load_fit
     from ..fit.torque import TorqueFitSettings, fit_torque
     from ..option_lists import split_values
     from ..sim.load import parse_load
@@ -148,21 +148,21 @@ def _torque_run(root, train, holdout, params, friction_law, configured_load, tor
 
 
 def summary(rec, validations=None) -> dict:
-    """JSON-able summary of a FitRecord (fit/show.py)."""
-    from ..fit.show import fit_summary
+    """JSON-able summary of a FitRecord (fit/records/show.py)."""
+    from ..fit.records.show import fit_summary
 
     return fit_summary(rec, validations)
 
 
 def _console():
-    from ..fit.show import console
+    from ..fit.records.show import console
 
     return console()
 
 
 def show_record(rec, validations=None) -> None:
-    """Print a fit as rich tables (fit/show.py)."""
-    from ..fit.show import print_fit
+    """Print a fit as rich tables (fit/records/show.py)."""
+    from ..fit.records.show import print_fit
 
     print_fit(rec, validations)
 
@@ -197,8 +197,8 @@ def show_cmd(fit: str = typer.Argument(..., help="Fit id (see `twinlake fit list
     """Show a fit: parameters, intervals and losses, 95 % intervals and flags, condition number,
     weak directions, the spread over seeds and the held-out runs it passed."""
     from ..catalog import resolve_lake
-    from ..fit.record import load_fit
-    from ..fit.show import fit_validations
+    from ..fit.records.record import load_fit
+    from ..fit.records.show import fit_validations
 
     root = resolve_lake(lake)
     try:
@@ -219,8 +219,8 @@ def export_cmd(fit: str = typer.Argument(..., help="Fit id."),
                lake: Optional[Path] = LAKE) -> None:
     """Export a fit as a profile JSON, FrankaTwin sysid_best_params.json, MJCF joint attributes or a randomisation JSON."""
     from ..catalog import resolve_lake
-    from ..fit.export import FORMATS, default_name, export_fit, export_notes
-    from ..fit.record import load_fit
+    from ..fit.records.export import FORMATS, default_name, export_fit, export_notes
+    from ..fit.records.record import load_fit
 
     if fmt not in FORMATS:
         fail(f"--format {fmt!r}: expected one of {', '.join(FORMATS)}")
@@ -243,8 +243,8 @@ def compare_cmd(fit_a: str = typer.Argument(..., help="First fit id (e.g. a repl
     """Compare two fits parameter by parameter (difference in combined standard errors, verdict,
     likely convention errors); exits 1 when they disagree."""
     from ..catalog import resolve_lake
-    from ..fit.compare import compare_fits, comparison_json
-    from ..fit.record import load_fit
+    from ..fit.trust.compare import compare_fits, comparison_json
+    from ..fit.records.record import load_fit
 
     root = resolve_lake(lake)
     try:

@@ -32,8 +32,8 @@ def _torque_held_out(root, fit: str, runs: list[str], max_floor_ratio: float, as
     left to replay and whether a scored one failed."""
     from ..catalog import connect
     from ..catalog.selection import parse_selector, resolve_run, run_frames, run_intervals
-    from ..fit.intervals import missing_controller_inputs
-    from ..fit.record import load_fit
+    from ..fit.replay.intervals import missing_controller_inputs
+    from ..fit.records.record import load_fit
     from ..fit.torque.held_out import held_out_scores, is_torque_fit
 
     try:
@@ -83,7 +83,7 @@ def validate_cmd(
     from rich.table import Table
 
     from ..catalog import resolve_lake
-    from ..fit.validate import Thresholds, validate_fit
+    from ..fit.trust.validate import Thresholds, validate_fit
     from ..option_lists import split_values
 
     runs = split_values(runs)
@@ -123,7 +123,7 @@ def validate_cmd(
         table.add_row(f"{r['robot']}/{r['run']}", r["sim_label"], milli(r["q_rmse_all_rad"]), ratio,
                       milli(r["dq_rmse_all_rad_s"]), milli(r["ee_pos_rmse_3d_m"]), r["verdict"] or "—",
                       "new" if r["new"] else "already stored")
-    from ..fit.show import console as stdout_console
+    from ..fit.records.show import console as stdout_console
 
     stdout_console().print(table)  # not a terminal: wide enough not to truncate the run names
     for r in rows:
@@ -156,8 +156,8 @@ def quick_cmd(
 ) -> None:
     """A first-order per-joint fit (inertia, viscous damping, Coulomb friction) with standard errors; gap report against the profile."""
     from ..catalog import resolve_lake
-    from ..fit.gap_report import quick_fit_run
-    from ..fit.quick import QuickFitRefused
+    from ..fit.trust.gap_report import quick_fit_run
+    from ..fit.trust.quick import QuickFitRefused
 
     root = resolve_lake(lake)
     try:
@@ -201,7 +201,7 @@ def report_cmd(
     from rich.console import Console
 
     from ..catalog import resolve_lake
-    from ..fit.report import render_report, report_data_from_lake
+    from ..fit.records.report import render_report, report_data_from_lake
 
     try:
         params, _ = _load_profile(nominal)

@@ -7,7 +7,7 @@ Method (docs/fitting.md, "Identifiability"), for the k free continuous parameter
   central differences with step ``rel_step × (upper − lower)``, one-sided at a bound. All
   2k+1 candidates (centre, +h, −h) go through the population engine in ONE batch.
 - Cov: the sandwich (JᵀJ)⁻¹ Ω (JᵀJ)⁻¹ with a Bartlett/Newey–West long-run covariance Ω of
-  the per-tick scores, bandwidth from their autocorrelation (fit/covariance.py: the 1 kHz
+  the per-tick scores, bandwidth from their autocorrelation (fit/trust/covariance.py: the 1 kHz
   residuals are correlated in time), when the residuals' tick layout is known (every fit);
   else (a bare Jacobian) the Gauss–Newton σ² (JᵀJ)⁻¹, σ² = Σ r² / (M − k). 95 % intervals
   θ ± t₀.₉₇₅(dof)·√diag(Cov), dof = the effective number of ticks (Σ T_b / bandwidth) − k
@@ -24,7 +24,7 @@ Method (docs/fitting.md, "Identifiability"), for the k free continuous parameter
 - ``at_bound`` within 0.5 % of the range from a bound, ``near_bound`` within 5 % (free parameters).
 - The integer motor delay is never in J (it is discrete); it is reported as ``discrete``.
 - ``jacobian`` says which J was used: the central differences above, or (a local-search fit,
-  fit/local_search.py) the forward-difference Jacobian of its last full-data Levenberg–Marquardt
+  fit/replay/local_search.py) the forward-difference Jacobian of its last full-data Levenberg–Marquardt
   iteration, reused (`analyse_scaled` on its R factor): taken at the point that iteration's step
   started from, with the same step of 1e-3 of each range.
 
@@ -43,7 +43,7 @@ from typing import Any
 
 import numpy as np
 
-from ..sim.params import LAYOUT
+from ...sim.params import LAYOUT
 from . import covariance as covmod
 
 DISCRETE_NAMES = frozenset(LAYOUT.names[i] for i in LAYOUT.integer_indices)  # never in J
@@ -197,7 +197,7 @@ def analyse_scaled(names: Sequence[str], x: np.ndarray, jn: np.ndarray, rss: flo
     """`analyse` from the range-scaled Jacobian `jn` (M, k) — or any matrix with the same
     jnᵀjn, e.g. its R factor (k, k) —, the residual sum of squares `rss` and the residual count
     `rows` (M); `jacobian` describes where J comes from. `covariance`: the range-scaled
-    estimate to use (fit/covariance.py), default Gauss–Newton from jn; `alternatives`: other
+    estimate to use (fit/trust/covariance.py), default Gauss–Newton from jn; `alternatives`: other
     estimates whose standard errors are stored beside it."""
     names = tuple(names)
     n, free_idx = len(names), np.asarray(free_idx, dtype=np.int64)
@@ -324,9 +324,9 @@ def identifiability_for_fit(lake: Any, rec: Any, seed_records: Sequence[Any] = (
     """Error bars of a stored fit (a ``FitRecord``) on its own training intervals, with the
     free parameters and bounds of its settings; ``seed_records``: fits of the same problem
     with other seeds (their best vectors give the spread). For ``fit show`` / ``fit report``."""
-    from .intervals import IntervalRef
-    from .objective import FitProblem, LossScales
-    from .space import ParameterSpace
+    from ..replay.intervals import IntervalRef
+    from ..replay.objective import FitProblem, LossScales
+    from ..replay.space import ParameterSpace
 
     if not rec.train:
         raise ValueError(f"fit {rec.fit_id}: no training intervals recorded (imported fit?); no Jacobian to take")

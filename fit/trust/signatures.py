@@ -1,5 +1,5 @@
 """Structures in a replay's joint position residual, each fitted alone by least squares
-(fit/adequacy.py lists them; docs/fitting.md says how to read them).
+(fit/trust/adequacy.py lists them; docs/fitting.md says how to read them).
 
 Residual `r = q_real − q_sim` (S, 7) [rad] over the clean intervals of a run. A cause the
 model lacks acts as a torque `τ = c·u(t)` on a joint: `u` is a known shape (the weight of a
@@ -21,7 +21,7 @@ from typing import Sequence
 
 import numpy as np
 
-from .residual import GRAVITY_STEP_S, MAX_SHIFT_MS, STILL_RAD_S, ResidualSegment, Signature
+from ..replay.residual import GRAVITY_STEP_S, MAX_SHIFT_MS, STILL_RAD_S, ResidualSegment, Signature
 from .noise_floor import NoiseFloor
 
 GRAVITY = np.array([0.0, 0.0, -9.81])  # [m/s²], the base frame's z up
@@ -40,8 +40,8 @@ class _Arm:
     def __init__(self, model) -> None:
         import mujoco
 
-        from ..sim import load_model
-        from ..sim.model import arm_index
+        from ...sim import load_model
+        from ...sim.model import arm_index
 
         self.mj = mujoco
         self.model = model if model is not None else load_model()

@@ -29,8 +29,8 @@ import math
 from pathlib import Path
 
 from .record import FitRecord
-from ..sim import LAYOUT, save_profile, to_frankatwin_decoded
-from ..sim.fr3 import FLANGE_OFFSET_M
+from ...sim import LAYOUT, save_profile, to_frankatwin_decoded
+from ...sim.fr3 import FLANGE_OFFSET_M
 
 FORMATS = ("profile", "frankatwin", "mjcf", "randomization")
 RANDOMIZATION_SCHEMA = "twinlake.randomization/v1"

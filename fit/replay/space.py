@@ -7,7 +7,7 @@ FrankaTwin's 29 (armature, mu_static, dynamic_ratio, mu_viscous per joint, then
 holds frozen at their nominal values (`LAYOUT.default_frozen`) unless a spec or a preset frees
 them; so the default fit searches FrankaTwin's 29. Continuous parameters are searched in the normalised box [0, 1]
 (`lo + z·(hi − lo)`); the layout's integer parameters are whole 1 kHz ticks searched as
-categorical choices (see fit/search.py): the shared delay among `delay_choices` and, when freed
+categorical choices (see fit/replay/search.py): the shared delay among `delay_choices` and, when freed
 (`+joint-delay`), each joint's delay offset among `offset_choices(j)` (its delay is
 clip(motor_delay_ms + offset_j, 0, 4) ms, twinlake.sim.params.joint_delay_ticks).
 
@@ -38,14 +38,14 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from ..sim.jsonfile import read_json_object
-from ..sim.params import LAYOUT, MAX_DELAY_MS
+from ...sim.jsonfile import read_json_object
+from ...sim.params import LAYOUT, MAX_DELAY_MS
 
-# the search's categorical coordinates (fit/search.py): the shared delay and its per-joint offsets
+# the search's categorical coordinates (fit/replay/search.py): the shared delay and its per-joint offsets
 _DELAY = LAYOUT.index("motor_delay_ms")
 _OFFSETS = tuple(range(*LAYOUT.slice("motor_delay_offset_ms").indices(LAYOUT.size)))
 if set(LAYOUT.integer_indices) != {_DELAY, *_OFFSETS}:
-    raise ImportError("fit/space.py searches motor_delay_ms and motor_delay_offset_ms as the layout's only "
+    raise ImportError("fit/replay/space.py searches motor_delay_ms and motor_delay_offset_ms as the layout's only "
                       f"integer parameters; LAYOUT has {[LAYOUT.names[i] for i in LAYOUT.integer_indices]}")
 
 @dataclass(frozen=True)

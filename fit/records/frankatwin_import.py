@@ -30,8 +30,8 @@ from typing import Any, Iterator
 import numpy as np
 import pyarrow as pa
 
-from ..catalog import Lake, PartitionExists, SelectionError, connect, resolve_run, sha256_file
-from ..ingest.frankatwin.results import result_kind
+from ...catalog import Lake, PartitionExists, SelectionError, connect, resolve_run, sha256_file
+from ...ingest.frankatwin.results import result_kind
 from .record import FitRecord, IntervalUse, publish_fit
 from .validation_record import VALIDATION_COLUMNS, ValidationRecord, publish_validation_record
 
@@ -101,7 +101,7 @@ def decoded_values(path: Path, dec: dict) -> dict[str, float]:
     order, FrankaTwin's keys; `dynamic_ratio` derived from `mu_dynamic` when only that is
     given; the delay's whole ticks as written). ResultFileError naming the field otherwise.
     (Stricter than `twinlake.sim.load_params`, which takes `int("2")` for the delay.)"""
-    from ..sim import LAYOUT
+    from ...sim import LAYOUT
 
     values: list[float] = []
     for group in LAYOUT.groups:
@@ -173,7 +173,7 @@ def trajectory_uses(links: _RunLinks, body: dict, robot: str | None) -> list[Int
 def fit_record(lake: Lake, path: Path, body: dict, robot: str | None) -> tuple[FitRecord, np.ndarray]:
     """The FitRecord of a sysid_best_params.json body, and its parameter vector as written
     (the delay unclamped) for fit.parquet. ResultFileError on bad fields."""
-    from ..sim import DynamicsParams
+    from ...sim import DynamicsParams
 
     dec = body.get("best_params_decoded")
     score = body.get("best_score")

@@ -109,8 +109,8 @@ def configured_loads(lake, refs: list[IntervalRef], override=None) -> list:
     run when its metadata states a malformed load."""
     import json
 
-    from ..catalog import connect
-    from ..sim.load import NO_LOAD, load_from_metadata
+    from ...catalog import connect
+    from ...sim.load import NO_LOAD, load_from_metadata
 
     if override is not None:
         return [override] * len(refs)
@@ -168,7 +168,7 @@ class FitProblem:
     @property
     def engine(self):
         if self._engine is None:
-            from ..sim import PopulationEngine, load_model
+            from ...sim import PopulationEngine, load_model
 
             model = load_model(self.data.model_path) if self.data.model_path else None
             self._engine = PopulationEngine(self.data.inputs, model=model, nthread=self.nthread,

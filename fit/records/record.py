@@ -17,15 +17,15 @@ Files (the lake contract, docs/architecture.md and fit/README.md):
 - `profile.json`: the best parameters as a twinlake.profile/v1 (`twinlake.sim.save_profile`);
 - `raw/`: the source files of an imported fit, byte for byte (`publish_fit(raw_files=...)`).
 
-Every fit, run here or imported (`twinlake.fit.frankatwin_import`), is a `FitRecord` written
+Every fit, run here or imported (`twinlake.fit.records.frankatwin_import`), is a `FitRecord` written
 by `publish_fit`; that is the one writer of `fits/`.
 
 `fit.parquet` of a twinlake fit also holds `identifiability_json` (error bars at the optimum,
-`twinlake.fit.identifiability.IdentifiabilityResult.to_json()`, with the free parameters' full
+`twinlake.fit.trust.identifiability.IdentifiabilityResult.to_json()`, with the free parameters' full
 covariance in their units under `covariance` (`FitRecord.covariance`; absent in older fits);
 null when nothing was free),
 `seed_count` (how many seeded searches were run), the model adequacy at the optimum
-(`twinlake.fit.adequacy.fit_adequacy_columns`): `adequacy_json` (`{"train": …, "holdout": …}`,
+(`twinlake.fit.trust.adequacy.fit_adequacy_columns`): `adequacy_json` (`{"train": …, "holdout": …}`,
 each an `Adequacy.to_dict()`), `train_floor_ratio` and `holdout_floor_ratio` (q RMSE over the
 estimated noise floor; null when not measurable or without holdout), and `configured_load_json`
 (the firmware's configured end-effector load each train interval replayed with, by interval label).
@@ -44,8 +44,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..catalog import Lake, publish_partition
-from ..sim import LAYOUT, PARAM_NAMES, DynamicsParams, save_profile
+from ...catalog import Lake, publish_partition
+from ...sim import LAYOUT, PARAM_NAMES, DynamicsParams, save_profile
 
 HISTORY_SCHEMA = pa.schema(
     [

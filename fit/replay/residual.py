@@ -1,6 +1,6 @@
 """A replay's residual and the structures found in it: `ResidualSegment` (one replayed clean
 interval against its recording) and `Signature` (one structure of its residual with the share it
-explains), the data that fit/signatures.py computes and fit/adequacy.py judges."""
+explains), the data that fit/trust/signatures.py computes and fit/trust/adequacy.py judges."""
 
 from __future__ import annotations
 

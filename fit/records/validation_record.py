@@ -7,8 +7,8 @@ Files (the lake contract, docs/architecture.md):
 - `metrics.json`: FrankaTwin's metrics document, byte for byte as given;
 - `trajectory.parquet` (when the source has samples): t_s, recorded and simulated q / dq.
 
-Every validation, scored here (`twinlake fit validate`, `fit/validate.py`) or imported from
-FrankaTwin (`twinlake.fit.frankatwin_import`), is a `ValidationRecord` published by
+Every validation, scored here (`twinlake fit validate`, `fit/trust/validate.py`) or imported from
+FrankaTwin (`twinlake.fit.records.frankatwin_import`), is a `ValidationRecord` published by
 `publish_validation_record`.
 """
 
@@ -20,7 +20,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..catalog import Lake, publish_partition
+from ...catalog import Lake, publish_partition
 
 VALIDATION_COLUMNS = pa.schema([
     ("validation_source", pa.string()), ("created_utc", pa.string()), ("robot", pa.string()),

@@ -8,7 +8,7 @@ Partition ``<lake>/validations/validation=<id>/`` (lake contract, docs/architect
 The id is derived from (fit, robot, run, label, thresholds, parameters), so validating the
 same thing twice is a no-op that says so. Both parameter sets replay in ONE population batch.
 Every validation also compares the q residual with the run's own noise floor and diagnoses
-its structure (fit/adequacy.py); `max_floor_ratio` (default 3×) makes that part of the verdict.
+its structure (fit/trust/adequacy.py); `max_floor_ratio` (default 3×) makes that part of the verdict.
 """
 
 from __future__ import annotations
@@ -24,10 +24,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..catalog import Lake, PartitionExists
+from ...catalog import Lake, PartitionExists
 from .adequacy import DEFAULT_MAX_FLOOR_RATIO, Adequacy, ResidualSegment, assess
 from .metrics import Trajectory, compute_metrics, dumps, metrics_document
-from .validation_record import ValidationRecord, publish_validation_record
+from ..records.validation_record import ValidationRecord, publish_validation_record
 
 VALIDATION_SCHEMA = pa.schema([
     ("validation_source", pa.string()), ("created_utc", pa.string()), ("robot", pa.string()),
@@ -171,10 +171,10 @@ def replay_runs(lake: Lake | str | Path, selectors: list[str], params: np.ndarra
     target pos, target quat, [[ResidualSegment per interval] per parameter set]), samples of
     a run's intervals concatenated in seq order.
     """
-    from .intervals import read_frames, replay_inputs, resolve
-    from .objective import configured_loads
-    from ..sim import load_model
-    from ..sim.population import PopulationEngine
+    from ..replay.intervals import read_frames, replay_inputs, resolve
+    from ..replay.objective import configured_loads
+    from ...sim import load_model
+    from ...sim.population import PopulationEngine
 
     refs = resolve(lake, selectors, min_duration_s=min_duration_s)
     tables = read_frames(lake, refs)
@@ -217,8 +217,8 @@ def validate_fit(lake: Lake | str | Path, fit_id: str, runs: list[str], threshol
     """Validate fit `fit_id` on `runs` (selectors `[ROBOT/]RUN`) with fitted and nominal
     parameters; publish one partition per (run, label). Refuses runs the fit trained on."""
     from .noise_floor import estimate_noise_floor
-    from .record import load_fit
-    from ..sim import DynamicsParams, load_model, to_frankatwin_decoded
+    from ..records.record import load_fit
+    from ...sim import DynamicsParams, load_model, to_frankatwin_decoded
 
     lk = lake if isinstance(lake, Lake) else Lake(Path(lake))
     rec = load_fit(lk, fit_id)
@@ -261,8 +261,8 @@ def validate_fit(lake: Lake | str | Path, fit_id: str, runs: list[str], threshol
 def _replay_settings(settings: dict) -> tuple[str, Any]:
     """(friction law, configured-load override or None) a fit trained with, from its stored
     settings, so that its validation replays the plant the fit was fitted in."""
-    from .space import ParameterSpace
-    from ..sim.load import load_from_json
+    from ..replay.space import ParameterSpace
+    from ...sim.load import load_from_json
 
     law = ParameterSpace.from_json(settings["space"]).friction_law if settings.get("space") else "stribeck"
     load = settings.get("configured_load")

@@ -1,5 +1,5 @@
 """One seed's search of a fit, checkpointed so that `--resume` continues it bit for bit:
-`seed_result` runs the local-first search (fit/local_search.py, CMA-ES only when its gates fail)
+`seed_result` runs the local-first search (fit/replay/local_search.py, CMA-ES only when its gates fail)
 or CMA-ES then Levenberg–Marquardt (`settings.method == "cma"`), and keeps the finished result in
 `seed-<seed>.pkl` under the fit's work directory. `settings` is the fit's `FitSettings`
 (fit/run.py)."""
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..catalog import atomic_write_bytes
+from ...catalog import atomic_write_bytes
 from . import local_search
 from .objective import FitProblem, ProblemData
 from .progress import FitProgress, stage_note
@@ -71,8 +71,8 @@ def seed_result(wd: Path, settings, seed: int, data: ProblemData, pool, progress
 
 def _local_result(wd: Path, settings, seed: int, data: ProblemData, pool, progress: bool,
                   label: str, on_generation, cheap_pool_factory) -> dict:
-    """The local-first search of one seed (fit/local_search.py); CMA-ES from the best local
-    point while it pays when its gates fail (fit/payoff.py; rows of stage 'cma' then 'refine'
+    """The local-first search of one seed (fit/replay/local_search.py); CMA-ES from the best local
+    point while it pays when its gates fail (fit/replay/payoff.py; rows of stage 'cma' then 'refine'
     follow in the history). The
     result's `jacobian` is the full stage's `error_bar_jacobian` (None when CMA-ES won)."""
     timing = wd / f"local-{seed}.wall"
@@ -110,7 +110,7 @@ def _cma_stage(wd: Path, settings, seed: int, data: ProblemData, pool, progress:
                polish_below: float = float("inf")) -> tuple[np.ndarray, float, list[dict], float]:
     """The CMA-ES generations (checkpointed each) and the LM refinement; `init` None (the box
     centre, uniform delays) or (x0, delay_probs, delay offsets (7,)). `stop(history, wall_s)`
-    (fit/payoff.py `cma_stop`), asked before each generation, ends the generations early when it
+    (fit/replay/payoff.py `cma_stop`), asked before each generation, ends the generations early when it
     returns a reason; the LM refinement then runs only if CMA-ES found a loss below
     `polish_below` (a polish of a point worse than the start does not pay). Returns (best, loss,
     history, wall before)."""
@@ -154,7 +154,7 @@ def _cma_stage(wd: Path, settings, seed: int, data: ProblemData, pool, progress:
 
 def _refine(settings, data: ProblemData, search: MixedSearch, history: list[dict],
             pool, bar: FitProgress, iterations: int) -> tuple[np.ndarray, float]:
-    """Levenberg–Marquardt polish of the best-ever candidate (fit/refine.py); history rows
+    """Levenberg–Marquardt polish of the best-ever candidate (fit/replay/refine.py); history rows
     with stage 'refine' continue the iteration count."""
     if iterations <= 0:
         return search.best_params, search.best_loss

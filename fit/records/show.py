@@ -1,6 +1,6 @@
 """What `twinlake fit run` and `twinlake fit show` print about a fit: at the top the model
 adequacy (training and held-out residual against the noise floor, with the likely cause;
-fit/adequacy.py), then parameters per joint, the intervals used, the stored error bars (95 %
+fit/trust/adequacy.py), then parameters per joint, the intervals used, the stored error bars (95 %
 intervals, flags, condition number, weak directions), the spread over seeds and the held-out
 validations (view `fit_validations`).
 
@@ -26,7 +26,7 @@ def fit_validations(lake: Path, fit_id: str) -> list[dict[str, Any]]:
     empty when the lake has no validation of it."""
     import duckdb
 
-    from ..catalog import connect
+    from ...catalog import connect
 
     try:
         con = connect(lake)
@@ -49,7 +49,7 @@ def adequacy_lines(rec, validations: list[dict[str, Any]] | None = None) -> list
     """The model-adequacy lines of a fit, (text, passed: True | False | None when not
     assessed): its training data (and `fit run --holdout` runs) from the fit record, then each
     held-out run's latest `fit validate`. Never empty: what was not assessed says so."""
-    from .adequacy import adequacy_from_dict
+    from ..trust.adequacy import adequacy_from_dict
 
     lines: list[tuple[str, bool | None]] = []
     stored = json.loads(rec.extra["adequacy_json"]) if rec.extra.get("adequacy_json") else None
@@ -79,7 +79,7 @@ def adequacy_lines(rec, validations: list[dict[str, Any]] | None = None) -> list
 def fit_summary(rec, validations: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """JSON-able summary of a FitRecord: parameters, losses, runs, extra columns, the parsed
     error bars (`identifiability`, None when not stored), seeds and validations."""
-    from ..sim import PARAM_NAMES
+    from ...sim import PARAM_NAMES
 
     extra = {k: v for k, v in rec.extra.items()
              if not isinstance(v, bytes) and k not in ("identifiability_json", "adequacy_json")}
@@ -136,7 +136,7 @@ def _adequacy(out, rec, validations: list[dict[str, Any]]) -> None:
 def _parameters(out, rec) -> None:
     from rich.table import Table
 
-    from ..sim import LAYOUT
+    from ...sim import LAYOUT
 
     p = rec.params
     table = Table(title=f"fit {rec.fit_id} ({rec.fit_source}, {rec.status}), best loss {rec.best_loss:.6g}")
@@ -169,7 +169,7 @@ def _intervals(out, rec) -> None:
 def _error_bars(out, rec) -> None:
     from rich.table import Table
 
-    from .identifiability import summary_rows
+    from ..trust.identifiability import summary_rows
 
     ident = rec.identifiability
     if ident is None:
@@ -206,7 +206,7 @@ def _direction(d: dict) -> str:
 
 def _correlations(out, ident: dict) -> None:
     """The covariance's method, its strongly correlated pairs and weakest directions."""
-    from .covariance import STRONG_RHO, method_line, strong_pairs
+    from ..trust.covariance import STRONG_RHO, method_line, strong_pairs
 
     cov = ident.get("covariance")
     out.print(method_line(cov), highlight=False)

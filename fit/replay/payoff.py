@@ -1,5 +1,5 @@
 """When further search stops paying: the stop rule and the seconds budget of the local-first
-search's exploration (fit/local_search.py), after its result failed a gate.
+search's exploration (fit/replay/local_search.py), after its result failed a gate.
 
 A local result above the noise floor is either a wrong basin (search helps) or a model that
 cannot explain the data (search cannot help: only changing the model can, which the adequacy

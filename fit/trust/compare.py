@@ -131,7 +131,7 @@ def causes(cmp: Comparison, rec_a, rec_b) -> list[str]:
 
 def compare_fits(rec_a, rec_b, threshold: float = THRESHOLD) -> Comparison:
     """Compare two FitRecords (module docstring)."""
-    from ..sim import LAYOUT
+    from ...sim import LAYOUT
 
     bars_a, bars_b = _bars(rec_a), _bars(rec_b)
     va, vb = rec_a.vector, rec_b.vector

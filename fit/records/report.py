@@ -1,7 +1,7 @@
 """`twinlake fit report`: a self-contained HTML page (no network) plus the same plots as PNG.
 
 At the top, the model-adequacy lines (training and held-out residual against the noise floor,
-with the likely cause; fit/adequacy.py). Plots (matplotlib, Agg): convergence per generation;
+with the likely cause; fit/trust/adequacy.py). Plots (matplotlib, Agg): convergence per generation;
 the parameters with their 95 % intervals against the nominal values and the bounds; the
 correlation matrix of the free parameters (from the stored covariance, when there is one); and per
 held-out run, sim against real per joint and the joint error over time. Images are embedded as
@@ -24,7 +24,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from ..sim.params import LAYOUT  # noqa: E402
+from ...sim.params import LAYOUT  # noqa: E402
 
 _PNG_META = {"Software": None}
 
@@ -149,7 +149,7 @@ def _param_axis(ax: plt.Axes, rows: list[ParamRow | None], labels: list[str], ti
 def plot_correlation(covariance: dict, path: Path) -> bytes:
     """The correlation matrix (k, k) of the free parameters as a heat map (−1 blue … +1 red),
     the pairs with |ρ| ≥ 0.9 outlined."""
-    from .covariance import STRONG_RHO, correlation
+    from ..trust.covariance import STRONG_RHO, correlation
 
     names = covariance["names"]
     m = np.array([[np.nan if v is None else v for v in row] for row in covariance["matrix"]], dtype=np.float64)
@@ -281,16 +281,16 @@ def report_data_from_lake(lake: Any, fit_id: str, *, nominal: Any = None, error_
     (stored ``identifiability_json``, or computed now when ``error_bars``)."""
     import json
 
-    from ..catalog import Lake
+    from ...catalog import Lake
     from .record import load_fit
-    from ..sim import DynamicsParams
+    from ...sim import DynamicsParams
 
     lk = lake if isinstance(lake, Lake) else Lake(Path(lake))
     rec = load_fit(lk, fit_id)
     nominal = nominal if nominal is not None else DynamicsParams.nominal()
     ident = json.loads(rec.extra["identifiability_json"]) if rec.extra.get("identifiability_json") else None
     if ident is None and error_bars:
-        from .identifiability import identifiability_for_fit
+        from ..trust.identifiability import identifiability_for_fit
 
         ident = identifiability_for_fit(lk, rec, rec.other_seeds).to_dict()
     params, flags = _param_rows(rec, nominal, ident)
@@ -309,7 +309,7 @@ def report_data_from_lake(lake: Any, fit_id: str, *, nominal: Any = None, error_
                "best_loss": rec.best_loss, "seed": rec.seed, "generations": len(rec.history),
                "train intervals": len(rec.train), "holdout intervals (fit)": len(rec.holdout),
                "condition number": (ident or {}).get("condition_number")}
-    from .covariance import method_line, strong_pairs
+    from ..trust.covariance import method_line, strong_pairs
 
     cov = (ident or {}).get("covariance")
     if ident is not None:
@@ -322,7 +322,7 @@ def report_data_from_lake(lake: Any, fit_id: str, *, nominal: Any = None, error_
 
 def _param_rows(rec: Any, nominal: Any, ident: dict | None) -> tuple[list[ParamRow], list[str]]:
     """One ParamRow per parameter (bounds from the fit's settings) and the parameter flags."""
-    from .space import ParameterSpace
+    from ..replay.space import ParameterSpace
 
     space = (rec.settings or {}).get("space")
     bounds = np.array([space["bounds"][n] for n in LAYOUT.names]) if space else np.asarray(LAYOUT.bounds)
@@ -346,7 +346,7 @@ _VALIDATION_COLS = ("validation", "robot", "run", "sim_label", "q_rmse_all_rad",
 
 def _validations(lake: Any, fit_id: str) -> list[dict[str, Any]]:
     """The fit's validation rows from the catalog (view `validations`)."""
-    from ..catalog import connect
+    from ...catalog import connect
 
     con = connect(lake)
     try:
@@ -362,7 +362,7 @@ def _validations(lake: Any, fit_id: str) -> list[dict[str, Any]]:
 
 def _held_out(lake: Any, validations: list[dict[str, Any]]) -> list[HeldOutTrace]:
     """Traces of the latest fitted (and nominal) validation of each run that stored samples."""
-    from .validate import load_trajectory
+    from ..trust.validate import load_trajectory
 
     latest: dict[tuple[str, str], dict[str, str]] = {}
     for v in validations:

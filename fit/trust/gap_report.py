@@ -1,4 +1,4 @@
-"""The quick fit's gap report: one joint's first-order fit (fit/quick.py) of a lake run
+"""The quick fit's gap report: one joint's first-order fit (fit/trust/quick.py) of a lake run
 against the first-order numbers of a profile (the sim's own), as markdown
 (`twinlake fit quick RUN --joint J`). It never changes the profile."""
 
@@ -90,8 +90,8 @@ def sim_joint_model(params, joint: int, q_samples: np.ndarray, model_path: str |
     f_c = mu_static · dynamic_ratio."""
     import mujoco
 
-    from ..sim import load_model
-    from ..sim.model import arm_index
+    from ...sim import load_model
+    from ...sim.model import arm_index
 
     model = load_model(model_path)
     arm = arm_index(model)
@@ -117,8 +117,8 @@ def quick_fit_run(lake, run: str, joint: int, *, profile=None, profile_label: st
                   min_duration_s: float = 0.5) -> GapReport:
     """Quick-fit one joint of a run's clean intervals (selector ``[ROBOT/]RUN``) and compare it
     with ``profile`` (a DynamicsParams; default nominal). Raises QuickFitRefused or ValueError."""
-    from .intervals import read_frames, resolve
-    from ..sim import DynamicsParams
+    from ..replay.intervals import read_frames, resolve
+    from ...sim import DynamicsParams
 
     if not 1 <= joint <= 7:
         raise ValueError(f"--joint {joint}: expected a joint number 1..7")

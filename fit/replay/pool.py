@@ -11,7 +11,7 @@ results never depend on the chunking, the number of workers or on which of them 
 chunk re-run; `replacements` counts this.
 
 An actor may hold further data sets beside the main one (`extra={name: ProblemData}`, e.g. the
-cheap-fidelity windows of the local search, fit/local_search.py); `pool.view(name)` evaluates on
+cheap-fidelity windows of the local search, fit/replay/local_search.py); `pool.view(name)` evaluates on
 one of them with the same actors, so a fit starts its actors once.
 
 `LocalPool` does the same chunking in-process without Ray (used for holdout scoring and

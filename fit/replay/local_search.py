@@ -1,7 +1,7 @@
 """Local-first search: seeded multi-start Levenberg–Marquardt on cheap data, the best start
 refined on the full data, CMA-ES only when the local result fails its gates.
 
-Near a good guess the least-squares structure of the loss (Σ r², fit/objective.py) makes a
+Near a good guess the least-squares structure of the loss (Σ r², fit/replay/objective.py) makes a
 Gauss–Newton step worth many CMA-ES generations; the finite-difference Jacobian is one
 population batch (n + 1 candidates), so it fans out over the same pool as a generation (as
 MuJoCo's `mujoco.sysid` evaluates its Jacobian columns as one batch). The stages:
@@ -20,7 +20,7 @@ MuJoCo's `mujoco.sysid` evaluates its Jacobian columns as one batch). The stages
    improving joints at once when that is better still, else the single best change), LM
    continues at the new offsets, and the scan repeats (at most `OFFSET_ROUNDS` times).
 2. **full**: LM on all the training data from the best cheap point at its delay
-   (fit/refine.py, at most `refine_iterations` or `FULL_ITERATIONS`; the delay stays the one the
+   (fit/replay/refine.py, at most `refine_iterations` or `FULL_ITERATIONS`; the delay stays the one the
    cheap stage profiled). The start's loss comes from the first Jacobian's centre row. LM stops
    once an iteration lowers the loss by less than `FULL_STOP_SE`² · k / (M − k) of it (k free
    parameters, M residuals), or — before its steps are evaluated — once the linearised model
@@ -29,13 +29,13 @@ MuJoCo's `mujoco.sysid` evaluates its Jacobian columns as one batch). The stages
    that close to the optimum (these standard errors assume independent residuals; correlated
    misfit makes the true ones larger, so the rule errs on the side of more iterations). The last
    iteration's Jacobian is kept (as its R factor, and its per-tick scores J·r for the HAC
-   covariance, fit/covariance.py) for the error bars (`error_bar_jacobian`)
+   covariance, fit/trust/covariance.py) for the error bars (`error_bar_jacobian`)
    and the returned point's per-interval losses for the record, so neither is recomputed.
 3. **gates** (`gates`): a full loss at most `FLOOR_GATE` × the loss the noise alone would
-   leave (`floor_loss`, from the noise floor of the recorded q and dq, fit/noise_floor.py) is
+   leave (`floor_loss`, from the noise floor of the recorded q and dq, fit/trust/noise_floor.py) is
    trusted whatever the other starts did; with no measurable floor (stated) the starts decide
    (at least two within `AGREE_REL` of the best cheap loss). Otherwise the result is not
-   trusted and the search explores within `explore_s` seconds (fit/payoff.py): the disagreeing
+   trusted and the search explores within `explore_s` seconds (fit/replay/payoff.py): the disagreeing
    starts continue on the cheap windows (`_explore_starts`; a lower basin gets the full-data
    LM), then CMA-ES from the best local point (`FALLBACK_SIGMA`, the delay distribution
    centred on its delay) while it pays (payoff's stop rule), LM polishing its best only when
@@ -59,7 +59,7 @@ from typing import Callable
 import numpy as np
 
 from . import payoff
-from .noise_floor import estimate_noise_floor
+from ..trust.noise_floor import estimate_noise_floor
 from .refine import REL_TOL, lm_batch, refine
 from .space import ParameterSpace
 
@@ -98,7 +98,7 @@ def start_points(space: ParameterSpace, starts: int, seed: int, first=None) -> n
     vector: `fit run --start-from`), then scrambled Halton points."""
     from scipy.stats import qmc
 
-    from ..sim import DynamicsParams
+    from ...sim import DynamicsParams
 
     n = len(space.free_indices)
     start = DynamicsParams.nominal().to_vector() if first is None else DynamicsParams.from_vector(first).to_vector()
@@ -110,7 +110,7 @@ def start_points(space: ParameterSpace, starts: int, seed: int, first=None) -> n
 
 
 def floor_loss(data) -> tuple[float | None, str]:
-    """The loss (fit/objective.py's units) the measurement noise alone leaves on `data`: per
+    """The loss (fit/replay/objective.py's units) the measurement noise alone leaves on `data`: per
     interval mean_j σq_j² / q_scale² + mean_j σdq_j² / dq_scale², weighted like the loss; and
     why it cannot be measured ('' when it can)."""
     parts = []
@@ -240,7 +240,7 @@ def gates(start_losses: np.ndarray, full_loss: float, floor: float | None, floor
 
 
 def full_rel_tol(data, n_free: int) -> float:
-    """The full-data LM's stopping tolerance: FULL_STOP_SE² · k / (M − k) (at least fit/refine.py's
+    """The full-data LM's stopping tolerance: FULL_STOP_SE² · k / (M − k) (at least fit/replay/refine.py's
     REL_TOL), M = the residual count of `data` (2 · 7 · samples per interval)."""
     rows = sum(2 * inp.q_ref.size for inp in data.inputs)
     return max(REL_TOL, FULL_STOP_SE ** 2 * n_free / max(rows - n_free, 1))
@@ -251,9 +251,9 @@ def error_bar_jacobian(last: dict, data=None) -> dict:
     {z (n,) where J was taken, r_factor (n, n) R of J = ∂r/∂z (the range-scaled Jacobian, since
     z is range-normalised), rows M, moved (the returned point is z plus the last step), per_interval
     (B,) of the returned point or None, scores: per interval the (S_b, n) per-tick scores J·r of
-    the HAC covariance (fit/covariance.py; None without `data` or residuals), seconds: the
+    the HAC covariance (fit/trust/covariance.py; None without `data` or residuals), seconds: the
     wall time of this (R factor and scores; counted in the fit's `error_bars_s`)}."""
-    from .covariance import replay_segments, tick_scores
+    from ..trust.covariance import replay_segments, tick_scores
 
     scores, t0 = None, time.perf_counter()
     if data is not None and last.get("r") is not None:

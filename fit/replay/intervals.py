@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from ..catalog import IntervalRef, Lake, connect, resolve_intervals, run_frames
+from ...catalog import IntervalRef, Lake, connect, resolve_intervals, run_frames
 
 def resolve(
     lake: Lake | str | Path, selectors: list[str], *, min_duration_s: float = 0.5
@@ -88,7 +88,7 @@ def missing_controller_inputs(table: pa.Table) -> list[str]:
 def replay_inputs(refs: list[IntervalRef], tables: list[pa.Table], *, use_ema: bool = True) -> list:
     """One `twinlake.sim.ReplayInput` per interval (its frames from `read_frames`); an
     interval that cannot be replayed is named in the ValueError."""
-    from ..sim import ReplayInput
+    from ...sim import ReplayInput
 
     inputs = []
     for ref, table in zip(refs, tables):

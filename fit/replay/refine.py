@@ -139,7 +139,7 @@ def refine(pool, combine, space: ParameterSpace, best: np.ndarray, best_loss: fl
 
 def lm_batch(pool, combine, space: ParameterSpace, z: np.ndarray, delays: np.ndarray, loss: np.ndarray,
              iterations: int, rows: list, stage: str, note=None) -> tuple[np.ndarray, np.ndarray]:
-    """Projected LM (fit/refine.py's step) on K points at once: per iteration one residual
+    """Projected LM (fit/replay/refine.py's step) on K points at once: per iteration one residual
     batch of K·(n+1) candidates and one loss batch of K·len(LAMBDAS); a point stops once its
     relative decrease is below REL_TOL. Returns (z (K, n), loss (K,))."""
     z, loss = z.copy(), loss.astype(np.float64).copy()

@@ -1,0 +1,1 @@
+"""twinlake.fit.records: see README.md beside this file."""

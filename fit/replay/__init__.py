@@ -1,0 +1,1 @@
+"""twinlake.fit.replay: see README.md beside this file."""

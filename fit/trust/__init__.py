@@ -1,0 +1,1 @@
+"""twinlake.fit.trust: see README.md beside this file."""
