@@ -163,13 +163,14 @@ def segments(seq: np.ndarray, q: np.ndarray, dq: np.ndarray, tau: np.ndarray, *,
             usable &= ~near
         usable[:trim] = False
         usable[len(grid) - trim - 1:] = False  # the last row has no forward difference
-        dqf = smooth[:, 7:14]
+        q_s, dqf, tau_s = np.split(smooth, 3, axis=1)  # the stacked [q, dq, tau] columns, 7 each
+        _, dq_raw, tau_raw = np.split(raw, 3, axis=1)
         ddq = np.empty_like(dqf)
         ddq[:-1] = (dqf[1:] - dqf[:-1]) * rate_hz
         ddq[-1] = ddq[-2]
         dq_next = np.vstack([dqf[1:], dqf[-1:]])
-        out.append(Segment(seq=grid, q=smooth[:, :7], dq=dqf, ddq=ddq, dq_next=dq_next, tau=smooth[:, 14:21],
-                           tau_raw=raw[:, 14:21], usable=usable, dq_raw=raw[:, 7:14], cutoff_hz=cutoff_hz))
+        out.append(Segment(seq=grid, q=q_s, dq=dqf, ddq=ddq, dq_next=dq_next, tau=tau_s,
+                           tau_raw=tau_raw, usable=usable, dq_raw=dq_raw, cutoff_hz=cutoff_hz))
     report.segments = len(out)
     return out, report
 

@@ -105,6 +105,11 @@ def run_cmd(
                           progress=sys.stderr.isatty() or not as_json)
     except ValueError as exc:
         fail(str(exc))
+    _print_fit(rec, as_json)
+
+
+def _print_fit(rec, as_json: bool) -> None:
+    """A new fit's summary: JSON with --json, else what `fit show` prints."""
     if as_json:
         typer.echo(json.dumps(summary(rec), indent=2))
     else:
@@ -141,10 +146,7 @@ def _torque_run(root, train, holdout, params, friction_law, configured_load, tor
         rec = fit_torque(root, settings, fit_id=fit_id, start=start)
     except ValueError as exc:
         fail(str(exc))
-    if as_json:
-        typer.echo(json.dumps(summary(rec), indent=2))
-    else:
-        show_record(rec)
+    _print_fit(rec, as_json)
 
 
 def summary(rec, validations=None) -> dict:
