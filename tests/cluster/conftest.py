@@ -33,7 +33,4 @@ def two_nodes():
 @pytest.fixture(scope="module")
 def cluster_lake(tmp_path_factory) -> Path:
     """Runs demo/r1, demo/r2 (train) and demo/r3 (holdout) of synth.TRUTH."""
-    root = tmp_path_factory.mktemp("clusterlake")
-    for i, run in enumerate(("r1", "r2", "r3"), start=1):
-        synth.publish_run(root, "demo", run, synth.record(synth.TRUTH, TICKS, seed=i))
-    return root
+    return synth.publish_demo_runs(tmp_path_factory.mktemp("clusterlake"), TICKS)

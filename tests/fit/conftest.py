@@ -36,7 +36,4 @@ def ray_cluster():
 @pytest.fixture(scope="session")
 def synth_lake(tmp_path_factory) -> Path:
     """A lake with runs demo/r1, demo/r2 (train) and demo/r3 (holdout) of synth.TRUTH."""
-    root = tmp_path_factory.mktemp("fitlake")
-    for i, run in enumerate(("r1", "r2", "r3"), start=1):
-        synth.publish_run(root, "demo", run, synth.record(synth.TRUTH, TICKS, seed=i))
-    return root
+    return synth.publish_demo_runs(tmp_path_factory.mktemp("fitlake"), TICKS)

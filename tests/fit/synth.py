@@ -105,3 +105,11 @@ def publish_run(lake: Path, robot: str, run: str, frame: dict[str, np.ndarray], 
         pq.write_table(runs, path / "run.parquet")
 
     publish_partition(lk, lk.run_relative(robot, run), write)
+
+
+def publish_demo_runs(lake: Path, ticks: int) -> Path:
+    """Runs demo/r1, demo/r2 (train) and demo/r3 (holdout) of TRUTH, `ticks` each (seeds 1..3):
+    the small lake the fit and cluster tests share."""
+    for i, run in enumerate(("r1", "r2", "r3"), start=1):
+        publish_run(lake, "demo", run, record(TRUTH, ticks, seed=i))
+    return lake
