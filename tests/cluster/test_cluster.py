@@ -177,7 +177,8 @@ def test_second_node_killed_mid_fit_its_actor_is_replaced_on_the_head(two_nodes,
     assert proc.returncode == 0, stderr[-3000:]
     # Ray's driver may print its notice of the lost node on stdout before the summary
     assert "\n{\n" in "\n" + stdout, (stdout[-3000:], stderr[-3000:])
-    summary = json.loads(stdout[("\n" + stdout).index("\n{\n"):])
+    # ... and after it: read the one JSON object where it starts, whatever follows
+    summary, _ = json.JSONDecoder().raw_decode(stdout[("\n" + stdout).index("\n{\n"):])
     assert summary["actor_replacements"] >= 1
     actors, nodes = _actors(two_nodes, _job_id_of(two_nodes, "node-lost")), _nodes(two_nodes)
     on_head = [a for a in actors if nodes[a.node_id]]
