@@ -177,6 +177,7 @@ def _start_two_nodes(head_cpus: int, worker_cpus: int, timeout_s: float) -> TwoN
         _wait_nodes(dashboard, 1, head, timeout_s)
         worker = _start([f"--address={address}"], worker_cpus, env, free_ports(6) + [_worker_port_base()])
         _wait_nodes(dashboard, 2, worker, timeout_s)
+        _wait_job_server(dashboard, head, timeout_s)
     except BaseException:
         for node in (worker, head):
             if node is not None:
@@ -204,3 +205,33 @@ def _wait_nodes(dashboard: str, count: int, node: RayNode, timeout_s: float) -> 
             last = exc
         time.sleep(0.5)
     raise TimeoutError(f"{count} Ray node(s) not alive after {timeout_s} s ({last}):\n{node.log.read_text()[-3000:]}")
+
+
+def _wait_job_server(dashboard: str, node: RayNode, timeout_s: float) -> None:
+    """Until the job server takes a job: the dashboard answers before its node's job agent has
+    registered, and a submission then fails with Ray's "No available agent to submit job,
+    please try again later" (a clean-clone CI run met it). A trivial job submitted and
+    finished proves the path `ray job submit` takes."""
+    from ray.job_submission import JobStatus, JobSubmissionClient
+
+    deadline = time.monotonic() + timeout_s
+    last = None
+    while time.monotonic() < deadline:
+        if node.proc.poll() is not None:
+            raise RuntimeError(f"ray start exited {node.proc.returncode}:\n{node.log.read_text()[-3000:]}")
+        try:
+            client = JobSubmissionClient(dashboard)
+            job = client.submit_job(entrypoint="true")
+            while time.monotonic() < deadline:
+                status = client.get_job_status(job)
+                if status in (JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.STOPPED):
+                    if status != JobStatus.SUCCEEDED:
+                        raise RuntimeError(f"the probe job ended {status}: {client.get_job_logs(job)[-2000:]}")
+                    return
+                time.sleep(0.3)
+        except RuntimeError as exc:  # "No available agent ...": the agent not registered yet
+            if "No available agent" not in str(exc) and "status code 5" not in str(exc):
+                raise
+            last = exc
+        time.sleep(0.5)
+    raise TimeoutError(f"the job server took no job after {timeout_s} s ({last}):\n{node.log.read_text()[-3000:]}")
