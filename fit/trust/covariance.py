@@ -25,7 +25,7 @@ and only Ω depends on how the residuals are correlated:
 - ``block_bootstrap``: the score series resampled in moving blocks of L ticks (Künsch 1989)
   within each interval, Ω = the covariance of the resampled sums over ``draws`` replicates
   (seeded). A linearised bootstrap: no refit, so it measures the same thing as ``hac`` by a
-  different route (used as the comparison in bench/coverage.py).
+  different route (used as the comparison in bench/interval_coverage.py).
 
 Intervals use the Student t quantile with ``dof = effective_ticks − k``, where effective
 ticks = Σ_blocks T_b / L (about one independent observation per bandwidth), not M − k.

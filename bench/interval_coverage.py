@@ -20,8 +20,8 @@ same Jacobian and residuals), the fit's and the error bars' wall seconds, the lo
 RMS of (estimate − truth) / stderr, and a 95 % interval on the overall coverage from a
 bootstrap over replicates (the parameters of one replicate are not independent draws).
 
-    nohup python bench/coverage.py --family own --replicates 20 --out bench/coverage-own.jsonl &
-    python bench/coverage.py --summary bench/coverage-own.jsonl
+    nohup python bench/interval_coverage.py --family own --replicates 20 --out bench/interval-coverage-own.jsonl &
+    python bench/interval_coverage.py --summary bench/interval-coverage-own.jsonl
 """
 
 from __future__ import annotations
