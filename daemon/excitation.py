@@ -1,7 +1,9 @@
 """Joint excitation plans with fr3_stack's `joint_sysid.py` semantics (fr3_stack `examples/joint_sysid.py`, docs/daemon.md).
 
 Modes: `hold`, `sine` and `chirp` (one joint at a time, with gaps) and `multisine` (all
-selected joints together, inverse-frequency tone weights summing to `amplitude_deg`). Each
+selected joints together, inverse-frequency tone weights summing to `amplitude_deg`, or, when
+`tone_table` is given, each joint's own (amplitude, frequency, phase) tones as a designed
+excitation chooses them: fit/design/). Each
 segment is shaped by the seventh-order (C3) smoothstep envelope, so the offset and its first
 three derivatives vanish at segment ends. `reference(plan, q0, t)` returns absolute targets
 [rad] and analytic derivatives [rad/s, rad/s², rad/s³], arrays (n, 7); `preflight` checks
@@ -43,11 +45,29 @@ class Plan:
     max_velocity: float = 0.1
     max_acceleration: float = 0.3
     max_jerk: float = 2.0
+    # multisine only: per joint J1..J7 a tuple of (amplitude [rad], f [Hz], phase [rad]) tones;
+    # empty: fr3_stack's shared `tones` with inverse-frequency weights and seeded phases
+    tone_table: tuple = ()
 
     def to_dict(self) -> dict:
         d = asdict(self)
         d["joints"], d["tones"] = list(self.joints), list(self.tones)
+        if self.tone_table:
+            d["tone_table"] = [[list(t) for t in joint] for joint in self.tone_table]
+        else:
+            d.pop("tone_table")
         return d
+
+    def joint_amplitudes_rad(self) -> np.ndarray:
+        """(7,) bound of each joint's |offset| [rad]: amplitude_deg on the moving joints, or
+        the sum of a designed joint's tone amplitudes."""
+        out = np.zeros(7)
+        if self.mode == "hold":
+            return out
+        for j in self.joints:
+            out[j - 1] = (sum(abs(t[0]) for t in self.tone_table[j - 1]) if self.tone_table
+                          else math.radians(self.amplitude_deg))
+        return out
 
     @property
     def segments(self) -> int:
@@ -61,7 +81,7 @@ class Plan:
 
 def validate_plan(plan: Plan) -> Plan:
     """Raise ValueError naming the first bad field; returns the plan."""
-    numbers = {k: v for k, v in plan.to_dict().items() if k not in ("mode", "joints", "tones")}
+    numbers = {k: v for k, v in plan.to_dict().items() if k not in ("mode", "joints", "tones", "tone_table")}
     for key, value in numbers.items():
         if not math.isfinite(float(value)):
             raise ValueError(f"plan {key}: expected a finite number, got {value}")
@@ -84,6 +104,7 @@ def validate_plan(plan: Plan) -> Plan:
         raise ValueError(f"plan f0/f1: expected 0 < f0 <= f1, got f0 {plan.f0}, f1 {plan.f1}")
     if not plan.tones or any(f <= 0 for f in plan.tones):
         raise ValueError(f"plan tones: expected non-empty and all > 0, got {list(plan.tones)}")
+    _validate_tone_table(plan)
     if plan.seed < 0:
         raise ValueError(f"plan seed: expected >= 0, got {plan.seed}")
     if not 10 <= plan.rate <= 200:
@@ -97,6 +118,20 @@ def validate_plan(plan: Plan) -> Plan:
         if getattr(plan, key) <= 0:
             raise ValueError(f"plan {key}: expected > 0, got {getattr(plan, key)}")
     return plan
+
+
+def _validate_tone_table(plan: Plan) -> None:
+    if not plan.tone_table:
+        return
+    if plan.mode != "multisine" or len(plan.tone_table) != 7:
+        raise ValueError("plan tone_table: expected 7 joints' tones of a multisine plan, "
+                         f"got {len(plan.tone_table)} for mode {plan.mode!r}")
+    for j, joint in enumerate(plan.tone_table, start=1):
+        for tone in joint:
+            if len(tone) != 3 or not all(math.isfinite(float(x)) for x in tone) or tone[1] <= 0:
+                raise ValueError(f"plan tone_table J{j}: expected (amplitude_rad, f_hz > 0, phase_rad), got {tone}")
+            if tone[1] > plan.rate / 20:
+                raise ValueError(f"plan tone_table J{j}: {tone[1]:g} Hz exceeds rate/20 = {plan.rate / 20:g} Hz")
 
 
 def envelope(s: np.ndarray, seconds: float, ramp: float) -> tuple[np.ndarray, ...]:
@@ -119,6 +154,8 @@ def _tones(plan: Plan, joint: int) -> list[tuple[float, float, float, float]]:
         return [(amp, plan.f0, 0.0, 0.0)]
     if plan.mode == "chirp":
         return [(amp, plan.f0, (plan.f1 - plan.f0) / plan.seconds, 0.0)]
+    if plan.tone_table:
+        return [(float(a), float(f), 0.0, float(p)) for a, f, p in plan.tone_table[joint - 1]]
     inv = np.array([1.0 / f for f in plan.tones])
     weights = inv / inv.sum()
     phases = np.random.default_rng(plan.seed).uniform(0, 2 * np.pi, (7, len(plan.tones)))[joint - 1]
@@ -188,9 +225,7 @@ def preflight(plan: Plan, q0) -> dict[str, list[float]]:
     q0 = np.asarray(q0, dtype=np.float64)
     if q0.shape != (7,) or not np.isfinite(q0).all():
         raise ValueError(f"anchor q0: expected 7 finite joint angles, got {q0.tolist()}")
-    exc = np.zeros(7)
-    if plan.mode != "hold":
-        exc[np.array(plan.joints) - 1] = math.radians(plan.amplitude_deg)
+    exc = plan.joint_amplitudes_rad()
     low, high = q0 - exc <= Q_LOWER, q0 + exc >= Q_UPPER
     if (low | high).any():
         j = int(np.flatnonzero(low | high)[0])

@@ -84,7 +84,7 @@ def write_preview_svg(path: Path, plan: Plan, width: int = 900, panel_h: int = 1
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{top + 4 * panel_h + 30}" '
              f'font-family="sans-serif" font-size="11">',
              f'<text x="{left}" y="18" font-size="13">{plan.mode} joints {",".join(map(str, plan.joints))}: '
-             f'{plan.amplitude_deg:g} deg, total {plan.total_s:g} s</text>']
+             f'{"designed tones" if plan.tone_table else f"{plan.amplitude_deg:g} deg"}, total {plan.total_s:g} s</text>']
     for i, title in enumerate(titles):
         y0 = top + i * panel_h
         h = panel_h - 30

@@ -126,9 +126,10 @@ def new_output_dir(output: str | None) -> Path:
 
 
 def run_preview(plan: Plan, out_dir: Path, q0=None, *, robot_id=None, guards: Guards = Guards(),
-                configured_load=None) -> dict:
+                configured_load=None, design: dict | None = None) -> dict:
     """Offline preview: no network. Writes the three files; returns the metadata.
-    `configured_load` (a twinlake.sim EndLoad, the load set in Desk) goes into the metadata."""
+    `configured_load` (a twinlake.sim EndLoad, the load set in Desk) goes into the metadata, and
+    so does `design` (a designed excitation's predictions, fit/design/) as key `design`."""
     validate_plan(plan)
     anchor = PREVIEW_ANCHOR_Q if q0 is None else np.asarray(q0, dtype=np.float64)
     peaks = preflight(plan, anchor)
@@ -139,6 +140,8 @@ def run_preview(plan: Plan, out_dir: Path, q0=None, *, robot_id=None, guards: Gu
     write_preview_svg(out_dir / "preview.svg", plan)
     meta.update(status="preview", anchor_q_rad=[float(x) for x in anchor],
                 anchor_source="illustrative_only" if q0 is None else "user", reference_peaks=peaks)
+    if design is not None:
+        meta["design"] = design
     write_json_atomic(out_dir / "metadata.json", meta)
     return meta
 

@@ -17,8 +17,10 @@ plan, existing output directory, guard abort), 130 on Ctrl-C/SIGTERM.
 from __future__ import annotations
 
 import json
+import os
 import signal
 import sys
+from pathlib import Path
 
 import typer
 
@@ -45,6 +47,11 @@ def serve(
     duration: float | None = typer.Option(None, "--duration", help="Stop after this many seconds (default: until terminated)."),
     rt_priority: int = typer.Option(0, "--rt-priority", help="SCHED_FIFO priority 1..99 for the daemon's threads (0 = normal scheduling)."),
     payload: str | None = TRUE_PAYLOAD,
+    design: bool = typer.Option(False, "--design", help="Design the multisine (tones, amplitudes, phases per joint) that minimises the predicted half-widths of --params, within the bounds and --seconds (fit/design/); --tones, --amplitude-deg and --joints are then chosen."),
+    design_for: str | None = typer.Option(None, "--for", help="--design: linearise at this fit id (in --lake) or profile JSON (default: the nominal parameters)."),
+    params: list[str] = typer.Option([], "--params", help="--design: the parameters served, as `fit run --params` (default: the default fit's 28 continuous ones)."),
+    criterion: str = typer.Option("worst", "--criterion", help="--design: worst (largest relative 95 % half-width) or d (D-optimal)."),
+    lake: Path | None = typer.Option(None, "--lake", help="--design --for FIT: the lake holding the fit (default $TWINLAKE_LAKE, else ./lake)."),
     configured_load: str | None = typer.Option(None, "--configured-load", help="The firmware's configured load MASS[,X,Y,Z] (its gravity compensation; default: none)."),
     friction_law: str = TRUE_FRICTION_LAW,
 ) -> None:
@@ -214,6 +221,11 @@ def excite(
     finish: str = typer.Option("hold", "--finish", help="hold (stay in joint impedance) or terminate."),
     experiment_metadata: str | None = typer.Option(None, "--experiment-metadata", help="JSON object stored in metadata."),
     nuc_log: str | None = typer.Option(None, "--nuc-log", help="Reference string of a separate NUC log."),
+    design: bool = typer.Option(False, "--design", help="Design the multisine (tones, amplitudes, phases per joint) that minimises the predicted half-widths of --params, within the bounds and --seconds (fit/design/); --tones, --amplitude-deg and --joints are then chosen."),
+    design_for: str | None = typer.Option(None, "--for", help="--design: linearise at this fit id (in --lake) or profile JSON (default: the nominal parameters)."),
+    params: list[str] = typer.Option([], "--params", help="--design: the parameters served, as `fit run --params` (default: the default fit's 28 continuous ones)."),
+    criterion: str = typer.Option("worst", "--criterion", help="--design: worst (largest relative 95 % half-width) or d (D-optimal)."),
+    lake: Path | None = typer.Option(None, "--lake", help="--design --for FIT: the lake holding the fit (default $TWINLAKE_LAKE, else ./lake)."),
     configured_load: str | None = typer.Option(None, "--configured-load", help="The end-effector load set in Desk / setLoad, MASS[,X,Y,Z] (kg; CoM m in the flange frame): stored in metadata.json as configured_load, which the fit replays with."),
 ) -> None:
     """Joint excitation: preview files by default; --execute streams to a daemon."""
@@ -246,14 +258,19 @@ def excite(
                       filter_alpha=base.filter_alpha if filter_alpha is None else filter_alpha).validate()
         experiment = load_experiment(experiment_metadata)  # before anything is written
         load = None if configured_load is None else parse_load(configured_load)
+        plan, design_section = _design(plan, q0, design, design_for, params, criterion, lake, tracking_error)
         out_dir = new_output_dir(output)
         if not execute:
-            meta = run_preview(plan, out_dir, q0, robot_id=robot_id, guards=guards, configured_load=load)
-            typer.echo(json.dumps({"output": str(out_dir), "status": meta["status"],
-                                   "total_s": plan.total_s}))
+            meta = run_preview(plan, out_dir, q0, robot_id=robot_id, guards=guards, configured_load=load,
+                               design=design_section)
+            summary = {"output": str(out_dir), "status": meta["status"], "total_s": plan.total_s}
+            if design_section is not None:
+                summary["predicted_worst_rel"] = design_section["predicted_worst_rel"]
+                summary["baseline_predicted_worst_rel"] = design_section["baseline_predicted_worst_rel"]
+            typer.echo(json.dumps(summary))
             return
         _execute(plan, out_dir, host, robot_id, guards, record, gains, finish,
-                 experiment, nuc_log, cmd_port, state_port, recording_port, load)
+                 experiment, nuc_log, cmd_port, state_port, recording_port, load, design_section)
     except KeyboardInterrupt:
         typer.echo("twinlake excite: interrupted", err=True)
         raise typer.Exit(130)
@@ -264,8 +281,31 @@ def excite(
         raise typer.Exit(1)
 
 
+def _design(plan, q0, design, design_for, params, criterion, lake, tracking_error):
+    """(plan, None) without --design; else the designed plan and its metadata section, the
+    predicted half-widths printed on stderr before anything moves."""
+    if not design:
+        if design_for is not None or params or criterion != "worst":
+            raise ValueError("--for, --params and --criterion need --design")
+        return plan, None
+    from dataclasses import replace
+
+    from ..daemon.excitation import PREVIEW_ANCHOR_Q
+    from ..fit.design.excite import run_design, summary_lines
+
+    anchor = PREVIEW_ANCHOR_Q if q0 is None else q0
+    if design_for is not None and lake is None and not Path(design_for).is_file():
+        lake = Path(os.environ.get("TWINLAKE_LAKE", "lake"))
+    base = replace(plan, mode="multisine", joints=tuple(range(1, 8)))
+    designed, section = run_design(base, anchor, design_for=design_for, lake=lake, params=params,
+                                   criterion=criterion, tracking_error_rad=tracking_error)
+    for line in summary_lines(section):
+        typer.echo(line, err=True)
+    return designed.plan, section
+
+
 def _execute(plan, out_dir, host, robot_id, guards, record, gains, finish, experiment,
-             nuc_log, cmd_port, state_port, recording_port, configured_load) -> None:
+             nuc_log, cmd_port, state_port, recording_port, configured_load, design=None) -> None:
     from rich.progress import Progress
 
     from ..daemon.client import Fr3Client
@@ -282,6 +322,8 @@ def _execute(plan, out_dir, host, robot_id, guards, record, gains, finish, exper
                                 finish=finish, record_path=record_path, experiment=experiment, nuc_log=nuc_log,
                                 configured_load=configured_load,
                                 progress=lambda f: progress.update(task, completed=f))
+            if design is not None:
+                run.meta["design"] = design
             meta = run.run()
     finally:
         client.close()

@@ -1,0 +1,107 @@
+"""`twinlake excite --design`: the linearisation point, the bounds, the search and its report.
+
+The linearisation point is a fit (`--for FIT`, read from the lake), a profile JSON
+(`--for PATH`) or the nominal parameters (LAYOUT's). Each joint's position bound is the
+tighter of `TRACKING_FRACTION` × the tracking guard's bound (the anchor rule: |q − anchor|
+≤ tracking_error, with room for the controller's lag) and 95 % of the distance from the anchor
+to the joint-limit repulsion zone; velocity, acceleration and jerk are the plan's preflight
+bounds. The `design` section of metadata.json holds the predicted relative half-width of every
+chosen parameter, the same surrogate's prediction for fr3_stack's documented multisine of the
+same duration (`baseline_plan`: tones 0.1 0.23 0.41 Hz, 1°, seed 0), and the search settings.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+from ...daemon.excitation import Q_LOWER, Q_UPPER, Plan
+from ...sim.params import DynamicsParams, load_params
+from ..replay.space import parse_space
+from .candidates import DesignBounds
+from .information import NOISE_TAU_NM, RATE_HZ, choose
+from .search import Design, SearchSettings, design, predict
+
+TRACKING_FRACTION = 0.6
+SCHEMA = "twinlake.excitation_design/v1"
+
+
+def linearisation_point(design_for: str | None, lake: Path | None) -> tuple[DynamicsParams, str]:
+    """(parameters, description) of `--for`: None the nominal ones, an existing file a profile,
+    else a fit id in `lake`."""
+    if design_for is None:
+        return DynamicsParams.nominal(), "nominal"
+    if Path(design_for).is_file():
+        return load_params(design_for), f"profile {design_for}"
+    from ..records.record import load_fit
+
+    if lake is None:
+        raise ValueError(f"--for {design_for!r}: not a file; a fit id needs --lake")
+    return load_fit(lake, design_for).params, f"fit {design_for}"
+
+
+def joint_bounds(plan: Plan, anchor: np.ndarray, tracking_error_rad: float) -> list[DesignBounds]:
+    """Each joint's DesignBounds (module docstring)."""
+    room = 0.95 * np.minimum(anchor - Q_LOWER, Q_UPPER - anchor)
+    if np.any(room <= 0):
+        j = int(np.flatnonzero(room <= 0)[0])
+        raise ValueError(f"joint {j + 1}: anchor {anchor[j]:.4f} rad is inside the joint-limit repulsion zone")
+    return [DesignBounds(position_rad=float(min(TRACKING_FRACTION * tracking_error_rad, room[j])),
+                         velocity_rad_s=plan.max_velocity, acceleration_rad_s2=plan.max_acceleration,
+                         jerk_rad_s3=plan.max_jerk) for j in range(7)]
+
+
+def baseline_plan(base: Plan) -> Plan:
+    """fr3_stack's documented multisine over the same segment (all joints, 0.1 0.23 0.41 Hz,
+    1°, phase seed 0)."""
+    return replace(base, mode="multisine", joints=tuple(range(1, 8)), tones=(0.1, 0.23, 0.41), amplitude_deg=1.0,
+                   seed=0, tone_table=())
+
+
+def run_design(base: Plan, anchor, *, design_for: str | None = None, lake: Path | None = None,
+               params: list[str] = (), criterion: str = "worst", tracking_error_rad: float = 0.05,
+               settings: SearchSettings = SearchSettings()) -> tuple[Design, dict]:
+    """The design and its `design` metadata section."""
+    anchor = np.asarray(anchor, dtype=np.float64)
+    at, described = linearisation_point(design_for, lake)
+    chosen = choose(parse_space(params), at)
+    bounds = joint_bounds(base, anchor, tracking_error_rad)
+    found = design(chosen, base, bounds, anchor, replace(settings), criterion)
+    baseline = baseline_plan(base)
+    base_hw, base_logdet = predict(baseline, chosen, settings.grid_hz)
+    section = {
+        "schema": SCHEMA,
+        "linearised_at": described,
+        "params": list(params),
+        "criterion": criterion,
+        "surrogate": (f"torque route's joint-local regressor on the reference, rows as independent {RATE_HZ:g} Hz "
+                      f"samples with torque noise {NOISE_TAU_NM:g} N·m (fit/design/information.py)"),
+        "bounds": {"position_rad": [b.position_rad for b in bounds], "velocity_rad_s": base.max_velocity,
+                   "acceleration_rad_s2": base.max_acceleration, "jerk_rad_s3": base.max_jerk,
+                   "tracking_fraction": TRACKING_FRACTION, "tracking_error_rad": tracking_error_rad},
+        "predicted_half_width_rel": found.predicted,
+        "predicted_worst_rel": found.worst,
+        "predicted_log_det": found.log_det,
+        "baseline_plan": baseline.to_dict(),
+        "baseline_predicted_half_width_rel": base_hw,
+        "baseline_predicted_worst_rel": float(max(base_hw.values())),
+        "baseline_predicted_log_det": base_logdet,
+        "search": found.search,
+    }
+    return found, section
+
+
+def summary_lines(section: dict) -> list[str]:
+    """The predicted half-widths, one parameter a line, beside the baseline's."""
+    lines = [f"designed excitation (criterion {section['criterion']}, linearised at {section['linearised_at']}): "
+             "predicted relative 95 % half-widths (surrogate)", f"{'parameter':<22}{'design':>10}{'baseline':>10}"]
+    for name, value in section["predicted_half_width_rel"].items():
+        lines.append(f"{name:<22}{value:>10.3%}{section['baseline_predicted_half_width_rel'][name]:>10.3%}")
+    lines.append(f"{'worst':<22}{section['predicted_worst_rel']:>10.3%}{section['baseline_predicted_worst_rel']:>10.3%}")
+    return lines
+
+
+__all__ = ["SCHEMA", "TRACKING_FRACTION", "baseline_plan", "joint_bounds", "linearisation_point", "run_design",
+           "summary_lines"]
