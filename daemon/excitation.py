@@ -3,7 +3,7 @@
 Modes: `hold`, `sine` and `chirp` (one joint at a time, with gaps) and `multisine` (all
 selected joints together, inverse-frequency tone weights summing to `amplitude_deg`, or, when
 `tone_table` is given, each joint's own (amplitude, frequency, phase) tones as a designed
-excitation chooses them: fit/design/). Each
+excitation chooses them: twinlake/excitation_design/). Each
 segment is shaped by the seventh-order (C3) smoothstep envelope, so the offset and its first
 three derivatives vanish at segment ends. `reference(plan, q0, t)` returns absolute targets
 [rad] and analytic derivatives [rad/s, rad/s², rad/s³], arrays (n, 7); `preflight` checks

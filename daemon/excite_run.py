@@ -129,7 +129,7 @@ def run_preview(plan: Plan, out_dir: Path, q0=None, *, robot_id=None, guards: Gu
                 configured_load=None, design: dict | None = None) -> dict:
     """Offline preview: no network. Writes the three files; returns the metadata.
     `configured_load` (a twinlake.sim EndLoad, the load set in Desk) goes into the metadata, and
-    so does `design` (a designed excitation's predictions, fit/design/) as key `design`."""
+    so does `design` (a designed excitation's predictions, twinlake/excitation_design/) as key `design`."""
     validate_plan(plan)
     anchor = PREVIEW_ANCHOR_Q if q0 is None else np.asarray(q0, dtype=np.float64)
     peaks = preflight(plan, anchor)

@@ -47,7 +47,7 @@ def serve(
     duration: float | None = typer.Option(None, "--duration", help="Stop after this many seconds (default: until terminated)."),
     rt_priority: int = typer.Option(0, "--rt-priority", help="SCHED_FIFO priority 1..99 for the daemon's threads (0 = normal scheduling)."),
     payload: str | None = TRUE_PAYLOAD,
-    design: bool = typer.Option(False, "--design", help="Design the multisine (tones, amplitudes, phases per joint) that minimises the predicted half-widths of --params, within the bounds and --seconds (fit/design/); --tones, --amplitude-deg and --joints are then chosen."),
+    design: bool = typer.Option(False, "--design", help="Design the multisine (tones, amplitudes, phases per joint) that minimises the predicted half-widths of --params, within the bounds and --seconds (twinlake/excitation_design/); --tones, --amplitude-deg and --joints are then chosen."),
     design_for: str | None = typer.Option(None, "--for", help="--design: linearise at this fit id (in --lake) or profile JSON (default: the nominal parameters)."),
     params: list[str] = typer.Option([], "--params", help="--design: the parameters served, as `fit run --params` (default: the default fit's 28 continuous ones)."),
     criterion: str = typer.Option("worst", "--criterion", help="--design: worst (largest relative 95 % half-width) or d (D-optimal)."),
@@ -221,7 +221,7 @@ def excite(
     finish: str = typer.Option("hold", "--finish", help="hold (stay in joint impedance) or terminate."),
     experiment_metadata: str | None = typer.Option(None, "--experiment-metadata", help="JSON object stored in metadata."),
     nuc_log: str | None = typer.Option(None, "--nuc-log", help="Reference string of a separate NUC log."),
-    design: bool = typer.Option(False, "--design", help="Design the multisine (tones, amplitudes, phases per joint) that minimises the predicted half-widths of --params, within the bounds and --seconds (fit/design/); --tones, --amplitude-deg and --joints are then chosen."),
+    design: bool = typer.Option(False, "--design", help="Design the multisine (tones, amplitudes, phases per joint) that minimises the predicted half-widths of --params, within the bounds and --seconds (twinlake/excitation_design/); --tones, --amplitude-deg and --joints are then chosen."),
     design_for: str | None = typer.Option(None, "--for", help="--design: linearise at this fit id (in --lake) or profile JSON (default: the nominal parameters)."),
     params: list[str] = typer.Option([], "--params", help="--design: the parameters served, as `fit run --params` (default: the default fit's 28 continuous ones)."),
     criterion: str = typer.Option("worst", "--criterion", help="--design: worst (largest relative 95 % half-width) or d (D-optimal)."),
@@ -291,7 +291,7 @@ def _design(plan, q0, design, design_for, params, criterion, lake, tracking_erro
     from dataclasses import replace
 
     from ..daemon.excitation import PREVIEW_ANCHOR_Q
-    from ..fit.design.excite import run_design, summary_lines
+    from ..excitation_design.excite import run_design, summary_lines
 
     anchor = PREVIEW_ANCHOR_Q if q0 is None else q0
     if design_for is not None and lake is None and not Path(design_for).is_file():

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...daemon.excitation import envelope
+from ..daemon.excitation import envelope
 
 BOUND_MARGIN = 0.97  # the grid's peaks may miss the 1 kHz preflight's by a little
 

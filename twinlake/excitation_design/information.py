@@ -31,9 +31,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..replay.space import ParameterSpace
-from ..torque.friction_basis import VELOCITY_SCALE_RAD_S
-from ...sim.params import LAYOUT, DynamicsParams
+from ..fit.replay.space import ParameterSpace
+from ..fit.torque.friction_basis import VELOCITY_SCALE_RAD_S
+from ..sim.params import LAYOUT, DynamicsParams
 
 CHOSEN_GROUPS = ("armature", "mu_static", "dynamic_ratio", "mu_viscous", "coulomb_asymmetry", "tau_bias")
 RATE_HZ = 1000.0

@@ -1,5 +1,5 @@
 """The design search: per joint, the multisine (tones, amplitudes, phases) within the preflight
-bounds that minimises the surrogate's criterion (fit/design/information.py), and the predicted
+bounds that minimises the surrogate's criterion (twinlake/excitation_design/information.py), and the predicted
 half-widths of a plan.
 
 The surrogate is block-diagonal by joint, so each joint is searched on its own and the worst
@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from ...daemon.excitation import Plan, offsets, preflight, sample_times
+from ..daemon.excitation import Plan, offsets, preflight, sample_times
 from .candidates import DesignBounds, multisine, perturb, random_tones, scale_to_bounds, segment_grid
 from .information import ChosenParameters, half_widths, information, joint_columns, log_det
 

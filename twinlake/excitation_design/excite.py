@@ -17,9 +17,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ...daemon.excitation import Q_LOWER, Q_UPPER, Plan
-from ...sim.params import DynamicsParams, load_params
-from ..replay.space import parse_space
+from ..daemon.excitation import Q_LOWER, Q_UPPER, Plan
+from ..sim.params import DynamicsParams, load_params
+from ..fit.replay.space import parse_space
 from .candidates import DesignBounds
 from .information import NOISE_TAU_NM, RATE_HZ, choose
 from .search import Design, SearchSettings, design, predict
@@ -35,7 +35,7 @@ def linearisation_point(design_for: str | None, lake: Path | None) -> tuple[Dyna
         return DynamicsParams.nominal(), "nominal"
     if Path(design_for).is_file():
         return load_params(design_for), f"profile {design_for}"
-    from ..records.record import load_fit
+    from ..fit.records.record import load_fit
 
     if lake is None:
         raise ValueError(f"--for {design_for!r}: not a file; a fit id needs --lake")
@@ -77,7 +77,7 @@ def run_design(base: Plan, anchor, *, design_for: str | None = None, lake: Path 
         "params": list(params),
         "criterion": criterion,
         "surrogate": (f"torque route's joint-local regressor on the reference, rows as independent {RATE_HZ:g} Hz "
-                      f"samples with torque noise {NOISE_TAU_NM:g} N·m (fit/design/information.py)"),
+                      f"samples with torque noise {NOISE_TAU_NM:g} N·m (twinlake/excitation_design/information.py)"),
         "bounds": {"position_rad": [b.position_rad for b in bounds], "velocity_rad_s": base.max_velocity,
                    "acceleration_rad_s2": base.max_acceleration, "jerk_rad_s3": base.max_jerk,
                    "tracking_fraction": TRACKING_FRACTION, "tracking_error_rad": tracking_error_rad},
