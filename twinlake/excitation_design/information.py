@@ -35,7 +35,10 @@ from ..fit.replay.space import ParameterSpace
 from ..fit.torque.friction_basis import VELOCITY_SCALE_RAD_S
 from ..sim.params import LAYOUT, DynamicsParams
 
-CHOSEN_GROUPS = ("armature", "mu_static", "dynamic_ratio", "mu_viscous", "coulomb_asymmetry", "tau_bias")
+# the per-joint, continuous groups the joint-local surrogate expresses: the layout's per-joint
+# groups, less the sigmoid law's shape and the per-joint delay offsets (not in the surrogate)
+CHOSEN_GROUPS = tuple(g.name for g in LAYOUT.groups if g.per_joint and not g.integer
+                      and not g.name.startswith(("sigmoid_", "motor_delay")))
 RATE_HZ = 1000.0
 NOISE_TAU_NM = 0.05
 Z95 = 1.959964
