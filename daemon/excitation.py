@@ -192,12 +192,16 @@ def offsets(plan: Plan, t: np.ndarray) -> np.ndarray:
         sa = s[active]
         w = envelope(sa, plan.seconds, plan.ramp)
         for j in joints:
-            y = _signal(_tones(plan, j), sa)
-            out[0, active, j - 1] = w[0] * y[0]
-            out[1, active, j - 1] = w[1] * y[0] + w[0] * y[1]
-            out[2, active, j - 1] = w[2] * y[0] + 2 * w[1] * y[1] + w[0] * y[2]
-            out[3, active, j - 1] = w[3] * y[0] + 3 * w[2] * y[1] + 3 * w[1] * y[2] + w[0] * y[3]
+            out[:, active, j - 1] = enveloped(w, _signal(_tones(plan, j), sa))
     return out
+
+
+def enveloped(w, y) -> np.ndarray:
+    """The offset w·y and its first three derivatives by Leibniz's rule, stacked (4, ...):
+    `w` the envelope and `y` the signal, each four arrays (value and three derivatives) that
+    broadcast together."""
+    return np.stack([w[0] * y[0], w[1] * y[0] + w[0] * y[1], w[2] * y[0] + 2 * w[1] * y[1] + w[0] * y[2],
+                     w[3] * y[0] + 3 * w[2] * y[1] + 3 * w[1] * y[2] + w[0] * y[3]])
 
 
 def reference(plan: Plan, q0, t) -> np.ndarray:

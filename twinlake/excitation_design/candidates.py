@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..daemon.excitation import envelope
+from ..daemon.excitation import enveloped, envelope
 
 BOUND_MARGIN = 0.97  # the grid's peaks may miss the 1 kHz preflight's by a little
 
@@ -51,9 +51,7 @@ def multisine(weights: np.ndarray, freqs_hz: np.ndarray, phases_rad: np.ndarray,
     y1 = (a * omega * cos).sum(axis=1)
     y2 = (-a * omega ** 2 * sin).sum(axis=1)
     y3 = (-a * omega ** 3 * cos).sum(axis=1)
-    w0, w1, w2, w3 = (x[None, :] for x in envelope(s, seconds, ramp_s))
-    return np.stack([w0 * y0, w1 * y0 + w0 * y1, w2 * y0 + 2 * w1 * y1 + w0 * y2,
-                     w3 * y0 + 3 * w2 * y1 + 3 * w1 * y2 + w0 * y3])
+    return enveloped([x[None, :] for x in envelope(s, seconds, ramp_s)], (y0, y1, y2, y3))
 
 
 def scale_to_bounds(signals: np.ndarray, bounds: DesignBounds, margin: float = BOUND_MARGIN) -> np.ndarray:
