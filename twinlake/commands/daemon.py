@@ -17,7 +17,6 @@ plan, existing output directory, guard abort), 130 on Ctrl-C/SIGTERM.
 from __future__ import annotations
 
 import json
-import os
 import signal
 import sys
 from pathlib import Path
@@ -47,11 +46,6 @@ def serve(
     duration: float | None = typer.Option(None, "--duration", help="Stop after this many seconds (default: until terminated)."),
     rt_priority: int = typer.Option(0, "--rt-priority", help="SCHED_FIFO priority 1..99 for the daemon's threads (0 = normal scheduling)."),
     payload: str | None = TRUE_PAYLOAD,
-    design: bool = typer.Option(False, "--design", help="Design the multisine (tones, amplitudes, phases per joint) that minimises the predicted half-widths of --params, within the bounds and --seconds (twinlake/excitation_design/); --tones, --amplitude-deg and --joints are then chosen."),
-    design_for: str | None = typer.Option(None, "--for", help="--design: linearise at this fit id (in --lake) or profile JSON (default: the nominal parameters)."),
-    params: list[str] = typer.Option([], "--params", help="--design: the parameters served, as `fit run --params` (default: the default fit's 28 continuous ones)."),
-    criterion: str = typer.Option("worst", "--criterion", help="--design: worst (largest relative 95 % half-width) or d (D-optimal)."),
-    lake: Path | None = typer.Option(None, "--lake", help="--design --for FIT: the lake holding the fit (default $TWINLAKE_LAKE, else ./lake)."),
     configured_load: str | None = typer.Option(None, "--configured-load", help="The firmware's configured load MASS[,X,Y,Z] (its gravity compensation; default: none)."),
     friction_law: str = TRUE_FRICTION_LAW,
 ) -> None:
@@ -294,8 +288,10 @@ def _design(plan, q0, design, design_for, params, criterion, lake, tracking_erro
     from ..excitation_design.excite import run_design, summary_lines
 
     anchor = PREVIEW_ANCHOR_Q if q0 is None else q0
-    if design_for is not None and lake is None and not Path(design_for).is_file():
-        lake = Path(os.environ.get("TWINLAKE_LAKE", "lake"))
+    if design_for is not None and not Path(design_for).is_file():
+        from ..catalog import resolve_lake
+
+        lake = resolve_lake(lake)
     base = replace(plan, mode="multisine", joints=tuple(range(1, 8)))
     designed, section = run_design(base, anchor, design_for=design_for, lake=lake, params=params,
                                    criterion=criterion, tracking_error_rad=tracking_error)
