@@ -187,24 +187,35 @@ def _start_two_nodes(head_cpus: int, worker_cpus: int, timeout_s: float) -> TwoN
     return TwoNodeCluster(head, worker, address, dashboard, env)
 
 
-def _wait_nodes(dashboard: str, count: int, node: RayNode, timeout_s: float) -> None:
-    """Until the state API lists `count` alive nodes (the dashboard answering)."""
-    from ray.util.state import list_nodes
-
+def _until(node: RayNode, timeout_s: float, what: str, attempt, retryable) -> None:
+    """Call `attempt(deadline)` every 0.5 s until it returns True; an exception for which
+    `retryable(exc)` holds is the service not up yet (kept for the timeout's message), any
+    other propagates; `ray start` exiting ends the wait at once, with its log."""
     deadline = time.monotonic() + timeout_s
     last = None
     while time.monotonic() < deadline:
         if node.proc.poll() is not None:
             raise RuntimeError(f"ray start exited {node.proc.returncode}:\n{node.log.read_text()[-3000:]}")
         try:
-            alive = [n for n in list_nodes(address=dashboard, raise_on_missing_output=False)
-                     if n.state == "ALIVE"]
-            if len(alive) >= count:
+            if attempt(deadline):
                 return
-        except Exception as exc:  # the dashboard not up yet
+        except Exception as exc:
+            if not retryable(exc):
+                raise
             last = exc
         time.sleep(0.5)
-    raise TimeoutError(f"{count} Ray node(s) not alive after {timeout_s} s ({last}):\n{node.log.read_text()[-3000:]}")
+    raise TimeoutError(f"{what} after {timeout_s} s ({last}):\n{node.log.read_text()[-3000:]}")
+
+
+def _wait_nodes(dashboard: str, count: int, node: RayNode, timeout_s: float) -> None:
+    """Until the state API lists `count` alive nodes (any error: the dashboard not up yet)."""
+    from ray.util.state import list_nodes
+
+    def alive(_deadline: float) -> bool:
+        nodes = list_nodes(address=dashboard, raise_on_missing_output=False)
+        return sum(n.state == "ALIVE" for n in nodes) >= count
+
+    _until(node, timeout_s, f"{count} Ray node(s) not alive", alive, lambda exc: True)
 
 
 def _wait_job_server(dashboard: str, node: RayNode, timeout_s: float) -> None:
@@ -214,24 +225,19 @@ def _wait_job_server(dashboard: str, node: RayNode, timeout_s: float) -> None:
     finished proves the path `ray job submit` takes."""
     from ray.job_submission import JobStatus, JobSubmissionClient
 
-    deadline = time.monotonic() + timeout_s
-    last = None
-    while time.monotonic() < deadline:
-        if node.proc.poll() is not None:
-            raise RuntimeError(f"ray start exited {node.proc.returncode}:\n{node.log.read_text()[-3000:]}")
-        try:
-            client = JobSubmissionClient(dashboard)
-            job = client.submit_job(entrypoint="true")
-            while time.monotonic() < deadline:
-                status = client.get_job_status(job)
-                if status in (JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.STOPPED):
-                    if status != JobStatus.SUCCEEDED:
-                        raise RuntimeError(f"the probe job ended {status}: {client.get_job_logs(job)[-2000:]}")
-                    return
-                time.sleep(0.3)
-        except RuntimeError as exc:  # "No available agent ...": the agent not registered yet
-            if "No available agent" not in str(exc) and "status code 5" not in str(exc):
-                raise
-            last = exc
-        time.sleep(0.5)
-    raise TimeoutError(f"the job server took no job after {timeout_s} s ({last}):\n{node.log.read_text()[-3000:]}")
+    def probe_job(deadline: float) -> bool:
+        client = JobSubmissionClient(dashboard)
+        job = client.submit_job(entrypoint="true")
+        while time.monotonic() < deadline:
+            status = client.get_job_status(job)
+            if status in (JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.STOPPED):
+                if status != JobStatus.SUCCEEDED:
+                    raise RuntimeError(f"the probe job ended {status}: {client.get_job_logs(job)[-2000:]}")
+                return True
+            time.sleep(0.3)
+        return False
+
+    def agent_not_up(exc: Exception) -> bool:
+        return isinstance(exc, RuntimeError) and ("No available agent" in str(exc) or "status code 5" in str(exc))
+
+    _until(node, timeout_s, "the job server took no job", probe_job, agent_not_up)
