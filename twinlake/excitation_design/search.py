@@ -146,8 +146,7 @@ def design(chosen: ChosenParameters, base: Plan, bounds: list[DesignBounds], anc
                    amplitude_deg=float(np.degrees(max(sum(a for a, _, _ in joint) for joint in table))))
     plan = _fit_preflight(plan, anchor)
     predicted, total = predict(plan, chosen, settings.grid_hz)
-    finite = [v for v in predicted.values()]
-    return Design(plan=plan, predicted=predicted, worst=float(max(finite)), log_det=total,
+    return Design(plan=plan, predicted=predicted, worst=float(max(predicted.values())), log_det=total,
                   search={"criterion": criterion, "seconds_wall": round(time.perf_counter() - started, 3),
                           "grid_hz": settings.grid_hz, "tone_range_hz": [settings.f_lo_hz, settings.f_hi_hz],
                           "max_tones": settings.max_tones, "random_candidates": settings.random_candidates,
