@@ -232,7 +232,8 @@ class ExcitationRun:
         meta = recording_meta(robot_id=self.meta["robot_id"], source="twinlake daemon",
                               recording_id=self.recording_id, gains=self.gains.to_dict(),
                               plan=self.plan.to_dict(), anchor_q_rad=anchor, reference="reference.csv",
-                              excitation_status=self.meta["status"])
+                              excitation_status=self.meta["status"],
+                              **({"design": self.meta["design"]} if "design" in self.meta else {}))
         csv = Path(self.record_path)
         target = csv if csv.parent.is_dir() else self.out / csv.name  # remote daemon: keep them here
         write_companions(target, status, meta)

@@ -325,20 +325,20 @@ def _write_all(fd: int, data) -> None:
 
 def _meta(reference_csv, robot_id, status, gains, seed, noise, anchor) -> dict:
     ref = Path(reference_csv)
-    plan = None
+    plan, design = None, None
     sibling = ref.with_name("metadata.json")
     if sibling.is_file():
         try:
             plan_meta = json.loads(sibling.read_text())
-            plan = plan_meta.get("plan")
+            plan, design = plan_meta.get("plan"), plan_meta.get("design")
             robot_id = robot_id or plan_meta.get("robot_id")
         except (OSError, ValueError):
-            plan = None
+            plan, design = None, None
     k, d, alpha = gains
     return recording_meta(
         robot_id=robot_id, source="twinlake sim record", recording_id=status.recording_id,
         gains={"K_joint": k.tolist(), "D_joint": d.tolist(), "filter_alpha": alpha, "use_friction": False},
         plan=plan, anchor_q_rad=anchor, reference=ref.name, created_at_utc=None, seed=seed,
         noise={"q_std_rad": noise.q_std_rad, "dq_std_rad_s": noise.dq_std_rad_s, "tau_std_nm": noise.tau_std_nm},
-        time_base="simulated",
+        time_base="simulated", **({"design": design} if design is not None else {}),
     )

@@ -21,3 +21,64 @@ def test_design_respects_bounds_and_stores_predictions(tmp_path):
     assert max(peaks["jerk_rad_s3"]) <= 2.0
     assert max(peaks["offset_rad"]) <= max(design["bounds"]["position_rad"]) + 1e-12
     assert len(meta["plan"]["tone_table"]) == 7
+
+
+
+def test_live_recording_carries_its_design(start_daemon, tmp_path):
+    """excite --design --execute --record: the recording's meta companion holds the design."""
+    d = start_daemon(initial_controller="joint_impedance", seed=3)
+    d.wait_state(lambda s: s.controller == "joint_impedance")
+    p = d.daemon.ports
+    out = tmp_path / "exc"
+    result = CliRunner().invoke(app, ["excite", "--design", "--seconds", "4", "--ramp", "1", "--hold", "0.3",
+                                      "--execute", "--host", "127.0.0.1", "--robot-id", "sim-left",
+                                      "--cmd-port", str(p["cmd"]), "--state-port", str(p["state"]),
+                                      "--recording-port", str(p["recording"]), "--output", str(out),
+                                      "--record", "run.csv", "--max-lateness", "0.5", "--stale-after", "1.0"])
+    assert result.exit_code == 0, result.output
+    design = json.loads((out / "metadata.json").read_text())["design"]
+    assert json.loads((out / "run.meta.json").read_text())["design"] == design
+
+
+def test_designed_run_recorded_fitted_and_shown_predicted_beside_realised(tmp_path):
+    """excite --design preview → offline 1 kHz recording → ingest → fit → `fit show` puts the
+    design's predicted half-widths beside the fit's realised ones (1.96 · stderr / |estimate|)."""
+    from twinlake.catalog import connect
+    from twinlake.daemon.offline import record_offline
+    from twinlake.fit.records.record import load_fit
+    from twinlake.fit.replay.space import parse_space
+    from twinlake.fit.run import FitSettings, run_fit
+
+    out, lake = tmp_path / "exc", tmp_path / "lake"
+    cli = CliRunner()
+    result = cli.invoke(app, ["excite", "--design", "--seconds", "6", "--ramp", "1.5", "--hold", "0.3",
+                              "--output", str(out)])
+    assert result.exit_code == 0, result.output
+    design = json.loads((out / "metadata.json").read_text())["design"]
+    record_offline(out / "reference.csv", out / "run.csv", seed=1, tail_s=0.3)
+    assert json.loads((out / "run.meta.json").read_text())["design"] == design  # the recording carries it
+    result = cli.invoke(app, ["ingest", str(out / "run.csv"), "--lake", str(lake), "--robot", "sim-left",
+                              "--run", "designed"])
+    assert result.exit_code == 0, result.output
+    assert connect(lake).execute("SELECT count(*) FROM runs WHERE run = 'designed' AND metadata_json "
+                                 "LIKE '%predicted_half_width_rel%'").fetchone() == (1,)
+    settings = FitSettings(train=["sim-left/designed"], holdout=[], space=parse_space([]).to_json(), population=6,
+                           generations=1, seed=5, max_duration_s=4.0, method="cma")
+    run_fit(lake, settings, fit_id="designed-fit", workers=0, progress=False)
+    shown = cli.invoke(app, ["fit", "show", "designed-fit", "--json", "--lake", str(lake)])
+    assert shown.exit_code == 0, shown.output
+    (check,) = json.loads(shown.stdout)["designs"]
+    assert check["run"] == "designed" and check["worst_predicted_rel"] == design["predicted_worst_rel"]
+    stored = {q["name"]: q for q in load_fit(lake, "designed-fit").identifiability["parameters"]}
+    rows = {row["name"]: row for row in check["parameters"]}
+    assert set(rows) == set(design["predicted_half_width_rel"])
+    for name, row in rows.items():
+        assert row["predicted_rel"] == design["predicted_half_width_rel"][name]
+        q = stored[name]
+        if q["free"] and q["stderr"] is not None and q["value"]:
+            assert abs(row["realised_rel"] - 1.96 * q["stderr"] / abs(q["value"])) < 1e-12
+        else:
+            assert row["realised_rel"] is None
+    assert any(row["realised_rel"] is not None for row in rows.values())
+    text = cli.invoke(app, ["fit", "show", "designed-fit", "--lake", str(lake)]).output
+    assert "designed excitation sim-left/designed" in text and "predicted / realised" in text

@@ -197,9 +197,11 @@ def show_cmd(fit: str = typer.Argument(..., help="Fit id (see `twinlake fit list
              as_json: bool = typer.Option(False, "--json", help="JSON on stdout."),
              lake: Optional[Path] = LAKE) -> None:
     """Show a fit: parameters, intervals and losses, 95 % intervals and flags, condition number,
-    weak directions, the spread over seeds and the held-out runs it passed."""
+    weak directions, the spread over seeds, the held-out runs it passed and, for training runs
+    made by `twinlake excite --design`, the predicted beside the realised half-widths."""
     from ..catalog import resolve_lake
     from ..fit.records.record import load_fit
+    from ..fit.records.design_check import design_lines, fit_design_checks
     from ..fit.records.show import fit_validations
 
     root = resolve_lake(lake)
@@ -208,10 +210,16 @@ def show_cmd(fit: str = typer.Argument(..., help="Fit id (see `twinlake fit list
     except ValueError as exc:
         fail(str(exc))
     validations = fit_validations(root, fit)
+    designs = fit_design_checks(root, rec)
     if as_json:
-        typer.echo(json.dumps(summary(rec, validations) | {"settings": rec.settings}, indent=2, default=str))
+        typer.echo(json.dumps(summary(rec, validations) | {"settings": rec.settings,
+                                                           "designs": [d.to_json() for d in designs]},
+                              indent=2, default=str))
     else:
         show_record(rec, validations)
+        for check in designs:
+            for line in design_lines(check):
+                typer.echo(line)
 
 
 @fit_app.command("export")

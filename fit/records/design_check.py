@@ -1,0 +1,118 @@
+"""A designed excitation's promise checked: the half-widths `twinlake excite --design`
+predicted beside the ones a fit on the recorded run realised.
+
+`twinlake excite --design` stores, in its directory's metadata.json, a `design` section with
+the predicted relative 95 % half-width of each chosen parameter (its surrogate, linearised at
+a fit or the nominal profile). A recording ingested with that directory keeps the metadata in
+`runs.metadata_json`; a fit trained on such runs gets, per designed parameter, the realised
+relative half-width 1.96 · stderr / |estimate| of its stored covariance.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+Z95 = 1.96
+"""Two-sided 95 % normal quantile, as the design's predictions use."""
+
+
+@dataclass(frozen=True)
+class HalfWidthCheck:
+    """One designed parameter: predicted and realised relative 95 % half-widths (fractions;
+    realised None when the fit has no stderr for it), and whether the fit is at a bound (its
+    stderr then assumes an interior optimum it does not have)."""
+
+    name: str
+    predicted_rel: float
+    realised_rel: float | None
+    at_bound: bool
+
+
+@dataclass(frozen=True)
+class DesignCheck:
+    """The design of training run `robot/run` against the fit."""
+
+    robot: str
+    run: str
+    criterion: str
+    linearised_at: str
+    parameters: tuple[HalfWidthCheck, ...]
+
+    @property
+    def worst_predicted_rel(self) -> float:
+        return max(p.predicted_rel for p in self.parameters)
+
+    @property
+    def worst_realised_rel(self) -> float | None:
+        """Worst realised over the parameters with a stderr (None if none has one)."""
+        values = [p.realised_rel for p in self.parameters if p.realised_rel is not None]
+        return max(values) if values else None
+
+    def to_json(self) -> dict:
+        return {"robot": self.robot, "run": self.run, "criterion": self.criterion,
+                "linearised_at": self.linearised_at, "worst_predicted_rel": self.worst_predicted_rel,
+                "worst_realised_rel": self.worst_realised_rel,
+                "parameters": [p.__dict__ for p in self.parameters]}
+
+
+def realised_half_widths(identifiability: dict | None) -> dict[str, tuple[float | None, bool]]:
+    """name → (relative 95 % half-width or None, at a bound) for every free parameter."""
+    out = {}
+    for p in (identifiability or {}).get("parameters", []):
+        if not p.get("free"):
+            continue
+        se, value = p.get("stderr"), p.get("value")
+        rel = Z95 * float(se) / abs(float(value)) if se is not None and value else None
+        out[p["name"]] = (rel, "at_bound" in (p.get("flags") or []))
+    return out
+
+
+def check_design(section: dict, identifiability: dict | None, robot: str, run: str) -> DesignCheck:
+    """The design `section` (metadata.json's "design") of run robot/run against a fit's stored
+    identifiability. Raises ValueError naming the run if the section has no predictions."""
+    predicted = section.get("predicted_half_width_rel")
+    if not isinstance(predicted, dict) or not predicted:
+        raise ValueError(f"{robot}/{run}: metadata design section has no predicted_half_width_rel")
+    realised = realised_half_widths(identifiability)
+    rows = tuple(HalfWidthCheck(name, float(pred), *realised.get(name, (None, False)))
+                 for name, pred in predicted.items())
+    return DesignCheck(robot, run, str(section.get("criterion", "")), str(section.get("linearised_at", "")), rows)
+
+
+def fit_design_checks(lake: Path, rec) -> list[DesignCheck]:
+    """One check per training run of fit `rec` whose metadata carries a design; empty when
+    none does (or the lake has no such views)."""
+    import duckdb
+
+    from ...catalog import connect
+
+    try:
+        rows = connect(lake).execute("SELECT robot, run, metadata_json FROM fit_train_metadata(?)",
+                                     [rec.fit_id]).fetchall()
+    except duckdb.CatalogException:
+        return []
+    checks = []
+    for robot, run, text in rows:
+        try:
+            section = json.loads(text).get("design")
+        except (ValueError, AttributeError):
+            continue  # metadata that is not a JSON object carries no design
+        if isinstance(section, dict):
+            checks.append(check_design(section, rec.identifiability, robot, run))
+    return checks
+
+
+def design_lines(check: DesignCheck) -> list[str]:
+    """Plain-text lines for `fit show`: one parameter a line, then the worst of each."""
+    lines = [f"designed excitation {check.robot}/{check.run} (criterion {check.criterion}, linearised at "
+             f"{check.linearised_at}): relative 95 % half-width predicted / realised"]
+    for p in check.parameters:
+        realised = "no stderr" if p.realised_rel is None else f"{p.realised_rel:.2%}"
+        lines.append(f"  {p.name:<22}{p.predicted_rel:>10.2%}  {realised:>10}{'  at a bound' if p.at_bound else ''}")
+    worst = check.worst_realised_rel
+    ratio = "" if worst is None else f" ({worst / check.worst_predicted_rel:.2f}× the prediction)"
+    lines.append(f"  worst: predicted {check.worst_predicted_rel:.2%}, realised "
+                 f"{'unknown' if worst is None else f'{worst:.2%}'}{ratio}")
+    return lines
