@@ -16,9 +16,10 @@ to one: the first to finish publishes, the other is `already_ingested` (same byt
 `refused` (catalog.publish_partition refuses the second rename).
 
 A task uses the CPUs Ray gives it: on entry it confines its process to `num_cpus` of the
-node's cores (`os.sched_setaffinity`; the cores are shared out between the tasks of one
-machine through lock files in the temp directory), and restores the process's mask at the
-end. The serial ingest's parse and archive threads then share those cores only.
+node's cores (`os.sched_setaffinity` on every thread of the process: Linux's mask is per
+thread; the cores are shared out between the tasks of one machine through lock files in the
+temp directory), and restores each thread's mask at the end. The serial ingest's parse and
+archive threads, and the pools started before the task, then share those cores only.
 
 Companions: a reader may claim sibling files as its own (`.meta.json`, a FrankaTwin sidecar,
 `<stem>_targets.csv`); every built-in one names them after its primary's stem. So before a
@@ -59,7 +60,7 @@ def confined_to_cpus(count: int):
         yield sorted(before)
         return
     SLOT_DIR.mkdir(exist_ok=True)
-    held, cores = [], []
+    held, cores, masks = [], [], {}
     try:
         for cpu in sorted(before):
             if len(cores) == count:
@@ -73,12 +74,56 @@ def confined_to_cpus(count: int):
             held.append(fd)
             cores.append(cpu)
         cores += [c for c in sorted(before) if c not in cores][: count - len(cores)]
-        os.sched_setaffinity(0, cores)
+        masks = set_thread_masks(cores)
         yield cores
     finally:
-        os.sched_setaffinity(0, before)
+        if masks:
+            restore_thread_masks(masks)
         for fd in held:
             os.close(fd)  # releases the lock
+
+
+def _thread_ids() -> list[int]:
+    """Ids of this process's threads (Linux: /proc/self/task); [0] (the caller) elsewhere."""
+    try:
+        return sorted(int(t) for t in os.listdir("/proc/self/task"))
+    except OSError:
+        return [0]
+
+
+def set_thread_masks(cores) -> dict[int, set[int]]:
+    """Confine every thread of this process to `cores` (Linux's affinity is per thread: the
+    syscall on pid 0 moves the caller only, and the pools Arrow, numba or Ray started before
+    keep their masks). Returns each thread's previous mask; threads started later inherit
+    the caller's. A thread that ended meanwhile is skipped."""
+    masks = {}
+    for tid in _thread_ids():
+        try:
+            masks[tid] = os.sched_getaffinity(tid)
+            os.sched_setaffinity(tid, cores)
+        except (ProcessLookupError, PermissionError):
+            masks.pop(tid, None)
+    return masks
+
+
+def restore_thread_masks(masks: dict[int, set[int]]) -> None:
+    """Give each thread its mask from `set_thread_masks` back; threads started in between get
+    the caller's previous mask."""
+    caller = masks.get(_native_tid())
+    for tid in _thread_ids():
+        mask = masks.get(tid, caller)
+        if mask is None:
+            continue
+        try:
+            os.sched_setaffinity(tid, mask)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+def _native_tid() -> int:
+    import threading
+
+    return threading.get_native_id()
 
 
 def ingest_task(lake_root: str, path: str, reader_name: str, options: ReadOptions, replace: bool,

@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import formats_fixtures as ff
@@ -115,6 +116,43 @@ def test_a_task_is_confined_to_its_cpus_and_gets_its_mask_back():
         core, mask = out.stdout.split(" ", 1)
         assert int(core) != first[0] and json.loads(mask) == [int(core)]
     assert os.sched_getaffinity(0) == before
+
+
+def _allowed_cpus(tid: int) -> set[int]:
+    """The kernel's view of thread `tid`'s mask (/proc/self/task/TID/status), not Python's."""
+    line = next(x for x in Path(f"/proc/self/task/{tid}/status").read_text().splitlines()
+                if x.startswith("Cpus_allowed_list:"))
+    out: set[int] = set()
+    for part in line.split(":", 1)[1].strip().split(","):
+        lo, _, hi = part.partition("-")
+        out |= set(range(int(lo), int(hi or lo) + 1))
+    return out
+
+
+def test_confinement_reaches_threads_started_before_it():
+    """Linux's affinity is per thread: a pool started before the task (Arrow's, numba's, Ray's
+    own) must be confined too, and get its mask back after."""
+    before = os.sched_getaffinity(0)
+    if len(before) < 2 or not Path("/proc/self/task").is_dir():
+        pytest.skip("needs two cores and /proc")
+    started, stop = threading.Event(), threading.Event()
+    tids: list[int] = []
+
+    def pool_thread():
+        tids.append(threading.get_native_id())
+        started.set()
+        stop.wait(30)
+
+    worker = threading.Thread(target=pool_thread, daemon=True)
+    worker.start()
+    started.wait(10)
+    try:
+        with confined_to_cpus(1) as cores:
+            assert _allowed_cpus(tids[0]) == set(cores) == _allowed_cpus(threading.get_native_id())
+        assert _allowed_cpus(tids[0]) == before == _allowed_cpus(threading.get_native_id())
+    finally:
+        stop.set()
+        worker.join(10)
 
 
 def test_address_alone_and_a_dashboard_url_are_usage_errors(tmp_path):
