@@ -64,7 +64,7 @@ def make_run(root: Path, name: str, seconds: float, seed: int) -> Path:
 
 
 def realised(root: Path, name: str) -> tuple[dict[str, float], set[str], float]:
-    """Relative 95 % half-width of every free parameter with a stderr of the default fit of
+    """Relative 95 % half-width (fit/records/design_check: `fit show`'s own) of every free parameter with a stderr of the default fit of
     plant/<name>, the names of those at a bound (their stderr assumes an interior optimum),
     and the fit's wall seconds (None: fitted by an earlier --keep run)."""
     show = ("fit", "show", f"fit-{name}", "--json", "--lake", str(root / "lake"))
@@ -77,14 +77,12 @@ def realised(root: Path, name: str) -> tuple[dict[str, float], set[str], float]:
                   "--seed", "0")
         wall = time.perf_counter() - started
         shown = json.loads(_twinlake(*show))
+    from twinlake.fit.records.design_check import realised_half_widths
+
     ident = shown.get("identifiability") or shown.get("record", {}).get("identifiability") or {}
-    out, at_bound = {}, set()
-    for p in ident.get("parameters", []):
-        se, value = p.get("stderr"), p.get("value")
-        if p.get("free") and se is not None and value:
-            out[p["name"]] = 1.96 * float(se) / abs(float(value))
-            if "at_bound" in p.get("flags", []):
-                at_bound.add(p["name"])
+    found = realised_half_widths(ident)
+    out = {name: rel for name, (rel, _) in found.items() if rel is not None}
+    at_bound = {name for name, (rel, bound) in found.items() if rel is not None and bound}
     return out, at_bound, wall
 
 
