@@ -202,3 +202,29 @@ def test_the_parameter_plot_draws_only_the_groups_a_fit_searched(tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # matplotlib's tight_layout warning on too many axes
         assert plot_parameters(payload_rows, tmp_path / "p.png").startswith(PNG_MAGIC)
+
+
+def test_a_designed_train_runs_predictions_reach_the_report_from_the_lake(tmp_path):
+    """`twinlake excite --design` stores `design` in the run's metadata.json, which ingest keeps
+    as the run's metadata_json: the report of a fit trained on it shows the table, only for it."""
+    import synth
+
+    from twinlake.fit.records.record import FitRecord, IntervalUse, publish_fit
+    from twinlake.fit.records.report_lake import designed_runs, report_data_from_lake
+
+    design = {"schema": "twinlake.excitation_design/v1", "criterion": "worst", "linearised_at": "nominal",
+              "predicted_half_width_rel": {"armature_j1": 0.03, "mu_viscous_j1": 0.05}}
+    synth.publish_run(tmp_path, "demo", "designed", synth.record(synth.TRUTH, 300, seed=1), {"design": design})
+    synth.publish_run(tmp_path, "demo", "plain", synth.record(synth.TRUTH, 300, seed=2), {"status": "done"})
+    synth.publish_run(tmp_path, "demo", "other", synth.record(synth.TRUTH, 300, seed=3), {"design": design})
+    rec = FitRecord(fit_id="f1", fit_source="twinlake", created_utc="2026-01-01T00:00:00+00:00", status="done",
+                    best_loss=0.0, params=synth.TRUTH, seed=0, settings={}, history=[],
+                    runs=[IntervalUse("demo", "plain", 0, 0, 299, "train", 1.0),
+                          IntervalUse("demo", "designed", 0, 0, 299, "train", 1.0),
+                          IntervalUse("demo", "other", 0, 0, 299, "holdout", 1.0)])  # held out: not shown
+    publish_fit(tmp_path, rec)
+    assert list(designed_runs(tmp_path, rec)) == ["demo/designed"]
+    data = report_data_from_lake(tmp_path, "f1")
+    assert data.designs == {"demo/designed": design}
+    text = render_report(data, tmp_path / "rep").read_text()
+    assert "Designed run demo/designed" in text and "<td>armature_j1</td><td>3.00%</td><td>—</td>" in text
