@@ -33,7 +33,7 @@ def _data() -> ReportData:
                        ("unidentifiable",) if n == "armature_j7" else (), float(v) - 0.02, float(v) + 0.03,
                        n in FREE)
               for n, v, nv, (lo, hi) in zip(PARAM_NAMES, value, nominal, DEFAULT_BOUNDS)]
-    t = np.arange(5000) * 0.001
+    t = np.arange(2000) * 0.001
     q_real = 0.2 * np.sin(np.outer(t, np.arange(1, 8)) * 0.5) + NOISE_RAD * rng.standard_normal((len(t), 7))
     stored = estimate_noise_floor([q_real])
     traces = [HeldOutTrace(f"robot=r1 run=held{i}", t, q_real,
@@ -142,7 +142,7 @@ def test_the_residual_spectrum_sits_on_the_floor_it_is_drawn_against():
     assert estimated.floor_psd_rad2_hz == pytest.approx(2 * NOISE_RAD ** 2 / 1000.0, rel=0.2)
     assert "estimated from this recording" in estimated.floor_text
     assert "stored with the validation" in stored.floor_text
-    silent = HeldOutTrace("noise-free", data.held_out[0].t_s, np.zeros((5000, 7)), np.zeros((5000, 7)))
+    silent = HeldOutTrace("noise-free", data.held_out[0].t_s, np.zeros((2000, 7)), np.zeros((2000, 7)))
     quiet = residual_spectrum(silent)
     assert "not measurable" in quiet.floor_text and "no floor line" in quiet.floor_text
 
