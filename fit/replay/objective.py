@@ -103,30 +103,40 @@ def build_data(
     return ProblemData(inputs, weights, scales or LossScales(), refs, model_path, use_ema, friction_law)
 
 
-def configured_loads(lake, refs: list[IntervalRef], override=None) -> list:
-    """Per interval, the EndLoad it replays with: `override` if given, else its run's metadata
-    `configured_load` (twinlake.sim.load.load_from_metadata), else none. ValueError naming the
-    run when its metadata states a malformed load."""
+def run_metadata(lake, runs: list[tuple[str | None, str]]) -> list[dict | None]:
+    """Per (robot, run), the run's companion metadata (`runs.metadata_json`, kept verbatim by
+    ingest) as a dict; None for a run without metadata, with unreadable JSON or not an object."""
     import json
 
     from ...catalog import connect
+
+    con = connect(lake)
+    try:
+        out = []
+        for robot, run in runs:
+            row = con.execute("SELECT metadata_json FROM runs WHERE robot = ? AND run = ?", [robot, run]).fetchone()
+            try:
+                meta = json.loads(row[0]) if row and row[0] else None
+            except ValueError:
+                meta = None
+            out.append(meta if isinstance(meta, dict) else None)
+        return out
+    finally:
+        con.close()
+
+
+def configured_loads(lake, refs: list[IntervalRef], override=None) -> list:
+    """Per interval, the EndLoad it replays with: `override` if given, else its run's metadata
+    `configured_load` (twinlake.sim.load.load_from_metadata), else none (also when the metadata
+    is unreadable: ingest keeps it verbatim). ValueError naming the run when its metadata states
+    a malformed load."""
     from ...sim.load import NO_LOAD, load_from_metadata
 
     if override is not None:
         return [override] * len(refs)
-    con = connect(lake)
-    try:
-        out = []
-        for ref in refs:
-            row = con.execute("SELECT metadata_json FROM runs WHERE robot = ? AND run = ?", [ref.robot, ref.run]).fetchone()
-            try:
-                meta = json.loads(row[0]) if row and row[0] else None
-            except ValueError:
-                meta = None  # unreadable metadata states no load (ingest keeps it verbatim)
-            out.append(load_from_metadata(meta, f"run {ref.robot}/{ref.run} metadata") or NO_LOAD)
-        return out
-    finally:
-        con.close()
+    metas = run_metadata(lake, [(ref.robot, ref.run) for ref in refs])
+    return [load_from_metadata(meta, f"run {ref.robot}/{ref.run} metadata") or NO_LOAD
+            for ref, meta in zip(refs, metas)]
 
 
 def _weight(run_weights: dict[str, float], ref: IntervalRef) -> float:

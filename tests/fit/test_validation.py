@@ -147,7 +147,7 @@ def test_cli_validate_json_then_report_with_error_bars(lake, tmp_path):
     assert res.exit_code == 0, res.output
     html = (tmp_path / "rep" / "index.html").read_text()
     pngs = sorted(p.name for p in (tmp_path / "rep").glob("*.png"))
-    assert pngs == ["convergence.png", "correlation.png", "heldout_01_error.png", "heldout_01_joints.png",
+    assert pngs == ["convergence.png", "correlation.png", "heldout_01_joints.png", "heldout_01_residual.png",
                     "parameters.png"]
     assert html.count("data:image/png;base64,") == 5
     assert "demo/h1" in html and "fitted" in html and "nominal" in html

@@ -201,7 +201,8 @@ def report_cmd(
     from rich.console import Console
 
     from ..catalog import resolve_lake
-    from ..fit.records.report import render_report, report_data_from_lake
+    from ..fit.records.report import render_report
+    from ..fit.records.report_lake import report_data_from_lake
 
     try:
         params, _ = _load_profile(nominal)
