@@ -11,7 +11,7 @@ the user's commands:
 Each reference is recorded on the project's independent test plant (tests/plant, its own
 MuJoCo loop and friction law, noise seed per run), ingested, and fitted by `twinlake fit run`
 with its defaults (FrankaTwin's 29 parameters, the local search). Printed per parameter: the
-realised relative 95 % half-width (1.96 · stored stderr / |estimate|) of each fit and the
+realised relative 95 % half-width (the stored 95 % interval's (high − low) / 2 / |estimate|) of each fit and the
 design's prediction, then the worst over the continuous parameters the design chose, the
 ratio documented / designed (target ≥ 2) and realised / predicted for the design (target
 ≤ 1.5). What it cannot show: one plant and one noise seed per run, so the ratios carry the

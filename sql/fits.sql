@@ -17,9 +17,6 @@
 --                run_sha256
 --   fit_seeds    one row per seeded search of a fit (seeds.parquet, `fit run --seeds N`): seed,
 --                best_loss, chosen (the seed whose optimum is the fit), the 29 parameters
---   fit_train_metadata(fit_id)  table macro: robot, run, metadata_json of each training run of
---                the fit that has companion metadata (a `twinlake excite` directory's
---                metadata.json, verbatim), ordered by robot, run
 --
 -- On a lake without fits the four views exist and are empty (a few key columns only).
 
@@ -64,11 +61,3 @@ SELECT * FROM lake_parquet('/fits/*/seeds.parquet');
 CREATE OR REPLACE VIEW fit_seeds AS
 SELECT NULL::VARCHAR AS fit, NULL::BIGINT AS seed, NULL::DOUBLE AS best_loss, NULL::BOOLEAN AS chosen
 WHERE false;
-
--- always
-CREATE OR REPLACE MACRO fit_train_metadata(fit_id) AS TABLE
-SELECT DISTINCT r.robot, r.run, r.metadata_json
-FROM fit_runs f
-JOIN runs r ON r.robot = f.robot AND r.run = f.run
-WHERE f.fit = fit_id AND f.role = 'train' AND r.metadata_json IS NOT NULL
-ORDER BY r.robot, r.run;

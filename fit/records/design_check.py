@@ -5,18 +5,15 @@ predicted beside the ones a fit on the recorded run realised.
 the predicted relative 95 % half-width of each chosen parameter (its surrogate, linearised at
 a fit or the nominal profile). A recording ingested with that directory keeps the metadata in
 `runs.metadata_json`; a fit trained on such runs gets, per designed parameter, the realised
-relative half-width 1.96 · stderr / |estimate| of its stored covariance.
+relative half-width of its stored 95 % interval: (high − low) / 2 / |estimate| (by the bound
+width where the estimate is 0, as the design's prediction scales it). `relative_half_width` is
+the one owner of that rule (`fit report`'s parameter table uses it too).
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
-
-Z95 = 1.96
-"""Two-sided 95 % normal quantile, as the design's predictions use."""
-
 
 @dataclass(frozen=True)
 class HalfWidthCheck:
@@ -57,14 +54,25 @@ class DesignCheck:
                 "parameters": [p.__dict__ for p in self.parameters]}
 
 
+def relative_half_width(low: float | None, high: float | None, value: float, lower_bound: float,
+                        upper_bound: float) -> float | None:
+    """(high − low) / 2 / |value| of a 95 % interval, by the bound width where the value is 0;
+    None without an interval or a scale."""
+    if low is None or high is None:
+        return None
+    scale = abs(value) or (upper_bound - lower_bound)
+    return (high - low) / 2.0 / scale if scale > 0 else None
+
+
 def realised_half_widths(identifiability: dict | None) -> dict[str, tuple[float | None, bool]]:
-    """name → (relative 95 % half-width or None, at a bound) for every free parameter."""
+    """name → (relative 95 % half-width or None, at a bound) for every free parameter of a
+    fit's stored identifiability (`ci95_low`, `ci95_high`, `value`, bounds, `flags`)."""
     out = {}
     for p in (identifiability or {}).get("parameters", []):
         if not p.get("free"):
             continue
-        se, value = p.get("stderr"), p.get("value")
-        rel = Z95 * float(se) / abs(float(value)) if se is not None and value else None
+        rel = relative_half_width(p.get("ci95_low"), p.get("ci95_high"), float(p.get("value") or 0.0),
+                                  float(p.get("lower_bound") or 0.0), float(p.get("upper_bound") or 0.0))
         out[p["name"]] = (rel, "at_bound" in (p.get("flags") or []))
     return out
 
@@ -81,26 +89,26 @@ def check_design(section: dict, identifiability: dict | None, robot: str, run: s
     return DesignCheck(robot, run, str(section.get("criterion", "")), str(section.get("linearised_at", "")), rows)
 
 
+def train_designs(lake: Path, rec) -> dict[str, dict]:
+    """The `design` section of each of fit `rec`'s train runs whose metadata has one, by
+    "robot/run" (sorted); {} when no train run was a designed excitation."""
+    from ..replay.objective import run_metadata
+
+    runs = sorted({(u.robot, u.run) for u in rec.train}, key=lambda r: (str(r[0]), str(r[1])))
+    out = {}
+    for (robot, run), meta in zip(runs, run_metadata(lake, runs)):
+        design = (meta or {}).get("design")
+        if isinstance(design, dict) and isinstance(design.get("predicted_half_width_rel"), dict):
+            out[f"{robot}/{run}"] = design
+    return out
+
+
 def fit_design_checks(lake: Path, rec) -> list[DesignCheck]:
-    """One check per training run of fit `rec` whose metadata carries a design; empty when
-    none does (or the lake has no such views)."""
-    import duckdb
-
-    from ...catalog import connect
-
-    try:
-        rows = connect(lake).execute("SELECT robot, run, metadata_json FROM fit_train_metadata(?)",
-                                     [rec.fit_id]).fetchall()
-    except duckdb.CatalogException:
-        return []
+    """One check per designed train run of fit `rec` (see `train_designs`)."""
     checks = []
-    for robot, run, text in rows:
-        try:
-            section = json.loads(text).get("design")
-        except (ValueError, AttributeError):
-            continue  # metadata that is not a JSON object carries no design
-        if isinstance(section, dict):
-            checks.append(check_design(section, rec.identifiability, robot, run))
+    for key, section in train_designs(lake, rec).items():
+        robot, run = key.split("/", 1)
+        checks.append(check_design(section, rec.identifiability, robot, run))
     return checks
 
 

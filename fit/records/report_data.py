@@ -43,12 +43,11 @@ class ParamRow:
 
     @property
     def half_width_rel(self) -> float | None:
-        """The realised relative 95 % half-width: (high − low) / 2 / |value| (by the bound width
-        where the value is 0, as the design's prediction does); None without an interval."""
-        if self.ci_low is None or self.ci_high is None:
-            return None
-        scale = abs(self.value) or (self.upper_bound - self.lower_bound)
-        return (self.ci_high - self.ci_low) / 2.0 / scale if scale > 0 else None
+        """The realised relative 95 % half-width (design_check.relative_half_width); None
+        without an interval."""
+        from .design_check import relative_half_width
+
+        return relative_half_width(self.ci_low, self.ci_high, self.value, self.lower_bound, self.upper_bound)
 
 
 @dataclass

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from ...sim.params import LAYOUT
+from .design_check import train_designs
 from .report_data import HeldOutTrace, ParamRow, ReportData
 
 
@@ -53,7 +54,7 @@ def report_data_from_lake(lake: Any, fit_id: str, *, nominal: Any = None, error_
             or "none"
     shown = [{k: v for k, v in d.items() if k not in _HIDDEN_COLS} for d in validations]
     return ReportData(rec.fit_id, summary, params, list(rec.history), _held_out(lk, validations), shown, flags,
-                      adequacy, cov, designed_runs(lk, rec))
+                      adequacy, cov, train_designs(lk, rec))
 
 
 def _param_rows(rec: Any, nominal: Any, ident: dict | None) -> tuple[list[ParamRow], list[str]]:
@@ -74,20 +75,6 @@ def _param_rows(rec: Any, nominal: Any, ident: dict | None) -> tuple[list[ParamR
         flags += [f"{name}: {f}" for f in row.flags]
     flags += [f"{name}: at a bound (fit record)" for name in rec.extra.get("at_bounds") or []]
     return params, flags
-
-
-def designed_runs(lake: Any, rec: Any) -> dict[str, dict]:
-    """The `design` section of each of the fit's train runs whose metadata has one, by
-    "robot/run" (sorted); {} when no train run was a designed excitation."""
-    from ..replay.objective import run_metadata
-
-    runs = sorted({(u.robot, u.run) for u in rec.train}, key=lambda r: (str(r[0]), str(r[1])))
-    out = {}
-    for (robot, run), meta in zip(runs, run_metadata(lake, runs)):
-        design = (meta or {}).get("design")
-        if isinstance(design, dict) and isinstance(design.get("predicted_half_width_rel"), dict):
-            out[f"{robot}/{run}"] = design
-    return out
 
 
 _VALIDATION_COLS = ("validation", "robot", "run", "sim_label", "q_rmse_all_rad", "dq_rmse_all_rad_s",

@@ -210,7 +210,8 @@ def test_a_designed_train_runs_predictions_reach_the_report_from_the_lake(tmp_pa
     import synth
 
     from twinlake.fit.records.record import FitRecord, IntervalUse, publish_fit
-    from twinlake.fit.records.report_lake import designed_runs, report_data_from_lake
+    from twinlake.fit.records.design_check import train_designs
+    from twinlake.fit.records.report_lake import report_data_from_lake
 
     design = {"schema": "twinlake.excitation_design/v1", "criterion": "worst", "linearised_at": "nominal",
               "predicted_half_width_rel": {"armature_j1": 0.03, "mu_viscous_j1": 0.05}}
@@ -223,7 +224,7 @@ def test_a_designed_train_runs_predictions_reach_the_report_from_the_lake(tmp_pa
                           IntervalUse("demo", "designed", 0, 0, 299, "train", 1.0),
                           IntervalUse("demo", "other", 0, 0, 299, "holdout", 1.0)])  # held out: not shown
     publish_fit(tmp_path, rec)
-    assert list(designed_runs(tmp_path, rec)) == ["demo/designed"]
+    assert list(train_designs(tmp_path, rec)) == ["demo/designed"]
     data = report_data_from_lake(tmp_path, "f1")
     assert data.designs == {"demo/designed": design}
     text = render_report(data, tmp_path / "rep").read_text()

@@ -4,8 +4,8 @@ The linearisation point is a fit (`--for FIT`, read from the lake), a profile JS
 (`--for PATH`) or the nominal parameters (LAYOUT's). Each joint's position bound is the
 tighter of `TRACKING_FRACTION` × the tracking guard's bound (the anchor rule: |q − anchor|
 ≤ tracking_error, with room for the controller's lag) and 95 % of the distance from the anchor
-to the joint-limit repulsion zone; velocity, acceleration and jerk are the plan's preflight
-bounds. The `design` section of metadata.json holds the predicted relative half-width of every
+to the joint-limit repulsion zone; the velocity bound is `SPEED_FRACTION` × the plan's (the
+streaming guard judges measured speed), acceleration and jerk the plan's preflight bounds. The `design` section of metadata.json holds the predicted relative half-width of every
 chosen parameter, the same surrogate's prediction for fr3_stack's documented multisine of the
 same duration (`baseline_plan`: tones 0.1 0.23 0.41 Hz, 1°, seed 0), and the search settings.
 """
@@ -25,6 +25,11 @@ from .information import NOISE_TAU_NM, RATE_HZ, choose
 from .search import Design, SearchSettings, design, predict
 
 TRACKING_FRACTION = 0.6
+SPEED_FRACTION = 0.8
+"""The reference's peak joint speed is held to this fraction of the plan's max_velocity: the
+streaming guard judges the *measured* |dq|, which overshoots the reference by the tracking
+dynamics and the sensor noise (a live run of a design at 0.97 × 0.1 rad/s was stopped at
+0.1039 rad/s measured on J3)."""
 SCHEMA = "twinlake.excitation_design/v1"
 
 
@@ -49,7 +54,7 @@ def joint_bounds(plan: Plan, anchor: np.ndarray, tracking_error_rad: float) -> l
         j = int(np.flatnonzero(room <= 0)[0])
         raise ValueError(f"joint {j + 1}: anchor {anchor[j]:.4f} rad is inside the joint-limit repulsion zone")
     return [DesignBounds(position_rad=float(min(TRACKING_FRACTION * tracking_error_rad, room[j])),
-                         velocity_rad_s=plan.max_velocity, acceleration_rad_s2=plan.max_acceleration,
+                         velocity_rad_s=SPEED_FRACTION * plan.max_velocity, acceleration_rad_s2=plan.max_acceleration,
                          jerk_rad_s3=plan.max_jerk) for j in range(7)]
 
 
@@ -80,7 +85,7 @@ def run_design(base: Plan, anchor, *, design_for: str | None = None, lake: Path 
                       f"samples with torque noise {NOISE_TAU_NM:g} N·m (twinlake/excitation_design/information.py)"),
         "bounds": {"position_rad": [b.position_rad for b in bounds], "velocity_rad_s": base.max_velocity,
                    "acceleration_rad_s2": base.max_acceleration, "jerk_rad_s3": base.max_jerk,
-                   "tracking_fraction": TRACKING_FRACTION, "tracking_error_rad": tracking_error_rad},
+                   "speed_fraction": SPEED_FRACTION, "tracking_fraction": TRACKING_FRACTION, "tracking_error_rad": tracking_error_rad},
         "predicted_half_width_rel": found.predicted,
         "predicted_worst_rel": found.worst,
         "predicted_log_det": found.log_det,
@@ -103,5 +108,5 @@ def summary_lines(section: dict) -> list[str]:
     return lines
 
 
-__all__ = ["SCHEMA", "TRACKING_FRACTION", "baseline_plan", "joint_bounds", "linearisation_point", "run_design",
+__all__ = ["SCHEMA", "SPEED_FRACTION", "TRACKING_FRACTION", "baseline_plan", "joint_bounds", "linearisation_point", "run_design",
            "summary_lines"]
