@@ -1,32 +1,29 @@
-"""Ingest fanned out over Ray: the serial pipeline's walk, each recognised input a Ray task.
+"""Ingest fanned out over Ray: the walk of `walk` (the serial ingest's), each input a Ray task.
 
-`fan_out_paths` walks the paths exactly as `pipeline.ingest_paths` does (the same entries,
-the same directory rules, the same result-file import and skipped notes) but runs each
-recognised input's `ingest_one` as a Ray task (`num_cpus` CPUs each, at most `workers` in
-flight), on a local Ray (`ray.init(num_cpus=workers * num_cpus)`) or on the cluster at
-`address`. Its outcomes come back in the serial order, with the serial messages and exit
-codes; `on_done(finished, submitted)` is called as each task ends (a progress bar).
+`fan_out_paths` walks the paths with `walk.walk_inputs`, as `pipeline.ingest_paths` does, and
+runs each input's `pipeline.ingest_runs` as a Ray task (`num_cpus` CPUs each, at most `workers`
+in flight; `TaskQueue` is the walk's runner), on a local Ray (`ray.init(num_cpus=workers *
+num_cpus)`) or on the cluster at `address`. Every task is submitted before the first outcome
+is waited for (except where the walk must know what an input claimed); the outcomes come
+back in the serial order, with the serial messages and exit codes; `on_done(finished,
+submitted)` is called as each task ends (a progress bar). An input of several runs (a bag of
+two arms) is one task that returns one Outcome per run; with `ReadOptions.mapping` each file
+is one task of the reader `mapped_log`.
 
 What travels: a task gets the lake's path, the input's path, the reader's name and the read
-options, and returns the `Outcome`: the file bytes never go through Ray's object store. So
-every node that runs tasks must see the raw files and the lake at the same paths (one shared
-filesystem). Each file is published by its task exactly as the serial ingest publishes it
-(atomic rename of a staged partition); two inputs of the same run racing to publish resolve
-to one: the first to finish publishes, the other is `already_ingested` (same bytes) or
-`refused` (catalog.publish_partition refuses the second rename).
+options (a mapping travels as its path), and returns the Outcomes: the file bytes never go
+through Ray's object store. So every node that runs tasks must see the raw files, the mapping
+and the lake at the same paths (one shared filesystem). Each run is published by its task
+exactly as the serial ingest publishes it (atomic rename of a staged partition); two inputs
+of the same run racing to publish resolve to one: the first to finish publishes, the other
+is `already_ingested` (same bytes) or `refused` (catalog.publish_partition refuses the
+second rename).
 
 A task uses the CPUs Ray gives it: on entry it confines its process to `num_cpus` of the
 node's cores (`os.sched_setaffinity` on every thread of the process: Linux's mask is per
 thread; the cores are shared out between the tasks of one machine through lock files in the
 temp directory), and restores each thread's mask at the end. The serial ingest's parse and
 archive threads, and the pools started before the task, then share those cores only.
-
-Companions: a reader may claim sibling files as its own (`.meta.json`, a FrankaTwin sidecar,
-`<stem>_targets.csv`); every built-in one names them after its primary's stem. So before a
-recognised entry is started, the earlier inputs whose stem (the name up to its first '.')
-begins its name are waited for, and it is skipped, as the serial ingest skips it, when one of
-them claimed it. An entry no reader recognises (a `.status.json`) waits for nothing: it is
-noted as skipped at the end unless an input claimed it.
 """
 
 from __future__ import annotations
@@ -42,9 +39,11 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ..catalog import Lake, clean_staging
-from .pipeline import Outcome, ResultImporter, _import_results, _nothing_recognised, _reject, ingest_one
+from .outcome import Outcome
+from .pipeline import ingest_runs
 from .rawstore import DEFAULT_RAW_CODEC
-from .registry import IngestError, ReadOptions, detect, readers
+from .registry import ReadOptions, readers
+from .walk import ResultImporter, walk_inputs
 
 SLOT_DIR = Path(tempfile.gettempdir()) / "twinlake-cpu-slots"
 """Lock files `cpu<N>.lock`, one per core of this machine, held by the task confined to it."""
@@ -94,15 +93,19 @@ def _thread_ids() -> list[int]:
 def set_thread_masks(cores) -> dict[int, set[int]]:
     """Confine every thread of this process to `cores` (Linux's affinity is per thread: the
     syscall on pid 0 moves the caller only, and the pools Arrow, numba or Ray started before
-    keep their masks). Returns each thread's previous mask; threads started later inherit
-    the caller's. A thread that ended meanwhile is skipped."""
-    masks = {}
-    for tid in _thread_ids():
-        try:
-            masks[tid] = os.sched_getaffinity(tid)
-            os.sched_setaffinity(tid, cores)
-        except (ProcessLookupError, PermissionError):
-            masks.pop(tid, None)
+    keep their masks). The threads are listed again until a listing shows none not yet seen,
+    so a thread started meanwhile by one not yet confined is confined too (later ones inherit
+    a confined mask). Returns each thread's previous mask; a thread that ended is skipped."""
+    masks: dict[int, set[int]] = {}
+    seen: set[int] = set()
+    while new := [tid for tid in _thread_ids() if tid not in seen]:
+        seen.update(new)
+        for tid in new:
+            try:
+                masks[tid] = os.sched_getaffinity(tid)
+                os.sched_setaffinity(tid, cores)
+            except (ProcessLookupError, PermissionError):
+                masks.pop(tid, None)
     return masks
 
 
@@ -127,16 +130,18 @@ def _native_tid() -> int:
 
 
 def ingest_task(lake_root: str, path: str, reader_name: str, options: ReadOptions, replace: bool,
-                raw_codec: str, num_cpus: int) -> Outcome:
-    """One input's `ingest_one`, on `num_cpus` cores of the node (the body of a Ray task)."""
+                raw_codec: str, num_cpus: int) -> list[Outcome]:
+    """One input's `ingest_runs` (one Outcome per run), on `num_cpus` cores of the node (the
+    body of a Ray task)."""
     reader = {r.name: r for r in readers()}[reader_name]
     with confined_to_cpus(num_cpus):
-        return ingest_one(Lake(Path(lake_root)), Path(path), reader, options, replace=replace, raw_codec=raw_codec)
+        return ingest_runs(Lake(Path(lake_root)), Path(path), reader, options, replace=replace,
+                           raw_codec=raw_codec)
 
 
 class TaskQueue:
-    """Ray tasks of `ingest_task`, at most `workers` in flight; `outcome(handle)` waits for one
-    (running the others meanwhile), `on_done(finished, submitted)` after each ends."""
+    """Ray tasks of `ingest_task`, at most `workers` in flight; `outcomes(handle)` waits for
+    one (running the others meanwhile), `on_done(finished, submitted)` after each ends."""
 
     def __init__(self, lake: Lake, options: ReadOptions, replace: bool, raw_codec: str, workers: int,
                  num_cpus: int, on_done: Callable[[int, int], None] | None) -> None:
@@ -149,7 +154,7 @@ class TaskQueue:
         self._waiting: deque[int] = deque()
         self._inputs: list[tuple[Path, str]] = []
         self._running: dict = {}  # ObjectRef -> handle
-        self._done: dict[int, Outcome] = {}
+        self._done: dict[int, list[Outcome]] = {}
 
     def submit(self, path: Path, reader_name: str) -> int:
         self._inputs.append((path, reader_name))
@@ -169,7 +174,7 @@ class TaskQueue:
         if self._on_done is not None:
             self._on_done(len(self._done), len(self._inputs))
 
-    def outcome(self, handle: int) -> Outcome:
+    def outcomes(self, handle: int) -> list[Outcome]:
         while handle not in self._done:
             [ref], _ = self._ray.wait(list(self._running), num_returns=1)
             finished = self._running.pop(ref)
@@ -177,71 +182,6 @@ class TaskQueue:
             self._start()
             self.report()
         return self._done[handle]
-
-
-def _stem(entry: Path) -> str:
-    return entry.name.split(".", 1)[0]
-
-
-def _walk(lake: Lake, paths: list[Path], queue: TaskQueue, results: ResultImporter | None) -> Iterator:
-    """The serial pipeline's walk; yields Outcomes, task handles (int) and callables that
-    give the Outcomes of a directory's tail once its entries are done."""
-    for path in map(Path, paths):
-        if not path.exists():
-            yield Outcome(str(path), "error", f"{path}: no such file or directory")
-            continue
-        reader, tried = detect(path)
-        if reader is not None:
-            handle = queue.submit(path, reader.name)
-            yield handle
-            if path.is_dir():  # a directory unit may hold recordings of its own
-                consumed = {Path(p) for p in queue.outcome(handle).files}
-                yield from _walk_dir(path, queue, results, consumed, quiet=True)
-        elif path.is_dir():
-            yield from _walk_dir(path, queue, results)
-        else:
-            why = "; ".join(f"{name}: {reason}" for name, reason in tried) or "no readers"
-            yield _reject(lake, path, IngestError(path, f"not a recognised recording ({why})",
-                                                  kind="unrecognised"), None)
-
-
-def _walk_dir(folder: Path, queue: TaskQueue, results: ResultImporter | None,
-              consumed: set[Path] | None = None, quiet: bool = False) -> Iterator:
-    """`pipeline._ingest_dir` with each recognised entry a task."""
-    consumed = set(consumed or ())
-    unrecognised: list[tuple[Path, list[tuple[str, str]]]] = []
-    started: list[tuple[Path, int]] = []
-    for entry in sorted(folder.iterdir()):
-        if entry.name.startswith(".") or entry in consumed:
-            continue
-        reader, tried = detect(entry)
-        if reader is None:  # kept for the tail, which drops those claimed after all
-            unrecognised.append((entry, tried))
-            continue
-        for earlier, handle in started:  # may an earlier input claim this one? wait for it
-            if entry.name.startswith(_stem(earlier)):
-                consumed.update(Path(p) for p in queue.outcome(handle).files)
-        if entry in consumed:
-            continue
-        handle = queue.submit(entry, reader.name)
-        started.append((entry, handle))
-        yield handle
-
-    def tail() -> list[Outcome]:
-        """Result files, then the skipped notes (or one `unrecognised`): after the entries."""
-        for _, handle in started:
-            consumed.update(Path(p) for p in queue.outcome(handle).files)
-        out = list(_import_results(folder, results))
-        imported = {Path(o.path) for o in out}
-        left = [(e, tried) for e, tried in unrecognised if e not in consumed and e not in imported]
-        if quiet:
-            return out
-        if not started and not imported:
-            return out + [_nothing_recognised(folder, left)]
-        return out + [Outcome(str(e), "skipped", f"{e.name}: skipped, not recognised "
-                              f"({'; '.join(f'{n}: {r}' for n, r in tried)})") for e, tried in left]
-
-    yield tail
 
 
 def fan_out_paths(lake: Lake, paths: list[Path], options: ReadOptions = ReadOptions(), *, workers: int,
@@ -257,15 +197,10 @@ def fan_out_paths(lake: Lake, paths: list[Path], options: ReadOptions = ReadOpti
     started_ray = _ensure_ray(address, workers * num_cpus)
     try:
         queue = TaskQueue(lake, options, replace, raw_codec, workers, num_cpus, on_done)
-        items = list(_walk(lake, paths, queue, results))  # every task is submitted before the first wait
+        steps = list(walk_inputs(lake, paths, options, queue, results))  # all submitted before the first wait
         queue.report()
-        for item in items:
-            if isinstance(item, Outcome):
-                yield item
-            elif isinstance(item, int):
-                yield queue.outcome(item)
-            else:
-                yield from item()
+        for step in steps:
+            yield from step()
     finally:
         if started_ray:
             import ray

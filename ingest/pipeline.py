@@ -1,18 +1,18 @@
 """The one ingest pipeline for every source format:
 detect → read → validate → (already ingested? refuse?) → publish, or quarantine.
 
-`ingest_paths` yields one `Outcome` per recognised input. A directory argument ingests
-every recognisable entry in it (a reader may also claim the directory itself); then the
-directory goes to the `results` importer the caller passes, which imports the FrankaTwin
-result files under it (fits, validations: not runs; `twinlake.fit.records.frankatwin_import`), and
-its answers become outcomes too. Ingest never imports the fit folder itself.
+`ingest_paths` yields one `Outcome` per recognised input, walking the paths by the rules of
+`walk` (directories, companions, result files, skipped notes, order), each input ingested
+here, one after another (`SerialRunner`); `fanout.fan_out_paths` walks them the same way with
+each input a Ray task. A directory argument's result files go to the `results` importer the
+caller passes (`twinlake.fit.records.frankatwin_import`): ingest never imports the fit folder.
+`ingest_runs` ingests one input (one Outcome per run it holds), `ingest_one` one run.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterable, Iterator
-from dataclasses import asdict, dataclass, field
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,164 +28,47 @@ from ..catalog import (
     check_id,
     clean_staging,
     publish_partition,
-    quarantine,
 )
-from .companions import companion_candidates
-from .registry import IngestError, IngestUnit, ReadOptions, SourceReader, detect, readers
+from .outcome import Outcome, rejected
+from .registry import IngestError, IngestUnit, ReadOptions, SourceReader, readers
 from .rawstore import DEFAULT_RAW_CODEC, RawStore
 from .runstats import flags_for, frame_stats, verdict_for
 from .tick_grid import frames_on_grid
 from .validate import validate_frames
+from .walk import ResultImporter, walk_inputs
 
-ResultImporter = Callable[[Path], Iterable[dict[str, Any]]]
-"""Imports the result files under a directory (`lambda folder: import_results(lake, [folder],
-robot)` of `twinlake.fit.records.frankatwin_import`); yields one dict per file it handled: `path`,
-`ok`, `message`, and `kind`, `existed`, `partition`. An entry it says nothing about is noted
-as skipped."""
-
-EXIT_OK, EXIT_REJECTED, EXIT_USAGE = 0, 1, 2
 PARQUET_COMPRESSION = "snappy"  # DuckDB's default too; ~20% faster to write than zstd
 ROW_GROUP_ROWS = 122_880  # DuckDB's own row-group size: lets one run's scan use every core
-_EXIT = {"published": EXIT_OK, "replaced": EXIT_OK, "already_ingested": EXIT_OK,
-         "skipped": EXIT_OK, "rejected": EXIT_REJECTED, "unrecognised": EXIT_REJECTED,
-         "refused": EXIT_USAGE, "error": EXIT_USAGE}
-
-
-@dataclass
-class Outcome:
-    """What happened to one input. `status`: published | replaced | already_ingested |
-    skipped (a directory entry no reader matched, beside recognised ones) | rejected
-    (quarantined) | unrecognised (a directory in which no reader matched anything) |
-    refused (exists, different bytes) | error (usage)."""
-
-    path: str
-    status: str
-    message: str
-    format: str | None = None
-    robot: str | None = None
-    run: str | None = None
-    frame_count: int | None = None
-    verdict: str | None = None
-    flags: list[str] = field(default_factory=list)
-    partition: str | None = None
-    quarantine: str | None = None
-    files: list[str] = field(default_factory=list)  # inputs this outcome used
-
-    @property
-    def exit_code(self) -> int:
-        return _EXIT[self.status]
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def ingest_paths(lake: Lake, paths: list[Path], options: ReadOptions = ReadOptions(), *,
                  replace: bool = False, raw_codec: str = DEFAULT_RAW_CODEC,
                  results: ResultImporter | None = None) -> Iterator[Outcome]:
-    """Ingest every path (file or directory); yields one Outcome per input. `raw_codec`
-    compresses the kept originals (rawstore.RAW_CODECS); `results` imports the result files
-    of each directory (None: they are noted as skipped, not runs)."""
+    """Ingest every path (file or directory); yields one Outcome per input (per run of an
+    input holding several), in the order of `walk.walk_inputs`. `raw_codec` compresses the
+    kept originals (rawstore.RAW_CODECS); `results` imports the result files of each
+    directory (None: they are noted as skipped, not runs)."""
     clean_staging(lake)
-    for path in paths:
-        path = Path(path)
-        if not path.exists():
-            yield Outcome(str(path), "error", f"{path}: no such file or directory")
-            continue
-        if options.mapping is not None:
-            yield _ingest_mapped(lake, path, options, replace, raw_codec)
-            continue
-        reader, tried = detect(path)
-        if reader is not None:
-            outcomes = ingest_runs(lake, path, reader, options, replace=replace, raw_codec=raw_codec)
-            yield from outcomes
-            if path.is_dir():  # a directory unit (excitation run, episode) may hold recordings
-                yield from _ingest_dir(lake, path, options, replace, raw_codec, results,
-                                       consumed={Path(p) for o in outcomes for p in o.files},
-                                       quiet=True)
-        elif path.is_dir():
-            yield from _ingest_dir(lake, path, options, replace, raw_codec, results)
-        else:
-            why = "; ".join(f"{name}: {reason}" for name, reason in tried) or "no readers"
-            err = IngestError(path, f"not a recognised recording ({why})", kind="unrecognised")
-            yield _reject(lake, path, err, None)
+    runner = SerialRunner(lake, options, replace, raw_codec)
+    for step in walk_inputs(lake, paths, options, runner, results):
+        yield from step()
 
 
-MAPPED_READER = "mapped_log"
-"""The reader of every file argument when `ReadOptions.mapping` is given."""
+class SerialRunner:
+    """The walk's runner of the serial ingest: each input ingested when it is submitted."""
 
+    def __init__(self, lake: Lake, options: ReadOptions, replace: bool, raw_codec: str) -> None:
+        self._lake, self._options, self._replace, self._codec = lake, options, replace, raw_codec
+        self._readers = {r.name: r for r in readers()}
+        self._done: list[list[Outcome]] = []
 
-def _ingest_mapped(lake: Lake, path: Path, options: ReadOptions, replace: bool,
-                   raw_codec: str) -> Outcome:
-    """One file read through the user's mapping (no detection: the mapping says what it is)."""
-    if path.is_dir():
-        return Outcome(str(path), "error", f"{path}: --mapping reads files, not a directory: "
-                       "name the log files")
-    if not Path(options.mapping).is_file():
-        return Outcome(str(path), "error", f"{options.mapping}: no such mapping file")
-    reader = next(r for r in readers() if r.name == MAPPED_READER)
-    return ingest_one(lake, path, reader, options, replace=replace, raw_codec=raw_codec)
+    def submit(self, path: Path, reader_name: str) -> int:
+        self._done.append(ingest_runs(self._lake, path, self._readers[reader_name], self._options,
+                                      replace=self._replace, raw_codec=self._codec))
+        return len(self._done) - 1
 
-
-def _ingest_dir(lake: Lake, folder: Path, options: ReadOptions, replace: bool,
-                raw_codec: str, results: ResultImporter | None,
-                consumed: set[Path] | None = None, quiet: bool = False) -> Iterator[Outcome]:
-    """Every recognisable entry of `folder` not in `consumed`, then its result files through
-    `results`, then a `skipped` note for each entry nothing recognised, or, when nothing at
-    all was, one `unrecognised` outcome listing them.
-    `quiet`: say nothing of unrecognised entries (they belong to a unit already ingested)."""
-    consumed = set(consumed or ())
-    unrecognised: list[tuple[Path, list[tuple[str, str]]]] = []
-    recognised = 0
-    for entry in sorted(folder.iterdir()):
-        if entry in consumed or entry.name.startswith("."):
-            continue
-        reader, tried = detect(entry)
-        if reader is None:
-            unrecognised.append((entry, tried))
-            continue
-        for outcome in ingest_runs(lake, entry, reader, options, replace=replace,
-                                   raw_codec=raw_codec):
-            consumed.update(Path(p) for p in outcome.files)
-            yield outcome
-        recognised += 1
-    imported = set()
-    for item in _import_results(folder, results):
-        imported.add(Path(item.path))
-        yield item
-    left = [(e, tried) for e, tried in unrecognised if e not in consumed and e not in imported]
-    if quiet:
-        return
-    if not recognised and not imported:
-        yield _nothing_recognised(folder, left)
-        return
-    for entry, tried in left:
-        why = "; ".join(f"{name}: {reason}" for name, reason in tried)
-        yield Outcome(str(entry), "skipped", f"{entry.name}: skipped, not recognised ({why})")
-
-
-def _nothing_recognised(folder: Path, seen: list[tuple[Path, list[tuple[str, str]]]]) -> Outcome:
-    """The outcome of a directory argument in which no reader matched anything: every entry
-    seen, with why each reader declined it (exit 1, nothing quarantined)."""
-    if not seen:
-        return Outcome(str(folder), "unrecognised", f"{folder}: nothing to ingest: the "
-                       "directory is empty (names starting with '.' are ignored)")
-    lines = [f"{folder}: nothing recognised: no reader matched any of its {len(seen)} "
-             f"entr{'y' if len(seen) == 1 else 'ies'}:"]
-    for entry, tried in seen:
-        why = "; ".join(f"{name}: {reason}" for name, reason in tried)
-        lines.append(f"  {entry.name}{'/' if entry.is_dir() else ''}: {why}")
-    return Outcome(str(folder), "unrecognised", "\n".join(lines),
-                   files=[str(e) for e, _ in seen])
-
-
-def _import_results(folder: Path, results: ResultImporter | None) -> Iterator[Outcome]:
-    """The result files under the directory, imported by `results` (fits, then
-    validations), one Outcome per file it answered for."""
-    for item in results(folder) if results is not None else ():
-        status = (("already_ingested" if item.get("existed") else "published") if item["ok"]
-                  else "rejected")
-        yield Outcome(item["path"], status, item["message"], format=item.get("kind"),
-                      partition=item.get("partition"), files=[item["path"]])
+    def outcomes(self, handle: int) -> list[Outcome]:
+        return self._done[handle]
 
 
 def ingest_runs(lake: Lake, path: Path, reader: SourceReader, options: ReadOptions, *,
@@ -198,7 +81,7 @@ def ingest_runs(lake: Lake, path: Path, reader: SourceReader, options: ReadOptio
     try:
         chosen = select(path, options)
     except IngestError as err:
-        return [_reject(lake, path, err, reader.name)]
+        return [rejected(lake, path, err, reader.name)]
     return [ingest_one(lake, path, reader, o, replace=replace, raw_codec=raw_codec)
             for o in chosen]
 
@@ -212,8 +95,8 @@ def ingest_one(lake: Lake, path: Path, reader: SourceReader, options: ReadOption
             raw.start_primary(path)
         return _ingest(lake, path, reader, options, replace, raw)
     except IngestError as err:
-        return _reject(lake, path, err, reader.name,
-                       [Path(options.mapping)] if options.mapping is not None else [])
+        return rejected(lake, path, err, reader.name,
+                        [Path(options.mapping)] if options.mapping is not None else [])
     finally:
         raw.discard()
 
@@ -293,17 +176,6 @@ def _existing_sha(partition: Path) -> str | None:
     if not run_file.exists():
         return None
     return pq.read_table(run_file, columns=["raw_sha256"]).column(0)[0].as_py()
-
-
-def _reject(lake: Lake, path: Path, err: IngestError, fmt: str | None,
-            also: list[Path] = ()) -> Outcome:
-    """Quarantine the input (with its companions and `also`: a mapping file) and say why."""
-    reason = err.as_dict() | {"format": fmt}
-    files = [path] + companion_candidates(path) if path.is_file() else [path]
-    files += [f for f in also if f.is_file() and f not in files]
-    qdir = quarantine(lake, files, reason)
-    return Outcome(str(path), "rejected", f"{err} (quarantined)", format=fmt,
-                   quarantine=str(qdir))
 
 
 def identity_sha256(stored: list, manifest_hash: bool) -> str | None:

@@ -166,13 +166,3 @@ def test_address_alone_and_a_dashboard_url_are_usage_errors(tmp_path):
     assert res.exit_code == 2 and "ray job submit --address http://127.0.0.1:8265" in res.stderr
     assert "pip install -c constraints.txt -e '.[cluster]'" in res.stderr
     shutil.rmtree(data)
-
-
-def test_mapping_with_workers_is_refused_before_anything_is_read(tmp_path):
-    log, mapping = tmp_path / "log.csv", tmp_path / "map.toml"
-    log.write_text("duration,q\n1,2\n")
-    mapping.write_text('[time]\ncolumn = "duration"\n')
-    res = CliRunner().invoke(app, ["ingest", str(log), "--mapping", str(mapping), "--workers", "2",
-                                   "--lake", str(tmp_path / "lake"), "--robot", "r"])
-    assert res.exit_code == 2 and "--mapping with --workers" in res.output
-    assert not (tmp_path / "lake" / "runs").exists()

@@ -73,8 +73,6 @@ def _ingest(paths: list[Path], lake: Optional[Path], robot: Optional[str], run: 
         fail(f"--raw-codec {raw_codec!r}: expected zstd, lz4 or none")
     if address is not None and not workers:
         fail("--address runs the ingest on a Ray cluster: give --workers N too")
-    if workers and mapping is not None:  # the fan-out's walk does not read through a mapping yet
-        fail("--mapping with --workers: mapped logs are ingested one after another; drop --workers")
     the_lake = Lake(resolve_lake(lake))
     if mapping is not None and not mapping.is_file():
         fail(f"--mapping {mapping}: no such file")
