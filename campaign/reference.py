@@ -128,14 +128,14 @@ def from_csv(path: str | Path, *, tail_s: float = 1.0, speed_limit_rad_s: float 
 
 def from_run(lake, selector: str, *, tail_s: float = 1.0, speed_limit_rad_s: float | None = None) -> Reference:
     """A recorded run's joint targets (first clean interval, or the one named by `:INTERVAL`)."""
+    from ..fit.replay import needs
     from ..fit.replay.intervals import read_frames, resolve
 
-    refs = resolve(lake, [selector], min_duration_s=0.0)
+    purpose = "be a campaign reference (--run)"
+    refs = resolve(lake, [selector], min_duration_s=0.0, needs=needs.REFERENCE, purpose=purpose, hint=None)
     table = read_frames(lake, refs[:1])[0]
-    cols = [f"q_target{j}" for j in range(1, 8)]
-    missing = [c for c in cols if c not in table.column_names]
-    if missing:
-        raise ValueError(f"--run {selector}: frames have no {', '.join(missing)} (not a joint-impedance run?)")
+    needs.require(table, refs[0].label, needs=needs.REFERENCE, purpose=purpose, hint=None)
+    cols = list(needs.NEEDS["targets"].columns)
     q = np.column_stack([table.column(c).to_numpy(zero_copy_only=False).astype(np.float64) for c in cols])
     seq = table.column("seq").to_numpy().astype(np.int64)
     r = refs[0]

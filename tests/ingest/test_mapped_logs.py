@@ -3,7 +3,10 @@ logger writes them: a clean 1 kHz recording of the independent test plant turned
 `plant.pc_logger` into the libfranka-example layout with a ms counter, ~6 % stale repeats,
 one tick in twelve skipped and a jittery clock. Both are counted and flagged, never
 interpolated; intervals list the clean stretches; the replay fit refuses the run (no
-controller, gains); bad mappings are refused naming file, key and column."""
+controller, gains) while a log of torques only is fitted by the torque route, validated by
+held-out torque prediction and refused by the replay with the one message of fit/replay/needs;
+a log with targets gives a campaign reference; bad mappings are refused naming file, key and
+column."""
 
 from __future__ import annotations
 
@@ -51,12 +54,16 @@ def pc(tmp_path_factory):
     q_ref = READY + 0.15 * np.sin(2 * np.pi * 0.5 * t[:, None] + np.arange(7))
     rec = record(write_reference(d / "reference.csv", t, q_ref), d / "clean.csv",
                  settle_s=0.3, tail_s=0.2)
-    table = pacsv.read_csv(rec.csv_path)
-    clean = {name: table.column(name).to_numpy() for name in table.column_names}
+    clean = _columns(rec.csv_path)
     log = pc_log(clean, PcLogger(seed=4))
     mapping = d / "libfranka.toml"
     mapping.write_text(LIBFRANKA_MAPPING)
     return log, write_csv(log, d / "panda_log.csv"), mapping
+
+
+def _columns(csv: Path) -> dict[str, np.ndarray]:
+    table = pacsv.read_csv(csv)
+    return {name: table.column(name).to_numpy() for name in table.column_names}
 
 
 def _ingest(lake: Path, path: Path, mapping: Path, run: str, robot: str = "panda"):
@@ -167,6 +174,63 @@ def test_a_mapped_joint_impedance_run_with_gains_is_replayable(pc, tmp_path):
     assert row["K_joint"] == [600, 600, 600, 600, 250, 150, 50] and row["controllers"] == [2]
     refs = resolve(lake, ["panda/pc_ji"], min_duration_s=0.01)
     assert refs and all(r.run == "pc_ji" for r in refs)
+
+
+TORQUES_ONLY = '[time]\ncolumn = "duration"\nunit = "ms"\n[columns]\nq = "q[{i}]"\ndq = "dq[{i}]"\ntau_measured = "tau_J[{i}]"\n'
+
+
+def _twinlake(lake: Path, *args: str) -> subprocess.CompletedProcess:
+    env = dict(os.environ, TWINLAKE_LAKE=str(lake))
+    return subprocess.run([sys.executable, "-m", "twinlake", *args], capture_output=True, text=True, env=env,
+                          timeout=300)
+
+
+def test_a_log_of_torques_only_is_fitted_by_the_torque_route_and_refused_by_the_replay(pc, tmp_path):
+    log, csv, _ = pc
+    mapping = tmp_path / "torques.toml"
+    mapping.write_text(TORQUES_ONLY)
+    lake = tmp_path / "lake"
+    clean = _columns(csv.parent / "clean.csv")  # the recording the log was written from
+    held_out = write_csv(pc_log(clean, PcLogger(seed=9)), tmp_path / "held_out.csv")  # other stale rows and skips
+    assert _ingest(lake, csv, mapping, "tq")[0].status == "published"
+    assert _ingest(lake, held_out, mapping, "tq_b")[0].status == "published"
+    fitted = _twinlake(lake, "fit", "run", "--method", "torque", "--train", "panda/tq", "--id", "tq-fit", "--json")
+    assert fitted.returncode == 0, fitted.stderr
+    (settings,) = connect(lake).execute("SELECT settings_json FROM fits WHERE fit = 'tq-fit'").fetchone()
+    assert json.loads(settings)["method"] == "torque"
+    refused = _twinlake(lake, "fit", "run", "--train", "panda/tq", "--min-seconds", "0.005", "--workers", "0")
+    assert refused.returncode == 2
+    (line,) = refused.stderr.strip().splitlines()
+    assert line.endswith("run panda/tq: cannot be replayed: no controller (joint impedance, 2), no joint targets "
+                         "(q_target), no gains (K_joint, D_joint) recorded; it needs the controller, targets, gains "
+                         "(fit such a run with --method torque: it needs only q, dq and a torque)"), line
+    assert connect(lake).execute("SELECT count(*) FROM fits").fetchone() == (1,)  # the refusal wrote nothing
+    scored = _twinlake(lake, "fit", "validate", "tq-fit", "--runs", "panda/tq_b", "--json")
+    assert scored.returncode == 0, scored.stderr
+    row = json.loads(scored.stdout)
+    assert row["run"] == "panda/tq_b" and row["method"] == "torque prediction (not replayable)"
+    assert row["passed"] is True and row["variance_explained_all"] > 0.9, row
+
+
+def test_a_campaign_reference_is_taken_from_a_mapped_log_with_targets(pc, tmp_path):
+    from twinlake.campaign.reference import from_run
+
+    log, csv, mapping = pc  # q_target mapped, no controller or gains
+    lake = tmp_path / "lake"
+    _ingest(lake, csv, mapping, "ref")
+    ref = from_run(lake, "panda/ref", speed_limit_rad_s=2.0)
+    frames = _frames(lake, "ref")
+    first = clean_intervals(connect(lake), run="ref").to_pylist()[0]
+    rows = (frames.column("seq").to_numpy() >= first["seq_first"]) & (frames.column("seq").to_numpy() <= first["seq_last"])
+    want = np.column_stack([frames.column(f"q_target{j}").to_numpy()[rows] for j in range(1, 8)])
+    np.testing.assert_array_equal(ref.targets_rad, want)
+    assert ref.source == "panda/ref:0"
+    torques_only = tmp_path / "torques.toml"
+    torques_only.write_text(TORQUES_ONLY)
+    _ingest(lake, csv, torques_only, "bare")
+    with pytest.raises(ValueError, match=r"^run panda/bare: cannot be a campaign reference \(--run\): no joint "
+                                         r"targets \(q_target\) recorded; it needs the targets$"):
+        from_run(lake, "panda/bare")
 
 
 def test_parquet_and_npz_logs_give_the_same_frames(pc, tmp_path):

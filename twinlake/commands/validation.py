@@ -31,8 +31,8 @@ def _torque_held_out(root, fit: str, runs: list[str], max_floor_ratio: float, as
     or gains): their held-out torque prediction is scored and printed here; returns the runs
     left to replay and whether a scored one failed."""
     from ..catalog import connect
-    from ..catalog.selection import parse_selector, resolve_run, run_frames, run_intervals
-    from ..fit.replay.intervals import missing_controller_inputs
+    from ..catalog.selection import parse_selector, resolve_run, run_intervals
+    from ..fit.replay import needs
     from ..fit.records.record import load_fit
     from ..fit.torque.held_out import held_out_scores, is_torque_fit
 
@@ -46,8 +46,8 @@ def _torque_held_out(root, fit: str, runs: list[str], max_floor_ratio: float, as
             for text in runs:
                 sel = parse_selector(text)
                 row = resolve_run(con, sel.run, sel.robot)
-                if not run_intervals(con, row["robot"], sel.run) or \
-                        missing_controller_inputs(run_frames(con, row["robot"], sel.run)):
+                clean = run_intervals(con, row["robot"], sel.run)
+                if not clean or needs.missing_in_run(con, row["robot"], sel.run, clean[0]["seq_first"]):
                     scored.append(text)
         finally:
             con.close()
