@@ -24,6 +24,9 @@ make_callback(offsets, magic, slots) → a numba cfunc `void(const mjModel*, mjD
 
 from __future__ import annotations
 
+import hashlib
+from pathlib import Path
+
 import numpy as np
 from numba import carray, cfunc, njit, types
 from numba.extending import intrinsic
@@ -38,6 +41,8 @@ from .replay_context import (  # the context table's slots and values
     SUM_SQ, TABLE, TAU_OUT, TAU_PREV,
 )
 
+_HERE = Path(__file__).resolve().parent
+_INLINED_SOURCES = ("_callback_body.py", "kernels.py", "load_dynamics.py", "replay_context.py", "fr3.py")
 _CART_LIMIT_NM = np.ascontiguousarray(CART_TORQUE_LIMIT_NM, dtype=np.float64)
 
 
@@ -195,6 +200,20 @@ def _add_joint_extras(p, ctx, qvel, applied, dofadr):
                                                               extras[p, 14 + j], extras[p, 21 + j], extras[p, 28 + j])
 
 
+def source_digest() -> int:
+    """A 63-bit digest of the sources compiled into the callback (this module and the sim
+    modules it inlines: kernels, load_dynamics, replay_context, fr3).
+
+    numba keys a cached function on its own bytecode and closure values and stamps it with its
+    own file only; a change to an inlined kernel or a context slot elsewhere would otherwise
+    reuse stale machine code (wrong slots are wrong addresses). With the digest a closure
+    value, any change to any of these files compiles afresh."""
+    hasher = hashlib.sha256()
+    for name in _INLINED_SOURCES:
+        hasher.update((_HERE / name).read_bytes())
+    return int.from_bytes(hasher.digest()[:8], "little") >> 1 or 1
+
+
 def make_callback(offsets: dict[str, int], magic: float, slots: int):
     """The cfunc for a layout: offsets of qpos, qvel, qfrc_bias, qfrc_applied, userdata,
     site_xpos, site_xmat, xanchor and xaxis in mjData and of nuserdata in mjModel
@@ -204,9 +223,13 @@ def make_callback(offsets: dict[str, int], magic: float, slots: int):
     off_kin = (offsets["site_xpos"], offsets["site_xmat"], offsets["xanchor"], offsets["xaxis"])
     n_context = CONTEXT_SIZE
     big = 1 << 40  # carray lengths for MjData's arrays: indexed only at the arm's addresses
+    digest = source_digest()
 
-    @cfunc(types.void(types.voidptr, types.voidptr), nopython=True, error_model="numpy", boundscheck=False)
+    @cfunc(types.void(types.voidptr, types.voidptr), nopython=True, error_model="numpy", boundscheck=False,
+           cache=True)
     def control(m, d):
+        if digest == 0:  # never: puts the sources' digest among the closure values numba's cache is keyed on
+            return
         model_address, data_address = _address_of(m), _address_of(d)
         if _word(model_address + off_nuserdata) < slots:
             return

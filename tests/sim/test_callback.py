@@ -188,3 +188,30 @@ def test_either_loop_writes_exactly_the_sample_ticks(model, compiled_loop):
     errors = engine.mean_square_errors(params, 1e-3, 1e-2)
     want = np.mean(((part.q - some.q_ref[None]) / 1e-3) ** 2, axis=(1, 2))
     np.testing.assert_allclose(errors[:, 0, 0], want, rtol=1e-12)
+
+
+def test_a_fresh_process_loads_the_compiled_callback_from_numba_s_cache():
+    """The cfunc is compiled once per machine, not per process (a Ray actor, a CLI run)."""
+    import subprocess
+    import sys
+
+    callback._callback()  # compiled (and saved) here, or loaded
+    probe = "from twinlake.sim import callback; print(callback._callback()._cache_hits)"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split()[-1] == "1"
+
+
+def test_the_cache_key_covers_every_sim_module_the_callback_inlines():
+    """numba stamps a cached function with its own file only: every sim module the body
+    imports from is hashed into the closure digest its cache is keyed on."""
+    import ast
+
+    from twinlake.sim import _callback_body
+
+    tree = ast.parse(open(_callback_body.__file__).read())
+    imported = {f"{node.module}.py" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.level == 1}
+    assert imported and imported <= set(_callback_body._INLINED_SOURCES)
+    control = callback._callback()
+    cells = [c.cell_contents for c in control._pyfunc.__closure__]
+    assert _callback_body.source_digest() in cells
