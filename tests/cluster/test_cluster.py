@@ -1,7 +1,8 @@
 """Fits, campaigns and jobs on a real two-node Ray cluster started with `ray start`
 (docs/ray.md's recipe): `fit run --address` spreads its actors over both nodes and gives the
-local run's fit bit for bit; `ray job submit` of a fit and of a campaign ends SUCCEEDED with
-their results in the lake; `ray job stop` then `--resume` gives the uninterrupted fit; the
+local run's fit bit for bit; `ray job submit` of a fit, stopped with `ray job stop` and resubmitted
+with `--resume`, gives the uninterrupted fit, and a campaign job ends SUCCEEDED with its
+results in the lake; the
 second node killed mid-fit (its raylet ended by pid) costs an actor, replaced on the head, and
 nothing else. Every fit here has the same settings, so one local run is the reference of all.
 The node-kill test runs last: the second node is gone after it."""
@@ -118,23 +119,6 @@ def test_fit_with_address_puts_an_actor_on_each_node_and_gives_the_local_fit(two
     _same_fit(load_fit(cluster_lake, "on-two-nodes"), local_fit)
 
 
-def test_ray_job_submit_of_a_fit_and_of_a_campaign_succeed_with_results_in_the_lake(
-        two_nodes, cluster_lake, local_fit, tmp_path):
-    _submit(two_nodes, "fit-job", _fit_cmd(cluster_lake, "fit-by-job", "auto"))
-    assert _status(two_nodes, "fit-job") == "SUCCEEDED"
-    logs = _ray(two_nodes, "logs", "--address", two_nodes.dashboard, "fit-job").stdout
-    assert '"fit": "fit-by-job"' in logs  # the job's --json summary, through `ray job logs`
-    _same_fit(load_fit(cluster_lake, "fit-by-job"), local_fit)
-    reference = make_reference(tmp_path / "excite", seconds=0.6)
-    _submit(two_nodes, "campaign-job", [TWINLAKE, "campaign", "run", "--lake", str(cluster_lake),
-                                        "--fit", "fit-by-job", "--reference", str(reference), "--episodes", "2",
-                                        "--chunk", "1", "--workers", "2", "--address", "auto", "--id", "on-cluster",
-                                        "--samples", "none"])
-    assert _status(two_nodes, "campaign-job") == "SUCCEEDED"
-    store = CampaignStore(cluster_lake, "on-cluster")
-    assert store.read_config()["fit"] == "fit-by-job" and len(store.summaries()) == 2
-
-
 def _wait_checkpoint(lake: Path, fit_id: str, timeout_s: float = 240) -> int:
     """The generation of the fit's first checkpoint, as soon as one is written."""
     path = work_dir(Lake(lake), fit_id) / "checkpoint.pkl"
@@ -149,7 +133,11 @@ def _wait_checkpoint(lake: Path, fit_id: str, timeout_s: float = 240) -> int:
     raise TimeoutError(f"no checkpoint of {fit_id} after {timeout_s} s")
 
 
-def test_ray_job_stop_then_resume_gives_the_uninterrupted_fit(two_nodes, cluster_lake, local_fit):
+def test_a_fit_job_stopped_then_resumed_and_a_campaign_job_succeed_with_results_in_the_lake(
+        two_nodes, cluster_lake, local_fit, tmp_path):
+    """`ray job submit` of a fit, `ray job stop` after its first checkpoint, a resubmitted
+    `--resume` job ending SUCCEEDED with the uninterrupted fit (its --json summary through
+    `ray job logs`), then a campaign job on that fit."""
     _submit(two_nodes, "stopped-fit", _fit_cmd(cluster_lake, "stopped", "auto"), wait=False)
     assert _wait_checkpoint(cluster_lake, "stopped") >= 1
     _ray(two_nodes, "stop", "--address", two_nodes.dashboard, "stopped-fit")
@@ -159,7 +147,17 @@ def test_ray_job_stop_then_resume_gives_the_uninterrupted_fit(two_nodes, cluster
     _submit(two_nodes, "resumed-fit", [TWINLAKE, "fit", "run", "--lake", str(cluster_lake), "--resume", "stopped",
                                        "--workers", "2", "--address", "auto", "--json"])
     assert _status(two_nodes, "resumed-fit") == "SUCCEEDED"
+    logs = _ray(two_nodes, "logs", "--address", two_nodes.dashboard, "resumed-fit").stdout
+    assert '"fit": "stopped"' in logs  # the job's --json summary, through `ray job logs`
     _same_fit(load_fit(cluster_lake, "stopped"), local_fit)
+    reference = make_reference(tmp_path / "excite", seconds=0.6)
+    _submit(two_nodes, "campaign-job", [TWINLAKE, "campaign", "run", "--lake", str(cluster_lake),
+                                        "--fit", "stopped", "--reference", str(reference), "--episodes", "2",
+                                        "--chunk", "1", "--workers", "2", "--address", "auto", "--id", "on-cluster",
+                                        "--samples", "none"])
+    assert _status(two_nodes, "campaign-job") == "SUCCEEDED"
+    store = CampaignStore(cluster_lake, "on-cluster")
+    assert store.read_config()["fit"] == "stopped" and len(store.summaries()) == 2
 
 
 def test_second_node_killed_mid_fit_its_actor_is_replaced_on_the_head(two_nodes, cluster_lake, local_fit):
