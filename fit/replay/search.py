@@ -29,7 +29,6 @@ from __future__ import annotations
 import pickle
 from dataclasses import dataclass
 
-import cma
 import numpy as np
 
 from .space import ParameterSpace
@@ -113,6 +112,8 @@ class MixedSearch:
         self._es = None
         self._cma_rng_state = None
         if n_free:
+            import cma  # ~2 s of imports (scipy.stats, matplotlib): only where CMA-ES runs
+
             saved = np.random.get_state()
             try:
                 self._es = cma.CMAEvolutionStrategy(

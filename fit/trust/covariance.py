@@ -40,7 +40,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
 HAC = "hac_bartlett_andrews"
 IID = "gauss_newton_iid"
@@ -76,6 +75,8 @@ class CovarianceEstimate:
     @property
     def t95(self) -> float:
         """Two-sided 95 % t quantile at `dof`."""
+        from scipy import stats  # ~1 s to import; only when intervals are computed
+
         return float(stats.t.ppf(0.975, max(self.dof, 1)))
 
     @property
