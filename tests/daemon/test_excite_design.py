@@ -6,6 +6,7 @@ import json
 from typer.testing import CliRunner
 
 from twinlake.cli import app
+from twinlake.excitation_design.excite import SPEED_FRACTION
 
 
 def test_design_respects_bounds_and_stores_predictions(tmp_path):
@@ -17,7 +18,7 @@ def test_design_respects_bounds_and_stores_predictions(tmp_path):
     assert len(design["predicted_half_width_rel"]) == 28
     assert design["predicted_worst_rel"] < design["baseline_predicted_worst_rel"]
     peaks = meta["reference_peaks"]
-    assert max(peaks["velocity_rad_s"]) <= 0.8 * 0.1 + 1e-9 and max(peaks["acceleration_rad_s2"]) <= 0.3
+    assert max(peaks["velocity_rad_s"]) <= SPEED_FRACTION * 0.1 + 1e-9 and max(peaks["acceleration_rad_s2"]) <= 0.3
     assert max(peaks["jerk_rad_s3"]) <= 2.0
     assert max(peaks["offset_rad"]) <= max(design["bounds"]["position_rad"]) + 1e-12
     assert len(meta["plan"]["tone_table"]) == 7
