@@ -204,14 +204,22 @@ def test_a_fresh_process_loads_the_compiled_callback_from_numba_s_cache():
 
 def test_the_cache_key_covers_every_sim_module_the_callback_inlines():
     """numba stamps a cached function with its own file only: every sim module the body
-    imports from is hashed into the closure digest its cache is keyed on."""
+    imports from, directly or through another, is hashed into the closure digest its cache is
+    keyed on."""
     import ast
+    from pathlib import Path
 
     from twinlake.sim import _callback_body
 
-    tree = ast.parse(open(_callback_body.__file__).read())
-    imported = {f"{node.module}.py" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.level == 1}
-    assert imported and imported <= set(_callback_body._INLINED_SOURCES)
+    folder = Path(_callback_body.__file__).parent
+    reached, todo = set(), ["_callback_body.py"]
+    while todo:
+        name = todo.pop()
+        reached.add(name)
+        tree = ast.parse((folder / name).read_text())
+        todo += [f"{node.module}.py" for node in ast.walk(tree)
+                 if isinstance(node, ast.ImportFrom) and node.level == 1 and f"{node.module}.py" not in reached]
+    assert len(reached) > 1 and reached <= set(_callback_body._INLINED_SOURCES)
     control = callback._callback()
     cells = [c.cell_contents for c in control._pyfunc.__closure__]
     assert _callback_body.source_digest() in cells
