@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from campaign_inputs import FIT_ID, make_fit
-from twinlake.campaign.sampling import declared, parse_ranges, posterior
+from twinlake.campaign.sampling import declared, parse_ranges, posterior, truncated_normal_ppf
 from twinlake.fit.records.export import export_fit, randomization_doc
 from twinlake.fit.records.record import load_fit
 from twinlake.sim import LAYOUT
@@ -23,6 +23,16 @@ def test_draws_are_seeded_per_episode_and_inside_the_bounds(lake):
     assert not np.array_equal(a, dist.draw(7, 4)) and not np.array_equal(a, dist.draw(8, 3))
     many = np.stack([dist.draw(7, i) for i in range(300)])
     assert (many >= LAYOUT.bounds[:, 0]).all() and (many <= LAYOUT.bounds[:, 1]).all()
+
+
+def test_truncated_normal_quantile_matches_scipys_reference_in_both_tails():
+    from scipy import stats
+
+    grid = [(-np.inf, np.inf), (-1.0, 2.0), (3.0, 9.0), (-40.0, -35.0), (8.0, np.inf), (-np.inf, -6.0), (0.0, 1e-9)]
+    for a, b in grid:
+        for u in (0.0, 1e-9, 0.25, 0.5, 0.9, 1 - 1e-9):
+            ref, got = stats.truncnorm.ppf(u, a, b), truncated_normal_ppf(u, a, b)
+            assert a <= got <= b and got == pytest.approx(ref, rel=1e-9, abs=1e-12), (a, b, u, got, ref)
 
 
 def test_posterior_follows_the_stored_errors_and_delay_probabilities(lake):
