@@ -10,6 +10,7 @@ posterior."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -18,7 +19,7 @@ from typer.testing import CliRunner
 from twinlake.catalog import connect
 from twinlake.cli import app
 from twinlake.fit.records.record import list_fits, load_fit
-from twinlake.demo import DemoConfig
+from twinlake.demo import DemoConfig, _new_fit_id, ingest_runs, record_runs
 from twinlake.sim import DEMO_PROFILE_PATH, PARAM_NAMES, load_params
 from twinlake.sim.load import EndLoad
 
@@ -97,9 +98,29 @@ def test_reduced_demo_end_to_end(tmp_path, ray_cluster):
     con = connect(lake)
     runs = con.execute("select run, verdict from runs order by run").fetchall()
     assert [r[0] for r in runs] == ["demo-holdout", "demo-train-1", "demo-train-2"]
-    # a second demo on the same lake reuses the (deterministic) recordings and adds a fit
-    again = CliRunner().invoke(app, ["demo", "--lake", str(lake), "--out", str(out), "--population", "6",
-                                     "--generations", "1", "--seconds", "1.5", "--refine", "0",
-                                     "--workers", "2", "--address", ray_cluster, "--campaign-episodes", "0"])
-    assert again.exit_code == 0, again.output[-3000:]
-    assert "reusing" in again.output and len(list_fits(lake)) == 4
+
+
+def test_a_second_demo_reuses_its_recordings_and_adds_a_fit_beside_the_first(tmp_path):
+    """What a second `twinlake demo` on the same lake and out folder does before its fits: the
+    deterministic recordings are found and reused byte for byte, ingesting them again adds no
+    run, and the fit id of a stem already taken gets a suffix (the end-to-end demo above runs
+    the fits)."""
+    from rich.console import Console
+
+    lake, out = tmp_path / "lake", tmp_path / "out"
+    cfg = replace(DemoConfig(), seconds=1.5)
+    console = Console(file=open(tmp_path / "console.txt", "w"), width=110)
+    first = record_runs(cfg, out, console)
+    ingest_runs(lake, first, console)
+    before = {p: p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}
+    again = record_runs(cfg, out, console)
+    assert [r.reused for _, r in first] == [False] * 3 and [r.reused for _, r in again] == [True] * 3
+    assert {p: p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()} == before
+    ingest_runs(lake, again, console)
+    console.file.close()
+    text = (tmp_path / "console.txt").read_text()
+    assert text.count("reusing") == 3 and text.count("passes fr3_stack's guards") == 6, text
+    con = connect(lake)
+    assert con.execute("select count(*) from runs").fetchone()[0] == 3
+    (lake / "fits" / "fit=demo-x").mkdir(parents=True)
+    assert _new_fit_id(lake, "demo-x") == "demo-x-2" and _new_fit_id(lake, "demo-y") == "demo-y"
