@@ -14,7 +14,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fit"))
 
 import synth  # noqa: E402  (tests/fit/synth.py: synthetic joint-impedance runs of a known truth)
 
-SMALL_FIT = ["--population", "4", "--generations", "1", "--refine", "0", "--max-seconds", "0.3",
+SMALL_FIT = ["--method", "cma", "--population", "4", "--generations", "1", "--refine", "0", "--max-seconds", "0.3",
              "--workers", "0", "--json"]
 
 
