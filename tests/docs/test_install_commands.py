@@ -39,7 +39,12 @@ def test_ci_runs_exactly_the_readme_test_command():
 
 def test_both_readme_commands_install_the_pins():
     for after in ("Set up and run the main job", "Set up and run the tests"):
-        assert "pip install -q -c constraints.txt -e " in _readme_command(after)
+        command = _readme_command(after)
+        assert "pip install -q -c constraints.txt uv && uv pip install -q -c constraints.txt -e " in command
+
+
+def test_the_installer_is_pinned_too():
+    assert "uv" in _pins(), f"constraints.txt must pin uv, the installer both README commands use; {REFRESH_HINT}"
 
 
 def test_every_declared_requirement_is_pinned_within_its_range():
