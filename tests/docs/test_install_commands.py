@@ -40,7 +40,7 @@ def test_ci_runs_exactly_the_readme_test_command():
 def test_both_readme_commands_install_the_pins():
     for after in ("Set up and run the main job", "Set up and run the tests"):
         command = _readme_command(after)
-        assert "pip install -q -c constraints.txt uv && uv pip install -q -c constraints.txt -e " in command
+        assert "pip install -q -c constraints.txt uv && uv pip install -q --compile-bytecode -c constraints.txt -e " in command
 
 
 def test_the_installer_is_pinned_too():
