@@ -10,7 +10,9 @@ MuJoCo's `mujoco.sysid` evaluates its Jacobian columns as one batch). The stages
    over it, each replayed from its recorded start state): `starts` points — the nominal
    parameters (Menagerie's, clipped into the box) and scrambled Halton points in the box,
    seeded — each take the best delay of a scan over every delay choice, then run
-   `CHEAP_ITERATIONS` LM iterations together (their Jacobians and steps in one batch each);
+   `CHEAP_ITERATIONS` LM iterations together (their Jacobians and steps in one batch each; a start
+   stops once an iteration gains less than the full stage's rule below gives for the cheap
+   windows' residual count, so a start far above the floor that barely moves stops early);
    every start's delay is scanned again at its converged point and a start whose best delay
    moved continues LM there (at most `DELAY_ROUNDS` times); the delay of the best start is then profiled: each neighbouring delay (±1 ms) gets
    `PROFILE_ITERATIONS` LM iterations from the converged point, and the best becomes the delay.
@@ -53,6 +55,7 @@ from __future__ import annotations
 import pickle
 import time
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 from typing import Callable
 
@@ -171,22 +174,24 @@ def _scan_offsets(pool, combine, space: ParameterSpace, z: np.ndarray, delay: in
 
 
 def cheap_stage(pool, combine, space: ParameterSpace, starts: int, seed: int, iterations: int,
-                note=None, first=None) -> dict:
+                note=None, first=None, rel_tol: float = REL_TOL) -> dict:
     """Stage 1 on the cheap pool: {z (n,), delay, loss, start_losses (K,), start_delays (K,), rows,
-    offsets (7,) the delay offsets}; `first`: the first start's parameter vector (None: nominal)."""
+    offsets (7,) the delay offsets}; `first`: the first start's parameter vector (None: nominal);
+    each LM stops once an iteration gains less than `rel_tol` of its loss."""
     rows: list = []
+    lm = partial(lm_batch, rel_tol=rel_tol)
     z = start_points(space, starts, seed, first)
     delays, loss = _scan_delays(pool, combine, space, z)
-    z, loss = lm_batch(pool, combine, space, z, delays, loss, iterations, rows, "local-cheap", note)
+    z, loss = lm(pool, combine, space, z, delays, loss, iterations, rows, "local-cheap", note)
     for _ in range(DELAY_ROUNDS):  # the delay's discrete neighbourhood of every start
         scanned, scanned_loss = _scan_delays(pool, combine, space, z)
         moved = (scanned != delays) & (scanned_loss < loss)
         if not moved.any():
             break
         delays, loss = np.where(moved, scanned, delays), np.where(moved, scanned_loss, loss)
-        zm, lm = lm_batch(pool, combine, space, z[moved], delays[moved], loss[moved], iterations, rows,
-                          "local-cheap", note)
-        z[moved], loss[moved] = zm, lm
+        zm, lm_ = lm(pool, combine, space, z[moved], delays[moved], loss[moved], iterations, rows,
+                     "local-cheap", note)
+        z[moved], loss[moved] = zm, lm_
     best = int(np.argmin(loss))  # ties: the lower start
     zb, db, lb = z[best], int(delays[best]), float(loss[best])
     choices = set(space.delay_choices.tolist())
@@ -194,13 +199,13 @@ def cheap_stage(pool, combine, space: ParameterSpace, starts: int, seed: int, it
     if neighbours.size:
         zn = np.repeat(zb[None], len(neighbours), axis=0)
         ln = np.asarray(combine(pool.evaluate(space.decode(zn, neighbours))))
-        zn, ln = lm_batch(pool, combine, space, zn, neighbours, np.where(np.isfinite(ln), ln, np.inf),
-                          PROFILE_ITERATIONS, rows, "local-cheap", note)
+        zn, ln = lm(pool, combine, space, zn, neighbours, np.where(np.isfinite(ln), ln, np.inf),
+                    PROFILE_ITERATIONS, rows, "local-cheap", note)
         k = int(np.argmin(ln))
         if ln[k] < lb:
             zb, db, lb = zn[k], int(neighbours[k]), float(ln[k])
-            zb_l = lm_batch(pool, combine, space, zb[None], np.array([db]), np.array([lb]), iterations, rows,
-                            "local-cheap", note)
+            zb_l = lm(pool, combine, space, zb[None], np.array([db]), np.array([lb]), iterations, rows,
+                      "local-cheap", note)
             zb, lb = zb_l[0][0], float(zb_l[1][0])
     offsets = space.base_offsets
     for _ in range(OFFSET_ROUNDS if space.free_offset_joints else 0):  # per-joint delays, coordinate-wise
@@ -210,8 +215,8 @@ def cheap_stage(pool, combine, space: ParameterSpace, starts: int, seed: int, it
         offsets = moved
         if note is not None:
             note(f"local-cheap: delay offsets {offsets.tolist()} ms, loss {lo:.4g}")
-        zl, ll = lm_batch(pool, combine, space.with_offsets(offsets), zb[None], np.array([db]), np.array([lo]),
-                          iterations, rows, "local-cheap", note)
+        zl, ll = lm(pool, combine, space.with_offsets(offsets), zb[None], np.array([db]), np.array([lo]),
+                    iterations, rows, "local-cheap", note)
         zb, lb = zl[0], float(ll[0])
     return {"z": zb, "delay": db, "loss": lb, "start_losses": loss, "start_delays": delays, "start_z": z,
             "rows": rows, "offsets": offsets}
@@ -239,9 +244,9 @@ def gates(start_losses: np.ndarray, full_loss: float, floor: float | None, floor
             f"(gate {FLOOR_GATE:g}×)"] + failed, []
 
 
-def full_rel_tol(data, n_free: int) -> float:
-    """The full-data LM's stopping tolerance: FULL_STOP_SE² · k / (M − k) (at least fit/replay/refine.py's
-    REL_TOL), M = the residual count of `data` (2 · 7 · samples per interval)."""
+def lm_rel_tol(data, n_free: int) -> float:
+    """The LM's stopping tolerance on `data` (the cheap windows or the full data): FULL_STOP_SE² · k / (M − k)
+    (at least fit/replay/refine.py's REL_TOL), M = the residual count of `data` (2 · 7 · samples per interval)."""
     rows = sum(2 * inp.q_ref.size for inp in data.inputs)
     return max(REL_TOL, FULL_STOP_SE ** 2 * n_free / max(rows - n_free, 1))
 
@@ -289,7 +294,8 @@ def local_seed(wd: Path, settings, seed: int, data, pool, cheap_pool_factory: Ca
         cheap_pool, cheap_data = cheap_pool_factory(pool)
         try:
             cheap = cheap_stage(cheap_pool, FitProblem(cheap_data).combine, space, settings.starts, seed,
-                                CHEAP_ITERATIONS, note, getattr(settings, "start_params", None))
+                                CHEAP_ITERATIONS, note, getattr(settings, "start_params", None),
+                                rel_tol=lm_rel_tol(cheap_data, len(space.free_indices)))
         finally:
             cheap_pool.close()
         rows = cheap.pop("rows")
@@ -346,7 +352,7 @@ def _full_lm(pool, combine, settings, data, z: np.ndarray, delay: int, offsets, 
     last: dict = {}
     params, loss, rows = refine(pool, combine, space, x0, None, settings.refine_iterations or FULL_ITERATIONS,
                                 on_iteration=lambda i, l, d: note(f"full LM {i} (delay {d} ms): loss {l:.4g}"),
-                                profile_delay=False, rel_tol=full_rel_tol(data, len(space.free_indices)),
+                                profile_delay=False, rel_tol=lm_rel_tol(data, len(space.free_indices)),
                                 last=last, predict_stop=True)
     for r in rows:
         r["stage"] = "local-full"
@@ -374,7 +380,8 @@ def _explore_starts(state: dict, pool, combine, settings, data, cheap_pool_facto
     try:
         rows: list = []
         zs, ls = lm_batch(cheap_pool, FitProblem(cheap_data).combine, space, cheap["start_z"][worse],
-                          cheap["start_delays"][worse], losses[worse], CHEAP_ITERATIONS, rows, "local-cheap", note)
+                          cheap["start_delays"][worse], losses[worse], CHEAP_ITERATIONS, rows, "local-cheap", note,
+                          rel_tol=lm_rel_tol(cheap_data, len(space.free_indices)))
     finally:
         cheap_pool.close()
     for r in rows:

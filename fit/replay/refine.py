@@ -138,10 +138,11 @@ def refine(pool, combine, space: ParameterSpace, best: np.ndarray, best_loss: fl
 
 
 def lm_batch(pool, combine, space: ParameterSpace, z: np.ndarray, delays: np.ndarray, loss: np.ndarray,
-             iterations: int, rows: list, stage: str, note=None) -> tuple[np.ndarray, np.ndarray]:
+             iterations: int, rows: list, stage: str, note=None, rel_tol: float = REL_TOL
+             ) -> tuple[np.ndarray, np.ndarray]:
     """Projected LM (fit/replay/refine.py's step) on K points at once: per iteration one residual
     batch of K·(n+1) candidates and one loss batch of K·len(LAMBDAS); a point stops once its
-    relative decrease is below REL_TOL. Returns (z (K, n), loss (K,))."""
+    relative decrease is below `rel_tol`. Returns (z (K, n), loss (K,))."""
     z, loss = z.copy(), loss.astype(np.float64).copy()
     n, active = z.shape[1], np.isfinite(loss)  # an unstable start does not move
     for _ in range(iterations):
@@ -172,7 +173,7 @@ def lm_batch(pool, combine, space: ParameterSpace, z: np.ndarray, delays: np.nda
         tl = np.where(np.isfinite(tl), tl, np.inf)
         for k, i in enumerate(idx):
             j = int(np.argmin(tl[k]))
-            active[i] = tl[k, j] < loss[i] * (1.0 - REL_TOL)
+            active[i] = tl[k, j] < loss[i] * (1.0 - rel_tol)
             if tl[k, j] < loss[i]:
                 z[i], loss[i] = trial[k * len(LAMBDAS) + j], float(tl[k, j])
         finite = tl[np.isfinite(tl)]
