@@ -34,6 +34,14 @@ class BodyBlock:
     start: int
 
 
+# The smallest eigenvalue every identified body's pseudo-inertia keeps [kg·m² on the Σ block,
+# kg on the mass]: a body the data push onto the physical boundary (a link whose principal
+# moments the torques cannot tell apart ends planar, A + B = C) stays 2e-7 kg·m² inside the
+# triangle inequalities, so the 9 digits an MJCF export writes do not break them (MuJoCo
+# refuses A + B < C).
+PSEUDO_INERTIA_MARGIN = 1e-7
+
+
 def pseudo_inertia(theta: np.ndarray) -> np.ndarray:
     """The 4 × 4 pseudo-inertia J = [[Σ, h], [hᵀ, m]], Σ = ½ tr(I)·1 − I, of θ (10,)."""
     m, hx, hy, hz, ixx, ixy, iyy, ixz, iyz, izz = theta
@@ -54,19 +62,20 @@ def theta_from_pseudo(j: np.ndarray) -> np.ndarray:
 
 
 def from_log_cholesky(z: np.ndarray) -> np.ndarray:
-    """θ (10,) of log-Cholesky coordinates z = (α, d1, d2, d3, s12, s23, s13, t1, t2, t3)."""
+    """θ (10,) of log-Cholesky coordinates z = (α, d1, d2, d3, s12, s23, s13, t1, t2, t3):
+    J = U Uᵀ + PSEUDO_INERTIA_MARGIN · 1, so every body it gives is strictly inside the physical set."""
     a, d1, d2, d3, s12, s23, s13, t1, t2, t3 = z
     u = np.exp(a) * np.array([[np.exp(d1), s12, s13, t1], [0, np.exp(d2), s23, t2], [0, 0, np.exp(d3), t3],
                               [0, 0, 0, 1.0]])
-    return theta_from_pseudo(u @ u.T)
+    return theta_from_pseudo(u @ u.T + PSEUDO_INERTIA_MARGIN * np.eye(4))
 
 
-def to_log_cholesky(theta: np.ndarray, floor: float = 1e-9) -> np.ndarray:
-    """Log-Cholesky coordinates of θ; a non-positive-definite J is first clipped to
-    eigenvalues ≥ `floor` (the nearest physical body in that sense)."""
+def to_log_cholesky(theta: np.ndarray) -> np.ndarray:
+    """Log-Cholesky coordinates of θ (`from_log_cholesky`'s inverse); a J with an eigenvalue
+    below 2·PSEUDO_INERTIA_MARGIN is first clipped there (the nearest body inside, in that sense)."""
     j = pseudo_inertia(theta)
     w, v = np.linalg.eigh(j)
-    j = (v * np.maximum(w, floor)) @ v.T
+    j = (v * np.maximum(w, 2.0 * PSEUDO_INERTIA_MARGIN)) @ v.T - PSEUDO_INERTIA_MARGIN * np.eye(4)
     flip = np.eye(4)[::-1]
     lower = np.linalg.cholesky(flip @ j @ flip)
     u = flip @ lower @ flip  # upper triangular, J = U Uᵀ
@@ -76,8 +85,9 @@ def to_log_cholesky(theta: np.ndarray, floor: float = 1e-9) -> np.ndarray:
 
 
 def is_physical(theta: np.ndarray) -> bool:
-    """Mass > 0 and a positive-definite pseudo-inertia (inertia PD, triangle inequalities)."""
-    return bool(np.linalg.eigvalsh(pseudo_inertia(theta)).min() > 0)
+    """Mass > 0 and a positive-definite pseudo-inertia (inertia PD, triangle inequalities), its
+    smallest eigenvalue at least half PSEUDO_INERTIA_MARGIN (what `from_log_cholesky` gives, with room for rounding)."""
+    return bool(np.linalg.eigvalsh(pseudo_inertia(theta)).min() >= 0.5 * PSEUDO_INERTIA_MARGIN)
 
 
 def constrain(beta_hat: np.ndarray, normal: np.ndarray, lower: np.ndarray, upper: np.ndarray,
