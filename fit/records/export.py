@@ -13,6 +13,8 @@ the MJCF joint attributes to paste into a user's model.
   motor delay: a fit with per-joint delays (`motor_delay_offset_ms`) exports its shared delay
   there, and the file (`twinlake_not_exported`) and `export_notes` (printed by `fit export`)
   say that the per-joint delays are not in it.
+- `model`: the whole FR3 MJCF as the fit identified it, gravity on: its joints, the links'
+  inertials of a torque fit with `+links`, else a fitted payload body (fit/records/model_export.py).
 - `randomization`: the fit as a distribution for domain randomisation (`randomization_doc`,
   schema `twinlake.randomization/v1`, fields in docs/campaigns.md): per parameter its value,
   bounds, 95 % interval and distribution (truncated normal, uniform or fixed), the joint
@@ -32,7 +34,7 @@ from .record import FitRecord
 from ...sim import LAYOUT, save_profile, to_frankatwin_decoded
 from ...sim.fr3 import FLANGE_OFFSET_M
 
-FORMATS = ("profile", "frankatwin", "mjcf", "randomization")
+FORMATS = ("profile", "frankatwin", "mjcf", "model", "randomization")
 RANDOMIZATION_SCHEMA = "twinlake.randomization/v1"
 HISTORY_KEYS = ("iter", "min", "mean", "best", "iter_s", "ms_per_tick", "eta_s", "per_traj_min",
                 "best_candidate_weighted")
@@ -40,7 +42,8 @@ HISTORY_KEYS = ("iter", "min", "mean", "best", "iter_s", "ms_per_tick", "eta_s",
 
 def default_name(rec: FitRecord, fmt: str) -> str:
     return {"profile": f"{rec.fit_id}.profile.json", "frankatwin": "sysid_best_params.json",
-            "mjcf": f"{rec.fit_id}.joints.xml", "randomization": f"{rec.fit_id}.randomization.json"}[fmt]
+            "mjcf": f"{rec.fit_id}.joints.xml", "model": f"{rec.fit_id}.fr3.xml",
+            "randomization": f"{rec.fit_id}.randomization.json"}[fmt]
 
 
 def _per_joint_delays(rec: FitRecord) -> list[int] | None:
@@ -232,6 +235,11 @@ def export_fit(rec: FitRecord, fmt: str, out: Path) -> Path:
                             configured_loads=rec.configured_loads)
     if fmt == "mjcf":
         out.write_text(mjcf_snippet(rec))
+        return out
+    if fmt == "model":
+        from .model_export import model_xml
+
+        out.write_text(model_xml(rec))
         return out
     if fmt == "randomization":
         out.write_text(json.dumps(randomization_doc(rec), indent=2, allow_nan=False) + "\n")

@@ -224,10 +224,10 @@ def show_cmd(fit: str = typer.Argument(..., help="Fit id (see `twinlake fit list
 
 @fit_app.command("export")
 def export_cmd(fit: str = typer.Argument(..., help="Fit id."),
-               fmt: str = typer.Option("profile", "--format", help="profile | frankatwin | mjcf | randomization"),
+               fmt: str = typer.Option("profile", "--format", help="profile | frankatwin | mjcf | model | randomization"),
                out: Optional[Path] = typer.Option(None, "--out", help="Output file (default: a name in the current directory)."),
                lake: Optional[Path] = LAKE) -> None:
-    """Export a fit as a profile JSON, FrankaTwin sysid_best_params.json, MJCF joint attributes or a randomisation JSON."""
+    """Export a fit as a profile JSON, FrankaTwin sysid_best_params.json, MJCF joint attributes, a whole MJCF model or a randomisation JSON."""
     from ..catalog import resolve_lake
     from ..fit.records.export import FORMATS, default_name, export_fit, export_notes
     from ..fit.records.record import load_fit
