@@ -7,9 +7,13 @@
 --                     fit (nullable), sim_label ('fitted' | 'nominal' | file name), num_samples,
 --                     duration_s, ee_pos_rmse_3d_m, ee_ori_rmse_rad, q_rmse_all_rad,
 --                     dq_rmse_all_rad_s, q_rmse_rad (list<double>, 7), verdict ('pass' | 'fail' |
---                     NULL when no threshold was declared), thresholds_json, metrics_json;
+--                     NULL when no threshold was declared), thresholds_json, metrics_json,
+--                     torque_floor_ratio (a torque fit's held-out prediction of a run it
+--                     could not replay, validation_source 'twinlake_torque': its worst joint's
+--                     torque residual over the torque noise floor; the q and EE columns NULL);
 --                     `validation` is the VARCHAR partition id
---   fit_validations   per (fit, robot, run): the fitted and nominal q RMSE, the fitted verdict,
+--   fit_validations   per (fit, robot, run): the fitted and nominal q RMSE, the fitted torque
+--                     floor ratio (torque validations) and source, the fitted verdict,
 --                     and `passed` (true only when the fitted parameters passed declared
 --                     thresholds); the latest validation of each label wins. This is how a
 --                     fit's record says which held-out runs it passed.
@@ -23,7 +27,7 @@ SELECT NULL::VARCHAR AS validation, NULL::VARCHAR AS validation_source, NULL::VA
        NULL::BIGINT AS num_samples, NULL::DOUBLE AS duration_s, NULL::DOUBLE AS ee_pos_rmse_3d_m,
        NULL::DOUBLE AS ee_ori_rmse_rad, NULL::DOUBLE AS q_rmse_all_rad, NULL::DOUBLE AS dq_rmse_all_rad_s,
        NULL::DOUBLE[] AS q_rmse_rad, NULL::VARCHAR AS verdict, NULL::VARCHAR AS thresholds_json,
-       NULL::VARCHAR AS metrics_json
+       NULL::VARCHAR AS metrics_json, NULL::DOUBLE AS torque_floor_ratio
 WHERE false;
 
 -- requires: validations/*/validation.parquet
@@ -48,6 +52,8 @@ SELECT f.fit, f.robot, f.run,
        f.q_rmse_all_rad AS fitted_q_rmse_all_rad,
        n.q_rmse_all_rad AS nominal_q_rmse_all_rad,
        f.ee_pos_rmse_3d_m AS fitted_ee_pos_rmse_3d_m,
+       f.torque_floor_ratio AS fitted_torque_floor_ratio,
+       f.validation_source AS fitted_source,
        f.verdict AS fitted_verdict,
        n.verdict AS nominal_verdict,
        coalesce(f.verdict = 'pass', false) AS passed,

@@ -17,8 +17,8 @@ from typing import Any
 from rich.markup import escape
 
 VALIDATION_COLUMNS = ("robot", "run", "passed", "fitted_verdict", "fitted_q_rmse_all_rad",
-                      "nominal_q_rmse_all_rad", "fitted_ee_pos_rmse_3d_m", "thresholds_json",
-                      "fitted_validation")
+                      "nominal_q_rmse_all_rad", "fitted_ee_pos_rmse_3d_m", "fitted_torque_floor_ratio",
+                      "fitted_source", "thresholds_json", "fitted_validation")
 
 
 def fit_validations(lake: Path, fit_id: str) -> list[dict[str, Any]]:
@@ -244,12 +244,14 @@ def _validations(out, rec, validations: list[dict[str, Any]]) -> None:
         return
     milli = lambda v: "—" if v is None else f"{1e3 * v:.3f}"  # noqa: E731
     table = Table(title="held-out validations (fit validate)")
-    for col in ("robot/run", "q RMSE fitted [mrad]", "q RMSE nominal [mrad]", "EE RMSE [mm]", "verdict", "passed"):
+    ratio = lambda v: "—" if v is None else f"{v:.2f}×"  # noqa: E731
+    for col in ("robot/run", "q RMSE fitted [mrad]", "q RMSE nominal [mrad]", "EE RMSE [mm]", "torque / floor",
+                "verdict", "passed"):
         table.add_column(escape(col))
     for v in validations:
         table.add_row(f"{v['robot']}/{v['run']}", milli(v["fitted_q_rmse_all_rad"]), milli(v["nominal_q_rmse_all_rad"]),
-                      milli(v["fitted_ee_pos_rmse_3d_m"]), v["fitted_verdict"] or "no thresholds",
-                      "yes" if v["passed"] else "no")
+                      milli(v["fitted_ee_pos_rmse_3d_m"]), ratio(v.get("fitted_torque_floor_ratio")),
+                      v["fitted_verdict"] or "no thresholds", "yes" if v["passed"] else "no")
     out.print(table)
     passed = [f"{v['robot']}/{v['run']}" for v in validations if v["passed"]]
     out.print(f"passed {len(passed)} of {len(validations)} held-out run(s)" + (f": {', '.join(passed)}" if passed else ""))

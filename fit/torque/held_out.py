@@ -4,8 +4,11 @@ that cannot be replayed: no targets or gains, e.g. a mapped log).
 The fit's equations are rebuilt from its settings (signal, law, groups, configured load,
 filter cutoff) and its stored β (`torque_json.beta`); each run is filtered the same way and
 scored with residuals.score: RMSE raw and filtered per joint, variance explained, the torque
-noise floor and the adequacy line. Nothing is written to the lake (the `validations/`
-partition holds replay metrics); the command prints the scores.
+noise floor and the adequacy line. `torque_validation` makes each score a `validations/`
+partition like a replayed one (validation_source `twinlake_torque`, sim_label `fitted`): the q
+and end-effector columns are null (nothing was replayed), the torque figures are in its
+`torque_*` columns and metrics.json, the verdict is the adequacy line's (pass within
+`max_floor_ratio` × the torque noise floor).
 """
 
 from __future__ import annotations
@@ -24,14 +27,21 @@ from .residuals import MAX_FLOOR_RATIO, TorqueScore, adequacy_line, score
 from .route import TorqueFitSettings, decimation, equation_spec, read_samples
 
 
+TORQUE_SOURCE = "twinlake_torque"
+
+
 @dataclass
 class HeldOutScore:
-    """One run's score under a torque fit and its adequacy line / verdict."""
+    """One run's score under a torque fit and its adequacy line / verdict; robot, run name and
+    the ticks scored (first, last seq) for the stored validation."""
 
     run: str
     score: TorqueScore
     line: str
     passed: bool | None
+    robot: str = ""
+    run_name: str = ""
+    seq_span: tuple[int, int] = (0, 0)
 
 
 def is_torque_fit(rec) -> bool:
@@ -66,8 +76,38 @@ def held_out_scores(lake: Path, rec, selectors: list[str], max_floor_ratio: floa
         eqs = [build(s, spec, rigid, decimation(filt["cutoff_hz"])) for s in segs]
         s = score(eqs, beta, int(torque["delay_ms"]), filt["cutoff_hz"])
         line, ok = adequacy_line(f"held-out {run.label}", s, max_floor_ratio)
-        out.append(HeldOutScore(run.label, s, line, ok))
+        out.append(HeldOutScore(run.label, s, line, ok, run.robot, run.run, (int(run.seq[0]), int(run.seq[-1]))))
     return out
 
 
-__all__ = ["HeldOutScore", "held_out_scores", "is_torque_fit"]
+def torque_validation(rec, result: HeldOutScore, max_floor_ratio: float, created_utc: str):
+    """`result` of the torque fit `rec` as a ValidationRecord (module docstring); its id is
+    deterministic in the fit, the run, the ticks scored, the threshold and the fit's β."""
+    import pyarrow as pa
+
+    from ..records.validation_record import VALIDATION_COLUMNS, ValidationRecord
+    from ..trust.validate import validation_id
+
+    beta = [b["value"] for b in json.loads(rec.extra["torque_json"])["beta"]]
+    thresholds = json.dumps({"max_torque_floor_ratio": max_floor_ratio if np.isfinite(max_floor_ratio) else None})
+    span = {"seq_first": result.seq_span[0], "seq_last": result.seq_span[1]}
+    scores = result.score.to_dict()
+    metrics = {"method": "torque prediction (not replayed)", "torque": scores, "adequacy": result.line,
+               "num_samples": scores["rows"], "seq_first": result.seq_span[0], "seq_last": result.seq_span[1]}
+    verdict = None if result.passed is None else ("pass" if result.passed else "fail")
+    values = {"validation_source": TORQUE_SOURCE, "created_utc": created_utc, "robot": result.robot,
+              "run": result.run_name, "fit": rec.fit_id, "sim_label": "fitted", "num_samples": scores["rows"],
+              "duration_s": None, "ee_pos_rmse_3d_m": None, "ee_ori_rmse_rad": None,
+              "q_rmse_all_rad": None, "dq_rmse_all_rad_s": None, "q_rmse_rad": None, "verdict": verdict,
+              "thresholds_json": thresholds, "metrics_json": json.dumps(metrics, allow_nan=False),
+              "intervals_json": json.dumps([span]), "verdict_reasons_json": json.dumps([] if result.passed else [result.line]),
+              "torque_floor_ratio": scores["floor_ratio"], "torque_rmse_raw_nm": scores["rmse_raw_nm"],
+              "torque_variance_explained_all": scores["variance_explained_all"]}
+    schema = pa.schema(list(VALIDATION_COLUMNS) + [
+        ("intervals_json", pa.string()), ("verdict_reasons_json", pa.string()), ("torque_floor_ratio", pa.float64()),
+        ("torque_rmse_raw_nm", pa.list_(pa.float64())), ("torque_variance_explained_all", pa.float64())])
+    vid = validation_id(rec.fit_id, result.robot, result.run_name, "torque", thresholds, np.array(beta), [span])
+    return ValidationRecord(vid, pa.Table.from_pylist([values], schema=schema), json.dumps(metrics, indent=2).encode())
+
+
+__all__ = ["HeldOutScore", "TORQUE_SOURCE", "held_out_scores", "is_torque_fit", "torque_validation"]

@@ -143,10 +143,11 @@ class ValidationOutcome:
         return pa.Table.from_pylist([values], schema=VALIDATION_SCHEMA)
 
 
-def validation_id(fit: str | None, robot: str, run: str, label: str, thresholds: Thresholds,
+def validation_id(fit: str | None, robot: str, run: str, label: str, thresholds_json: str,
                   params: np.ndarray, intervals: list[dict[str, int]]) -> str:
-    """Deterministic partition id for one validation (safe characters, ≤ 128)."""
-    key = json.dumps([fit, robot, run, label, thresholds.to_json(), np.asarray(params).tolist(), intervals])
+    """Deterministic partition id for one validation (safe characters, ≤ 128); `thresholds_json`
+    the declared thresholds as stored (`Thresholds.to_json()`)."""
+    key = json.dumps([fit, robot, run, label, thresholds_json, np.asarray(params).tolist(), intervals])
     digest = hashlib.sha256(key.encode()).hexdigest()[:12]
     return f"{(fit or 'nofit')[:60]}--{run[:40]}--{label[:12]}--{digest}"
 
@@ -240,7 +241,7 @@ def validate_fit(lake: Lake | str | Path, fit_id: str, runs: list[str], threshol
                      for r in refs]
         floor = estimate_noise_floor([s.q_real_rad for s in segments[0]], [s.dq_real_rad_s for s in segments[0]])
         for (label, p), sim, vec, segs in zip(labels.items(), sims, params, segments):
-            vid = validation_id(fit_id, robot, run, label, thresholds, vec, intervals)
+            vid = validation_id(fit_id, robot, run, label, thresholds.to_json(), vec, intervals)
             adequacy = assess(segs, p, model=model, max_floor_ratio=thresholds.max_floor_ratio, floor=floor)
             metrics = compute_metrics(real, sim, des_pos, des_quat)
             rel = f"validations/validation={vid}"

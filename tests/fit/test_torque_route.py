@@ -142,8 +142,24 @@ def test_validate_scores_a_torque_fit_on_a_run_it_cannot_replay(tmp_path):
     assert res.exit_code == 0, res.output
     row = json.loads(res.output)
     assert row["run"] == "plant/b-mapped" and row["passed"] is True and row["variance_explained_all"] > 0.99
+    assert row["new"] is True  # stored in the lake like a replayed validation
+    again = json.loads(_cli("fit", "validate", "v1", "--runs", "plant/b-mapped", "--lake", str(lake), "--json").output)
+    assert again["validation"] == row["validation"] and again["new"] is False  # the same validation, not a copy
+    shown = json.loads(_cli("fit", "show", "v1", "--lake", str(lake), "--json").output)["validations"]
+    assert [(v["run"], v["fitted_source"], v["passed"]) for v in shown] == [("b-mapped", "twinlake_torque", True)]
+    assert shown[0]["fitted_torque_floor_ratio"] == pytest.approx(row["floor_ratio"])
+    assert shown[0]["fitted_q_rmse_all_rad"] is None  # nothing was replayed
+    assert "torque / floor" in _cli("fit", "show", "v1", "--lake", str(lake)).output
     refused = _cli("fit", "run", "--lake", str(lake), "--train", "plant/b-mapped", "--workers", "0")
     assert refused.exit_code != 0 and "cannot be replayed: no controller" in refused.output, refused.output
     assert "joint targets (q_target)" in refused.output and "--method torque" in refused.output
     strict = _cli("fit", "validate", "v1", "--runs", "plant/b-mapped", "--lake", str(lake), "--max-floor-ratio", "0.5")
-    assert strict.exit_code == 1 and "not replayable" in strict.output
+    assert strict.exit_code == 1 and "not replayable" in strict.output and "stored as validation" in strict.output
+    con = connect(lake)
+    try:
+        stored = con.execute("SELECT verdict, torque_floor_ratio FROM validations WHERE fit = 'v1' ORDER BY verdict").fetchall()
+        latest = con.execute("SELECT fitted_verdict, passed FROM fit_validations WHERE fit = 'v1'").fetchall()
+    finally:
+        con.close()
+    assert [v for v, _ in stored] == ["fail", "pass"] and stored[0][1] == pytest.approx(row["floor_ratio"])
+    assert latest == [("fail", False)]  # the latest validation of the run is the one `fit show` reports

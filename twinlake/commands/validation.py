@@ -55,12 +55,30 @@ def _torque_held_out(root, fit: str, runs: list[str], max_floor_ratio: float, as
     except ValueError as exc:
         fail(str(exc))
     for r in results:
+        vid, new = _store_torque_validation(root, rec, r, max_floor_ratio or float("inf"))
         if as_json:
             typer.echo(json.dumps({"run": r.run, "method": "torque prediction (not replayable)", "passed": r.passed,
-                                   "adequacy": r.line, **r.score.to_dict()}))
+                                   "adequacy": r.line, "validation": vid, "new": new, **r.score.to_dict()}))
         else:
-            typer.echo(f"{r.run}: not replayable (no clean interval, or no targets and gains); torque prediction: {r.line}")
+            typer.echo(f"{r.run}: not replayable (no clean interval, or no targets and gains); torque prediction: {r.line}"
+                       f" ({'stored as' if new else 'already stored:'} validation {vid})")
     return [t for t in runs if t not in scored], any(r.passed is False for r in results)
+
+
+def _store_torque_validation(root, rec, result, max_floor_ratio: float) -> tuple[str, bool]:
+    """Publish one held-out torque score as a validation; (its id, False when it already existed)."""
+    from datetime import datetime, timezone
+
+    from ..catalog import PartitionExists
+    from ..fit.records.validation_record import publish_validation_record
+    from ..fit.torque.held_out import torque_validation
+
+    stored = torque_validation(rec, result, max_floor_ratio, datetime.now(timezone.utc).isoformat(timespec="seconds"))
+    try:
+        publish_validation_record(root, stored)
+    except PartitionExists:
+        return stored.validation_id, False
+    return stored.validation_id, True
 
 
 def validate_cmd(
