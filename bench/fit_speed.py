@@ -174,6 +174,13 @@ def run_methods(lake: Path, train, holdout, truth_delay: int, methods: list[str]
     return results
 
 
+def _seven(text: str) -> tuple[float, ...]:
+    values = tuple(float(v) for v in text.split(","))
+    if len(values) != 7:
+        raise argparse.ArgumentTypeError(f"expected 7 comma-separated numbers, got {text!r}")
+    return values
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seed", type=int, default=0, help="truth and fit seed")
@@ -187,6 +194,12 @@ def main() -> None:
     ap.add_argument("--plant-methods", default="local,cma", help="--truths: methods on the plant's default set")
     ap.add_argument("--extended-methods", default="local", help="--truths: methods on the plant's extended set")
     ap.add_argument("--no-plant", action="store_true", help="--truths: own-family truths only")
+    ap.add_argument("--plant-sets", default="default,extended",
+                    help="--truths: the plant's parameter sets, of default, payload (+payload), extended")
+    ap.add_argument("--plant-link-scale", type=_seven, default=(1.0,) * 7, metavar="S1,...,S7",
+                    help="--truths: the plant's link masses relative to the MJCF's (the firmware keeps the file's)")
+    ap.add_argument("--plant-load-friction", type=float, default=0.0, metavar="K",
+                    help="--truths: the plant's Coulomb level grows by K per N·m transmitted, every joint")
     ap.add_argument("--log", type=Path, default=None, help="--truths: append one JSON line per result here")
     args = ap.parse_args()
     methods = [m for m in args.methods.split(",") if m]

@@ -78,8 +78,14 @@ def own_family(k: int, args, methods: list[str]) -> dict:
     return out
 
 
-def plant_lake(root: Path, seconds: float) -> tuple[Path, list[str], list[str]]:
-    """The independent plant's three training runs and one held-out run (other tones), ingested."""
+PLANT_SETS = {"default": [], "payload": ["+payload"], "extended": EXTENDED}
+
+
+def plant_lake(root: Path, seconds: float, link_scale: tuple[float, ...] = (1.0,) * 7,
+               load_friction: float = 0.0) -> tuple[Path, list[str], list[str]]:
+    """The independent plant's three training runs and one held-out run (other tones), ingested.
+    link_scale: its links' masses and inertias relative to the MJCF's (the firmware keeps the
+    file's); load_friction: the Coulomb level's growth per N·m transmitted, every joint."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
     from plant import IndependentPlant, record
 
@@ -87,7 +93,8 @@ def plant_lake(root: Path, seconds: float) -> tuple[Path, list[str], list[str]]:
     from twinlake.ingest import ReadOptions, ingest_paths
     from twinlake.synthetic import multisine_run, write_reference
 
-    plant = IndependentPlant(payload_mass_kg=0.8, smoothing_velocity_rad_s=(0.02,) * 7)
+    plant = IndependentPlant(payload_mass_kg=0.8, smoothing_velocity_rad_s=(0.02,) * 7,
+                             link_mass_scale=link_scale, coulomb_load_per_nm=(load_friction,) * 7)
     lake = root / "lake"
     runs = [(run, (0.3, 0.7, 1.3), seed) for run, seed in PLANT_RUNS] + [("held-out", (0.4, 0.9, 1.7), 4)]
     for run, tones, seed in runs:
@@ -107,8 +114,10 @@ def plant_fits(args) -> dict:
 
     out = {}
     with tempfile.TemporaryDirectory() as tmp:
-        lake, train, holdout = plant_lake(Path(tmp), args.seconds)
-        for label, specs, methods in (("default", [], args.plant_methods), ("extended", EXTENDED, args.extended_methods)):
+        lake, train, holdout = plant_lake(Path(tmp), args.seconds, args.plant_link_scale, args.plant_load_friction)
+        sets = [(label, PLANT_SETS[label], args.extended_methods if label == "extended" else args.plant_methods)
+                for label in args.plant_sets.split(",") if label]
+        for label, specs, methods in sets:
             print(f"plant, {label} set; load {_load()}", flush=True)
             space = parse_space(specs).to_json()
             res = run_methods(lake, train, holdout, 2, [m for m in methods.split(",") if m], args.seed, args.workers,

@@ -8,15 +8,22 @@ Two models are built from the same file:
 
 * the **plant** (what the arm really is): gravity on (−9.81 m/s² along z), per-joint
   armature and viscous damping from `IndependentPlant`, MuJoCo's own joint friction
-  (`frictionloss`) switched off, and a payload body rigidly attached at the flange;
+  (`frictionloss`) switched off, a payload body rigidly attached at the flange, and each
+  link's mass and rotational inertia scaled by `link_mass_scale` (centre of mass kept: real
+  links differ from any published model by several per cent);
 * the **firmware model** (what the robot's firmware believes): the same arm without the
-  payload, gravity on, no armature/damping/friction. The firmware computes its gravity and
-  Coriolis compensation from it, so the payload's weight and inertia are disturbances it
-  does not know.
+  payload, nominal link inertials, gravity on, no armature/damping/friction. The firmware
+  computes its gravity and Coriolis compensation from it, so the payload's weight and
+  inertia, and the links' differences from the file, are disturbances it does not know.
 
 Friction law (applied by the loop through `qfrc_applied`, per joint i, q̇ in rad/s):
 
-    τ_f,i(q̇) = −c_i(q̇)·tanh(q̇ / v_s,i) − b_i·q̇,   c_i(q̇) = c⁺_i if q̇ ≥ 0 else c⁻_i
+    τ_f,i(q̇, τ_m) = −(c_i(q̇) + k_i·|τ_m,i|)·tanh(q̇ / v_s,i) − b_i·q̇,
+    c_i(q̇) = c⁺_i if q̇ ≥ 0 else c⁻_i
+
+`k` (`coulomb_load_per_nm`, default 0) makes the Coulomb level grow with the torque the gear
+transmits, τ_m = the motor torque applied in the step (delayed command + the firmware's
+gravity): a harmonic drive's load-dependent friction.
 
 `c⁺`, `c⁻` are the Coulomb levels [N·m] in the positive and negative direction, `v_s` the
 tanh smoothing velocity [rad/s], `b` the viscous coefficient [N·m·s/rad]. The function is
@@ -46,7 +53,9 @@ FLANGE_SITE = "ee"
 PAYLOAD_BODY = "plant_payload"
 
 _PER_JOINT = ("armature_kgm2", "viscous_nms_rad", "coulomb_pos_nm", "coulomb_neg_nm",
-              "smoothing_velocity_rad_s")
+              "smoothing_velocity_rad_s", "link_mass_scale", "coulomb_load_per_nm")
+LINK_BODIES = tuple(f"fr3_link{j}" for j in range(1, JOINTS + 1))
+"""The body each joint J1..J7 moves (its `link_mass_scale` entry scales it)."""
 
 
 @dataclass(frozen=True)
@@ -63,6 +72,9 @@ class IndependentPlant:
     payload_radius_m: its inertia is a uniform sphere's, 0.4·m·r² about each axis [m].
     noise_q_rad / noise_dq_rad_s / noise_tau_j_nm: white Gaussian measurement noise σ.
     seed: the noise generator's seed (numpy `default_rng`).
+    link_mass_scale: each link's (fr3_link1..7) mass and inertia about its centre of mass
+        relative to the MJCF's, > 0 (1: the file's); the firmware keeps the file's.
+    coulomb_load_per_nm: k, the Coulomb level's growth per N·m of transmitted torque [-], ≥ 0.
     """
 
     armature_kgm2: tuple[float, ...] = (0.21, 0.20, 0.17, 0.16, 0.085, 0.080, 0.065)
@@ -78,6 +90,8 @@ class IndependentPlant:
     noise_dq_rad_s: float = 5e-4
     noise_tau_j_nm: float = 0.05
     seed: int = 0
+    link_mass_scale: tuple[float, ...] = (1.0,) * JOINTS
+    coulomb_load_per_nm: tuple[float, ...] = (0.0,) * JOINTS
 
     def __post_init__(self) -> None:
         for name in _PER_JOINT:
@@ -89,7 +103,10 @@ class IndependentPlant:
             if not math.isfinite(value) or value < 0:
                 raise ValueError(f"IndependentPlant.{name}: expected a finite number >= 0, got {value}")
             object.__setattr__(self, name, value)
-        for name in ("armature_kgm2", "viscous_nms_rad", "coulomb_pos_nm", "coulomb_neg_nm"):
+        if min(self.link_mass_scale) <= 0:
+            raise ValueError(f"IndependentPlant.link_mass_scale: expected values > 0, got {self.link_mass_scale}")
+        for name in ("armature_kgm2", "viscous_nms_rad", "coulomb_pos_nm", "coulomb_neg_nm",
+                     "coulomb_load_per_nm"):
             if min(getattr(self, name)) < 0:
                 raise ValueError(f"IndependentPlant.{name}: expected values >= 0, got {getattr(self, name)}")
         if min(self.smoothing_velocity_rad_s) <= 0:
@@ -154,18 +171,21 @@ def _floats(name: str, values, size: int) -> tuple[float, ...]:
     return tuple(float(x) for x in arr)
 
 
-def coulomb_torque_nm(plant: IndependentPlant, dq_rad_s: np.ndarray) -> np.ndarray:
-    """The smoothed asymmetric Coulomb torque −c(q̇)·tanh(q̇/v_s) [N·m], shape of `dq_rad_s`
-    (…, 7)."""
+def coulomb_torque_nm(plant: IndependentPlant, dq_rad_s: np.ndarray,
+                      motor_torque_nm: np.ndarray | float = 0.0) -> np.ndarray:
+    """The smoothed asymmetric Coulomb torque −(c(q̇) + k·|τ_m|)·tanh(q̇/v_s) [N·m], shape of
+    `dq_rad_s` (…, 7); τ_m the transmitted motor torque [N·m] (broadcast)."""
     dq = np.asarray(dq_rad_s, dtype=float)
     level = np.where(dq >= 0.0, plant.coulomb_pos, plant.coulomb_neg)
+    level = level + np.asarray(plant.coulomb_load_per_nm) * np.abs(motor_torque_nm)
     return -level * np.tanh(dq / plant.smoothing_velocity)
 
 
-def friction_torque_nm(plant: IndependentPlant, dq_rad_s: np.ndarray) -> np.ndarray:
-    """The whole friction law τ_f(q̇) = Coulomb part − b·q̇ [N·m], (…, 7)."""
+def friction_torque_nm(plant: IndependentPlant, dq_rad_s: np.ndarray,
+                       motor_torque_nm: np.ndarray | float = 0.0) -> np.ndarray:
+    """The whole friction law τ_f(q̇, τ_m) = Coulomb part − b·q̇ [N·m], (…, 7)."""
     dq = np.asarray(dq_rad_s, dtype=float)
-    return coulomb_torque_nm(plant, dq) - plant.viscous * dq
+    return coulomb_torque_nm(plant, dq, motor_torque_nm) - plant.viscous * dq
 
 
 @dataclass(frozen=True)
@@ -196,6 +216,7 @@ def build_models(plant: IndependentPlant, model_path: str | Path | None = None) 
         joint.damping = [plant.viscous_nms_rad[j], 0.0, 0.0]  # linear term only
     if plant.payload_mass_kg > 0:
         _add_payload(plant_spec, plant, path)
+    _scale_links(plant_spec, plant.link_mass_scale, path)
     plant_model = plant_spec.compile()
     firmware_spec = _spec(path)
     for name in ARM_JOINTS:
@@ -223,6 +244,19 @@ def _spec(path: Path) -> mujoco.MjSpec:
             raise ValueError(f"{path}: no joint '{name}'")
         joint.frictionloss = 0.0
     return spec
+
+
+def _scale_links(spec: mujoco.MjSpec, scale: tuple[float, ...], path: Path) -> None:
+    """Each link body's mass and inertia times its scale (centre of mass and axes kept)."""
+    for name, factor in zip(LINK_BODIES, scale):
+        if factor == 1.0:
+            continue
+        body = spec.body(name)
+        if body is None:
+            raise ValueError(f"{path}: no body '{name}' to scale")
+        body.mass = body.mass * factor
+        body.inertia = [v * factor for v in body.inertia]
+        body.explicitinertial = True
 
 
 def _add_payload(spec: mujoco.MjSpec, plant: IndependentPlant, path: Path) -> None:

@@ -13,7 +13,8 @@ Timeline (one tick = 1 ms = one `mj_step` of the plant):
 Each tick, in fr3_stack's order: measure (true state + Gaussian noise), take the target,
 firmware compensation at the measured state, EMA → torque → slew limit (`tau_cmd`), capture
 the row, then physics. The torque applied in the step after row k is
-`tau_cmd[k − d] + gravity_fw(q_meas[k])` (+ the plant's Coulomb friction), d =
+`tau_cmd[k − d] + gravity_fw(q_meas[k])` (+ the plant's Coulomb friction, whose level may grow
+with that motor torque), d =
 `motor_delay_ms` ticks: the command travels through a FIFO of d ticks (zeros before the
 first command), while the robot adds its (payload-free) gravity compensation at the joint
 without that delay. So a change in `tau_cmd` at row k first moves `dq` at row k + d + 1.
@@ -188,7 +189,7 @@ def _run(plant: IndependentPlant, targets: np.ndarray, settle: int, law: JointIm
             row[cols["q_target"]], row[cols["q_target_filtered"]] = targets[tick], law.ema
             q_true[k], dq_true[k], applied[k] = q, dq, delayed
         motor = delayed + gravity
-        coulomb = coulomb_torque_nm(plant, dq)
+        coulomb = coulomb_torque_nm(plant, dq, motor)
         d.qfrc_applied[dadr] = motor + coulomb
         mujoco.mj_step(m, d)
         dq_next = d.qvel[dadr]

@@ -109,9 +109,9 @@ def test_recordings_ingest_ok_with_one_clean_interval_each(recorded):
     assert np.std(residual) == pytest.approx(IndependentPlant().noise_q_rad, rel=0.05)
 
 
-def payload_gravity_nm(plant: IndependentPlant, q: np.ndarray) -> np.ndarray:
-    """Gravity torque of the payload alone at q: the inverse dynamics at rest of the plant
-    model minus that of the payload-free firmware model."""
+def unknown_gravity_nm(plant: IndependentPlant, q: np.ndarray) -> np.ndarray:
+    """Gravity torque the firmware does not compensate at q (the payload's, the links' scaled
+    masses'): the inverse dynamics at rest of the plant model minus that of the firmware's."""
     models = build_models(plant)
     torques = []
     for model in (models.plant, models.firmware):
@@ -129,7 +129,7 @@ def test_hold_error_is_the_payload_gravity_over_kp(tmp_path, mass_kg):
     held = record(ref, tmp_path / "held.csv", plant=plant, kp=KP, kd=KD, settle_s=3.0, tail_s=0.0)
     q_meas = joints(csv_columns(held.csv_path), "q")[-1000:].mean(axis=0)
     error = ANCHOR - q_meas
-    expected = payload_gravity_nm(plant, q_meas) / np.asarray(KP)
+    expected = unknown_gravity_nm(plant, q_meas) / np.asarray(KP)
     for j in (1, 3):  # J2, J4: the big gravity arms
         assert abs(expected[j]) > 1e-3  # far above the measurement noise
         assert error[j] == pytest.approx(expected[j], rel=0.02), f"J{j + 1}"
@@ -137,6 +137,24 @@ def test_hold_error_is_the_payload_gravity_over_kp(tmp_path, mass_kg):
                   kd=KD, settle_s=3.0, tail_s=0.0)
     bare_error = ANCHOR - joints(csv_columns(bare.csv_path), "q")[-1000:].mean(axis=0)
     assert np.all(np.abs(bare_error[[1, 3]]) < 0.02 * np.abs(error[[1, 3]]))
+
+
+def test_link_masses_the_firmware_does_not_know_sag_the_hold(tmp_path):
+    """Links 2-4 8 % heavier, 5-7 5 % lighter than the MJCF (no payload): the firmware
+    compensates the file's gravity, so the hold error is the links' gravity difference / kp."""
+    ref = write_reference(tmp_path / "hold.csv", [0.0, 1.5], [ANCHOR, ANCHOR])
+    plant = IndependentPlant(payload_mass_kg=0.0, link_mass_scale=(1.0, 1.08, 1.08, 1.08, 0.95, 0.95, 0.95),
+                             seed=6)
+    held = record(ref, tmp_path / "held.csv", plant=plant, kp=KP, kd=KD, settle_s=3.0, tail_s=0.0)
+    q_meas = joints(csv_columns(held.csv_path), "q")[-1000:].mean(axis=0)
+    expected = unknown_gravity_nm(plant, q_meas) / np.asarray(KP)
+    for j in (1, 3):
+        assert abs(expected[j]) > 5e-4
+        assert (ANCHOR - q_meas)[j] == pytest.approx(expected[j], rel=0.03), f"J{j + 1}"
+    models = build_models(plant)
+    link2 = mujoco.mj_name2id(models.plant, mujoco.mjtObj.mjOBJ_BODY, "fr3_link2")
+    assert models.plant.body_mass[link2] == pytest.approx(1.08 * models.firmware.body_mass[link2])
+    assert np.allclose(models.plant.body_ipos[link2], models.firmware.body_ipos[link2])
 
 
 @pytest.mark.parametrize("delay_ms", [0, 2, 4])
@@ -161,16 +179,19 @@ def test_commanded_torque_reaches_the_arm_after_the_declared_ticks(tmp_path, del
     assert first_difference("tau_J") == 100 + delay_ms + 1
 
 
-def test_friction_is_the_declared_asymmetric_law(tmp_path):
+@pytest.mark.parametrize("load_per_nm", [0.0, 0.2])
+def test_friction_is_the_declared_asymmetric_law(tmp_path, load_per_nm):
     """J1 (vertical axis: no gravity) driven at ±0.2 rad/s: at constant velocity the mean
-    commanded torque balances the plant's friction, Coulomb level c⁺ one way, c⁻ the other."""
+    commanded torque balances the plant's friction, Coulomb level c⁺ one way, c⁻ the other,
+    grown by k·|transmitted torque| (so by 1/(1 − k) where friction is all it transmits)."""
     t = np.arange(0.0, 5.0, 0.01)
     offset = np.interp(t, [0.0, 0.5, 2.0, 2.5, 4.0, 5.0], [0.0, 0.0, 0.3, 0.3, 0.0, 0.0])
     q_ref = np.tile(ANCHOR, (len(t), 1))
     q_ref[:, 0] += offset
     ref = write_reference(tmp_path / "ramps.csv", t, q_ref)
     plant = IndependentPlant(coulomb_pos_nm=(1.2, 1, 1, 1, 0.4, 0.4, 0.2),
-                             coulomb_neg_nm=(0.5, 1, 1, 1, 0.4, 0.4, 0.2), seed=3)
+                             coulomb_neg_nm=(0.5, 1, 1, 1, 0.4, 0.4, 0.2), seed=3,
+                             coulomb_load_per_nm=(load_per_nm, 0, 0, 0, 0, 0, 0))
     rec = record(ref, tmp_path / "ramps-out.csv", plant=plant, settle_s=0.5, tail_s=0.0)
     cols = csv_columns(rec.csv_path)
     seconds = cols["t_s"]
@@ -179,10 +200,10 @@ def test_friction_is_the_declared_asymmetric_law(tmp_path):
         dq = joints(cols, "dq")[window].mean(axis=0)
         tau = cols["tau_cmd0"][window].mean()
         assert abs(abs(dq[0]) - 0.2) < 0.01
-        assert tau == pytest.approx(-friction_torque_nm(plant, dq)[0], abs=0.03)
+        assert tau == pytest.approx(-friction_torque_nm(plant, dq, tau)[0], abs=0.03)
     up = cols["tau_cmd0"][(seconds >= 0.9) & (seconds < 1.9)].mean()
     down = cols["tau_cmd0"][(seconds >= 2.9) & (seconds < 3.9)].mean()
-    assert up + down == pytest.approx(1.2 - 0.5, abs=0.05)  # the asymmetry, viscous cancels
+    assert up + down == pytest.approx((1.2 - 0.5) / (1 - load_per_nm), abs=0.05)  # viscous cancels
 
 
 def test_same_seed_same_bytes(tmp_path):
