@@ -203,6 +203,20 @@ def run_scope(con, robot: str | None, run: str | None) -> Iterator[bool]:
             con.execute(statement)
 
 
+def exact_run_files(con, robot: str | None, run: str | None) -> tuple[str, str] | None:
+    """`(frames.parquet, run.parquet)` absolute paths of run `robot`/`run` when both exist now
+    and hold every canonical column with its canonical type (read straight, they need no
+    union with the empty canonical tables); None otherwise, under the same conditions as
+    `run_scope` yielding False, or when either file lacks a canonical column."""
+    frames_path = _run_file(con, robot, run, "frames.parquet")
+    runs_path = _run_file(con, robot, run, "run.parquet")
+    if frames_path is None or runs_path is None:
+        return None
+    if not (_is_canonical(frames_path, FRAME_SCHEMA) and _is_canonical(runs_path, RUN_SCHEMA)):
+        return None
+    return frames_path, runs_path
+
+
 @lru_cache(maxsize=2)
 def _scope_sql(exact: bool) -> str:
     return load_sql("run_scope_exact" if exact else "run_scope")
