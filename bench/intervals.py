@@ -39,7 +39,6 @@ import pyarrow.parquet as pq
 from twinlake.catalog import FRAME_SCHEMA, RUN_SCHEMA, Lake, connect, publish_partition, run_frames
 from twinlake.catalog.intervals import clean_intervals
 
-GAP_TYPE = pa.list_(pa.struct([("seq_from", pa.int64()), ("seq_to", pa.int64())]))
 K0 = (600.0, 600.0, 600.0, 600.0, 250.0, 150.0, 50.0)
 D0 = (50.0, 50.0, 50.0, 50.0, 30.0, 25.0, 15.0)
 
@@ -85,8 +84,12 @@ def _run_table(n: int, gaps: list[tuple[int, int]]) -> pa.Table:
     row["frame_count"] = pa.array([n], pa.int64())
     table = pa.table(row, schema=RUN_SCHEMA)
     gap_rows = [{"seq_from": a, "seq_to": b} for a, b in gaps]
-    table = table.append_column(pa.field("recorded_gaps", GAP_TYPE), pa.array([gap_rows], GAP_TYPE))
-    return table.append_column(pa.field("fit_eligible", pa.bool_()), pa.array([True]))
+    # set, not appended: RUN_SCHEMA has both columns, and a second copy of a name makes the
+    # file non-canonical (as ingest never writes it), which sent (b) down the union path
+    table = table.set_column(table.schema.get_field_index("recorded_gaps"), "recorded_gaps",
+                             pa.array([gap_rows], RUN_SCHEMA.field("recorded_gaps").type))
+    return table.set_column(table.schema.get_field_index("fit_eligible"), "fit_eligible",
+                            pa.array([True], RUN_SCHEMA.field("fit_eligible").type))
 
 
 def make_lake(root: Path, runs: int, minutes: float, row_group_rows: int | None = None) -> int:
