@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import lru_cache
 
 import pyarrow as pa
 
@@ -99,6 +100,13 @@ def _check_splits(split_on: Iterable[str]) -> tuple[str, ...]:
     return tuple(r for r in OPTIONAL_SPLITS if r in out)
 
 
+@lru_cache(maxsize=1)
+def _one_run_query() -> str:
+    from .sql import load_sql
+
+    return load_sql("clean_intervals_run")
+
+
 def ensure_interval_sql(con) -> None:
     """Define the `clean_intervals` macro and `intervals` view on `con` (a connection from
     `twinlake.catalog.connect` already has them; this is for any other connection that has
@@ -120,9 +128,10 @@ def clean_intervals(
     """The clean intervals of the lake behind `con` (a `twinlake.catalog.connect` connection),
     one row per interval with `INTERVAL_COLUMNS`, ordered by robot, run, seq_first.
 
-    `robot` / `run` restrict the query before the window; with both given, `frames` and
-    `runs` are narrowed to that run's files for the query (`run_scope`), so its cost does
-    not grow with the lake. Other arguments: see `IntervalRules`. Raises ValueError on a bad argument.
+    `robot` / `run` restrict the query before the window; with both given, only that run's
+    files are read: straight (sql/clean_intervals_run.sql) when they hold every canonical
+    column, else through views narrowed to them (`run_scope`), so the cost does not grow
+    with the lake. Other arguments: see `IntervalRules`. Raises ValueError on a bad argument.
     """
     rules = IntervalRules(
         min_duration_s=min_duration_s,
@@ -143,9 +152,14 @@ def clean_intervals(
     }
     import duckdb
 
-    from .sql import run_scope
+    from .sql import exact_run_files, run_scope
 
+    files = exact_run_files(con, robot, run)
     try:
+        if files is not None:  # one run, canonical files: read them straight (no views to scope)
+            frames_path, runs_path = files
+            one_run = {**params, "frames_files": [frames_path], "runs_files": [runs_path]}
+            return con.sql(_one_run_query(), params=one_run).to_arrow_table()
         with run_scope(con, robot, run):
             return con.sql(_QUERY, params=params).to_arrow_table()
     except duckdb.CatalogException as exc:

@@ -203,6 +203,21 @@ def run_scope(con, robot: str | None, run: str | None) -> Iterator[bool]:
             con.execute(statement)
 
 
+def exact_run_files(con, robot: str | None, run: str | None) -> tuple[str, str] | None:
+    """`(frames.parquet, run.parquet)` absolute paths of run `robot`/`run` when both exist now
+    and hold every canonical column with its canonical type (read straight, they need no
+    union with the empty canonical tables); None otherwise, under the same conditions as
+    `run_scope` yielding False, or when either file lacks a canonical column."""
+    directory = _run_dir(con, robot, run)
+    if directory is None:
+        return None
+    frames_path = os.path.join(directory, "frames.parquet")
+    runs_path = os.path.join(directory, "run.parquet")
+    if not (_is_canonical(frames_path, FRAME_SCHEMA) and _is_canonical(runs_path, RUN_SCHEMA)):
+        return None
+    return frames_path, runs_path
+
+
 @lru_cache(maxsize=2)
 def _scope_sql(exact: bool) -> str:
     return load_sql("run_scope_exact" if exact else "run_scope")
@@ -210,7 +225,17 @@ def _scope_sql(exact: bool) -> str:
 
 def _is_canonical(path: str, schema: pa.Schema) -> bool:
     """True if the Parquet file at `path` has every column of `schema` with its type (its
-    footer only is read): its temp view then needs no union with the empty canonical table."""
+    footer only is read, once per file version: the answer is cached under the file's
+    inode, size and mtime): its view then needs no union with the empty canonical table."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return False
+    return _footer_is_canonical(path, st.st_ino, st.st_size, st.st_mtime_ns, schema)
+
+
+@lru_cache(maxsize=4096)
+def _footer_is_canonical(path: str, ino: int, size: int, mtime_ns: int, schema: pa.Schema) -> bool:
     import pyarrow.parquet as pq
 
     try:
@@ -221,6 +246,16 @@ def _is_canonical(path: str, schema: pa.Schema) -> bool:
 
 
 def _run_file(con, robot: str | None, run: str | None, name: str) -> str | None:
+    directory = _run_dir(con, robot, run)
+    if directory is None:
+        return None
+    path = os.path.join(directory, name)
+    return path if os.path.isfile(path) else None
+
+
+def _run_dir(con, robot: str | None, run: str | None) -> str | None:
+    """The run's partition directory under `con`'s lake root; None if robot or run is None or
+    not a valid id, or `con` has no `lake_root`."""
     if robot is None or run is None:
         return None
     try:
@@ -231,5 +266,4 @@ def _run_file(con, robot: str | None, run: str | None, name: str) -> str | None:
         return None
     if root is None:
         return None
-    path = os.path.join(root, "runs", f"robot={robot}", f"run={run}", name)
-    return path if os.path.isfile(path) else None
+    return os.path.join(root, "runs", f"robot={robot}", f"run={run}")

@@ -179,3 +179,34 @@ def test_one_run_scope_binds_the_direct_views_and_gives_the_lake_views_rows(thre
     pq.write_table(table.drop_columns([dropped]), run_dir / "run.parquet")
     assert not _is_canonical(str(run_dir / "run.parquet"), RUN_SCHEMA)
     assert clean_intervals(con, robot="fr3a", run="a2").to_pylist() == expected
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [{}, {"min_duration_s": 0.05}, {"split_on": ["reset"]}, {"period_s": 0.001, "period_tol_s": 0.0002}],
+)
+def test_one_run_direct_query_gives_the_whole_lake_macros_rows(three_runs, kwargs):
+    from twinlake.catalog.sql import exact_run_files
+
+    con = connect(three_runs.root)
+    for robot, run in (("fr3a", "a1"), ("fr3a", "a2"), ("fr3b", "b1")):
+        assert exact_run_files(con, robot, run) is not None  # ingest's files: the direct path
+        whole = [r for r in clean_intervals(con, **kwargs).to_pylist() if r["run"] == run]
+        assert clean_intervals(con, robot=robot, run=run, **kwargs).to_pylist() == whole
+    assert exact_run_files(con, "fr3a", "b1") is None  # no such partition
+
+
+def test_one_run_direct_query_reads_only_its_own_files(three_runs, tmp_path):
+    from twinlake.catalog.intervals import _one_run_query
+    from twinlake.catalog.sql import exact_run_files
+
+    con = connect(three_runs.root, read_only=False)  # the profile is a file: read-only refuses it
+    frames_path, runs_path = exact_run_files(con, "fr3a", "a2")
+    params = {"robot": "fr3a", "run": "a2", "min_duration_s": 0.0, "period_s": None,
+              "period_tol_s": None, "split_on": ["reset"],
+              "frames_files": [frames_path], "runs_files": [runs_path]}
+    assert _files_read(con, _one_run_query(), params, tmp_path) == [1, 1, 1]
+    # the CTEs shadow the lake views: another run's files give that run's rows, not a2's
+    other = exact_run_files(con, "fr3a", "a1")
+    rows = con.execute(_one_run_query(), {**params, "frames_files": [other[0]], "runs_files": [other[1]]})
+    assert rows.fetchall() == []
