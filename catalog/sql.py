@@ -187,14 +187,14 @@ def run_scope(con, robot: str | None, run: str | None) -> Iterator[bool]:
     untouched) when robot or run is None, not a valid id, the run has no frames.parquet
     or run.parquet now, or `con` has no `lake_root` (not a `connect` connection). The run's files are read
     as they are when the block runs, not as at `connect`."""
-    frames_path = _run_file(con, robot, run, "frames.parquet")
-    runs_path = _run_file(con, robot, run, "run.parquet")
-    if frames_path is None or runs_path is None:
+    files = _run_files(con, robot, run)
+    if files is None:
         yield False
         return
+    frames_path, runs_path = files
     con.execute("SET VARIABLE run_scope_frames = ?", [[frames_path]])
     con.execute("SET VARIABLE run_scope_runs = ?", [[runs_path]])
-    exact = _is_canonical(frames_path, FRAME_SCHEMA) and _is_canonical(runs_path, RUN_SCHEMA)
+    exact = _both_canonical(files)
     try:
         con.execute(_scope_sql(exact))
         yield True
@@ -208,14 +208,13 @@ def exact_run_files(con, robot: str | None, run: str | None) -> tuple[str, str] 
     and hold every canonical column with its canonical type (read straight, they need no
     union with the empty canonical tables); None otherwise, under the same conditions as
     `run_scope` yielding False, or when either file lacks a canonical column."""
-    directory = _run_dir(con, robot, run)
-    if directory is None:
-        return None
-    frames_path = os.path.join(directory, "frames.parquet")
-    runs_path = os.path.join(directory, "run.parquet")
-    if not (_is_canonical(frames_path, FRAME_SCHEMA) and _is_canonical(runs_path, RUN_SCHEMA)):
-        return None
-    return frames_path, runs_path
+    files = _run_files(con, robot, run)
+    return files if files is not None and _both_canonical(files) else None
+
+
+def _both_canonical(files: tuple[str, str]) -> bool:
+    """True if (frames.parquet, run.parquet) both hold every canonical column with its type."""
+    return _is_canonical(files[0], FRAME_SCHEMA) and _is_canonical(files[1], RUN_SCHEMA)
 
 
 @lru_cache(maxsize=2)
@@ -245,12 +244,13 @@ def _footer_is_canonical(path: str, ino: int, size: int, mtime_ns: int, schema: 
     return all(have.get_field_index(f.name) >= 0 and have.field(f.name).type == f.type for f in schema)
 
 
-def _run_file(con, robot: str | None, run: str | None, name: str) -> str | None:
+def _run_files(con, robot: str | None, run: str | None) -> tuple[str, str] | None:
+    """`(frames.parquet, run.parquet)` of the run when both exist now, else None."""
     directory = _run_dir(con, robot, run)
     if directory is None:
         return None
-    path = os.path.join(directory, name)
-    return path if os.path.isfile(path) else None
+    paths = (os.path.join(directory, "frames.parquet"), os.path.join(directory, "run.parquet"))
+    return paths if all(os.path.isfile(p) for p in paths) else None
 
 
 def _run_dir(con, robot: str | None, run: str | None) -> str | None:
