@@ -17,7 +17,8 @@ make_callback(offsets, magic, slots) → a numba cfunc `void(const mjModel*, mjD
      into sum_sq (errors mode);
   4. the delay ring and qfrc_applied = τ_cmd(k − delay_j) (joint j's delay) + the friction law's torque, as
      kernels.apply_delayed_torque, then + the loads' gravity torque where the candidate has a
-     load, as kernels.add_load_torque, then + the bias and Coulomb asymmetry, as
+     load, as kernels.add_load_torque, then + the links' torque where the candidate has them, as
+     link_dynamics.add_link_torque, then + the bias and Coulomb asymmetry, as
      kernels.add_joint_extras;
   5. counter += 1 (a simulation stepped past its interval's end is left alone).
 """
@@ -33,16 +34,19 @@ from numba.extending import intrinsic
 
 from .fr3 import CART_TORQUE_LIMIT_NM
 from .kernels import _joint_law, friction_torque, joint_extra, load_joint_torque, load_point
+from .link_dynamics import link_torque
 from .load_dynamics import loads_equal, velocity_product_torque
 from .replay_context import (  # the context table's slots and values
     CARTESIAN, CART_PARAMS, CART_PARAMS_SIZE, CART_TARGETS, CONTEXT_SIZE, CONTROLLER, COUNTER, DELAYS,
-    DOF_ADR, DQ_OUT, DQ_REF, EXTRAS, FEEDFORWARD, FRICTION_LAW, HOLD, INERTIA_ROWS, JNT_IDS, LOAD, MODE, MODE_SAMPLES, NEG_BREAKAWAY, N_CANDIDATES, N_SAMPLES,
+    DOF_ADR, DQ_OUT, DQ_REF, EXTRAS, FEEDFORWARD, FRICTION_LAW, HOLD, INERTIA_ROWS, JNT_IDS, LINKS, LINK_BODIES,
+    LINK_FIRMWARE, LOAD, N_LINK_BODIES, MODE, MODE_SAMPLES, NEG_BREAKAWAY, N_CANDIDATES, N_SAMPLES,
     N_TICKS, QPOS_ADR, Q_OUT, Q_REF, RING, RING_LENGTH, SAMPLE_OF_TICK, SCALES, SITE_ID, SPRINGS,
     SUM_SQ, TABLE, TAU_OUT, TAU_PREV,
 )
 
 _HERE = Path(__file__).resolve().parent
-_INLINED_SOURCES = ("_callback_body.py", "kernels.py", "load_dynamics.py", "replay_context.py", "fr3.py")
+_INLINED_SOURCES = ("_callback_body.py", "kernels.py", "link_dynamics.py", "load_dynamics.py", "replay_context.py",
+                    "fr3.py")
 _CART_LIMIT_NM = np.ascontiguousarray(CART_TORQUE_LIMIT_NM, dtype=np.float64)
 
 
@@ -164,6 +168,26 @@ def _add_load_torque(p, ctx, data_address, off, applied, dofadr):
 
 
 @njit(inline="always")
+def _add_link_torque(p, k, ctx, data_address, off, off_xipos, qvel, applied, dofadr):
+    """applied += candidate p's links' torque (link_dynamics.add_link_torque, same order)."""
+    population, count = ctx[N_CANDIDATES], ctx[N_LINK_BODIES]
+    rows = carray(_f64_at(ctx[LINKS]), (population, count + 7))
+    bodies = carray(_i64_at(ctx[LINK_BODIES]), (count, 2))
+    firmware = carray(_f64_at(ctx[LINK_FIRMWARE]), count + 4)
+    site_id = ctx[SITE_ID]
+    site = carray(_f64_at(_word(data_address + off[0]) + 24 * site_id), 3)
+    mat = carray(_f64_at(_word(data_address + off[1]) + 72 * site_id), 9)
+    xanchor = carray(_f64_at(_word(data_address + off[2])), (1 << 38, 3))
+    xaxis = carray(_f64_at(_word(data_address + off[3])), (1 << 38, 3))
+    xipos = carray(_f64_at(_word(data_address + off_xipos)), (1 << 38, 3))
+    ring = carray(_f64_at(ctx[RING]), (ctx[RING_LENGTH], population, 7))
+    delays = carray(_i64_at(ctx[DELAYS]), (population, 7))
+    jnt_ids = carray(_i64_at(ctx[JNT_IDS]), 7)
+    link_torque(rows[p], bodies, firmware, xipos, xanchor, xaxis, jnt_ids, site, mat, ring, k, delays, p, qvel,
+                dofadr, applied)
+
+
+@njit(inline="always")
 def _feedforward(p, ctx, data_address, off, qvel, bias, dofadr):
     """Candidate p's Coriolis feed-forward row (7,): qfrc_bias, − C_load(true payload) +
     C_load(configured load) where they differ (load_dynamics.load_feedforward, same order)."""
@@ -202,7 +226,7 @@ def _add_joint_extras(p, ctx, qvel, applied, dofadr):
 
 def source_digest() -> int:
     """A 63-bit digest of the sources compiled into the callback (this module and the sim
-    modules it inlines: kernels, load_dynamics, replay_context, fr3).
+    modules it inlines: kernels, link_dynamics, load_dynamics, replay_context, fr3).
 
     numba keys a cached function on its own bytecode and closure values and stamps it with its
     own file only; a change to an inlined kernel or a context slot elsewhere would otherwise
@@ -216,11 +240,12 @@ def source_digest() -> int:
 
 def make_callback(offsets: dict[str, int], magic: float, slots: int):
     """The cfunc for a layout: offsets of qpos, qvel, qfrc_bias, qfrc_applied, userdata,
-    site_xpos, site_xmat, xanchor and xaxis in mjData and of nuserdata in mjModel
+    site_xpos, site_xmat, xanchor, xaxis and xipos in mjData and of nuserdata in mjModel
     (callback._pointer_offsets); magic, slots: replay_context.MAGIC and USERDATA_SLOTS."""
     off_qpos, off_qvel, off_bias = offsets["qpos"], offsets["qvel"], offsets["qfrc_bias"]
     off_applied, off_userdata, off_nuserdata = offsets["qfrc_applied"], offsets["userdata"], offsets["nuserdata"]
     off_kin = (offsets["site_xpos"], offsets["site_xmat"], offsets["xanchor"], offsets["xaxis"])
+    off_xipos = offsets["xipos"]
     n_context = CONTEXT_SIZE
     big = 1 << 40  # carray lengths for MjData's arrays: indexed only at the arm's addresses
     digest = source_digest()
@@ -294,6 +319,8 @@ def make_callback(offsets: dict[str, int], magic: float, slots: int):
             applied[dofadr[j]] = friction_torque(law, qvel[dofadr[j]], neg_breakaway[p, j]) + ring[source, p, j]
         if ctx[LOAD] != 0:
             _add_load_torque(p, ctx, data_address, off_kin, applied, dofadr)
+        if ctx[LINKS] != 0:
+            _add_link_torque(p, k, ctx, data_address, off_kin, off_xipos, qvel, applied, dofadr)
         if ctx[EXTRAS] != 0:
             _add_joint_extras(p, ctx, qvel, applied, dofadr)
 

@@ -118,6 +118,10 @@ class SimFR3:
         q0 = HOME_Q if q0 is None else np.asarray(q0, dtype=np.float64)
         self.plant = Plant(model, params, q0, np.zeros(7), np.zeros(7), configured_load=configured_load,
                            friction_law=friction_law)
+        if self.plant.linked:  # its compiled tick loops (arm_loop.py) carry no links' torque
+            raise ValueError("SimFR3 simulates the model's links without load-dependent friction: "
+                             "link_mass_scale must be 1 and coulomb_load_per_nm 0 (the population engine and "
+                             "replay_reference replay other links)")
         warm_up()  # numba's one-time start-up here, not in the first tick of a real-time loop
         take_command(np.zeros(COMMAND_WIDTH), np.zeros(7), np.zeros(7), np.zeros(STATE_WIDTH))  # idle, on scratch: loads it
         self._scratch = mujoco.MjData(self.plant.model)

@@ -48,7 +48,8 @@ import mujoco
 from ._callback_body import make_callback
 from .replay_context import MAGIC, MODE_ERRORS, MODE_SAMPLES, USERDATA_SLOTS, ReplayContext
 
-_DATA_FIELDS = ("qpos", "qvel", "qfrc_bias", "qfrc_applied", "userdata", "site_xpos", "site_xmat", "xanchor", "xaxis")
+_DATA_FIELDS = ("qpos", "qvel", "qfrc_bias", "qfrc_applied", "userdata", "site_xpos", "site_xmat", "xanchor", "xaxis",
+                "xipos")
 _SCAN_LIMIT_BYTES = 1 << 22
 
 

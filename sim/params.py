@@ -11,7 +11,8 @@ motor_delay_ms; then the groups FrankaTwin does not have, each frozen at its nom
 fit unless freed (`frozen_by_default`): the true payload at the flange (mass, centre of mass,
 diagonal inertia; nominal: none), the Coulomb asymmetry and a constant torque bias per joint
 (nominal 0), the sigmoid law's shape, and a per-joint offset of the motor delay (whole ms,
-nominal 0: every joint has `motor_delay_ms`). A FrankaTwin-length (29,) vector is accepted wherever a
+nominal 0: every joint has `motor_delay_ms`), the links' mass scales (nominal 1: the model's
+links) and the load-dependent Coulomb friction (nominal 0). A FrankaTwin-length (29,) vector is accepted wherever a
 vector is (`from_vector`, `params_matrix`): the other groups take their nominal values.
 Adding a parameter is one `ParameterGroup` in `_GROUPS` and a `DynamicsParams` field of the
 same name (plus its physics); see docs/simulation.md, "Parameters".
@@ -89,6 +90,14 @@ _GROUPS = (
     # clip(motor_delay_ms + offset_j, 0, MAX_DELAY_MS) (joint_delay_ticks); FrankaTwin has one delay
     ParameterGroup("motor_delay_offset_ms", "ms", (-float(MAX_DELAY_OFFSET_MS), float(MAX_DELAY_OFFSET_MS)), (0.0,) * 7,
                    None, integer=True, frozen_by_default=True, label="delay offset"),
+    # the arm's links as they are (links.py), frozen by default: link j's mass and inertia about its
+    # centre of mass are link_mass_scale_j times the model's (centre of mass kept), while the
+    # firmware compensates gravity with the model's; and a Coulomb level that grows with the torque
+    # the gear transmits (a harmonic drive's load-dependent friction), k_j per N·m
+    ParameterGroup("link_mass_scale", "-", (0.8, 1.2), (1.0,) * 7, None, frozen_by_default=True,
+                   families=("links",), label="link mass ×"),
+    ParameterGroup("coulomb_load_per_nm", "-", (0.0, 0.2), (0.0,) * 7, None, frozen_by_default=True,
+                   label="load friction"),
 )
 _PAYLOAD_COM = ("payload_com_x", "payload_com_y", "payload_com_z")
 _PAYLOAD_INERTIA = ("payload_ixx", "payload_iyy", "payload_izz")
@@ -140,6 +149,10 @@ class DynamicsParams:
     sigmoid_phi3: np.ndarray = field(default_factory=lambda: np.zeros(JOINT_COUNT))  # sigmoid law offset [rad/s]
     # per-joint offset of the motor delay [whole ms, stored as float64 (7,)], 0: every joint motor_delay_ms
     motor_delay_offset_ms: np.ndarray = field(default_factory=lambda: np.zeros(JOINT_COUNT))
+    # link j's mass and inertia about its centre of mass / the model's [-]; the firmware keeps the model's
+    link_mass_scale: np.ndarray = field(default_factory=lambda: np.ones(JOINT_COUNT))
+    # growth of the Coulomb level per N·m of transmitted motor torque [-] (links.py)
+    coulomb_load_per_nm: np.ndarray = field(default_factory=lambda: np.zeros(JOINT_COUNT))
 
     def __post_init__(self) -> None:
         for group in LAYOUT.groups:

@@ -26,7 +26,9 @@ compensation of the configured load is an explicit joint torque at the tick's ki
 delayed command and the sliding relief; with no load nothing is added. The Coriolis
 feed-forward is the firmware's: qfrc_bias minus the true payload's velocity-product torque
 plus the configured load's (load_dynamics.load_feedforward; qfrc_bias itself when the two
-loads are equal).
+loads are equal). Links (links.py): link j's mass and inertia are link_mass_scale_j times the
+model's, and the weight the firmware does not compensate plus the load-dependent Coulomb friction
+are one explicit torque after the loads' (link_dynamics.add_link_torque).
 """
 
 from __future__ import annotations
@@ -41,6 +43,8 @@ from .kernels import NEG_INV_STRIBECK_VELOCITY_SQ as _NEG_INV_VS2
 from .kernels import FRICTION_SIGMOID, FRICTION_STRIBECK, FRICTION_TANH, INV_TANH_VELOCITY, STRIBECK_VELOCITY_RAD_S, TANH_VELOCITY_RAD_S
 from .kernels import add_joint_extras, add_load_torque, apply_delayed_torque
 from .load import NO_LOAD, EndLoad, load_inertia_rows, load_row, loads_differ
+from .link_dynamics import add_link_torque
+from .links import LinkChain, firmware_row, link_chain, link_rows, links_active, set_link_bodies
 from .load_dynamics import load_feedforward
 from .params import MAX_DELAY_MS, DynamicsParams
 
@@ -198,12 +202,16 @@ def dof_span(adr: np.ndarray) -> slice | np.ndarray:
     return slice(start, start + adr.size) if np.array_equal(adr, np.arange(start, start + adr.size)) else adr
 
 
-def apply_params(model: mujoco.MjModel, arm: ArmIndex, params: DynamicsParams, friction_law: str = "stribeck") -> None:
-    """Write armature, viscous damping and the law's breakaway level into the arm's dofs, and
+def apply_params(model: mujoco.MjModel, arm: ArmIndex, params: DynamicsParams, friction_law: str = "stribeck",
+                 chain: LinkChain | None = None) -> None:
+    """Write armature, viscous damping and the law's breakaway level into the arm's dofs, the
+    links' masses and inertias (link_mass_scale × `chain`'s, the model's own when None), and
     the true payload into the `payload` body (mass, centre of mass, diagonal inertia)."""
     model.dof_armature[arm.dof_adr] = params.armature
     model.dof_damping[arm.dof_adr] = params.mu_viscous
     model.dof_frictionloss[arm.dof_adr] = breakaway_level(friction_law, params.mu_static)
+    chain = link_chain(model, arm) if chain is None else chain
+    set_link_bodies(model.body_mass[None], model.body_inertia[None], params.to_vector()[None], chain)
     payload = params.payload
     if arm.payload_body < 0:
         if payload.mass_kg != 0.0 or any(payload.inertia_kgm2):
@@ -231,7 +239,8 @@ class Plant:
         self.arm = arm_index(self.model)
         self.params = params
         self.friction_law = friction_law
-        apply_params(self.model, self.arm, params, friction_law)
+        self.chain = link_chain(model, self.arm)  # the links as the firmware knows them: the given model's
+        apply_params(self.model, self.arm, params, friction_law, self.chain)
         self.data = mujoco.MjData(self.model)
         mujoco.mj_setConst(self.model, self.data)
         mujoco.mj_resetData(self.model, self.data)
@@ -252,6 +261,9 @@ class Plant:
         self.extras = joint_extras(params.tau_bias, params.coulomb_asymmetry, friction_law, params.mu_static,
                                    params.sigmoid_phi2, params.sigmoid_phi3)  # (1, 35)
         self.extra = bool(np.any(self.extras[:, :21] != 0.0))  # bias, asymmetry or a sigmoid φ1
+        self.links = link_rows(params.to_vector()[None], self.chain)  # (1, B + 7)
+        self.linked = links_active(self.links)  # links other than the model's, or load-dependent friction
+        self._link_firmware = firmware_row(self.chain, configured_load)
         self._jnt_ids = self.arm.jnt_ids.astype(np.int64)
         self.dofs, self.qadr = dof_span(self.arm.dof_adr), dof_span(self.arm.qpos_adr)
         # live (1, 7) views of MjData rows (its buffers never move) when the dofs are contiguous
@@ -299,12 +311,16 @@ class Plant:
             self.delay.push_apply(tau_row, self._live[0], self.friction.coef, self._live[1])
             if self.loaded:
                 self.add_load_torque(self._live[1])
+            if self.linked:
+                self.add_link_torque(self._live[0], self._live[1])
             if self.extra:
                 add_joint_extras(self._live[0], self.extras, self._live[1])
         else:  # gathered dq, scattered torque
             self.delay.push_apply(tau_row, self.data.qvel[self.dofs][None], self.friction.coef, self._applied)
             if self.loaded:
                 self.add_load_torque(self._applied)
+            if self.linked:
+                self.add_link_torque(self.data.qvel[self.dofs][None], self._applied)
             if self.extra:
                 add_joint_extras(self.data.qvel[self.dofs][None], self.extras, self._applied)
             self.data.qfrc_applied[self.dofs] = self._applied[0]
@@ -315,6 +331,13 @@ class Plant:
         d = self.data
         add_load_torque(self.load, d.site_xpos[None], d.site_xmat[None], d.xanchor[None], d.xaxis[None],
                         self.arm.ee_site, self._jnt_ids, applied)
+
+    def add_link_torque(self, dq: np.ndarray, applied: np.ndarray) -> None:
+        """applied (1, 7) += the links' torque (links.py) at this tick's kinematics, after the push."""
+        d = self.data
+        add_link_torque(self.links, self.chain.table, self._link_firmware, d.xipos[None], d.xanchor[None],
+                        d.xaxis[None], d.site_xpos[None], d.site_xmat[None], self.arm.ee_site, self._jnt_ids,
+                        self.delay.ring, self.delay.tick - 1, self.delay.delays, dq, applied)
 
     def link_torque(self) -> np.ndarray:
         """Torque that reached the links in the last step [N·m], (7,): delayed motor torque plus

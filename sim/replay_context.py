@@ -28,7 +28,11 @@ FRICTION_LAW = LOAD + 1  # the friction law's number (kernels.FRICTION_STRIBECK,
 EXTRAS = FRICTION_LAW + 1  # address of the (P, 35) joint-extra rows (plant.joint_extras), 0 when all are zero
 INERTIA_ROWS = EXTRAS + 1  # address of the (P, 14) loads' inertial rows (load.load_inertia_rows), 0 when the loads are equal
 FEEDFORWARD = INERTIA_ROWS + 1  # address of the (P, 7) scratch of each candidate's Coriolis feed-forward
-CONTEXT_SIZE = FEEDFORWARD + 1
+LINKS = FEEDFORWARD + 1  # address of the (P, B + 7) link rows (links.link_rows), 0 when every candidate's are zero
+LINK_BODIES = LINKS + 1  # address of the (B, 2) int64 chain table (links.LinkChain.table)
+LINK_FIRMWARE = LINK_BODIES + 1  # address of the (B + 4,) firmware row (links.firmware_row)
+N_LINK_BODIES = LINK_FIRMWARE + 1  # B, a value
+CONTEXT_SIZE = N_LINK_BODIES + 1
 # values of the MODE and CONTROLLER slots
 MODE_SAMPLES, MODE_ERRORS = 0, 1
 JOINT, CARTESIAN = 0, 1
@@ -49,7 +53,9 @@ class ReplayContext:
     dq_out, tau_out (S, P, 7). Errors mode: q_ref, dq_ref (S, 7), scales (2,) [q_scale,
     dq_scale], sum_sq (P, 2). inertia_rows (P, 14): the true payload and configured load of
     each candidate (the firmware's Coriolis feed-forward, load_dynamics.py), None when equal;
-    feedforward (P, 7) [N·m] the callback's scratch for that feed-forward.
+    feedforward (P, 7) [N·m] the callback's scratch for that feed-forward. links (P, B + 7),
+    link_bodies (B, 2) int64, link_firmware (B + 4,): the links' torque (links.py), None when
+    every candidate's links are the model's and no load-dependent friction is set.
     """
 
     sample_of_tick: np.ndarray
@@ -70,6 +76,9 @@ class ReplayContext:
     friction_law: int = 0
     extras: np.ndarray | None = None
     inertia_rows: np.ndarray | None = None
+    links: np.ndarray | None = None
+    link_bodies: np.ndarray | None = None
+    link_firmware: np.ndarray | None = None
     outputs: tuple[np.ndarray, ...] = ()  # (q_out, dq_out, tau_out)
     errors: tuple[np.ndarray, ...] = ()  # (q_ref, dq_ref, scales, sum_sq)
     counter: np.ndarray = field(init=False)
@@ -87,8 +96,11 @@ class ReplayContext:
         cartesian = self.cart_targets is not None
         if (self.springs is None or self.table is None) and not cartesian:
             raise ValueError("ReplayContext: springs and table (joint) or cart_targets (Cartesian) are needed")
-        if (self.load is not None or self.inertia_rows is not None) and (self.jnt_ids is None or self.site_id < 0):
-            raise ValueError("ReplayContext: a load needs jnt_ids and site_id")
+        if (self.load is not None or self.inertia_rows is not None or self.links is not None) and (
+                self.jnt_ids is None or self.site_id < 0):
+            raise ValueError("ReplayContext: a load or the links need jnt_ids and site_id")
+        if self.links is not None and (self.link_bodies is None or self.link_firmware is None):
+            raise ValueError("ReplayContext: links need link_bodies and link_firmware")
         population = self.tau_prev.shape[0]
         if self.delays.shape != (population, 7):
             raise ValueError(f"ReplayContext.delays: expected shape ({population}, 7), got {self.delays.shape}")
@@ -101,6 +113,7 @@ class ReplayContext:
         t[N_SAMPLES] = (self.outputs or self.errors)[0].shape[0]
         t[SITE_ID] = self.site_id
         t[FRICTION_LAW] = self.friction_law
+        t[N_LINK_BODIES] = 0 if self.link_bodies is None else self.link_bodies.shape[0]
         for name, array in arrays.items():
             t[_SLOTS[name]] = array.ctypes.data
         t[COUNTER] = self.counter.ctypes.data
@@ -122,9 +135,11 @@ _SLOTS = {"springs": SPRINGS, "table": TABLE, "sample_of_tick": SAMPLE_OF_TICK, 
           "delays": DELAYS, "neg_breakaway": NEG_BREAKAWAY, "qpos_adr": QPOS_ADR, "dof_adr": DOF_ADR,
           "q_out": Q_OUT, "dq_out": DQ_OUT, "tau_out": TAU_OUT, "q_ref": Q_REF, "dq_ref": DQ_REF,
           "scales": SCALES, "sum_sq": SUM_SQ, "cart_targets": CART_TARGETS, "cart_params": CART_PARAMS,
-          "hold": HOLD, "jnt_ids": JNT_IDS, "load": LOAD, "extras": EXTRAS, "inertia_rows": INERTIA_ROWS}
-_INT_ARRAYS = frozenset({"sample_of_tick", "delays", "qpos_adr", "dof_adr", "jnt_ids"})
+          "hold": HOLD, "jnt_ids": JNT_IDS, "load": LOAD, "extras": EXTRAS, "inertia_rows": INERTIA_ROWS,
+          "links": LINKS, "link_bodies": LINK_BODIES, "link_firmware": LINK_FIRMWARE}
+_INT_ARRAYS = frozenset({"sample_of_tick", "delays", "qpos_adr", "dof_adr", "jnt_ids", "link_bodies"})
 
 
-__all__ = ["CARTESIAN", "CART_PARAMS_SIZE", "CONTEXT_SIZE", "EXTRAS", "FEEDFORWARD", "FRICTION_LAW", "INERTIA_ROWS", "JOINT", "LOAD", "MAGIC", "MODE_ERRORS", "MODE_SAMPLES",
+__all__ = ["CARTESIAN", "CART_PARAMS_SIZE", "CONTEXT_SIZE", "EXTRAS", "FEEDFORWARD", "FRICTION_LAW", "INERTIA_ROWS", "JOINT",
+           "LINKS", "LINK_BODIES", "LINK_FIRMWARE", "LOAD", "N_LINK_BODIES", "MAGIC", "MODE_ERRORS", "MODE_SAMPLES",
            "USERDATA_SLOTS", "ReplayContext"]

@@ -21,6 +21,8 @@ from .plant import DelayLine, breakaway_level, dof_span, friction_law_id, fricti
 from . import callback
 from .kernels import add_joint_extras, add_load_torque, add_square_errors, ema_springs
 from .load import load_inertia_rows, load_row, loads_differ
+from .link_dynamics import add_link_torque
+from .links import firmware_row, link_chain, link_rows, links_active, set_link_bodies
 from .load_dynamics import load_feedforward
 from .replay import Kinematics, TickController
 from .replay_input import ReplayInput
@@ -50,8 +52,9 @@ class PopulationShard:
             "body_inertia": b.expand("body_inertia"),
         }
         # kinematics: the Cartesian law, the EE samples and the loads' gravity torque read them
-        for name in ("site_xpos", "site_xmat", "xanchor", "xaxis"):
+        for name in ("site_xpos", "site_xmat", "xanchor", "xaxis", "xipos"):
             self.f[name] = b.bind(name)
+        self.chain = link_chain(model, arm)  # the links as the firmware knows them (the model's)
         self.jnt_ids = arm.jnt_ids.astype(np.int64)
         self.use_callback = False  # set per call by PopulationEngine._fan_out
         self._sample_buffers: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
@@ -67,6 +70,7 @@ class PopulationShard:
             check_no_payload(matrix)
         else:
             self._set_payload(matrix, body)
+        set_link_bodies(self.f["body_mass"], self.f["body_inertia"], matrix, self.chain)
         self.batch.set_const()
         self.matrix = matrix
 
@@ -98,8 +102,11 @@ class PopulationShard:
             [LAYOUT.take(m, f"payload_i{a}{a}") for a in "xyz"], axis=-1), inp.configured_load)
         extras = joint_extras(LAYOUT.take(m, "tau_bias"), LAYOUT.take(m, "coulomb_asymmetry"), self.friction_law,
                               LAYOUT.take(m, "mu_static"), LAYOUT.take(m, "sigmoid_phi2"), LAYOUT.take(m, "sigmoid_phi3"))
+        links = link_rows(m, self.chain)
         return ReplayState(
             load=load if np.any(load != 0.0) else None,
+            links=links if links_active(links) else None,
+            link_firmware=firmware_row(self.chain, inp.configured_load),
             inertia_rows=inertia_rows if loads_differ(inertia_rows) else None,
             extras=extras if np.any(extras[:, :21] != 0.0) else None,
             delay=DelayLine(joint_delay_ticks(m), inp.tau_prev0, inp.tau_history,
@@ -187,9 +194,11 @@ class PopulationShard:
     def _run_compiled(self, inp: ReplayInput, table: np.ndarray | None, state: ReplayState, sink: ReplaySink) -> None:
         """The compiled loop: one batch call, the control callback runs every tick (callback.py)."""
         law = self._law_arrays(inp, table, state)
-        if state.load is not None or state.inertia_rows is not None:
+        if state.load is not None or state.inertia_rows is not None or state.links is not None:
             law.setdefault("jnt_ids", self.jnt_ids)
             law.setdefault("site_id", int(self.arm.ee_site))
+        if state.links is not None:
+            law.update(links=state.links, link_bodies=self.chain.table, link_firmware=state.link_firmware)
         context = callback.ReplayContext(
             sample_of_tick=state.sample_of_tick,
             tau_prev=state.tau_prev, ring=state.delay.ring, delays=np.ascontiguousarray(state.delay.delays, dtype=np.int64),
@@ -208,7 +217,8 @@ class PopulationShard:
         """The generic loop, any law: per tick the controller (TickController: the joint law's
         kernel, or the Cartesian law in numpy), the sample into `sink`, the delayed torque and
         sliding relief into qfrc_applied (kernels.apply_delayed_torque), plus the loads' gravity
-        torque (kernels.add_load_torque) when a candidate carries a load and the bias and Coulomb
+        torque (kernels.add_load_torque) when a candidate carries a load, the links' torque
+        (link_dynamics.add_link_torque) when a candidate's links differ, and the bias and Coulomb
         asymmetry (kernels.add_joint_extras) when a candidate has them, one batch step."""
         ctrl = TickController(inp, self.size)
         need_kin = ctrl.needs_kinematics or bool(sink.ee)
@@ -216,6 +226,7 @@ class PopulationShard:
         f, step, live, samples = self.f, self.batch.step, self.live, state.sample_of_tick.tolist()
         delay, neg_breakaway, record, load, extras = state.delay, state.neg_breakaway, sink.record, state.load, state.extras
         site, jnt_ids, rows = int(self.arm.ee_site), self.jnt_ids, state.inertia_rows
+        links, chain_table = state.links, self.chain.table
         feedforward = np.empty((self.size, 7))
         for k in range(inp.n_ticks):
             if not live:  # non-contiguous addresses: gather copies, scatter the torque back
@@ -229,6 +240,9 @@ class PopulationShard:
             delay.push_apply(tau, dq, neg_breakaway, applied)
             if load is not None:
                 add_load_torque(load, f["site_xpos"], f["site_xmat"], f["xanchor"], f["xaxis"], site, jnt_ids, applied)
+            if links is not None:
+                add_link_torque(links, chain_table, state.link_firmware, f["xipos"], f["xanchor"], f["xaxis"],
+                                f["site_xpos"], f["site_xmat"], site, jnt_ids, delay.ring, k, delay.delays, dq, applied)
             if extras is not None:
                 add_joint_extras(dq, extras, applied)
             if not live:
@@ -277,6 +291,8 @@ class ReplayState:
     load: np.ndarray | None = None  # (P, 4) load rows (load.load_row), None when all are zero
     inertia_rows: np.ndarray | None = None  # (P, 14) load.load_inertia_rows, None when every candidate's two loads are equal
     extras: np.ndarray | None = None  # (P, 35) joint extras (plant.joint_extras), None when bias, asymmetry and φ1 are all zero
+    links: np.ndarray | None = None  # (P, B + 7) links.link_rows, None when every candidate's links are the model's
+    link_firmware: np.ndarray | None = None  # (B + 4,) links.firmware_row of the input's configured load
 
 
 __all__ = ["PopulationShard", "ReplaySink", "ReplayState", "check_no_payload"]

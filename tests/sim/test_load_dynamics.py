@@ -136,7 +136,7 @@ def test_simfr3_feeds_forward_the_configured_load_on_every_path():
 
 
 def test_a_replay_context_with_loads_needs_the_joints_and_the_flange():
-    from twinlake.sim.replay_context import ReplayContext
+    from twinlake.sim.replay_context import FEEDFORWARD, ReplayContext
 
     base = dict(sample_of_tick=np.zeros(2, dtype=np.int64), tau_prev=np.zeros((1, 7)), ring=np.zeros((3, 1, 7)),
                 delays=np.zeros((1, 7), dtype=np.int64), neg_breakaway=np.zeros((1, 7)), qpos_adr=np.arange(7, dtype=np.int64),
@@ -145,4 +145,4 @@ def test_a_replay_context_with_loads_needs_the_joints_and_the_flange():
     with pytest.raises(ValueError, match="jnt_ids and site_id"):
         ReplayContext(**base)
     context = ReplayContext(**base, jnt_ids=np.arange(7, dtype=np.int64), site_id=0)
-    assert context.feedforward.shape == (1, 7) and context.address_table[-1] == context.feedforward.ctypes.data
+    assert context.feedforward.shape == (1, 7) and context.address_table[FEEDFORWARD] == context.feedforward.ctypes.data

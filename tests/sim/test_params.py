@@ -25,8 +25,9 @@ def test_vector_layout_round_trips_in_frankatwin_order():
     p = _distinct()
     v = p.to_vector()
     # FrankaTwin's 29 first, then the groups beyond FrankaTwin's vector: payload (7), asymmetry, bias,
-    # the sigmoid law's φ2, φ3 (7 each)
-    assert v.shape == (71,) and len(PARAM_NAMES) == 71 and DEFAULT_BOUNDS.shape == (71, 2)
+    # the sigmoid law's φ2, φ3, the delay offsets, the link mass scales and load friction (7 each)
+    assert v.shape == (85,) and len(PARAM_NAMES) == 85 and DEFAULT_BOUNDS.shape == (85, 2)
+    assert PARAM_NAMES[71] == "link_mass_scale_j1" and PARAM_NAMES[78] == "coulomb_load_per_nm_j1"
     assert PARAM_NAMES[29:36] == ("payload_mass", "payload_com_x", "payload_com_y", "payload_com_z",
                                   "payload_ixx", "payload_iyy", "payload_izz")
     assert PARAM_NAMES[36] == "coulomb_asymmetry_j1" and PARAM_NAMES[43] == "tau_bias_j1"

@@ -27,11 +27,12 @@ def test_layout_is_frankatwins_29_in_its_order():
         ("payload_com_x", 1, "m"), ("payload_com_y", 1, "m"), ("payload_com_z", 1, "m"),
         ("payload_ixx", 1, "kg·m²"), ("payload_iyy", 1, "kg·m²"), ("payload_izz", 1, "kg·m²"),
         ("coulomb_asymmetry", 7, "N·m"), ("tau_bias", 7, "N·m"), ("sigmoid_phi2", 7, "s/rad"),
-        ("sigmoid_phi3", 7, "rad/s"), ("motor_delay_offset_ms", 7, "ms")]
-    assert LAYOUT.size == 71 and len(LAYOUT.names) == 71 and LAYOUT.bounds.shape == (71, 2)
+        ("sigmoid_phi3", 7, "rad/s"), ("motor_delay_offset_ms", 7, "ms"), ("link_mass_scale", 7, "-"),
+        ("coulomb_load_per_nm", 7, "-")]
+    assert LAYOUT.size == 85 and len(LAYOUT.names) == 85 and LAYOUT.bounds.shape == (85, 2)
     # FrankaTwin's 29 keep their places; the groups beyond are frozen at nominal by default
     assert LAYOUT.frankatwin_indices == tuple(range(29))
-    assert LAYOUT.default_frozen == {i: 50.0 if 50 <= i < 57 else 0.0 for i in range(29, 71)}
+    assert LAYOUT.default_frozen == {i: 50.0 if 50 <= i < 57 else 1.0 if 71 <= i < 78 else 0.0 for i in range(29, 85)}
     assert [LAYOUT.slice(g) for g in ("armature", "mu_static", "dynamic_ratio", "mu_viscous")] == [
         slice(0, 7), slice(7, 14), slice(14, 21), slice(21, 28)]
     assert LAYOUT.index("motor_delay_ms") == LAYOUT.index("delay") == 28
@@ -67,7 +68,7 @@ def test_vector_matrix_and_named_round_trips():
     assert parts["motor_delay_ms"].tolist() == [3.0, 1.0]
     assert np.array_equal(parts["mu_viscous"][1], b.mu_viscous)
     assert np.shares_memory(parts["armature"], matrix)  # views, not copies
-    with pytest.raises(ValueError, match="expected 71 values in the last axis"):
+    with pytest.raises(ValueError, match="expected 85 values in the last axis"):
         LAYOUT.split(np.zeros((2, 28)))
 
 
@@ -120,7 +121,8 @@ def test_selectors_name_groups_joints_and_parameters():
     assert LAYOUT.select("mu_viscous_j3") == [23]
     assert LAYOUT.select("delay") == LAYOUT.select("motor_delay_steps") == [28]
     with pytest.raises(ValueError, match=r"expected a group \(armature, mu_static, dynamic_ratio, mu_viscous, "
-                                         r"coulomb_asymmetry, tau_bias, sigmoid_phi2, sigmoid_phi3, motor_delay_offset_ms\), a joint \(j1..j7\), a name such as "
+                                         r"coulomb_asymmetry, tau_bias, sigmoid_phi2, sigmoid_phi3, motor_delay_offset_ms, link_mass_scale, "
+                                         r"coulomb_load_per_nm\), a joint \(j1..j7\), a name such as "
                                          r"mu_static_j3, or one of motor_delay_ms, payload_mass, "):
         LAYOUT.select("armatur")
     with pytest.raises(ValueError, match="unknown parameter 'j8'"):
