@@ -16,6 +16,8 @@ is not 7 finite numbers ends it with `controller_nonfinite_output`. Either way t
 to that tick are kept and scored, and the campaign goes on.
 
 A factory is imported (and a bad name reported) before any episode runs: `load_factory`.
+SimFR3 simulates the model's links without load-dependent friction, so a fit that varies either
+(`+links`, `+load-friction`) is refused before any episode too: `check_plugin_parameters`.
 """
 
 from __future__ import annotations
@@ -91,6 +93,32 @@ class PluginRun:
     controller_s: float
 
 
+LINK_GROUPS = ("link_mass_scale", "coulomb_load_per_nm")
+"""Parameter groups SimFR3 holds at the model's value (1 and 0: sim/links.py)."""
+
+
+def check_plugin_parameters(distribution, fit_vector: np.ndarray) -> None:
+    """ValueError naming the parameters a plug-in episode cannot simulate: link mass scales other
+    than 1 or load-dependent friction other than 0, at the fit or in any draw of `distribution`
+    (a sampling.ParameterDistribution)."""
+    from ..sim.params import LAYOUT
+
+    nominal = {"link_mass_scale": 1.0, "coulomb_load_per_nm": 0.0}
+    joint = set(distribution.joint.indices) if distribution.joint is not None else set()
+    bad = []
+    for group in LINK_GROUPS:
+        for i in range(*LAYOUT.slice(group).indices(LAYOUT.size)):
+            m = distribution.marginals[i]
+            varies = i in joint or m.kind != "fixed"
+            if varies or fit_vector[i] != nominal[group] or m.value != nominal[group]:
+                bad.append(LAYOUT.names[i])
+    if bad:
+        raise ValueError(f"--controller: plug-in episodes run on SimFR3, which simulates the model's links "
+                         f"without load-dependent friction; this fit sets or varies {', '.join(bad[:4])}"
+                         f"{' …' if len(bad) > 4 else ''} (+links / +load-friction): run the campaign with the "
+                         "built-in joint impedance (no --controller), which replays them")
+
+
 def _fail(category: str, tick: int, message: str | None = None) -> dict:
     return {"category": category, "tick": int(tick), "t_s": tick * 1e-3,
             "traceback": message if message is not None else traceback.format_exc()}
@@ -139,4 +167,5 @@ def run_plugin_episode(factory, config: dict, params: np.ndarray, reference_tick
     return PluginRun(tgt_log[:k], q_log[:k], dq_log[:k], tau_log[:k], failure, outcome, ctrl_s)
 
 
-__all__ = ["ControllerState", "PluginRun", "ReferenceFollower", "load_factory", "run_plugin_episode"]
+__all__ = ["LINK_GROUPS", "ControllerState", "PluginRun", "ReferenceFollower", "check_plugin_parameters", "load_factory",
+           "run_plugin_episode"]

@@ -155,9 +155,10 @@ def prepare(lake: Lake | str | Path, req: CampaignRequest) -> PreparedCampaign:
     reference = _reference(lake, req)
     gain_sets = _gain_sets(req)
     if req.controller:
-        from .plugin import load_factory
+        from .plugin import check_plugin_parameters, load_factory
 
         load_factory(req.controller)
+        check_plugin_parameters(distribution, fit_vector)
     limits = GuardLimits(req.tracking_limit_rad, reference.speed_limit_rad_s, req.tracking_rule)
     limits.bounds()  # ValueError naming a bad rule or bound
     nominal = nominal_episode(reference, gain_sets[0], fit_vector, limits)

@@ -14,19 +14,22 @@ from twinlake.daemon.excitation import PREVIEW_ANCHOR_Q
 from twinlake.daemon.excite_files import reference_table, write_reference_csv
 from twinlake.fit.trust.identifiability import analyse
 from twinlake.fit.records.record import FitRecord, publish_fit
+from twinlake.campaign.plugin import LINK_GROUPS
 from twinlake.sim import DEMO_PROFILE_PATH, LAYOUT, load_params
 
 FIT_ID = "demo-fit"
 
 
 def make_fit(lake: Path, fit_id: str = FIT_ID, *, with_errors: bool = True, delay_probs=None,
-             couple: tuple[str, str] | None = None) -> FitRecord:
+             couple: tuple[str, str] | None = None, free_links: bool = False) -> FitRecord:
     """Publish a fit at the demo robot's parameters; its error bars come from `analyse` on a
     seeded random Jacobian (so every continuous parameter gets a finite standard error);
-    `couple`: two names whose Jacobian columns nearly coincide (a strongly correlated pair)."""
+    `couple`: two names whose Jacobian columns nearly coincide (a strongly correlated pair);
+    `free_links`: the links' groups (+links, +load-friction) free too, as a fit with those presets."""
     params = load_params(DEMO_PROFILE_PATH)
     x = params.to_vector()
-    free = [i for i in range(LAYOUT.size) if i not in LAYOUT.integer_indices]
+    links = {i for g in LINK_GROUPS for i in range(*LAYOUT.slice(g).indices(LAYOUT.size))}
+    free = [i for i in range(LAYOUT.size) if i not in LAYOUT.integer_indices and (free_links or i not in links)]
     rng = np.random.default_rng(5)
     jac = rng.normal(size=(400, len(free))) * 40.0
     r0 = rng.normal(size=400) * 0.05

@@ -59,3 +59,17 @@ def test_unimportable_plugin_fails_before_any_episode(lake, reference, spec, mes
     with pytest.raises(ValueError, match=message):
         run_campaign(lake, _req(reference, spec, "never"))
     assert not CampaignStore(lake, "never").root.exists()
+
+
+def test_a_fit_with_links_is_refused_before_any_plugin_episode(lake, reference):
+    """SimFR3 carries the model's links only: a fit freeing +links / +load-friction is refused
+    with its reason before anything is written; the built-in engine runs it."""
+    from campaign_inputs import make_fit
+
+    make_fit(lake, "linked", free_links=True)
+    with pytest.raises(ValueError, match="link_mass_scale_j1.*built-in joint impedance"):
+        run_campaign(lake, CampaignRequest(fit="linked", episodes=1, reference_csv=str(reference),
+                                           controller="twinlake.campaign.plugin:ReferenceFollower", campaign_id="l"))
+    assert not CampaignStore(lake, "l").root.exists()
+    report = run_campaign(lake, CampaignRequest(fit="linked", episodes=1, reference_csv=str(reference), campaign_id="b"))
+    assert report.infrastructure_errors == 0
