@@ -78,7 +78,8 @@ def own_family(k: int, args, methods: list[str]) -> dict:
     return out
 
 
-PLANT_SETS = {"default": [], "payload": ["+payload"], "extended": EXTENDED}
+PLANT_SETS = {"default": [], "payload": ["+payload"], "extended": EXTENDED, "links": EXTENDED + ["+links"],
+              "links-friction": EXTENDED + ["+links", "+load-friction"]}
 
 
 def plant_lake(root: Path, seconds: float, link_scale: tuple[float, ...] = (1.0,) * 7,

@@ -90,7 +90,9 @@ def model_xml(rec: FitRecord) -> str:
             for old in body.findall("inertial"):
                 body.remove(old)
             body.insert(0, ET.Element("inertial", attrs))
-    elif p.payload.mass_kg > 0:
+    else:
+        _scale_links(bodies, p.link_mass_scale)
+    if thetas is None and p.payload.mass_kg > 0:
         load = p.payload
         payload = ET.SubElement(bodies[LINK_BODY.format(7)], "body",
                                 {"name": "payload", "pos": " ".join(f"{v:g}" for v in FLANGE_OFFSET_M)})
@@ -99,11 +101,37 @@ def model_xml(rec: FitRecord) -> str:
                                             "diaginertia": " ".join(f"{max(v, 1e-9):.9g}" for v in load.inertia_kgm2)})
     ET.indent(root, space="  ")
     header = (f"twinlake fit {rec.fit_id} ({rec.fit_source}, method {rec.extra.get('method', 'replay')}): "
-              f"{'links identified' if thetas is not None else 'nominal links'}"
+              f"{'links identified' if thetas is not None else _links_note(p.link_mass_scale)}"
               f"{', payload body' if thetas is None and p.payload.mass_kg > 0 else ''}; gravity on. "
               f"Not expressible in MJCF: mu_static [N m] = {[round(float(v), 6) for v in p.mu_static]}, "
-              f"motor delay {p.motor_delay_ms} ms, friction law {rec.friction_law}.")
+              f"motor delay {p.motor_delay_ms} ms, friction law {rec.friction_law}"
+              f"{_load_friction_note(p.coulomb_load_per_nm)}.")
     return f"<!-- {header} -->\n" + ET.tostring(root, encoding="unicode") + "\n"
+
+
+def _scale_links(bodies: dict, scales: np.ndarray) -> None:
+    """A replay fit's `link_mass_scale` (+links): each link's mass and principal inertia times
+    its scale, centre of mass and axes kept (twinlake.sim.links)."""
+    for i, scale in enumerate(scales, start=1):
+        if scale == 1.0:
+            continue
+        inertial = bodies[LINK_BODY.format(i)].find("inertial")
+        inertial.set("mass", f"{float(inertial.get('mass')) * scale:.9g}")
+        for key in ("diaginertia", "fullinertia"):
+            if inertial.get(key) is not None:
+                inertial.set(key, " ".join(f"{float(v) * scale:.9g}" for v in inertial.get(key).split()))
+
+
+def _links_note(scales: np.ndarray) -> str:
+    if np.all(scales == 1.0):
+        return "nominal links"
+    return "link masses scaled " + " ".join(f"{v:.4g}" for v in scales)
+
+
+def _load_friction_note(k: np.ndarray) -> str:
+    if not np.any(k != 0.0):
+        return ""
+    return f", load-dependent Coulomb friction k [-] = {[round(float(v), 6) for v in k]} (not in MJCF)"
 
 
 __all__ = ["inertial_attributes", "link_thetas", "model_xml"]

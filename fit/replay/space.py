@@ -27,6 +27,9 @@ Spec syntax (`--params`, repeatable, comma-separated items; or a JSON file of th
     +sigmoid-friction       the sigmoid law of Gaz et al. 2019, its shape (sigmoid_phi2/3) free
     +asymmetry, +bias       free coulomb_asymmetry / tau_bias (per joint) at their default bounds
     +joint-delay            free motor_delay_offset_ms (per joint, −2..+2 ms around the shared delay)
+    +links                  free link_mass_scale (per link, 0.8..1.2: its mass and inertia / the model's;
+                            the firmware compensates the model's weight, the twin feels the rest)
+    +load-friction          free coulomb_load_per_nm (per joint: the Coulomb level grows by k·|τ_m|)
 """
 
 from __future__ import annotations
@@ -63,6 +66,9 @@ PRESETS: dict[str, Preset] = {
     "+asymmetry": Preset(free=("coulomb_asymmetry",)),
     "+bias": Preset(free=("tau_bias",)),
     "+joint-delay": Preset(free=("motor_delay_offset_ms",)),
+    # the links as they are (twinlake.sim.links): each link's mass scale, the firmware keeping the model's
+    "+links": Preset(free=("link_mass_scale",)),
+    "+load-friction": Preset(free=("coulomb_load_per_nm",)),
     # the smooth law has one Coulomb level (mu_static): dynamic_ratio has no effect, so it is frozen
     "+smooth-friction": Preset(freeze=(("dynamic_ratio", 1.0),), friction_law="tanh"),
     # Gaz et al. 2019: φ1 = 2·mu_static, the shape φ2, φ3 per joint searched

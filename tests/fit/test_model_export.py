@@ -129,3 +129,52 @@ def test_payload_fit_exports_a_model_with_the_payload_body(plant_lake, tmp_path)
     text = path.read_text()
     assert "gravity on" in text and "mu_static" in text
     assert load_model(path).body(PAYLOAD_BODY).mass[0] == pytest.approx(rec.params.payload_mass)  # the twin's payload slot
+
+
+def test_a_torque_links_fit_starts_a_replay_fit_at_its_weight(plant_lake):
+    """`fit run --start-from` a +links torque fit: the link scales and payload whose weight matches
+    the fit's at the replay's recorded configurations. The plant's links are the model's and it
+    carries a 1.2 kg tool: scales ≈ 1, the payload's mass within 2 % and its CoM within 5 mm."""
+    from twinlake.fit.replay.start import recorded_configurations, start_vector
+    from twinlake.sim.params import LAYOUT
+
+    lake, plant = plant_lake
+    q = recorded_configurations(lake, ["plant/b"])
+    assert q.shape == (96, 7)
+    start = start_vector(load_fit(lake, "links"), q)
+    scales = start[LAYOUT.slice("link_mass_scale")]
+    assert np.abs(scales - 1.0).max() < 0.02 and scales[6] == 1.0
+    assert start[LAYOUT.index("payload_mass")] == pytest.approx(plant.payload_mass_kg, rel=0.02)
+    com = [start[LAYOUT.index(f"payload_com_{a}")] for a in "xyz"]
+    assert np.abs(np.subtract(com, plant.payload_com_m)).max() < 0.005
+    with pytest.raises(ValueError, match="recorded configurations"):
+        start_vector(load_fit(lake, "links"))
+    tool = load_fit(lake, "tool")
+    assert np.array_equal(start_vector(tool), tool.vector)  # no links identified: its own vector
+
+
+def test_a_replay_links_fit_exports_scaled_link_bodies(plant_lake):
+    """A fit with link_mass_scale ≠ 1 (+links in the replay) writes each link's mass and inertia
+    scaled, centre of mass kept; the header names the scales and the load friction MJCF cannot hold."""
+    import dataclasses
+
+    from twinlake.fit.records.model_export import model_xml
+    from twinlake.sim.params import LAYOUT
+
+    lake, _ = plant_lake
+    tool = load_fit(lake, "tool")
+    vector = tool.vector.copy()
+    scales = np.array([1.0, 1.08, 0.94, 1.06, 0.92, 1.05, 0.96])
+    vector[LAYOUT.slice("link_mass_scale")] = scales
+    vector[LAYOUT.slice("coulomb_load_per_nm")] = 0.05
+    rec = dataclasses.replace(tool, params=type(tool.params).from_vector(vector), extra={**tool.extra, "torque_json": ""})
+    text = model_xml(rec)
+    assert "link masses scaled 1 1.08 0.94" in text and "load-dependent Coulomb friction" in text
+    exported = mujoco.MjModel.from_xml_string(text)
+    bundled = mujoco.MjModel.from_xml_path(str(FR3_MODEL_PATH))
+    for j in range(1, 8):
+        a = mujoco.mj_name2id(exported, mujoco.mjtObj.mjOBJ_BODY, f"fr3_link{j}")
+        b = mujoco.mj_name2id(bundled, mujoco.mjtObj.mjOBJ_BODY, f"fr3_link{j}")
+        np.testing.assert_allclose(exported.body_mass[a], scales[j - 1] * bundled.body_mass[b], rtol=1e-8)
+        np.testing.assert_allclose(exported.body_inertia[a], scales[j - 1] * bundled.body_inertia[b], rtol=1e-8)
+        np.testing.assert_allclose(exported.body_ipos[a], bundled.body_ipos[b], atol=1e-12)

@@ -37,7 +37,7 @@ def _weights(items: list[str]) -> dict[str, float]:
 def run_cmd(
     train: list[str] = typer.Option([], "--train", help="Training data [ROBOT/]RUN[:INTERVAL], one or more (--train a b, a,b or repeated)."),
     holdout: list[str] = typer.Option([], "--holdout", help="Held-out runs, never seen by the search (one or more)."),
-    params: list[str] = typer.Option([], "--params", help="Freeze/re-bound/free: 'armature=0:0.6 dynamic_ratio=1 payload_mass=0:3' (or comma-separated), presets +payload, +smooth-friction, +sigmoid-friction, +asymmetry, +bias, +joint-delay, or JSON files."),
+    params: list[str] = typer.Option([], "--params", help="Freeze/re-bound/free: 'armature=0:0.6 dynamic_ratio=1 payload_mass=0:3' (or comma-separated), presets +payload, +smooth-friction, +sigmoid-friction, +asymmetry, +bias, +joint-delay, +links, +load-friction, or JSON files."),
     friction_law: Optional[str] = typer.Option(None, "--friction-law", help="The plant's friction law: stribeck (FrankaTwin's, default), tanh (smooth Coulomb) or sigmoid (Gaz et al. 2019); stored with the fit."),
     configured_load: Optional[str] = typer.Option(None, "--configured-load", help="The firmware's configured end-effector load MASS[,X,Y,Z] (kg; CoM m in the flange frame) for every run (default: each run's metadata, else none); stored with the fit."),
     population: int = typer.Option(32, "--population", min=2, help="CMA-ES population per generation."),
@@ -119,10 +119,12 @@ def _print_fit(rec, as_json: bool) -> None:
 def _start_from(root, settings, fit: str) -> None:
     """Start the local search at fit `fit`'s parameters (one start)."""
     from ..fit.records.record import load_fit
+    from ..fit.replay.start import recorded_configurations, start_vector
 
     if settings.method != "local":
         raise ValueError("--start-from: starts the local search (--method local)")
-    settings.start_from, settings.start_params, settings.starts = fit, load_fit(root, fit).vector.tolist(), 1
+    start = start_vector(load_fit(root, fit), recorded_configurations(root, list(settings.train)))
+    settings.start_from, settings.start_params, settings.starts = fit, start.tolist(), 1
 
 
 def _torque_run(root, train, holdout, params, friction_law, configured_load, torque, cutoff_hz, start_from,
