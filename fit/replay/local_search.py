@@ -9,7 +9,10 @@ MuJoCo's `mujoco.sysid` evaluates its Jacobian columns as one batch). The stages
 1. **cheap** (`cheap_s` seconds of each training interval, as `CHEAP_WINDOW_S` windows spread
    over it, each replayed from its recorded start state): `starts` points — the nominal
    parameters (Menagerie's, clipped into the box) and scrambled Halton points in the box,
-   seeded — each take the best delay of a scan over every delay choice, then run
+   seeded. The first start runs alone first: when it ends within `FLOOR_GATE` of the loss the
+   noise alone leaves on the cheap windows, no other start can be better by more than the noise,
+   and the others are not run (said in `local_gates`). Otherwise the others follow. Each takes the
+   best delay of a scan over every delay choice, then run
    `CHEAP_ITERATIONS` LM iterations together (their Jacobians and steps in one batch each; a start
    stops once an iteration gains less than the full stage's rule below gives for the cheap
    windows' residual count, so a start far above the floor that barely moves stops early);
@@ -33,7 +36,7 @@ MuJoCo's `mujoco.sysid` evaluates its Jacobian columns as one batch). The stages
    iteration's Jacobian is kept (as its R factor, and its per-tick scores J·r for the HAC
    covariance, fit/trust/covariance.py) for the error bars (`error_bar_jacobian`)
    and the returned point's per-interval losses for the record, so neither is recomputed.
-3. **gates** (`gates`): a full loss at most `FLOOR_GATE` × the loss the noise alone would
+3. **gates** (fit/replay/gates.py): a full loss at most `FLOOR_GATE` × the loss the noise alone would
    leave (`floor_loss`, from the noise floor of the recorded q and dq, fit/trust/noise_floor.py) is
    trusted whatever the other starts did; with no measurable floor (stated) the starts decide
    (at least two within `AGREE_REL` of the best cheap loss). Otherwise the result is not
@@ -62,7 +65,7 @@ from typing import Callable
 import numpy as np
 
 from . import payoff
-from ..trust.noise_floor import estimate_noise_floor
+from .gates import AGREE_REL, FLOOR_GATE, floor_loss, gate_verdict, gates
 from .refine import REL_TOL, lm_batch, refine
 from .space import ParameterSpace
 
@@ -73,8 +76,6 @@ DELAY_ROUNDS = 2
 OFFSET_ROUNDS = 3
 FULL_ITERATIONS = 4
 FULL_STOP_SE = 2.0  # full-data LM stops once a step gains less than moving all by this many std. errors
-AGREE_REL = 0.05
-FLOOR_GATE = 2.0  # full loss / floor loss above this: the local result is not trusted
 FALLBACK_SIGMA = 0.1
 
 
@@ -110,21 +111,6 @@ def start_points(space: ParameterSpace, starts: int, seed: int, first=None) -> n
         return nominal[:1]
     halton = qmc.Halton(d=n, scramble=True, seed=np.random.default_rng([seed, 31]))
     return np.vstack([nominal, halton.random(starts - 1)])
-
-
-def floor_loss(data) -> tuple[float | None, str]:
-    """The loss (fit/replay/objective.py's units) the measurement noise alone leaves on `data`: per
-    interval mean_j σq_j² / q_scale² + mean_j σdq_j² / dq_scale², weighted like the loss; and
-    why it cannot be measured ('' when it can)."""
-    parts = []
-    for inp in data.inputs:
-        nf = estimate_noise_floor([inp.q_ref], [inp.dq_ref])
-        if not nf.measurable or nf.dq_rad_s is None or not np.all(np.isfinite(nf.dq_rad_s)):
-            return None, nf.reason or "velocity noise not measurable"
-        parts.append(np.mean(nf.q_rad ** 2) / data.scales.q_rad ** 2
-                     + np.mean(nf.dq_rad_s ** 2) / data.scales.dq_rad_s ** 2)
-    w = data.weights
-    return float(np.dot(parts, w) / w.sum()), ""
 
 
 def _scan_delays(pool, combine, space, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -173,14 +159,10 @@ def _scan_offsets(pool, combine, space: ParameterSpace, z: np.ndarray, delay: in
     return (combined, lc) if np.isfinite(lc) and lc <= ls[single] else (cand[single], float(ls[single]))
 
 
-def cheap_stage(pool, combine, space: ParameterSpace, starts: int, seed: int, iterations: int,
-                note=None, first=None, rel_tol: float = REL_TOL) -> dict:
-    """Stage 1 on the cheap pool: {z (n,), delay, loss, start_losses (K,), start_delays (K,), rows,
-    offsets (7,) the delay offsets}; `first`: the first start's parameter vector (None: nominal);
-    each LM stops once an iteration gains less than `rel_tol` of its loss."""
-    rows: list = []
-    lm = partial(lm_batch, rel_tol=rel_tol)
-    z = start_points(space, starts, seed, first)
+def _run_starts(pool, combine, space: ParameterSpace, z: np.ndarray, iterations: int, rows: list, lm, note
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """K starts z (K, n) together: each takes its best delay, runs LM, and continues at a delay its
+    converged point prefers (at most DELAY_ROUNDS times); (z, delays, losses), each start's own."""
     delays, loss = _scan_delays(pool, combine, space, z)
     z, loss = lm(pool, combine, space, z, delays, loss, iterations, rows, "local-cheap", note)
     for _ in range(DELAY_ROUNDS):  # the delay's discrete neighbourhood of every start
@@ -192,6 +174,28 @@ def cheap_stage(pool, combine, space: ParameterSpace, starts: int, seed: int, it
         zm, lm_ = lm(pool, combine, space, z[moved], delays[moved], loss[moved], iterations, rows,
                      "local-cheap", note)
         z[moved], loss[moved] = zm, lm_
+    return z, delays, loss
+
+
+def cheap_stage(pool, combine, space: ParameterSpace, starts: int, seed: int, iterations: int,
+                note=None, first=None, rel_tol: float = REL_TOL, floor: float | None = None) -> dict:
+    """Stage 1 on the cheap pool: {z (n,), delay, loss, start_losses (K,), start_delays (K,), rows,
+    offsets (7,) the delay offsets, notes}; `first`: the first start's parameter vector (None:
+    nominal); each LM stops once an iteration gains less than `rel_tol` of its loss. `floor`: the
+    loss the noise alone leaves on the cheap windows (floor_loss); when the first start ends
+    within FLOOR_GATE of it, no other start can be lower by more than the noise, so the other
+    starts are not run (stated in `notes`)."""
+    rows: list = []
+    notes: list[str] = []
+    lm = partial(lm_batch, rel_tol=rel_tol)
+    z_all = start_points(space, starts, seed, first)
+    z, delays, loss = _run_starts(pool, combine, space, z_all[:1], iterations, rows, lm, note)
+    if len(z_all) > 1 and floor is not None and loss[0] <= FLOOR_GATE * floor:
+        notes.append(f"start 1 reached the cheap windows' noise floor ({loss[0] / floor:.2f}× its {floor:.4g}): "
+                     f"the other {len(z_all) - 1} start(s) not run")
+    elif len(z_all) > 1:
+        zr, dr, lr = _run_starts(pool, combine, space, z_all[1:], iterations, rows, lm, note)
+        z, delays, loss = np.vstack([z, zr]), np.concatenate([delays, dr]), np.concatenate([loss, lr])
     best = int(np.argmin(loss))  # ties: the lower start
     zb, db, lb = z[best], int(delays[best]), float(loss[best])
     choices = set(space.delay_choices.tolist())
@@ -219,29 +223,7 @@ def cheap_stage(pool, combine, space: ParameterSpace, starts: int, seed: int, it
                     iterations, rows, "local-cheap", note)
         zb, lb = zl[0], float(ll[0])
     return {"z": zb, "delay": db, "loss": lb, "start_losses": loss, "start_delays": delays, "start_z": z,
-            "rows": rows, "offsets": offsets}
-
-
-def gates(start_losses: np.ndarray, full_loss: float, floor: float | None, floor_reason: str
-          ) -> tuple[list[str], list[str]]:
-    """(the failed gates' reasons, the passed decisions): the failed list is empty when the
-    local result is trusted. At the noise floor the result is trusted whatever the other starts
-    did (their disagreement is then noted, not judged); with no measurable floor the starts'
-    agreement decides; above the floor the result is not trusted."""
-    losses = np.asarray(start_losses)
-    agree = int(np.sum(losses <= losses.min() * (1.0 + AGREE_REL)))
-    disagree = len(losses) >= 2 and agree < 2
-    starts = f"{agree} of {len(losses)} starts within {AGREE_REL:.0%} of the best cheap loss"
-    if floor is not None and full_loss <= FLOOR_GATE * floor:
-        notes = [f"at the noise floor: loss {full_loss:.4g} is {full_loss / floor:.2f}× the floor's {floor:.4g} "
-                 f"(gate {FLOOR_GATE:g}×)"]
-        return [], notes + ([f"{starts}: other basins cannot be lower than the floor"] if disagree else [])
-    failed = [f"starts disagree: only {starts}"] if disagree else []
-    if floor is None:
-        return failed, ([] if disagree else [f"starts agree: {starts}"]) + \
-            [f"noise-floor gate not applied: {floor_reason}"]
-    return [f"loss {full_loss:.4g} is {full_loss / floor:.1f}× the noise floor's {floor:.4g} "
-            f"(gate {FLOOR_GATE:g}×)"] + failed, []
+            "rows": rows, "offsets": offsets, "notes": notes}
 
 
 def lm_rel_tol(data, n_free: int) -> float:
@@ -295,7 +277,8 @@ def local_seed(wd: Path, settings, seed: int, data, pool, cheap_pool_factory: Ca
         try:
             cheap = cheap_stage(cheap_pool, FitProblem(cheap_data).combine, space, settings.starts, seed,
                                 CHEAP_ITERATIONS, note, getattr(settings, "start_params", None),
-                                rel_tol=lm_rel_tol(cheap_data, len(space.free_indices)))
+                                rel_tol=lm_rel_tol(cheap_data, len(space.free_indices)),
+                                floor=floor_loss(cheap_data)[0])
         finally:
             cheap_pool.close()
         rows = cheap.pop("rows")
@@ -314,6 +297,7 @@ def local_seed(wd: Path, settings, seed: int, data, pool, cheap_pool_factory: Ca
                                      history, note)
         floor, reason = floor_loss(data)
         failed, notes = gates(cheap["start_losses"], loss, floor, reason)
+        notes = list(cheap.get("notes", [])) + notes
         state = {"stage": "full", "cheap": cheap, "history": history, "params": params, "loss": loss,
                  "floor_loss": floor, "floor_reason": reason, "failed": failed, "notes": notes, "jacobian": jac}
         _save(path, state, write_atomic)
@@ -403,22 +387,6 @@ def _explore_starts(state: dict, pool, combine, settings, data, cheap_pool_facto
                      f"{ls.min() / cheap['loss'] - 1:+.1%} from the best: no lower basin among them")
     failed, judged = gates(losses, out["loss"], state["floor_loss"], state["floor_reason"])
     return {**out, "failed": failed, "notes": notes + judged, "explore_s": clock.spent_s}
-
-
-def gate_verdict(state: dict, cma_note: str | None = None, loss: float | None = None) -> str:
-    """One line, every decision in it: 'trusted: <why>' or 'fallback to cma: <failed gates>;
-    <exploration>; <why CMA-ES stopped>; <a model question?>' ('not trusted: ...' when the
-    exploration is off)."""
-    parts = list(state["failed"]) + list(state.get("notes", []))
-    if not state["failed"]:
-        return "trusted: " + "; ".join(parts) if parts else "trusted"
-    if cma_note is None:
-        return "not trusted: " + "; ".join(parts) + "; exploration off (explore_s 0)"
-    floor = state["floor_loss"]
-    if floor is not None and loss is not None and loss > FLOOR_GATE * floor:
-        cma_note += (f"; a model question, not a search question: the loss stays {loss / floor:.1f}× the noise "
-                     f"floor (the adequacy line names the likely missing effect)")
-    return "fallback to cma: " + "; ".join(parts + [cma_note])
 
 
 def _append(history: list[dict], rows: list[dict], ticks: int) -> None:

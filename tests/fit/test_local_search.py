@@ -55,8 +55,13 @@ def test_cheap_windows_spread_over_each_interval():
     assert not np.array_equal(pts[1:], local_search.start_points(parse_space([]), 4, seed=2)[1:])
 
 
-def test_local_recovers_two_joints_and_the_delay(synth_lake):
+def test_local_recovers_two_joints_and_the_delay(synth_lake, monkeypatch):
+    """The first start ends at 2.17x the cheap windows' floor here: with the cheap gate at 3x it
+    is taken as at the floor, the other two starts are not run, and the fit says so."""
+    monkeypatch.setattr(local_search, "FLOOR_GATE", 3.0)  # the cheap stage's gate only (gates.py keeps 2x)
     rec = run_fit(synth_lake, _settings(holdout=[]), fit_id="local-recover", workers=0, progress=False)
+    assert "start 1 reached the cheap windows' noise floor" in rec.extra["local_gates"]
+    assert "the other 2 start(s) not run" in rec.extra["local_gates"]
     truth = synth.TRUTH.to_vector()
     for name in FREE:
         i = PARAM_NAMES.index(name)
@@ -89,7 +94,10 @@ def test_same_bits_across_workers_and_resume_at_each_stage(synth_lake, ray_clust
 
 
 def test_a_failed_gate_falls_back_to_cma_from_the_local_point(synth_lake, monkeypatch):
-    monkeypatch.setattr(local_search, "FLOOR_GATE", 1e-6)  # no loss passes: the fallback must run
+    from twinlake.fit.replay import gates
+
+    monkeypatch.setattr(gates, "FLOOR_GATE", 1e-6)  # no loss passes: the fallback must run
+    monkeypatch.setattr(local_search, "FLOOR_GATE", 1e-6)  # nor the cheap stage's floor: every start runs
     rec = run_fit(synth_lake, _settings(holdout=[], generations=6), fit_id="loc-fallback", workers=0, progress=False)
     stages = [h["stage"] for h in rec.history]
     # the local point is the truth's optimum: CMA-ES cannot lower it and stops once that does not pay
