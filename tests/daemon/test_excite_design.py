@@ -25,6 +25,31 @@ def test_design_respects_bounds_and_stores_predictions(tmp_path):
 
 
 
+def test_chirp_components_stream_as_the_search_scores_them():
+    """A tone_table component with a sweep is a linear chirp: the daemon's streamed offsets and
+    derivatives equal the search's vectorised candidate signal; a sweep past rate/20 is refused."""
+    import numpy as np
+    import pytest
+
+    from twinlake.daemon.excitation import Plan, offsets, sample_times, validate_plan
+    from twinlake.excitation_design.candidates import multisine
+
+    table = tuple(((0.01, 0.2, 0.3, 0.05), (0.005, 0.5, 1.0)) for _ in range(7))
+    plan = validate_plan(Plan(mode="multisine", joints=tuple(range(1, 8)), seconds=8, ramp=2, hold=0.0,
+                              tone_table=table))
+    t = sample_times(plan, 1000.0)
+    streamed = offsets(plan, t)[:, :, 0]
+    scored = multisine(np.array([[0.01, 0.005]]), np.array([[0.2, 0.5]]), np.array([[0.3, 1.0]]), t, 8.0, 2.0,
+                       ends_hz=np.array([[0.2 + 0.05 * 8, 0.5]]))[:, 0, :]
+    assert np.abs(streamed).max(axis=1).min() > 0
+    np.testing.assert_allclose(streamed, scored, rtol=0, atol=1e-12 * np.abs(streamed).max())
+    tone_only = multisine(np.array([[0.01, 0.005]]), np.array([[0.2, 0.5]]), np.array([[0.3, 1.0]]), t, 8.0, 2.0)
+    assert np.abs(tone_only[1, 0] - scored[1]).max() > 1e-3  # the sweep changes the velocity
+    with pytest.raises(ValueError, match="exceeds rate/20"):
+        validate_plan(Plan(mode="multisine", joints=(1,), seconds=8, ramp=2,
+                           tone_table=(((0.01, 0.5, 0.0, 0.5),),) + ((),) * 6))
+
+
 def test_live_recording_carries_its_design(start_daemon, tmp_path):
     """excite --design --execute --record: the recording's meta companion holds the design."""
     d = start_daemon(initial_controller="joint_impedance", seed=3)
