@@ -2,8 +2,9 @@
 
 Modes: `hold`, `sine` and `chirp` (one joint at a time, with gaps) and `multisine` (all
 selected joints together, inverse-frequency tone weights summing to `amplitude_deg`, or, when
-`tone_table` is given, each joint's own (amplitude, frequency, phase) tones as a designed
-excitation chooses them: twinlake/excitation_design/). Each
+`tone_table` is given, each joint's own (amplitude, frequency, phase[, sweep]) components as a
+designed excitation chooses them: twinlake/excitation_design/; a component with a sweep
+β ≠ 0 [Hz/s] is a linear chirp from f to f + β·seconds over the segment). Each
 segment is shaped by the seventh-order (C3) smoothstep envelope, so the offset and its first
 three derivatives vanish at segment ends. `reference(plan, q0, t)` returns absolute targets
 [rad] and analytic derivatives [rad/s, rad/s², rad/s³], arrays (n, 7); `preflight` checks
@@ -45,7 +46,8 @@ class Plan:
     max_velocity: float = 0.1
     max_acceleration: float = 0.3
     max_jerk: float = 2.0
-    # multisine only: per joint J1..J7 a tuple of (amplitude [rad], f [Hz], phase [rad]) tones;
+    # multisine only: per joint J1..J7 a tuple of (amplitude [rad], f [Hz], phase [rad]) tones,
+    # or (amplitude, f, phase, sweep [Hz/s]) linear chirps f → f + sweep·seconds;
     # empty: fr3_stack's shared `tones` with inverse-frequency weights and seeded phases
     tone_table: tuple = ()
 
@@ -128,10 +130,14 @@ def _validate_tone_table(plan: Plan) -> None:
                          f"got {len(plan.tone_table)} for mode {plan.mode!r}")
     for j, joint in enumerate(plan.tone_table, start=1):
         for tone in joint:
-            if len(tone) != 3 or not all(math.isfinite(float(x)) for x in tone) or tone[1] <= 0:
-                raise ValueError(f"plan tone_table J{j}: expected (amplitude_rad, f_hz > 0, phase_rad), got {tone}")
-            if tone[1] > plan.rate / 20:
-                raise ValueError(f"plan tone_table J{j}: {tone[1]:g} Hz exceeds rate/20 = {plan.rate / 20:g} Hz")
+            if len(tone) not in (3, 4) or not all(math.isfinite(float(x)) for x in tone) or tone[1] <= 0:
+                raise ValueError(f"plan tone_table J{j}: expected (amplitude_rad, f_hz > 0, phase_rad[, sweep_hz_s]), "
+                                 f"got {tone}")
+            end = tone[1] + (tone[3] if len(tone) == 4 else 0.0) * plan.seconds
+            if end <= 0:
+                raise ValueError(f"plan tone_table J{j}: the chirp {tone} sweeps to {end:g} Hz; expected > 0")
+            if max(tone[1], end) > plan.rate / 20:
+                raise ValueError(f"plan tone_table J{j}: {max(tone[1], end):g} Hz exceeds rate/20 = {plan.rate / 20:g} Hz")
 
 
 def envelope(s: np.ndarray, seconds: float, ramp: float) -> tuple[np.ndarray, ...]:
@@ -155,7 +161,8 @@ def _tones(plan: Plan, joint: int) -> list[tuple[float, float, float, float]]:
     if plan.mode == "chirp":
         return [(amp, plan.f0, (plan.f1 - plan.f0) / plan.seconds, 0.0)]
     if plan.tone_table:
-        return [(float(a), float(f), 0.0, float(p)) for a, f, p in plan.tone_table[joint - 1]]
+        return [(float(t[0]), float(t[1]), float(t[3]) if len(t) == 4 else 0.0, float(t[2]))
+                for t in plan.tone_table[joint - 1]]
     inv = np.array([1.0 / f for f in plan.tones])
     weights = inv / inv.sum()
     phases = np.random.default_rng(plan.seed).uniform(0, 2 * np.pi, (7, len(plan.tones)))[joint - 1]

@@ -2,8 +2,9 @@
 predicted beside the ones a fit on the recorded run realised.
 
 `twinlake excite --design` stores, in its directory's metadata.json, a `design` section with
-the predicted relative 95 % half-width of each chosen parameter (its surrogate, linearised at
-a fit or the nominal profile). A recording ingested with that directory keeps the metadata in
+the predicted relative 95 % half-width of each chosen parameter, linearised at a fit or the
+nominal profile: by default from one replay Jacobian of the design and the fit's own HAC rule
+(`prediction` = "replay_jacobian_hac"), with `--no-confirm` the surrogate's ("surrogate"). A recording ingested with that directory keeps the metadata in
 `runs.metadata_json`; a fit trained on such runs gets, per designed parameter, the realised
 relative half-width of its stored 95 % interval: (high − low) / 2 / |estimate| (by the bound
 width where the estimate is 0, as the design's prediction scales it). `relative_half_width` is
@@ -36,6 +37,7 @@ class DesignCheck:
     criterion: str
     linearised_at: str
     parameters: tuple[HalfWidthCheck, ...]
+    prediction: str = "surrogate"  # how the design predicted: replay_jacobian_hac or surrogate
 
     @property
     def worst_predicted_rel(self) -> float:
@@ -48,7 +50,7 @@ class DesignCheck:
         return max(values) if values else None
 
     def to_json(self) -> dict:
-        return {"robot": self.robot, "run": self.run, "criterion": self.criterion,
+        return {"robot": self.robot, "run": self.run, "criterion": self.criterion, "prediction": self.prediction,
                 "linearised_at": self.linearised_at, "worst_predicted_rel": self.worst_predicted_rel,
                 "worst_realised_rel": self.worst_realised_rel,
                 "parameters": [p.__dict__ for p in self.parameters]}
@@ -84,9 +86,10 @@ def check_design(section: dict, identifiability: dict | None, robot: str, run: s
     if not isinstance(predicted, dict) or not predicted:
         raise ValueError(f"{robot}/{run}: metadata design section has no predicted_half_width_rel")
     realised = realised_half_widths(identifiability)
-    rows = tuple(HalfWidthCheck(name, float(pred), *realised.get(name, (None, False)))
-                 for name, pred in predicted.items())
-    return DesignCheck(robot, run, str(section.get("criterion", "")), str(section.get("linearised_at", "")), rows)
+    rows = tuple(HalfWidthCheck(name, float("inf") if pred is None else float(pred), *realised.get(name, (None, False)))
+                 for name, pred in predicted.items())  # None: a confirmation found no finite interval
+    return DesignCheck(robot, run, str(section.get("criterion", "")), str(section.get("linearised_at", "")), rows,
+                       str(section.get("prediction", "surrogate")))
 
 
 def train_designs(lake: Path, rec) -> dict[str, dict]:
@@ -114,8 +117,9 @@ def fit_design_checks(lake: Path, rec) -> list[DesignCheck]:
 
 def design_lines(check: DesignCheck) -> list[str]:
     """Plain-text lines for `fit show`: one parameter a line, then the worst of each."""
+    how = "replay Jacobian, HAC" if check.prediction == "replay_jacobian_hac" else "surrogate"
     lines = [f"designed excitation {check.robot}/{check.run} (criterion {check.criterion}, linearised at "
-             f"{check.linearised_at}): relative 95 % half-width predicted / realised"]
+             f"{check.linearised_at}): relative 95 % half-width predicted ({how}) / realised"]
     for p in check.parameters:
         realised = "no stderr" if p.realised_rel is None else f"{p.realised_rel:.2%}"
         lines.append(f"  {p.name:<22}{p.predicted_rel:>10.2%}  {realised:>10}{'  at a bound' if p.at_bound else ''}")

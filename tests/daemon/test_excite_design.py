@@ -1,5 +1,6 @@
 """`twinlake excite --design`: the real command on a short segment, bounds respected,
-predictions stored, and the design beats fr3_stack's documented multisine under the surrogate."""
+predictions stored (confirmed by a replay Jacobian unless --no-confirm), and the design beats
+fr3_stack's documented multisine under the surrogate."""
 
 import json
 
@@ -16,7 +17,14 @@ def test_design_respects_bounds_and_stores_predictions(tmp_path):
     meta = json.loads((out / "metadata.json").read_text())
     design = meta["design"]
     assert len(design["predicted_half_width_rel"]) == 28
-    assert design["predicted_worst_rel"] < design["baseline_predicted_worst_rel"]
+    assert design["surrogate_worst_rel"] < design["baseline_predicted_worst_rel"]
+    # the stored prediction is the confirmation's (replay Jacobian, the fit's HAC rule), not the surrogate's
+    assert design["prediction"] == "replay_jacobian_hac"
+    assert design["confirmation"]["covariance"]["method"] == "hac_bartlett_andrews"
+    predicted = design["predicted_half_width_rel"]
+    assert all(0 < v < float("inf") for v in predicted.values()) and predicted != design["surrogate_half_width_rel"]
+    assert design["predicted_worst_rel"] == max(predicted.values())
+    assert "one replay Jacobian of the design" in result.stderr
     peaks = meta["reference_peaks"]
     assert max(peaks["velocity_rad_s"]) <= SPEED_FRACTION * 0.1 + 1e-9 and max(peaks["acceleration_rad_s2"]) <= 0.3
     assert max(peaks["jerk_rad_s3"]) <= 2.0
@@ -25,14 +33,39 @@ def test_design_respects_bounds_and_stores_predictions(tmp_path):
 
 
 
+def test_chirp_components_stream_as_the_search_scores_them():
+    """A tone_table component with a sweep is a linear chirp: the daemon's streamed offsets and
+    derivatives equal the search's vectorised candidate signal; a sweep past rate/20 is refused."""
+    import numpy as np
+    import pytest
+
+    from twinlake.daemon.excitation import Plan, offsets, sample_times, validate_plan
+    from twinlake.excitation_design.candidates import multisine
+
+    table = tuple(((0.01, 0.2, 0.3, 0.05), (0.005, 0.5, 1.0)) for _ in range(7))
+    plan = validate_plan(Plan(mode="multisine", joints=tuple(range(1, 8)), seconds=8, ramp=2, hold=0.0,
+                              tone_table=table))
+    t = sample_times(plan, 1000.0)
+    streamed = offsets(plan, t)[:, :, 0]
+    scored = multisine(np.array([[0.01, 0.005]]), np.array([[0.2, 0.5]]), np.array([[0.3, 1.0]]), t, 8.0, 2.0,
+                       ends_hz=np.array([[0.2 + 0.05 * 8, 0.5]]))[:, 0, :]
+    assert np.abs(streamed).max(axis=1).min() > 0
+    np.testing.assert_allclose(streamed, scored, rtol=0, atol=1e-12 * np.abs(streamed).max())
+    tone_only = multisine(np.array([[0.01, 0.005]]), np.array([[0.2, 0.5]]), np.array([[0.3, 1.0]]), t, 8.0, 2.0)
+    assert np.abs(tone_only[1, 0] - scored[1]).max() > 1e-3  # the sweep changes the velocity
+    with pytest.raises(ValueError, match="exceeds rate/20"):
+        validate_plan(Plan(mode="multisine", joints=(1,), seconds=8, ramp=2,
+                           tone_table=(((0.01, 0.5, 0.0, 0.5),),) + ((),) * 6))
+
+
 def test_live_recording_carries_its_design(start_daemon, tmp_path):
     """excite --design --execute --record: the recording's meta companion holds the design."""
     d = start_daemon(initial_controller="joint_impedance", seed=3)
     d.wait_state(lambda s: s.controller == "joint_impedance")
     p = d.daemon.ports
     out = tmp_path / "exc"
-    result = CliRunner().invoke(app, ["excite", "--design", "--seconds", "4", "--ramp", "1", "--hold", "0.3",
-                                      "--execute", "--host", "127.0.0.1", "--robot-id", "sim-left",
+    result = CliRunner().invoke(app, ["excite", "--design", "--no-confirm", "--seconds", "4", "--ramp", "1",
+                                      "--hold", "0.3", "--execute", "--host", "127.0.0.1", "--robot-id", "sim-left",
                                       "--cmd-port", str(p["cmd"]), "--state-port", str(p["state"]),
                                       "--recording-port", str(p["recording"]), "--output", str(out),
                                       "--record", "run.csv", "--max-lateness", "0.5", "--stale-after", "1.0"])
@@ -52,10 +85,13 @@ def test_designed_run_recorded_fitted_and_shown_predicted_beside_realised(tmp_pa
 
     out, lake = tmp_path / "exc", tmp_path / "lake"
     cli = CliRunner()
-    result = cli.invoke(app, ["excite", "--design", "--seconds", "6", "--ramp", "1.5", "--hold", "0.3",
+    result = cli.invoke(app, ["excite", "--design", "--no-confirm", "--seconds", "6", "--ramp", "1.5", "--hold", "0.3",
                               "--output", str(out)])
     assert result.exit_code == 0, result.output
+    assert "surrogate only, not confirmed by a replay" in result.output
     design = json.loads((out / "metadata.json").read_text())["design"]
+    assert design["prediction"] == "surrogate" and "confirmation" not in design
+    assert design["predicted_half_width_rel"] == design["surrogate_half_width_rel"]
     record_offline(out / "reference.csv", out / "run.csv", seed=1, tail_s=0.3)
     assert json.loads((out / "run.meta.json").read_text())["design"] == design  # the recording carries it
     result = cli.invoke(app, ["ingest", str(out / "run.csv"), "--lake", str(lake), "--robot", "sim-left",
@@ -83,4 +119,4 @@ def test_designed_run_recorded_fitted_and_shown_predicted_beside_realised(tmp_pa
             assert row["realised_rel"] is None
     assert any(row["realised_rel"] is not None for row in rows.values())
     text = cli.invoke(app, ["fit", "show", "designed-fit", "--lake", str(lake)]).output
-    assert "designed excitation sim-left/designed" in text and "predicted / realised" in text
+    assert "designed excitation sim-left/designed" in text and "predicted (surrogate) / realised" in text

@@ -11,6 +11,7 @@ from .independent import (
     build_models,
     coulomb_torque_nm,
     friction_torque_nm,
+    stribeck_relief_nm,
 )
 from .pc_logger import LIBFRANKA_COLUMNS, PcLog, PcLogger, pc_log, write_csv
 from .recorder import PlantRecording, read_reference, record, write_reference
@@ -19,5 +20,5 @@ __all__ = [
     "COLUMNS", "LIBFRANKA_COLUMNS", "PcLog", "PcLogger", "pc_log", "write_csv",
     "DEFAULT_FILTER_ALPHA", "DEFAULT_KD", "DEFAULT_KP", "FR3_MJCF",
     "IndependentPlant", "PlantModels", "PlantRecording", "build_models", "coulomb_torque_nm",
-    "friction_torque_nm", "read_reference", "record", "write_csv_v2", "write_reference",
+    "friction_torque_nm", "read_reference", "stribeck_relief_nm", "record", "write_csv_v2", "write_reference",
 ]

@@ -29,7 +29,19 @@ gravity): a harmonic drive's load-dependent friction.
 tanh smoothing velocity [rad/s], `b` the viscous coefficient [N·m·s/rad]. The function is
 continuous (tanh(0) = 0) and has no stiction: at rest it is zero. The viscous part is MuJoCo's
 `dof_damping` (integrated implicitly by `implicitfast`); the Coulomb part is explicit, from
-the velocity each 1 ms step starts from.
+the velocity each 1 ms step starts from. This is the default, `friction_law="tanh"`.
+
+`friction_law="stribeck"` is instead the twin's own law (written here again from its
+documented form, docs/simulation.md; nothing imported), symmetric, with stiction:
+
+    F_i(q̇) = μ_d,i + (μ_s,i − μ_d,i)·exp(−(q̇/v_s,i)²),   μ_s = c⁺ = c⁻,  μ_d = r_i·μ_s
+
+with r = `dynamic_ratio` and v_s = `smoothing_velocity_rad_s`: MuJoCo's `frictionloss`
+constraint holds the breakaway level μ_s (solved implicitly, so sticking is exact), and an
+explicit torque (μ_s − μ_d)·(1 − exp(−(q̇/v_s)²))·sign(q̇) along the motion lowers the
+sliding level to F(q̇). A plant with this law, no payload and the file's link masses is one
+the twin's default 29 parameters can explain exactly ("explained plant",
+bench/excitation_design.py --plant explained).
 """
 
 from __future__ import annotations
@@ -53,7 +65,9 @@ FLANGE_SITE = "ee"
 PAYLOAD_BODY = "plant_payload"
 
 _PER_JOINT = ("armature_kgm2", "viscous_nms_rad", "coulomb_pos_nm", "coulomb_neg_nm",
-              "smoothing_velocity_rad_s", "link_mass_scale", "coulomb_load_per_nm")
+              "smoothing_velocity_rad_s", "link_mass_scale", "coulomb_load_per_nm", "dynamic_ratio")
+FRICTION_LAWS = ("tanh", "stribeck")
+STRIBECK_SLOPE = 0.8578  # max of d/dx (1 − exp(−x²)) = √2·exp(−1/2): the relief's steepest slope × v_s
 LINK_BODIES = tuple(f"fr3_link{j}" for j in range(1, JOINTS + 1))
 """The body each joint J1..J7 moves (its `link_mass_scale` entry scales it)."""
 
@@ -75,6 +89,10 @@ class IndependentPlant:
     link_mass_scale: each link's (fr3_link1..7) mass and inertia about its centre of mass
         relative to the MJCF's, > 0 (1: the file's); the firmware keeps the file's.
     coulomb_load_per_nm: k, the Coulomb level's growth per N·m of transmitted torque [-], ≥ 0.
+    friction_law: "tanh" (the default, above) or "stribeck" (the twin's law: breakaway
+        c⁺ = c⁻, sliding level dynamic_ratio × it, Stribeck velocity smoothing_velocity_rad_s;
+        k must be 0).
+    dynamic_ratio: μ_d / μ_s per joint under "stribeck", in [0, 1] (unused by "tanh").
     """
 
     armature_kgm2: tuple[float, ...] = (0.21, 0.20, 0.17, 0.16, 0.085, 0.080, 0.065)
@@ -92,6 +110,8 @@ class IndependentPlant:
     seed: int = 0
     link_mass_scale: tuple[float, ...] = (1.0,) * JOINTS
     coulomb_load_per_nm: tuple[float, ...] = (0.0,) * JOINTS
+    friction_law: str = "tanh"
+    dynamic_ratio: tuple[float, ...] = (1.0,) * JOINTS
 
     def __post_init__(self) -> None:
         for name in _PER_JOINT:
@@ -119,12 +139,32 @@ class IndependentPlant:
         object.__setattr__(self, "motor_delay_ms", int(self.motor_delay_ms))
         if self.payload_mass_kg > 0 and self.payload_radius_m <= 0:
             raise ValueError("IndependentPlant.payload_radius_m: expected > 0 with a payload mass")
+        self._check_stribeck()
         self._check_explicit_stability()
 
+    def _check_stribeck(self) -> None:
+        if self.friction_law not in FRICTION_LAWS:
+            raise ValueError(f"IndependentPlant.friction_law: expected one of {', '.join(FRICTION_LAWS)}, "
+                             f"got {self.friction_law!r}")
+        if not all(0.0 <= r <= 1.0 for r in self.dynamic_ratio):
+            raise ValueError(f"IndependentPlant.dynamic_ratio: expected values in [0, 1], got {self.dynamic_ratio}")
+        if self.friction_law != "stribeck":
+            return
+        if self.coulomb_pos_nm != self.coulomb_neg_nm:
+            raise ValueError("IndependentPlant: the stribeck law is symmetric; expected coulomb_pos_nm == "
+                             f"coulomb_neg_nm, got {self.coulomb_pos_nm} and {self.coulomb_neg_nm}")
+        if any(self.coulomb_load_per_nm):
+            raise ValueError("IndependentPlant: the stribeck law has no load-dependent level; expected "
+                             f"coulomb_load_per_nm 0, got {self.coulomb_load_per_nm}")
+
     def _check_explicit_stability(self) -> None:
-        """The explicit tanh term acts like a damping c/v_s near rest; refuse values the 1 ms
-        step cannot integrate (slope·dt must stay well below the joint's rotor inertia)."""
-        slope = np.maximum(self.coulomb_pos, self.coulomb_neg) / self.smoothing_velocity
+        """The explicit friction term acts like a damping near rest (tanh: c/v_s; stribeck's
+        relief: up to −0.86·(μ_s − μ_d)/v_s); refuse values the 1 ms step cannot integrate
+        (|slope|·dt must stay well below the joint's rotor inertia)."""
+        if self.friction_law == "stribeck":
+            slope = STRIBECK_SLOPE * self.coulomb_pos * (1.0 - np.asarray(self.dynamic_ratio)) / self.smoothing_velocity
+        else:
+            slope = np.maximum(self.coulomb_pos, self.coulomb_neg) / self.smoothing_velocity
         ratio = slope * TICK_S / np.maximum(self.armature, 1e-12)
         if np.any(ratio > 0.5):
             j = int(np.argmax(ratio)) + 1
@@ -181,10 +221,21 @@ def coulomb_torque_nm(plant: IndependentPlant, dq_rad_s: np.ndarray,
     return -level * np.tanh(dq / plant.smoothing_velocity)
 
 
+def stribeck_relief_nm(plant: IndependentPlant, dq_rad_s: np.ndarray) -> np.ndarray:
+    """The stribeck law's explicit torque along the motion, (μ_s − μ_d)·(1 − exp(−(q̇/v_s)²))·sign(q̇)
+    [N·m], shape of `dq_rad_s` (…, 7); the frictionloss constraint adds −μ_s·sign(q̇) in motion."""
+    dq = np.asarray(dq_rad_s, dtype=float)
+    drop = plant.coulomb_pos * (1.0 - np.asarray(plant.dynamic_ratio))
+    return drop * -np.expm1(-(dq / plant.smoothing_velocity) ** 2) * np.sign(dq)
+
+
 def friction_torque_nm(plant: IndependentPlant, dq_rad_s: np.ndarray,
                        motor_torque_nm: np.ndarray | float = 0.0) -> np.ndarray:
-    """The whole friction law τ_f(q̇, τ_m) = Coulomb part − b·q̇ [N·m], (…, 7)."""
+    """The whole friction law in motion (q̇ ≠ 0) [N·m], (…, 7): tanh, τ_f(q̇, τ_m) = Coulomb
+    part − b·q̇; stribeck, −F(q̇)·sign(q̇) − b·q̇ (at rest the constraint holds up to μ_s: 0 here)."""
     dq = np.asarray(dq_rad_s, dtype=float)
+    if plant.friction_law == "stribeck":
+        return -plant.coulomb_pos * np.sign(dq) + stribeck_relief_nm(plant, dq) - plant.viscous * dq
     return coulomb_torque_nm(plant, dq, motor_torque_nm) - plant.viscous * dq
 
 
@@ -204,8 +255,9 @@ class PlantModels:
 
 
 def build_models(plant: IndependentPlant, model_path: str | Path | None = None) -> PlantModels:
-    """Compile the plant (payload, armature, damping, gravity, no MuJoCo friction) and the
-    payload-free firmware model from the MJCF file (default: twinlake's `sim/models/fr3.xml`)."""
+    """Compile the plant (payload, armature, damping, gravity; MuJoCo's joint friction only as
+    the stribeck law's breakaway level) and the payload-free firmware model from the MJCF file
+    (default: twinlake's `sim/models/fr3.xml`)."""
     path = Path(model_path) if model_path is not None else FR3_MJCF
     if not path.is_file():
         raise FileNotFoundError(f"{path}: FR3 MJCF not found")
@@ -214,6 +266,8 @@ def build_models(plant: IndependentPlant, model_path: str | Path | None = None) 
         joint = plant_spec.joint(name)
         joint.armature = plant.armature_kgm2[j]
         joint.damping = [plant.viscous_nms_rad[j], 0.0, 0.0]  # linear term only
+        if plant.friction_law == "stribeck":
+            joint.frictionloss = plant.coulomb_pos_nm[j]  # the breakaway level, an implicit constraint
     if plant.payload_mass_kg > 0:
         _add_payload(plant_spec, plant, path)
     _scale_links(plant_spec, plant.link_mass_scale, path)

@@ -14,7 +14,8 @@ Each tick, in fr3_stack's order: measure (true state + Gaussian noise), take the
 firmware compensation at the measured state, EMA → torque → slew limit (`tau_cmd`), capture
 the row, then physics. The torque applied in the step after row k is
 `tau_cmd[k − d] + gravity_fw(q_meas[k])` (+ the plant's Coulomb friction, whose level may grow
-with that motor torque), d =
+with that motor torque; under the stribeck law its sliding relief, the breakaway level being
+MuJoCo's frictionloss constraint), d =
 `motor_delay_ms` ticks: the command travels through a FIFO of d ticks (zeros before the
 first command), while the robot adds its (payload-free) gravity compensation at the joint
 without that delay. So a change in `tau_cmd` at row k first moves `dq` at row k + d + 1.
@@ -41,7 +42,7 @@ from .firmware import (
     FirmwareModel,
     JointImpedanceLaw,
 )
-from .independent import JOINTS, TICK_S, IndependentPlant, build_models, coulomb_torque_nm
+from .independent import JOINTS, TICK_S, IndependentPlant, build_models, coulomb_torque_nm, stribeck_relief_nm
 
 JOINT_IMPEDANCE = 2
 REFERENCE_Q = tuple(f"q_ref{j}" for j in range(1, JOINTS + 1))
@@ -165,6 +166,7 @@ def _run(plant: IndependentPlant, targets: np.ndarray, settle: int, law: JointIm
     q_true, dq_true, applied = (np.zeros((rows, JOINTS)) for _ in range(3))
     fifo = np.zeros((plant.delay_ticks + 1, JOINTS))
     armature, viscous = plant.armature, plant.viscous
+    stribeck = plant.friction_law == "stribeck"
     tau_link = np.zeros(JOINTS)
     cols = {p: C.joint_columns(p) for p in ("q", "dq", "tau_J", "tau_cmd", "q_target",
                                             "q_target_filtered")}
@@ -189,10 +191,12 @@ def _run(plant: IndependentPlant, targets: np.ndarray, settle: int, law: JointIm
             row[cols["q_target"]], row[cols["q_target_filtered"]] = targets[tick], law.ema
             q_true[k], dq_true[k], applied[k] = q, dq, delayed
         motor = delayed + gravity
-        coulomb = coulomb_torque_nm(plant, dq, motor)
+        coulomb = stribeck_relief_nm(plant, dq) if stribeck else coulomb_torque_nm(plant, dq, motor)
         d.qfrc_applied[dadr] = motor + coulomb
         mujoco.mj_step(m, d)
         dq_next = d.qvel[dadr]
+        if stribeck:  # the breakaway constraint's torque of the step just taken
+            coulomb = coulomb + d.qfrc_constraint[dadr]
         tau_link = motor + coulomb - viscous * dq_next - armature * (dq_next - dq) / TICK_S
     return table, (q_true, dq_true, applied)
 

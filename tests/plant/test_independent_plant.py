@@ -206,6 +206,36 @@ def test_friction_is_the_declared_asymmetric_law(tmp_path, load_per_nm):
     assert up + down == pytest.approx((1.2 - 0.5) / (1 - load_per_nm), abs=0.05)  # viscous cancels
 
 
+STRIBECK = dict(friction_law="stribeck", coulomb_pos_nm=(1.0, 1.0, 0.8, 0.8, 0.45, 0.35, 0.3),
+                coulomb_neg_nm=(1.0, 1.0, 0.8, 0.8, 0.45, 0.35, 0.3),
+                dynamic_ratio=(0.6, 0.7, 0.7, 0.7, 0.7, 0.7, 0.5), smoothing_velocity_rad_s=0.02)
+
+
+@pytest.mark.parametrize("speed_rad_s, level_nm", [(0.2, 0.6), (0.01, 0.6 + 0.4 * np.exp(-0.25))])
+def test_stribeck_law_is_the_twins_curve(tmp_path, speed_rad_s, level_nm):
+    """friction_law="stribeck" (the twin's own law): J1 driven at ±q̇ balances
+    F(q̇) = μ_d + (μ_s − μ_d)·exp(−(q̇/v_s)²) + b·q̇ — the dynamic level r·μ_s = 0.6 N·m fast,
+    the Stribeck hump (0.91 N·m) at q̇ = v_s/2 — where the tanh law would give c⁺ = 1 N·m."""
+    t = np.arange(0.0, 5.0, 0.01)
+    offset = np.interp(t, [0.0, 0.5, 2.0, 2.5, 4.0, 5.0], [0.0, 0.0, 1.5 * speed_rad_s, 1.5 * speed_rad_s, 0.0, 0.0])
+    q_ref = np.tile(ANCHOR, (len(t), 1))
+    q_ref[:, 0] += offset
+    plant = IndependentPlant(payload_mass_kg=0.0, seed=3, **STRIBECK)
+    rec = record(write_reference(tmp_path / "ramps.csv", t, q_ref), tmp_path / "ramps-out.csv", plant=plant,
+                 settle_s=0.5, tail_s=0.0)
+    cols = csv_columns(rec.csv_path)
+    for lo, hi, sign in ((0.9, 1.9, 1.0), (2.9, 3.9, -1.0)):
+        window = (cols["t_s"] >= lo) & (cols["t_s"] < hi)
+        dq = rec.dq_true_rad_s[window, 0].mean()
+        assert abs(dq - sign * speed_rad_s) < 0.05 * speed_rad_s
+        expected = sign * (level_nm + plant.viscous[0] * speed_rad_s)
+        assert cols["tau_cmd0"][window].mean() == pytest.approx(expected, abs=0.01)
+        assert -friction_torque_nm(plant, np.full(7, sign * speed_rad_s))[0] == pytest.approx(expected, abs=1e-9)
+    models = build_models(plant)
+    assert np.allclose(models.plant.dof_frictionloss[models.dof_adr], plant.coulomb_pos)  # the breakaway level
+    assert not models.firmware.dof_frictionloss.any()
+
+
 def test_same_seed_same_bytes(tmp_path):
     t = np.arange(0.0, 1.0, 1 / 60)
     q_ref = ANCHOR + 0.05 * np.sin(2 * np.pi * 0.5 * t)[:, None]
@@ -251,6 +281,12 @@ def test_bad_inputs_are_refused_clearly(tmp_path):
         IndependentPlant(smoothing_velocity_rad_s=1e-4)
     with pytest.raises(ValueError, match="coulomb_neg_nm"):
         IndependentPlant(coulomb_neg_nm=(1.0, 2.0))
+    with pytest.raises(ValueError, match="symmetric"):
+        IndependentPlant(friction_law="stribeck")  # the default c⁺ != c⁻
+    with pytest.raises(ValueError, match="friction_law"):
+        IndependentPlant(friction_law="coulomb")
+    with pytest.raises(ValueError, match="dynamic_ratio"):
+        IndependentPlant(dynamic_ratio=1.5)
     bad = tmp_path / "bad.csv"
     bad.write_text("t_s,q_ref1,q_ref2\n0,0,0\n")
     with pytest.raises(ValueError, match=r"bad.csv: line 1: missing column 'q_ref3'"):

@@ -219,6 +219,7 @@ def excite(
     design_for: str | None = typer.Option(None, "--for", help="--design: linearise at this fit id (in --lake) or profile JSON (default: the nominal parameters)."),
     params: list[str] = typer.Option([], "--params", help="--design: the parameters served, as `fit run --params` (default: the default fit's 28 continuous ones)."),
     criterion: str = typer.Option("worst", "--criterion", help="--design: worst (largest relative 95 % half-width) or d (D-optimal)."),
+    no_confirm: bool = typer.Option(False, "--no-confirm", help="--design: skip the confirmation (one replay Jacobian of the chosen design, the fit's HAC rule; ~20 s for 40 s) and print and store the surrogate's prediction, stated as such."),
     lake: Path | None = typer.Option(None, "--lake", help="--design --for FIT: the lake holding the fit (default $TWINLAKE_LAKE, else ./lake)."),
     configured_load: str | None = typer.Option(None, "--configured-load", help="The end-effector load set in Desk / setLoad, MASS[,X,Y,Z] (kg; CoM m in the flange frame): stored in metadata.json as configured_load, which the fit replays with."),
 ) -> None:
@@ -252,7 +253,8 @@ def excite(
                       filter_alpha=base.filter_alpha if filter_alpha is None else filter_alpha).validate()
         experiment = load_experiment(experiment_metadata)  # before anything is written
         load = None if configured_load is None else parse_load(configured_load)
-        plan, design_section = _design(plan, q0, design, design_for, params, criterion, lake, tracking_error)
+        plan, design_section = _design(plan, q0, design, design_for, params, criterion, lake, tracking_error,
+                                       not no_confirm)
         out_dir = new_output_dir(output)
         if not execute:
             meta = run_preview(plan, out_dir, q0, robot_id=robot_id, guards=guards, configured_load=load,
@@ -275,12 +277,12 @@ def excite(
         raise typer.Exit(1)
 
 
-def _design(plan, q0, design, design_for, params, criterion, lake, tracking_error):
+def _design(plan, q0, design, design_for, params, criterion, lake, tracking_error, confirm=True):
     """(plan, None) without --design; else the designed plan and its metadata section, the
     predicted half-widths printed on stderr before anything moves."""
     if not design:
-        if design_for is not None or params or criterion != "worst":
-            raise ValueError("--for, --params and --criterion need --design")
+        if design_for is not None or params or criterion != "worst" or not confirm:
+            raise ValueError("--for, --params, --criterion and --no-confirm need --design")
         return plan, None
     from dataclasses import replace
 
@@ -294,7 +296,7 @@ def _design(plan, q0, design, design_for, params, criterion, lake, tracking_erro
         lake = resolve_lake(lake)
     base = replace(plan, mode="multisine", joints=tuple(range(1, 8)))
     designed, section = run_design(base, anchor, design_for=design_for, lake=lake, params=params,
-                                   criterion=criterion, tracking_error_rad=tracking_error)
+                                   criterion=criterion, tracking_error_rad=tracking_error, confirm=confirm)
     for line in summary_lines(section):
         typer.echo(line, err=True)
     return designed.plan, section

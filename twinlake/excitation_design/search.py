@@ -4,8 +4,9 @@ half-widths of a plan.
 
 The surrogate is block-diagonal by joint, so each joint is searched on its own and the worst
 relative half-width over all joints is the worst of the joints' optima. Per joint: a random
-search over `random_candidates` tone sets (up to `max_tones` tones, log-uniform frequencies,
-Dirichlet weights, uniform phases), then `rounds` of coordinate steps around the best (one
+search over `random_candidates` component sets (up to `max_tones` tones, log-uniform
+frequencies, Dirichlet weights, uniform phases; the first component a linear chirp in
+`chirp_fraction` of them, candidates.py), then `rounds` of coordinate steps around the best (one
 weight, frequency or phase changed per neighbour, the step shrinking); every candidate's
 amplitudes are scaled to its tightest bound before it is scored. Criteria: `worst` (the
 largest relative 95 % half-width of the joint's chosen parameters) or `d` (−log det of the
@@ -40,6 +41,7 @@ class SearchSettings:
     neighbours: int = 96
     seed: int = 0
     batch: int = 128
+    chirp_fraction: float = 0.5
 
 
 @dataclass
@@ -65,8 +67,8 @@ def _evaluate(chosen, joint, tones, s, plan, bounds, settings, criterion):
     """(scores (N,), scales (N,)) of candidate tone sets (weights, freqs, phases) (N, K)."""
     scores, scales = [], []
     for lo in range(0, len(tones[0]), settings.batch):
-        w, f, p = (x[lo:lo + settings.batch] for x in tones)
-        signals = multisine(w, f, p, s, plan.seconds, plan.ramp)
+        w, f, p, e = (x[lo:lo + settings.batch] for x in tones)
+        signals = multisine(w, f, p, s, plan.seconds, plan.ramp, e)
         scale = scale_to_bounds(signals, bounds)
         scores.append(_score(chosen, joint, signals * scale[None, :, None], settings.grid_hz, criterion))
         scales.append(scale)
@@ -74,12 +76,14 @@ def _evaluate(chosen, joint, tones, s, plan, bounds, settings, criterion):
 
 
 def design_joint(chosen: ChosenParameters, joint: int, plan: Plan, bounds: DesignBounds,
-                 settings: SearchSettings, criterion: str) -> tuple[tuple[tuple[float, float, float], ...], float]:
-    """One joint's tones ((amplitude [rad], f [Hz], phase [rad]), ...) and its score."""
+                 settings: SearchSettings, criterion: str) -> tuple[tuple[tuple[float, ...], ...], float]:
+    """One joint's components ((amplitude [rad], f [Hz], phase [rad]) a tone,
+    (amplitude, f, phase, sweep [Hz/s]) a chirp, ...) and its score."""
     rng = np.random.default_rng([settings.seed, joint])
     s = segment_grid(plan.seconds, settings.grid_hz)
     f_hi = min(settings.f_hi_hz, plan.rate / 20)
-    tones = random_tones(rng, settings.random_candidates, settings.max_tones, settings.f_lo_hz, f_hi)
+    tones = random_tones(rng, settings.random_candidates, settings.max_tones, settings.f_lo_hz, f_hi,
+                         settings.chirp_fraction)
     scores, scales = _evaluate(chosen, joint, tones, s, plan, bounds, settings, criterion)
     best = int(np.argmin(scores))
     current = tuple(x[best] for x in tones)
@@ -91,9 +95,14 @@ def design_joint(chosen: ChosenParameters, joint: int, plan: Plan, bounds: Desig
         i = int(np.argmin(near_scores))
         if near_scores[i] < score:
             current, score, scale = tuple(x[i] for x in near), near_scores[i], near_scales[i]
-    w, f, p = current
-    table = tuple((float(scale * wk), float(fk), float(np.mod(pk, 2 * np.pi))) for wk, fk, pk in zip(w, f, p) if wk > 0)
+    table = tuple(_component(scale * wk, fk, pk, ek, plan.seconds) for wk, fk, pk, ek in zip(*current) if wk > 0)
     return table, float(score)
+
+
+def _component(amplitude_rad: float, f_hz: float, phase_rad: float, end_hz: float, seconds: float) -> tuple:
+    """A tone_table entry: (amplitude, f, phase) for a tone, + (sweep [Hz/s],) for a chirp."""
+    tone = (float(amplitude_rad), float(f_hz), float(np.mod(phase_rad, 2 * np.pi)))
+    return tone if end_hz == f_hz else tone + (float((end_hz - f_hz) / seconds),)
 
 
 def predict(plan: Plan, chosen: ChosenParameters, grid_hz: float = 100.0) -> tuple[dict[str, float], float]:
@@ -121,7 +130,7 @@ def _fit_preflight(plan: Plan, anchor: np.ndarray) -> Plan:
             preflight(plan, anchor)
             return plan
         except ValueError:
-            table = tuple(tuple((0.97 * a, f, p) for a, f, p in joint) for joint in plan.tone_table)
+            table = tuple(tuple((0.97 * c[0], *c[1:]) for c in joint) for joint in plan.tone_table)
             plan = replace(plan, tone_table=table)
     preflight(plan, anchor)
     return plan
@@ -141,16 +150,19 @@ def design(chosen: ChosenParameters, base: Plan, bounds: list[DesignBounds], anc
     moving = tuple(j + 1 for j in range(7) if table[j])
     if not moving:
         raise ValueError("--params: no parameter left free for the design to serve")
-    tones = tuple(sorted({round(f, 6) for joint in table for _, f, _ in joint}))
+    tones = tuple(sorted({round(f, 6) for joint in table for c in joint
+                          for f in (c[1], c[1] + (c[3] if len(c) == 4 else 0.0) * base.seconds)}))
     plan = replace(base, mode="multisine", joints=moving, tones=tones, tone_table=tuple(table),
-                   amplitude_deg=float(np.degrees(max(sum(a for a, _, _ in joint) for joint in table))))
+                   amplitude_deg=float(np.degrees(max(sum(c[0] for c in joint) for joint in table))))
     plan = _fit_preflight(plan, anchor)
     predicted, total = predict(plan, chosen, settings.grid_hz)
     return Design(plan=plan, predicted=predicted, worst=float(max(predicted.values())), log_det=total,
                   search={"criterion": criterion, "seconds_wall": round(time.perf_counter() - started, 3),
                           "grid_hz": settings.grid_hz, "tone_range_hz": [settings.f_lo_hz, settings.f_hi_hz],
                           "max_tones": settings.max_tones, "random_candidates": settings.random_candidates,
-                          "rounds": settings.rounds, "neighbours": settings.neighbours, "seed": settings.seed})
+                          "rounds": settings.rounds, "neighbours": settings.neighbours, "seed": settings.seed,
+                          "chirp_fraction": settings.chirp_fraction,
+                          "chirps": [j + 1 for j in range(7) if any(len(c) == 4 for c in table[j])]})
 
 
 __all__ = ["CRITERIA", "Design", "SearchSettings", "design", "design_joint", "predict"]
