@@ -100,6 +100,10 @@ def _check_splits(split_on: Iterable[str]) -> tuple[str, ...]:
     return tuple(r for r in OPTIONAL_SPLITS if r in out)
 
 
+DEFAULT_RULES = IntervalRules()
+"""The rules of the `intervals` view and of the stored intervals (catalog/stored_intervals.py)."""
+
+
 @lru_cache(maxsize=1)
 def _one_run_query() -> str:
     from .sql import load_sql
@@ -116,6 +120,19 @@ def ensure_interval_sql(con) -> None:
     con.execute(load_sql("clean_intervals"))
 
 
+def run_query_params(robot: str | None, run: str | None, rules: IntervalRules) -> dict:
+    """The bound parameters of `clean_intervals(...)` (the macro's named arguments) for
+    `rules` and the robot / run filters."""
+    return {
+        "robot": robot,
+        "run": run,
+        "min_duration_s": float(rules.min_duration_s),
+        "period_s": None if rules.period_s is None else float(rules.period_s),
+        "period_tol_s": None if rules.period_tol_s is None else float(rules.period_tol_s),
+        "split_on": list(rules.split_on),
+    }
+
+
 def clean_intervals(
     con,
     robot: str | None = None,
@@ -128,10 +145,13 @@ def clean_intervals(
     """The clean intervals of the lake behind `con` (a `twinlake.catalog.connect` connection),
     one row per interval with `INTERVAL_COLUMNS`, ordered by robot, run, seq_first.
 
-    `robot` / `run` restrict the query before the window; with both given, only that run's
-    files are read: straight (sql/clean_intervals_run.sql) when they hold every canonical
-    column, else through views narrowed to them (`run_scope`), so the cost does not grow
-    with the lake. Other arguments: see `IntervalRules`. Raises ValueError on a bad argument.
+    `robot` / `run` restrict the query before the window. With both given and the default
+    rules (any `min_duration_s`), the run's stored intervals (`intervals.parquet`, written
+    at publish by the same query; catalog/stored_intervals.py) are read when they are valid
+    for the run's files as they are now. Otherwise only that run's files are read: straight
+    (sql/clean_intervals_run.sql) when they hold every canonical column, else through views
+    narrowed to them (`run_scope`), so the cost does not grow with the lake. Other
+    arguments: see `IntervalRules`. Raises ValueError on a bad argument.
     """
     rules = IntervalRules(
         min_duration_s=min_duration_s,
@@ -142,14 +162,16 @@ def clean_intervals(
     for name, value in (("robot", robot), ("run", run)):
         if value is not None and not isinstance(value, str):
             raise ValueError(f"{name}: expected a string id or None, got {value!r}")
-    params = {
-        "robot": robot,
-        "run": run,
-        "min_duration_s": float(rules.min_duration_s),
-        "period_s": None if rules.period_s is None else float(rules.period_s),
-        "period_tol_s": None if rules.period_tol_s is None else float(rules.period_tol_s),
-        "split_on": list(rules.split_on),
-    }
+    from .stored_intervals import stored_run_intervals
+
+    stored = stored_run_intervals(con, robot, run, rules)
+    if stored is not None:
+        return stored
+    return _query(con, robot, run, run_query_params(robot, run, rules))
+
+
+def _query(con, robot: str | None, run: str | None, params: dict) -> pa.Table:
+    """`clean_intervals` by query: one run's two files straight, else the scoped views."""
     import duckdb
 
     from .sql import exact_run_files, run_scope

@@ -187,7 +187,7 @@ def run_scope(con, robot: str | None, run: str | None) -> Iterator[bool]:
     untouched) when robot or run is None, not a valid id, the run has no frames.parquet
     or run.parquet now, or `con` has no `lake_root` (not a `connect` connection). The run's files are read
     as they are when the block runs, not as at `connect`."""
-    files = _run_files(con, robot, run)
+    files = run_files(con, robot, run)
     if files is None:
         yield False
         return
@@ -208,7 +208,7 @@ def exact_run_files(con, robot: str | None, run: str | None) -> tuple[str, str] 
     and hold every canonical column with its canonical type (read straight, they need no
     union with the empty canonical tables); None otherwise, under the same conditions as
     `run_scope` yielding False, or when either file lacks a canonical column."""
-    files = _run_files(con, robot, run)
+    files = run_files(con, robot, run)
     return files if files is not None and _both_canonical(files) else None
 
 
@@ -244,8 +244,10 @@ def _footer_is_canonical(path: str, ino: int, size: int, mtime_ns: int, schema: 
     return all(have.get_field_index(f.name) >= 0 and have.field(f.name).type == f.type for f in schema)
 
 
-def _run_files(con, robot: str | None, run: str | None) -> tuple[str, str] | None:
-    """`(frames.parquet, run.parquet)` of the run when both exist now, else None."""
+def run_files(con, robot: str | None, run: str | None) -> tuple[str, str] | None:
+    """`(frames.parquet, run.parquet)` absolute paths of run `robot`/`run` of `con`'s lake when
+    both exist now, else None (also when robot or run is None or not a valid id, or `con`
+    has no `lake_root`)."""
     directory = _run_dir(con, robot, run)
     if directory is None:
         return None
