@@ -33,7 +33,6 @@ from functools import lru_cache
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from .intervals import DEFAULT_RULES, IntervalRules, _one_run_query, run_query_params
@@ -107,6 +106,8 @@ def stored_run_intervals(con, robot: str | None, run: str | None,
 def _long_enough(duration_s: pa.ChunkedArray, min_duration_s: float) -> pa.ChunkedArray:
     """The macro's `coalesce(t_last_s - t_first_s, 0.0) >= min_duration_s` in Arrow: a null
     duration counts as 0, and NaN passes (DuckDB orders NaN above every number)."""
+    import pyarrow.compute as pc  # imported here: only a minimum duration needs it
+
     filled = pc.fill_null(duration_s, 0.0)
     return pc.or_(pc.is_nan(filled), pc.greater_equal(filled, min_duration_s))
 
@@ -132,7 +133,7 @@ def store_run_intervals(directory: str | Path, robot: str, run: str) -> Path | N
               "frames_files": [files[0]], "runs_files": [files[1]]}
     try:
         with _WRITER_LOCK:
-            table = _writer_connection(files).sql(_one_run_query(), params=params).to_arrow_table()
+            table = _writer_connection().sql(_one_run_query(), params=params).to_arrow_table()
     except duckdb.Error as exc:
         warnings.warn(f"{robot}/{run}: intervals not stored ({str(exc).splitlines()[0]}); "
                       "readers query them", stacklevel=2)
@@ -142,27 +143,22 @@ def store_run_intervals(directory: str | Path, robot: str, run: str) -> Path | N
     return target
 
 
-_WRITER: list = []  # the process's writer connection, once made (under _WRITER_LOCK)
-
-
-def _writer_connection(files: tuple[str, str]):
+@lru_cache(maxsize=1)
+def _writer_connection():
     """A private in-memory DuckDB connection with the `clean_intervals` macro, made on the
-    first publish of the process and kept: a second publish does not define it again. The
-    macro binds over empty tables `frames` / `runs` with the columns of `files` (made by
-    DuckDB from their footers: an Arrow table handed to DuckDB imports pandas), which the
-    one-run query's CTEs shadow. Call under `_WRITER_LOCK`."""
-    if _WRITER:
-        return _WRITER[0]
+    first publish of the process and kept (a second publish does not define it again). The
+    macro binds over empty canonical tables `frames` / `runs`, which the one-run query's CTEs
+    shadow. Used under `_WRITER_LOCK`."""
     import duckdb
 
     from .intervals import ensure_interval_sql
+    from .schema import FRAME_SCHEMA, RUN_SCHEMA
+    from .sql import empty_table_sql
 
     con = duckdb.connect(":memory:")
-    for name, path in zip(("frames", "runs"), files):
-        con.execute(f"CREATE TABLE {name} AS SELECT *, NULL::VARCHAR AS robot, NULL::VARCHAR AS run "
-                    "FROM read_parquet($files, hive_partitioning = false) LIMIT 0", {"files": [path]})
+    con.execute(empty_table_sql("frames", FRAME_SCHEMA))
+    con.execute(empty_table_sql("runs", RUN_SCHEMA))
     ensure_interval_sql(con)
-    _WRITER.append(con)
     return con
 
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import sys
 
 import numpy as np
 import pyarrow as pa
@@ -184,3 +186,19 @@ def test_other_rules_a_renamed_partition_or_a_damaged_file_are_queried(tmp_path,
     (runs / "run=b" / stored.INTERVALS_FILE).write_bytes(b"PAR1 not parquet")
     assert _served(con, "fr3", "b") is None
     assert [r["frame_count"] for r in clean_intervals(con, robot="fr3", run="b").to_pylist()] == [50, 147]
+
+
+def test_a_fresh_process_reads_one_runs_intervals_without_pandas(every_cause):
+    """`connect` makes its empty canonical tables as DDL (an Arrow table handed to DuckDB
+    imports pandas, ~0.2-0.4 s), and the stored path needs neither pandas nor the query."""
+    code = ("import sys\nfrom twinlake.catalog import connect, clean_intervals\n"
+            f"con = connect({str(every_cause)!r})\n"
+            "rows = clean_intervals(con, robot='fr3', run='resets').to_pylist()\n"
+            "print(len(rows), 'pandas' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == [str(len(_every_cause_rows(every_cause, "resets"))), "False"]
+
+
+def _every_cause_rows(root, run: str) -> list[dict]:
+    return _queried(connect(root), "fr3", run).to_pylist()
