@@ -8,7 +8,7 @@ file index `_catalog/files.json` current), then times, in the same process:
 
   connect  `connect(lake)`: file index read + directory listing, views bound
   (b)      `clean_intervals(con, robot=..., run=...)` for one run: its stored intervals
-           (intervals.parquet, written at publish; catalog/stored_intervals.py)
+           (intervals.parquet, written at publish; catalog/intervals.py)
   (b) query  the same by the rules' query (sql/clean_intervals_run.sql over the run's two
            files: what (b) did before the intervals were stored, and what it does for other
            rules or a run without a valid stored file), the peer of (b) in the same run
@@ -139,20 +139,19 @@ def _timed(fn, repeat: int) -> tuple[float, object]:
 def _by_query(fn):
     """`fn()` with the stored intervals ignored, so `clean_intervals` runs the rules' query
     (sql/clean_intervals_run.sql over the run's files): the peer of (b) in the same run."""
-    import twinlake.catalog.stored_intervals as stored
+    import twinlake.catalog.intervals as catalog_intervals
 
-    served = stored.stored_run_intervals
-    stored.stored_run_intervals = lambda con, robot, run, rules: None
+    served = catalog_intervals.stored_run_intervals
+    catalog_intervals.stored_run_intervals = lambda con, robot, run, rules: None
     try:
         return fn()
     finally:
-        stored.stored_run_intervals = served
+        catalog_intervals.stored_run_intervals = served
 
 
 def bench(root: Path, runs: int, repeat: int) -> dict[str, float]:
     """Times (seconds, best of `repeat`) of the queries above on the lake at `root`."""
-    from twinlake.catalog.intervals import DEFAULT_RULES
-    from twinlake.catalog.stored_intervals import stored_run_intervals
+    from twinlake.catalog.intervals import DEFAULT_RULES, stored_run_intervals
 
     run = f"r{runs // 2:04d}"
     t_connect, con = _timed(lambda: connect(root), repeat)

@@ -7,7 +7,7 @@ reader (or a crash) sees the whole partition or none of it. On Linux `renameat2`
 `RENAME_NOREPLACE` (two racing writers: exactly one wins) and `RENAME_EXCHANGE` (replace
 swaps old and new atomically); elsewhere a plain `os.rename`, which refuses a non-empty target.
 A run partition also gets its default-rule intervals (`intervals.parquet`,
-`catalog/stored_intervals.py`) computed from the staged files before the fsync, so they are
+`catalog/intervals.py`) computed from the staged files before the fsync, so they are
 published and replaced with the run.
 After the rename of a partition of an indexed kind (`runs/`), the lake's file index
 (`catalog/file_index.py`) is updated under its lock; if that fails the partition stays
@@ -172,7 +172,7 @@ def publish_partition(
 
 def _store_intervals(rel: Path, staged: Path) -> None:
     """A run partition (`runs/robot=<robot>/run=<run>`): its default-rule intervals computed
-    from the staged files and written beside them (catalog/stored_intervals.py), so they are
+    from the staged files and written beside them (`intervals.store_run_intervals`), so they are
     published, or replaced, with the run."""
     parts = rel.parts
     if len(parts) != 3 or parts[0] != "runs":
@@ -180,7 +180,7 @@ def _store_intervals(rel: Path, staged: Path) -> None:
     (robot_key, _, robot), (run_key, _, run) = (p.partition("=") for p in parts[1:])
     if (robot_key, run_key) != ("robot", "run"):
         return
-    from .stored_intervals import store_run_intervals
+    from .intervals import store_run_intervals
 
     store_run_intervals(staged, robot, run)
 

@@ -1,13 +1,13 @@
 """`twinlake ingest` publishes each run with its stored intervals (`intervals.parquet`,
-catalog/stored_intervals.py): the rows the rules' query gives for the ingested files, stale
+catalog/intervals.py): the rows the rules' query gives for the ingested files, stale
 rows, seq gaps and a reset included; `--replace` publishes the new run's own, and the same
 bytes again leave the run as it was."""
 
 from __future__ import annotations
 
 from twinlake.catalog import connect
-from twinlake.catalog import stored_intervals as stored
-from twinlake.catalog.intervals import DEFAULT_RULES, _query, run_query_params
+from twinlake.catalog.intervals import DEFAULT_RULES, _query, run_query_params, stored_run_intervals
+from twinlake.catalog.lake import INTERVALS_FILE
 
 
 def _make_stale(path, row: int) -> None:
@@ -21,7 +21,7 @@ def _make_stale(path, row: int) -> None:
 
 def _served_and_queried(lake, run: str):
     con = connect(lake.root)
-    served = stored.stored_run_intervals(con, "r", run, DEFAULT_RULES)
+    served = stored_run_intervals(con, "r", run, DEFAULT_RULES)
     return served, _query(con, "r", run, run_query_params("r", run, DEFAULT_RULES))
 
 
@@ -34,7 +34,7 @@ def test_ingest_stores_the_querys_intervals_and_replace_follows(ingest, make_csv
     reasons = [(r["start_reason"], r["end_reason"]) for r in served.to_pylist()]
     assert reasons == [("run_start", "mode_change"), ("mode_change", "seq_gap"),
                        ("seq_gap", "stale"), ("stale", "run_end")]
-    stored_file = lake.run_dir("r", "run") / stored.INTERVALS_FILE
+    stored_file = lake.run_dir("r", "run") / INTERVALS_FILE
     stamp = stored_file.stat().st_mtime_ns
 
     assert ingest(first, "--robot", "r").exit_code == 0  # the same bytes: nothing rewritten

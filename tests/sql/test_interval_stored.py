@@ -1,7 +1,7 @@
-"""Stored intervals (catalog/stored_intervals.py): every run published gets `intervals.parquet`,
-computed by the rules' own query; `clean_intervals(con, robot, run)` serves it only while it is
-valid, and then gives exactly what the query gives. Other rules, older lakes and rewritten
-runs are queried, never served stale rows."""
+"""Stored intervals (catalog/intervals.py; file format catalog/stored_intervals.py): every run
+published gets `intervals.parquet`, computed by the rules' own query; `clean_intervals(con,
+robot, run)` serves it only while it is valid, and then gives exactly what the query gives.
+Other rules, older lakes and rewritten runs are queried, never served stale rows."""
 
 from __future__ import annotations
 
@@ -25,7 +25,8 @@ from interval_synth import (
 )
 
 from twinlake.catalog import Lake, connect, publish_partition
-from twinlake.catalog import stored_intervals as stored
+from twinlake.catalog import intervals as catalog_intervals
+from twinlake.catalog.lake import INTERVALS_FILE
 from twinlake.catalog.intervals import IntervalRules, _query, clean_intervals, run_query_params
 
 
@@ -37,7 +38,7 @@ def _queried(con, robot: str, run: str, **kw) -> pa.Table:
 
 def _served(con, robot: str, run: str, **kw) -> pa.Table | None:
     """What the stored file gives for these rules (None: the caller must query)."""
-    return stored.stored_run_intervals(con, robot, run, IntervalRules(**kw))
+    return catalog_intervals.stored_run_intervals(con, robot, run, IntervalRules(**kw))
 
 
 def _write_run(path, rec) -> None:
@@ -82,7 +83,7 @@ def test_every_published_run_serves_exactly_the_querys_rows(every_cause):
     view = con.sql("SELECT * FROM intervals").to_arrow_table()
     reasons = set()
     for run in _every_cause():
-        assert (every_cause / "runs" / "robot=fr3" / f"run={run}" / stored.INTERVALS_FILE).is_file()
+        assert (every_cause / "runs" / "robot=fr3" / f"run={run}" / INTERVALS_FILE).is_file()
         served, queried = _served(con, "fr3", run), _queried(con, "fr3", run)
         assert served is not None, run  # the stored path, not a silent fallback
         assert served.schema == queried.schema and served.equals(queried), run
@@ -120,9 +121,9 @@ def test_an_older_lake_without_the_file_or_with_older_files_is_queried(tmp_path)
     publish_run(tmp_path, "fr3", "new", rec)
     publish_run(tmp_path, "fr3", "old", rec, contract_columns=False)  # run.parquet of an older ingest
     run_dir = tmp_path / "runs" / "robot=fr3" / "run=old"
-    assert not (run_dir / stored.INTERVALS_FILE).exists()  # not canonical: nothing stored
+    assert not (run_dir / INTERVALS_FILE).exists()  # not canonical: nothing stored
     new_dir = tmp_path / "runs" / "robot=fr3" / "run=new"
-    (new_dir / stored.INTERVALS_FILE).unlink()  # a lake written before intervals were stored
+    (new_dir / INTERVALS_FILE).unlink()  # a lake written before intervals were stored
     con = connect(tmp_path)
     expected = [{**r, "run": "old"} for r in _queried(con, "fr3", "new").to_pylist()]
     assert _served(con, "fr3", "new") is None and _served(con, "fr3", "old") is None
@@ -144,7 +145,7 @@ def test_a_rewritten_run_never_serves_stale_intervals(tmp_path):
     def write(path):
         pq.write_table(frames_table(replaced), path / "frames.parquet")
         shutil.copy2(run_dir / "run.parquet", path / "run.parquet")
-        shutil.copy2(run_dir / stored.INTERVALS_FILE, path / stored.INTERVALS_FILE)  # an old copy
+        shutil.copy2(run_dir / INTERVALS_FILE, path / INTERVALS_FILE)  # an old copy
 
     publish_partition(lake, lake.run_relative("fr3", "r"), write, replace=True)
     assert _served(con, "fr3", "r") is not None  # recomputed, not the copy
@@ -174,7 +175,7 @@ def test_other_rules_a_renamed_partition_or_a_damaged_file_are_queried(tmp_path,
     con = connect(tmp_path)
     assert _served(con, "fr3", "a") is not None
     # other rules' SQL (an edited macro, other defaults): another hash
-    monkeypatch.setattr(stored, "rules_version", lambda: "0" * 64)
+    monkeypatch.setattr(catalog_intervals, "rules_version", lambda: "0" * 64)
     assert _served(con, "fr3", "a") is None
     monkeypatch.undo()
     # the partition renamed: the stored rows name the old run
@@ -183,7 +184,7 @@ def test_other_rules_a_renamed_partition_or_a_damaged_file_are_queried(tmp_path,
     assert _served(con, "fr3", "b") is None
     assert {r["run"] for r in clean_intervals(con, robot="fr3", run="b").to_pylist()} == {"b"}
     # an unreadable intervals.parquet: no error, the query
-    (runs / "run=b" / stored.INTERVALS_FILE).write_bytes(b"PAR1 not parquet")
+    (runs / "run=b" / INTERVALS_FILE).write_bytes(b"PAR1 not parquet")
     assert _served(con, "fr3", "b") is None
     assert [r["frame_count"] for r in clean_intervals(con, robot="fr3", run="b").to_pylist()] == [50, 147]
 
