@@ -7,11 +7,11 @@ per-row Python) under a temporary directory, through `publish_partition` (which 
 file index `_catalog/files.json` current), then times, in the same process:
 
   connect  `connect(lake)`: file index read + directory listing, views bound
-  (b)      `clean_intervals(con, robot=..., run=...)` for one run (reads that run only)
-  (b) views  the same through run_scope's temporary views over the run's files read directly
-           (sql/run_scope_exact.sql; as before sql/clean_intervals_run.sql), a peer of (b)
-  (b) union  the same with run_scope's views unioned with the empty canonical tables (as
-           before sql/run_scope_exact.sql), the peer of (b) measured in the same run
+  (b)      `clean_intervals(con, robot=..., run=...)` for one run: its stored intervals
+           (intervals.parquet, written at publish; catalog/intervals.py)
+  (b) query  the same by the rules' query (sql/clean_intervals_run.sql over the run's two
+           files: what (b) did before the intervals were stored, and what it does for other
+           rules or a run without a valid stored file), the peer of (b) in the same run
   (b+c)    a fresh `connect` plus (b): what `twinlake intervals --run` costs
   frames   `run_frames` of one run through the same connection
   peer     `SELECT count(*) FROM frames` over the whole lake
@@ -19,9 +19,11 @@ file index `_catalog/files.json` current), then times, in the same process:
 
 and prints (b) at the largest size over (b) at the smallest (target <= 2x), and (b) against
 its targets (<= 20 ms at 20 runs, <= 30 ms at 1000, on an open connection) with connect
-beside it. Every run carries a seq gap, a gain change and a period outlier; every tenth
-run also records its gap in run.parquet, so each run has 4 intervals and the result is
-checked. The lakes are deleted afterwards unless `--keep`.
+and the query peer beside it. Every run carries a seq gap, a gain change and a period
+outlier; every tenth run also records its gap in run.parquet, so each run has 4 intervals
+and the result is checked (stored == queried == the view's rows). Building the lake includes
+computing each run's stored intervals, as ingest does. The lakes are deleted afterwards
+unless `--keep`.
 
     python bench/intervals.py [--runs 20,1000] [--minutes 0.1] [--repeat 5]
 """
@@ -134,37 +136,29 @@ def _timed(fn, repeat: int) -> tuple[float, object]:
     return best, out
 
 
-def _with_union_scope(fn):
-    """`fn()` with run_scope's views built as before sql/run_scope_exact.sql existed (the run's
-    files unioned by name with the empty canonical tables): the peer of (b) in the same run."""
-    import twinlake.catalog.sql as catalog_sql
+def _by_query(fn):
+    """`fn()` with the stored intervals ignored, so `clean_intervals` runs the rules' query
+    (sql/clean_intervals_run.sql over the run's files): the peer of (b) in the same run."""
+    import twinlake.catalog.intervals as catalog_intervals
 
-    exact = catalog_sql._is_canonical
-    catalog_sql._is_canonical = lambda path, schema: False
+    served = catalog_intervals.stored_run_intervals
+    catalog_intervals.stored_run_intervals = lambda con, robot, run, rules: None
     try:
         return fn()
     finally:
-        catalog_sql._is_canonical = exact
-
-
-def _with_scope_views(fn):
-    """`fn()` with one run's intervals queried through run_scope's views (as before
-    sql/clean_intervals_run.sql): a peer of (b) in the same run."""
-    import twinlake.catalog.sql as catalog_sql
-
-    direct = catalog_sql.exact_run_files
-    catalog_sql.exact_run_files = lambda con, robot, run: None
-    try:
-        return fn()
-    finally:
-        catalog_sql.exact_run_files = direct
+        catalog_intervals.stored_run_intervals = served
 
 
 def bench(root: Path, runs: int, repeat: int) -> dict[str, float]:
     """Times (seconds, best of `repeat`) of the queries above on the lake at `root`."""
+    from twinlake.catalog.intervals import DEFAULT_RULES, stored_run_intervals
+
     run = f"r{runs // 2:04d}"
     t_connect, con = _timed(lambda: connect(root), repeat)
+    assert stored_run_intervals(con, "bench", run, DEFAULT_RULES) is not None  # (b) is served
     t_one, one = _timed(lambda: clean_intervals(con, robot="bench", run=run), repeat)
+    t_query, query = _timed(lambda: _by_query(lambda: clean_intervals(con, robot="bench", run=run)), repeat)
+    assert query.equals(one)
 
     def fresh():
         c = connect(root)
@@ -174,10 +168,6 @@ def bench(root: Path, runs: int, repeat: int) -> dict[str, float]:
             c.close()
 
     t_fresh, _ = _timed(fresh, repeat)
-    t_union, union = _timed(lambda: _with_union_scope(lambda: clean_intervals(con, robot="bench", run=run)), repeat)
-    assert union.to_pylist() == one.to_pylist()
-    t_views, views = _timed(lambda: _with_scope_views(lambda: clean_intervals(con, robot="bench", run=run)), repeat)
-    assert views.to_pylist() == one.to_pylist()
     t_frames, frames = _timed(lambda: run_frames(con, "bench", run), repeat)
     t_peer, (rows,) = _timed(lambda: con.sql("SELECT count(*) FROM frames").fetchall()[0], repeat)
     t_all, table = _timed(lambda: con.sql("SELECT * FROM intervals").to_arrow_table(), repeat)
@@ -186,28 +176,27 @@ def bench(root: Path, runs: int, repeat: int) -> dict[str, float]:
     assert one.to_pylist() == [r for r in table.to_pylist() if r["run"] == run]
     assert frames.num_rows == sum(one.column("frame_count").to_pylist())  # no tick excluded
     con.close()
-    return {"runs": runs, "frames": rows, "connect": t_connect, "one": t_one, "views": t_views, "union": t_union, "fresh": t_fresh,
-            "one_cpu": CPU_S[id(one)], "views_cpu": CPU_S[id(views)], "union_cpu": CPU_S[id(union)],
+    return {"runs": runs, "frames": rows, "connect": t_connect, "one": t_one, "query": t_query,
+            "fresh": t_fresh, "one_cpu": CPU_S[id(one)], "query_cpu": CPU_S[id(query)],
             "run_frames": t_frames, "peer": t_peer, "all": t_all}
 
 
 def _report(results: list[dict[str, float]], repeat: int) -> None:
     print(f"best of {repeat}; times in ms")
-    print(f"{'runs':>6} {'frames':>11} {'connect':>8} {'(b) one':>8} {'(b) views':>9} {'(b) union':>9} {'(b+c)':>8} "
+    print(f"{'runs':>6} {'frames':>11} {'connect':>8} {'(b) one':>8} {'(b) query':>9} {'(b+c)':>8} "
           f"{'frames':>8} {'peer':>8} {'(a) all':>9}")
     for r in results:
-        print(f"{r['runs']:>6} {r['frames']:>11,} {r['connect'] * 1e3:8.1f} {r['one'] * 1e3:8.1f} "
-              f"{r['views'] * 1e3:9.1f} {r['union'] * 1e3:9.1f} {r['fresh'] * 1e3:8.1f} {r['run_frames'] * 1e3:8.1f} {r['peer'] * 1e3:8.1f} "
-              f"{r['all'] * 1e3:9.1f}")
+        print(f"{r['runs']:>6} {r['frames']:>11,} {r['connect'] * 1e3:8.1f} {r['one'] * 1e3:8.2f} "
+              f"{r['query'] * 1e3:9.1f} {r['fresh'] * 1e3:8.1f} {r['run_frames'] * 1e3:8.1f} "
+              f"{r['peer'] * 1e3:8.1f} {r['all'] * 1e3:9.1f}")
     for r in results:
         target = 20.0 if r["runs"] <= 20 else 30.0 if r["runs"] <= 1000 else None
         if target is not None:
-            print(f"(b) at {r['runs']} runs: {r['one'] * 1e3:.1f} ms (target <= {target:g} ms on an open connection; "
-                  f"connect {r['connect'] * 1e3:.1f} ms); before/after the direct scope views: "
-                  f"{r['union'] / r['one']:.2f}x wall; CPU s {r['one_cpu'] * 1e3:.1f} ms against "
-                  f"{r['union_cpu'] * 1e3:.1f} ms ({r['union_cpu'] / r['one_cpu']:.2f}x); through run_scope's "
-                  f"direct views {r['views'] / r['one']:.2f}x wall, CPU {r['views_cpu'] * 1e3:.1f} ms "
-                  f"({r['views_cpu'] / r['one_cpu']:.2f}x)")
+            print(f"(b) at {r['runs']} runs: {r['one'] * 1e3:.2f} ms stored (target <= {target:g} ms on an open "
+                  f"connection; {'met' if r['one'] * 1e3 <= target else 'NOT met'}); connect "
+                  f"{r['connect'] * 1e3:.1f} ms; the query peer {r['query'] * 1e3:.1f} ms "
+                  f"({r['query'] / r['one']:.0f}x wall; CPU {r['one_cpu'] * 1e3:.2f} ms against "
+                  f"{r['query_cpu'] * 1e3:.1f} ms)")
     if len(results) > 1:
         lo, hi = results[0], results[-1]
         print(f"(b) at {hi['runs']} / at {lo['runs']} runs: {hi['one'] / lo['one']:.2f}x   "

@@ -22,8 +22,8 @@ from .publish import (
 from .schema import FRAME_SCHEMA, JOINTS, RAW_FILE_TYPE, RUN_SCHEMA
 
 # The DuckDB side (connect, the read-only connection, intervals, selection) is imported on
-# first use (PEP 562), so a process that only writes the lake (`twinlake ingest`) never
-# imports duckdb.
+# first use (PEP 562): a process that only writes the lake (`twinlake ingest`) imports duckdb
+# only to store a published run's intervals (catalog/stored_intervals.py), never pandas.
 _LAZY = {
     "ReadOnlyConnection": "read_only", "ReadOnlyRefused": "read_only",
     "SQL_FILES": "sql", "connect": "sql", "load_sql": "sql",

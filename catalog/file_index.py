@@ -41,6 +41,8 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
+from .lake import INTERVALS_FILE
+
 INDEX_FORMAT = 1
 CATALOG_DIR = "_catalog"
 INDEX_NAME = "files.json"
@@ -169,12 +171,13 @@ def schema_id(columns: list[list[str]]) -> str:
 
 
 def scan_partition(root: Path, rel: str, st: os.stat_result, index: FileIndex) -> PartitionEntry:
-    """Read the footers of the Parquet files directly inside partition `rel` (not `raw/`),
-    adding their schemas to `index.schemas`. A file that is not readable Parquet raises
-    ValueError naming it."""
+    """Read the footers of the Parquet files directly inside partition `rel` (not `raw/`, not
+    the stored intervals `INTERVALS_FILE`, a cache no view reads), adding their schemas to
+    `index.schemas`. A file that is not readable Parquet raises ValueError naming it."""
     entry = PartitionEntry(st.st_ino, st.st_mtime_ns)
     for item in sorted(os.scandir(Path(root) / rel), key=lambda e: e.name):
-        if not item.name.endswith(".parquet") or item.name.startswith(".") or not item.is_file():
+        if not item.name.endswith(".parquet") or item.name.startswith(".") \
+                or item.name == INTERVALS_FILE or not item.is_file():
             continue
         try:
             schema = pq.read_schema(item.path)

@@ -5,14 +5,25 @@ one controller configuration, with finite state and targets, valid joint targets
 periods within tolerance. The rules live in SQL (table macro `clean_intervals`, view
 `intervals`); this module only binds the parameters (never pasted into SQL text) and returns
 an Arrow table. Rules and a worked example: docs/intervals.md.
+
+One run's intervals under the default rules are also stored with the run
+(`store_run_intervals`, called by `publish_partition`: the same one-run query over the
+staged files) and served from there while valid (`stored_run_intervals`; the file format
+is catalog/stored_intervals.py).
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
+import os
+import threading
+import warnings
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
+from pathlib import Path
 
 import pyarrow as pa
 
@@ -100,6 +111,10 @@ def _check_splits(split_on: Iterable[str]) -> tuple[str, ...]:
     return tuple(r for r in OPTIONAL_SPLITS if r in out)
 
 
+DEFAULT_RULES = IntervalRules()
+"""The rules of the `intervals` view and of the stored intervals."""
+
+
 @lru_cache(maxsize=1)
 def _one_run_query() -> str:
     from .sql import load_sql
@@ -116,6 +131,19 @@ def ensure_interval_sql(con) -> None:
     con.execute(load_sql("clean_intervals"))
 
 
+def run_query_params(robot: str | None, run: str | None, rules: IntervalRules) -> dict:
+    """The bound parameters of `clean_intervals(...)` (the macro's named arguments) for
+    `rules` and the robot / run filters."""
+    return {
+        "robot": robot,
+        "run": run,
+        "min_duration_s": float(rules.min_duration_s),
+        "period_s": None if rules.period_s is None else float(rules.period_s),
+        "period_tol_s": None if rules.period_tol_s is None else float(rules.period_tol_s),
+        "split_on": list(rules.split_on),
+    }
+
+
 def clean_intervals(
     con,
     robot: str | None = None,
@@ -128,10 +156,13 @@ def clean_intervals(
     """The clean intervals of the lake behind `con` (a `twinlake.catalog.connect` connection),
     one row per interval with `INTERVAL_COLUMNS`, ordered by robot, run, seq_first.
 
-    `robot` / `run` restrict the query before the window; with both given, only that run's
-    files are read: straight (sql/clean_intervals_run.sql) when they hold every canonical
-    column, else through views narrowed to them (`run_scope`), so the cost does not grow
-    with the lake. Other arguments: see `IntervalRules`. Raises ValueError on a bad argument.
+    `robot` / `run` restrict the query before the window. With both given and the default
+    rules (any `min_duration_s`), the run's stored intervals (`intervals.parquet`, written
+    at publish by the same query; catalog/stored_intervals.py) are read when they are valid
+    for the run's files as they are now. Otherwise only that run's files are read: straight
+    (sql/clean_intervals_run.sql) when they hold every canonical column, else through views
+    narrowed to them (`run_scope`), so the cost does not grow with the lake. Other
+    arguments: see `IntervalRules`. Raises ValueError on a bad argument.
     """
     rules = IntervalRules(
         min_duration_s=min_duration_s,
@@ -142,14 +173,14 @@ def clean_intervals(
     for name, value in (("robot", robot), ("run", run)):
         if value is not None and not isinstance(value, str):
             raise ValueError(f"{name}: expected a string id or None, got {value!r}")
-    params = {
-        "robot": robot,
-        "run": run,
-        "min_duration_s": float(rules.min_duration_s),
-        "period_s": None if rules.period_s is None else float(rules.period_s),
-        "period_tol_s": None if rules.period_tol_s is None else float(rules.period_tol_s),
-        "split_on": list(rules.split_on),
-    }
+    stored = stored_run_intervals(con, robot, run, rules)
+    if stored is not None:
+        return stored
+    return _query(con, robot, run, run_query_params(robot, run, rules))
+
+
+def _query(con, robot: str | None, run: str | None, params: dict) -> pa.Table:
+    """`clean_intervals` by query: one run's two files straight, else the scoped views."""
     import duckdb
 
     from .sql import exact_run_files, run_scope
@@ -167,3 +198,99 @@ def clean_intervals(
             raise
     ensure_interval_sql(con)  # a plain connection: define the macro, then ask again
     return con.sql(_QUERY, params=params).to_arrow_table()
+
+
+@lru_cache(maxsize=1)
+def rules_version() -> str:
+    """SHA-256 (hex) of sql/clean_intervals.sql, sql/clean_intervals_run.sql and the default
+    parameters: stored intervals computed under other rules never match."""
+    from .sql import load_sql
+
+    digest = hashlib.sha256()
+    for text in (load_sql("clean_intervals"), _one_run_query(),
+                 json.dumps(run_query_params(None, None, DEFAULT_RULES), sort_keys=True)):
+        digest.update(text.encode() + b"\0")
+    return digest.hexdigest()
+
+
+def stored_run_intervals(con, robot: str | None, run: str | None,
+                         rules: IntervalRules) -> pa.Table | None:
+    """`clean_intervals(con, robot, run, ...)` from the run's stored intervals, when `rules`
+    are the defaults but for `min_duration_s` (applied here as the macro applies it) and the
+    stored file is valid for the run's files now; None when the caller must query."""
+    if robot is None or run is None or replace(rules, min_duration_s=0.0) != DEFAULT_RULES:
+        return None
+    from .sql import run_files
+    from .stored_intervals import read_stored_intervals
+
+    files = run_files(con, robot, run)
+    if files is None:
+        return None
+    table = read_stored_intervals(os.path.dirname(files[0]), robot, run, rules_version())
+    if table is None or rules.min_duration_s == 0.0:
+        return table
+    return table.filter(_long_enough(table.column("duration_s"), rules.min_duration_s))
+
+
+def _long_enough(duration_s: pa.ChunkedArray, min_duration_s: float) -> pa.ChunkedArray:
+    """The macro's `coalesce(t_last_s - t_first_s, 0.0) >= min_duration_s` in Arrow: a null
+    duration counts as 0, and NaN passes (DuckDB orders NaN above every number)."""
+    import pyarrow.compute as pc  # imported here: only a minimum duration needs it
+
+    filled = pc.fill_null(duration_s, 0.0)
+    return pc.or_(pc.is_nan(filled), pc.greater_equal(filled, min_duration_s))
+
+
+def store_run_intervals(directory: str | Path, robot: str, run: str) -> Path | None:
+    """Compute the default-rule intervals of the run whose files are in `directory` (a staged
+    partition) with sql/clean_intervals_run.sql and store them there (`intervals.parquet`,
+    catalog/stored_intervals.py). Returns its path; None (nothing stored, any older file
+    there removed) when a file is missing or lacks a canonical column, or the query fails
+    (with a warning): readers then query."""
+    from .stored_intervals import write_stored_intervals
+
+    def compute(frames_path: str, runs_path: str) -> pa.Table | None:
+        return _default_intervals(frames_path, runs_path, robot, run)
+
+    return write_stored_intervals(directory, robot, run, rules_version(), compute)
+
+
+_WRITER_LOCK = threading.Lock()
+
+
+def _default_intervals(frames_path: str, runs_path: str, robot: str, run: str) -> pa.Table | None:
+    """The one-run query's rows for these two files under the default rules, on the
+    process's writer connection; None for files lacking a canonical column or on an error."""
+    import duckdb
+
+    from .sql import _both_canonical
+
+    if not _both_canonical((frames_path, runs_path)):
+        return None
+    params = {**run_query_params(robot, run, DEFAULT_RULES),
+              "frames_files": [frames_path], "runs_files": [runs_path]}
+    try:
+        with _WRITER_LOCK:
+            return _writer_connection().sql(_one_run_query(), params=params).to_arrow_table()
+    except duckdb.Error as exc:
+        warnings.warn(f"{robot}/{run}: intervals not stored ({str(exc).splitlines()[0]}); "
+                      "readers query them", stacklevel=3)
+        return None
+
+
+@lru_cache(maxsize=1)
+def _writer_connection():
+    """A private in-memory DuckDB connection with the `clean_intervals` macro, made on the
+    first publish of the process and kept (a second publish does not define it again). The
+    macro binds over empty canonical tables `frames` / `runs`, which the one-run query's
+    CTEs shadow. Used under `_WRITER_LOCK`."""
+    import duckdb
+
+    from .schema import FRAME_SCHEMA, RUN_SCHEMA
+    from .sql import empty_table_sql
+
+    con = duckdb.connect(":memory:")
+    con.execute(empty_table_sql("frames", FRAME_SCHEMA))
+    con.execute(empty_table_sql("runs", RUN_SCHEMA))
+    ensure_interval_sql(con)
+    return con

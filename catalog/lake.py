@@ -2,7 +2,8 @@
 
 The lake is plain Hive-partitioned Parquet (see docs/lake.md)::
 
-    <lake>/runs/robot=<robot>/run=<run>/   frames.parquet, targets.parquet?, run.parquet, raw/
+    <lake>/runs/robot=<robot>/run=<run>/   frames.parquet, targets.parquet?, run.parquet, raw/,
+                                           intervals.parquet? (stored intervals, a cache)
     <lake>/fits/fit=<fit_id>/              fit.parquet, history.parquet, runs.parquet, ...
     <lake>/validations/ ...
     <lake>/_staging/   <lake>/_quarantine/
@@ -18,6 +19,10 @@ from pathlib import Path
 
 LAKE_ENV = "TWINLAKE_LAKE"
 DEFAULT_LAKE = "lake"
+
+INTERVALS_FILE = "intervals.parquet"
+"""A run partition's stored default-rule intervals (catalog/stored_intervals.py): a cache
+derived from frames.parquet and run.parquet, not a table of the lake (not in the file index)."""
 
 _ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}$")
 

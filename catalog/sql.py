@@ -123,9 +123,30 @@ def _create_indexed_views(con: duckdb.DuckDBPyConnection, root: Path,
     return full
 
 
-def _empty_table(schema: pa.Schema) -> pa.Table:
-    full = schema.append(pa.field("robot", pa.string())).append(pa.field("run", pa.string()))
-    return full.empty_table()
+_DUCKDB_TYPES = {pa.int8(): "TINYINT", pa.int32(): "INTEGER", pa.int64(): "BIGINT",
+                 pa.float64(): "DOUBLE", pa.bool_(): "BOOLEAN", pa.string(): "VARCHAR"}
+
+
+def _duckdb_type(t: pa.DataType) -> str:
+    """The DuckDB type of an Arrow type of the canonical schemas (flat, lists, structs)."""
+    if pa.types.is_list(t):
+        return _duckdb_type(t.value_type) + "[]"
+    if pa.types.is_struct(t):
+        return "STRUCT(" + ", ".join(f"{_quoted(f.name)} {_duckdb_type(f.type)}" for f in t) + ")"
+    return _DUCKDB_TYPES[t]
+
+
+def _quoted(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def empty_table_sql(name: str, schema: pa.Schema) -> str:
+    """`CREATE TABLE <name> (...)`: the columns of `schema` (one of twinlake's own canonical
+    schemas: names are never user input), then `robot`, `run` VARCHAR, as DDL. (Handing DuckDB
+    an empty Arrow table would do the same but makes it import pandas: ~0.2-0.4 s in a
+    fresh process.)"""
+    columns = [f"{_quoted(f.name)} {_duckdb_type(f.type)}" for f in schema]
+    return f"CREATE TABLE {_quoted(name)} ({', '.join(columns + ['robot VARCHAR', 'run VARCHAR'])})"
 
 
 def connect(lake: Lake | str | Path, *, read_only: bool = True,
@@ -148,9 +169,7 @@ def connect(lake: Lake | str | Path, *, read_only: bool = True,
     # glob views (fits, validations) read every file's footer (union_by_name): cache them
     con.execute("SET parquet_metadata_cache = true")
     for name, schema in (("empty_frames", FRAME_SCHEMA), ("empty_runs", RUN_SCHEMA)):
-        con.register(f"_{name}_arrow", _empty_table(schema))
-        con.execute(f"CREATE TABLE {name} AS SELECT * FROM _{name}_arrow")
-        con.unregister(f"_{name}_arrow")
+        con.execute(empty_table_sql(name, schema))
     con.execute(load_sql("lake_files"))
     file_lists = _create_indexed_views(con, root, index)
     for name in SQL_FILES:
@@ -187,7 +206,7 @@ def run_scope(con, robot: str | None, run: str | None) -> Iterator[bool]:
     untouched) when robot or run is None, not a valid id, the run has no frames.parquet
     or run.parquet now, or `con` has no `lake_root` (not a `connect` connection). The run's files are read
     as they are when the block runs, not as at `connect`."""
-    files = _run_files(con, robot, run)
+    files = run_files(con, robot, run)
     if files is None:
         yield False
         return
@@ -208,7 +227,7 @@ def exact_run_files(con, robot: str | None, run: str | None) -> tuple[str, str] 
     and hold every canonical column with its canonical type (read straight, they need no
     union with the empty canonical tables); None otherwise, under the same conditions as
     `run_scope` yielding False, or when either file lacks a canonical column."""
-    files = _run_files(con, robot, run)
+    files = run_files(con, robot, run)
     return files if files is not None and _both_canonical(files) else None
 
 
@@ -244,8 +263,10 @@ def _footer_is_canonical(path: str, ino: int, size: int, mtime_ns: int, schema: 
     return all(have.get_field_index(f.name) >= 0 and have.field(f.name).type == f.type for f in schema)
 
 
-def _run_files(con, robot: str | None, run: str | None) -> tuple[str, str] | None:
-    """`(frames.parquet, run.parquet)` of the run when both exist now, else None."""
+def run_files(con, robot: str | None, run: str | None) -> tuple[str, str] | None:
+    """`(frames.parquet, run.parquet)` absolute paths of run `robot`/`run` of `con`'s lake when
+    both exist now, else None (also when robot or run is None or not a valid id, or `con`
+    has no `lake_root`)."""
     directory = _run_dir(con, robot, run)
     if directory is None:
         return None

@@ -1,6 +1,7 @@
 """A fresh `twinlake ingest` process imports none of what its path never uses (pandas,
-hypothesis, DuckDB, scipy.linalg), and what `twinlake.lean_start.absent` hides stays
-importable afterwards."""
+hypothesis, scipy.linalg; DuckDB it uses since publishing a run stores the run's intervals,
+computed by the rules' SQL: catalog/stored_intervals.py), and what
+`twinlake.lean_start.absent` hides stays importable afterwards."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import sys
 
 from twinlake.ingest.samples import SampleSpec, write_sample
 
-UNUSED = ("pandas", "hypothesis", "duckdb", "scipy.linalg")
+UNUSED = ("pandas", "hypothesis", "scipy.linalg")
 
 
 def _python(code: str, cwd=None) -> str:
@@ -35,4 +36,5 @@ def test_a_fresh_ingest_process_imports_nothing_its_path_does_not_use(tmp_path):
                   "try:\n    main()\nexcept SystemExit as e:\n    assert not e.code, e.code\n"
                   f"print('loaded:', [m for m in {UNUSED!r} if m in sys.modules])", cwd=csv.parent)
     assert out.splitlines()[-1] == "loaded: []", out
-    assert (tmp_path / "lake" / "runs" / "robot=r" / "run=x" / "frames.parquet").is_file()
+    partition = tmp_path / "lake" / "runs" / "robot=r" / "run=x"
+    assert (partition / "frames.parquet").is_file() and (partition / "intervals.parquet").is_file()

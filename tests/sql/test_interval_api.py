@@ -206,7 +206,10 @@ def test_one_run_direct_query_reads_only_its_own_files(three_runs, tmp_path):
               "period_tol_s": None, "split_on": ["reset"],
               "frames_files": [frames_path], "runs_files": [runs_path]}
     assert _files_read(con, _one_run_query(), params, tmp_path) == [1, 1, 1]
-    # the CTEs shadow the lake views: another run's files give that run's rows, not a2's
+    # the CTEs shadow the lake views: another run's files give that run's intervals (under
+    # the ids bound, which the caller derives the paths from), not a2's
     other = exact_run_files(con, "fr3a", "a1")
-    rows = con.execute(_one_run_query(), {**params, "frames_files": [other[0]], "runs_files": [other[1]]})
-    assert rows.fetchall() == []
+    rows = con.execute(_one_run_query(), {**params, "frames_files": [other[0]], "runs_files": [other[1]]}).fetchall()
+    a1 = clean_intervals(con, robot="fr3a", run="a1", split_on=["reset"]).to_pylist()
+    assert len(a1) == 2 and [r[:2] for r in rows] == [("fr3a", "a2")] * 2
+    assert [r[2:] for r in rows] == [tuple(r.values())[2:] for r in a1]
