@@ -16,7 +16,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -254,6 +253,8 @@ def write_frames_parquet(frames: pa.Table, path: Path) -> None:
                for t in frames.schema.types):
         write_parquet(frames, path)
         return
+    import polars as pl  # here: a fresh process imports it while the archive runs
+
     pl.from_arrow(frames, rechunk=False).write_parquet(
         path, compression=PARQUET_COMPRESSION, row_group_size=ROW_GROUP_ROWS, statistics=True)
 

@@ -1,5 +1,5 @@
 """A fresh `twinlake ingest` process imports none of what its path never uses (pandas,
-hypothesis, DuckDB, scipy.linalg), and what `twinlake.lean_start.absent` hides stays
+hypothesis, DuckDB, scipy.linalg; pandera, which only names a violation), and what `twinlake.lean_start.absent` hides stays
 importable afterwards."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import sys
 
 from twinlake.ingest.samples import SampleSpec, write_sample
 
-UNUSED = ("pandas", "hypothesis", "duckdb", "scipy.linalg")
+UNUSED = ("pandas", "hypothesis", "duckdb", "scipy.linalg", "pandera")
 
 
 def _python(code: str, cwd=None) -> str:
