@@ -56,9 +56,9 @@ def build(path: Path) -> bool:
     compiler = shutil.which(os.environ.get("CC") or "cc")
     if compiler is None:
         return False
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         done = subprocess.run([compiler, *CFLAGS, "-o", str(tmp), str(SOURCE), "-lm"],
                               capture_output=True, timeout=BUILD_TIMEOUT_S)
         if done.returncode != 0:
@@ -74,7 +74,10 @@ def build(path: Path) -> bool:
 def is_built() -> bool:
     """True when this machine has the library of this source already (and it is not
     switched off): using it costs a dlopen."""
-    return os.environ.get(SWITCH) != "0" and library_path().is_file()
+    try:
+        return os.environ.get(SWITCH) != "0" and library_path().is_file()
+    except (OSError, RuntimeError):  # no source shipped, no home directory
+        return False
 
 
 class NativeKernel:
@@ -117,10 +120,10 @@ def load() -> NativeKernel | None:
     """The C kernels, built first if needed; None when unavailable (module docstring)."""
     if os.environ.get(SWITCH) == "0":
         return None
-    path = library_path()
-    if not path.is_file() and not build(path):
-        return None
     try:
+        path = library_path()
+        if not path.is_file() and not build(path):
+            return None
         return NativeKernel(ctypes.CDLL(str(path)))
-    except (OSError, AttributeError):
+    except (OSError, RuntimeError, AttributeError):  # no source, no home, a broken library
         return None

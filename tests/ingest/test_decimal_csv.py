@@ -69,7 +69,7 @@ def _decimal(text: bytes, types: dict[str, pa.DataType] = TYPES, threads: int = 
 @needs_cc
 def test_the_c_kernels_are_built_and_chosen():
     assert NATIVE is not None and decimal_native.library_path().is_file()
-    assert decimal_csv.kernels()[1] == NATIVE.parse_rows
+    assert isinstance(getattr(decimal_csv.kernels()[1], "__self__", None), decimal_native.NativeKernel)
 
 
 def test_powers_of_ten_are_exact():

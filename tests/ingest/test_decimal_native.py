@@ -104,3 +104,15 @@ def test_either_kernel_publishes_the_same_bytes(tmp_path):
         (runs["numba"] / "frames.parquet").read_bytes()
     for run in runs.values():
         assert read_raw(run / "raw/k.csv.zst") == csv.read_bytes()
+
+
+def test_an_unwritable_cache_or_a_broken_library_means_numba(fresh_load, monkeypatch, tmp_path):
+    blocker = tmp_path / "cache"
+    blocker.write_text("a file where the cache directory would be\n")
+    assert fresh_load() is None
+    assert not decimal_native.is_built()
+    blocker.unlink()
+    blocker.mkdir()
+    decimal_native.library_path().write_bytes(b"not a shared library")
+    decimal_native.load.cache_clear()
+    assert fresh_load() is None
