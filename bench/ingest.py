@@ -4,7 +4,7 @@ Generates a 10-minute 1 kHz CSV v2 (600 000 rows, 80 columns, `%.12g`, as the fr
 writer prints it), then measures in the same process and the same run:
 
   duckdb    COPY (FROM read_csv(csv)) TO frames.parquet (FORMAT parquet)
-  twinlake  the full ingest pipeline: parse, canonicalise, pandera validation, run stats,
+  twinlake  the full ingest pipeline: parse, canonicalise, validation, run stats,
             SHA-256 + zstd copy of the raw file, Parquet write, fsync, atomic publish
 
 twinlake runs once per `--raw-codec` (default: zstd, the CLI default, and none, a plain

@@ -16,7 +16,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -245,17 +244,12 @@ def write_parquet(table: pa.Table, path: Path) -> None:
 
 
 def write_frames_parquet(frames: pa.Table, path: Path) -> None:
-    """`frames.parquet`. A table of plain numbers is written by polars, which encodes its
-    columns on every core (wall ~0.45x, CPU ~0.7x of Arrow's one-thread writer on a
-    600 000-row run; same values, types, compression and row groups, and the same bytes
-    for any thread count; the Parquet schema marks every column optional, polars having no
-    non-null columns: validation has checked `seq`). Any other table: `write_parquet`."""
-    if not all(pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t)
-               for t in frames.schema.types):
-        write_parquet(frames, path)
-        return
-    pl.from_arrow(frames, rechunk=False).write_parquet(
-        path, compression=PARQUET_COMPRESSION, row_group_size=ROW_GROUP_ROWS, statistics=True)
+    """`frames.parquet`, by Arrow's writer (`write_parquet`): the same bytes for the same
+    table in any process. (Polars' writer, used before, encodes on every core, but its first
+    write in a process costs ~0.6-1.2 s of kernel CPU, its thread pool touching ~300 MB of
+    new pages, against Arrow's ~0.2 s; in a fresh `twinlake ingest` on a shared 2-core
+    machine its parallelism bought nothing back. bench/RESULTS.md, 2026-12-05.)"""
+    write_parquet(frames, path)
 
 
 def _write(staging: Path, unit: IngestUnit, row: dict, raw: RawStore) -> None:

@@ -7,21 +7,30 @@ untrustworthy as a whole is a violation. A non-finite sample (NaN, ±inf: a sens
 `q`, `dq`, a target or a torque) is data: it passes here, is stored as recorded, counted per
 column by `runstats` and excluded tick by tick by the intervals SQL (`nonfinite`). Limits
 apply to finite values only. `t_s` (the time axis every tick is placed on) must be finite.
+
+The rules are declared once (`column_rules`) and judged first with numpy over whole
+columns (`passes_rules`: the comparisons pandera runs, its null handling, its types);
+pandera (and polars, its backend) is imported and run only when that finds a violation, to
+name the first failing row and field, and it has the last word. A valid file thus pays
+neither their import nor pandera's one polars query per check.
 """
 
 from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
-import pandera.polars as pap
-import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..catalog import FRAME_SCHEMA, JOINTS
 from .registry import IngestError
+
+if TYPE_CHECKING:
+    import pandera.polars as pap
+    import polars as pl
 
 # Physical joint position limits [rad]: the wider of fr3_stack's Q_MIN/Q_MAX
 # (its controllers_common.hpp) and the MuJoCo Menagerie FR3 joint ranges, plus a margin.
@@ -34,56 +43,119 @@ DQ_MAX_RAD_S = 10.0  # FR3 rates are 2.62 (J1-4) / 5.26 (J5-7) rad/s; this catch
 CONTROLLERS = [0, 1, 2, 3, 4]
 JOINT_IMPEDANCE = 2
 
-_PL_TYPES = {pa.int64(): pl.Int64, pa.int32(): pl.Int32, pa.int8(): pl.Int8,
-             pa.float64(): pl.Float64, pa.bool_(): pl.Boolean}
+
+class Rule(NamedTuple):
+    """One check of a column: `kind` "within_when_finite" (finite values in [lo, hi]; NaN,
+    ±inf and null pass; `unit` names the limits' unit), "finite", "ge" (>= lo) or "isin"
+    (`values`)."""
+
+    kind: str
+    lo: float = 0.0
+    hi: float = 0.0
+    unit: str = ""
+    values: tuple = ()
 
 
-def _within_when_finite(lo: float, hi: float, unit: str) -> pap.Check:
-    """Finite values in [lo, hi]; NaN, ±inf and null pass (non-finite samples are data)."""
-
-    def check(data: pap.PolarsData) -> pl.LazyFrame:
-        col = pl.col(data.key)
-        return data.lazyframe.select(col.is_between(lo, hi) | ~col.is_finite())
-
-    return pap.Check(check, name="within_when_finite",
-                     error=f"finite values within [{lo:.4f}, {hi:.4f}] {unit}")
-
-
-def _finite() -> pap.Check:
-    def check(data: pap.PolarsData) -> pl.LazyFrame:
-        return data.lazyframe.select(pl.col(data.key).is_finite())
-
-    return pap.Check(check, name="finite", error="a finite number")
-
-
-def _column_checks(name: str, schema_version: int | None) -> tuple[list, bool]:
-    """(checks, nullable) for one canonical column."""
+def column_rules(name: str, schema_version: int | None) -> tuple[list[Rule], bool]:
+    """(rules, nullable) of one canonical column."""
     for j in range(1, JOINTS + 1):
         if name == f"q{j}":
             lo, hi = Q_MIN[j - 1] - Q_MARGIN_RAD, Q_MAX[j - 1] + Q_MARGIN_RAD
-            return [_within_when_finite(float(lo), float(hi), "rad")], True
+            return [Rule("within_when_finite", float(lo), float(hi), "rad")], True
         if name == f"dq{j}":
-            return [_within_when_finite(-DQ_MAX_RAD_S, DQ_MAX_RAD_S, "rad/s")], True
+            return [Rule("within_when_finite", -DQ_MAX_RAD_S, DQ_MAX_RAD_S, "rad/s")], True
     if name == "seq":
-        return [pap.Check.ge(0)], False
+        return [Rule("ge", 0)], False
     if name == "t_s":
-        return [_finite()], False
+        return [Rule("finite")], False
     if name == "controller":
-        return [pap.Check.isin(CONTROLLERS)], True
+        return [Rule("isin", values=tuple(CONTROLLERS))], True
     if name == "joint_target_valid":
-        return [pap.Check.isin([0, 1])], True
+        return [Rule("isin", values=(0, 1))], True
     if name == "schema_version" and schema_version is not None:
-        return [pap.Check.isin([schema_version])], True
+        return [Rule("isin", values=(schema_version,))], True
     return [], True
+
+
+def rule_expr(rule: Rule, col: pl.Expr) -> pl.Expr:
+    """The row-wise polars expression of `rule` (True: passes; null: no verdict)."""
+    if rule.kind == "within_when_finite":
+        return col.is_between(rule.lo, rule.hi) | ~col.is_finite()
+    if rule.kind == "finite":
+        return col.is_finite()
+    if rule.kind == "ge":
+        return col.ge(rule.lo)
+    return col.is_in(list(rule.values))
+
+
+def passes_rules(canon: pa.Table, schema_version: int | None) -> bool:
+    """True when pandera would accept `canon`: every FRAME_SCHEMA column present with its
+    type, no null or NaN in a non-nullable column, every rule true or null on every row (as
+    pandera's `ignore_na` counts it; the same comparisons as `rule_expr`), judged with numpy
+    over whole columns; False sends the frames to pandera, which names the first failure
+    (and decides)."""
+    present = {f.name: f.type for f in canon.schema}
+    if any(present.get(f.name) != f.type for f in FRAME_SCHEMA):
+        return False
+    for field in FRAME_SCHEMA:
+        rules, nullable = column_rules(field.name, schema_version)
+        column = canon.column(field.name)
+        if not nullable and column.null_count:
+            return False
+        if not rules and (nullable or not pa.types.is_floating(field.type)):
+            continue
+        values = column.drop_null().to_numpy()
+        if not nullable and values.dtype.kind == "f" and np.isnan(values).any():
+            return False
+        if not all(_holds(rule, values) for rule in rules):
+            return False
+    return True
+
+
+def _holds(rule: Rule, values: np.ndarray) -> bool:
+    """`rule` is true for every one of `values` (a column's non-null values)."""
+    if rule.kind == "within_when_finite":  # polars' is_between: lo <= x <= hi
+        finite = values[np.isfinite(values)]
+        return not finite.size or (finite.min() >= rule.lo and finite.max() <= rule.hi)
+    if rule.kind == "finite":
+        return bool(np.isfinite(values).all())
+    if rule.kind == "ge":
+        return not values.size or values.min() >= rule.lo
+    return bool(np.isin(values, list(rule.values)).all())
+
+
+def _pandera_check(rule: Rule) -> pap.Check:
+    """The pandera Check of `rule` (the names and errors its failures are reported with)."""
+    import pandera.polars as pap
+    import polars as pl
+
+    if rule.kind == "ge":
+        return pap.Check.ge(int(rule.lo))
+    if rule.kind == "isin":
+        return pap.Check.isin(list(rule.values))
+
+    def check(data: pap.PolarsData) -> pl.LazyFrame:
+        return data.lazyframe.select(rule_expr(rule, pl.col(data.key)))
+
+    if rule.kind == "finite":
+        return pap.Check(check, name="finite", error="a finite number")
+    return pap.Check(check, name="within_when_finite",
+                     error=f"finite values within [{rule.lo:.4f}, {rule.hi:.4f}] {rule.unit}")
 
 
 @lru_cache(maxsize=8)
 def frame_schema(schema_version: int | None) -> pap.DataFrameSchema:
     """The pandera (polars) schema of canonical frames; extra columns are allowed."""
+    import pandera.polars as pap
+    import polars as pl
+
+    pl_types = {pa.int64(): pl.Int64, pa.int32(): pl.Int32, pa.int8(): pl.Int8,
+                pa.float64(): pl.Float64, pa.bool_(): pl.Boolean}
     columns = {}
     for field in FRAME_SCHEMA:
-        checks, nullable = _column_checks(field.name, schema_version)
-        columns[field.name] = pap.Column(_PL_TYPES[field.type], checks=checks,
+        rules, nullable = column_rules(field.name, schema_version)
+        columns[field.name] = pap.Column(pl_types[field.type],
+                                         checks=[_pandera_check(r) for r in rules],
                                          nullable=nullable, required=True)
     return pap.DataFrameSchema(columns, strict=False, name="frames")
 
@@ -95,6 +167,16 @@ def validate_frames(path: Path, frames: pa.Table, schema_version: int | None,
     _check_seq(path, frames, first_line)
     _check_joint_target_valid(path, frames, first_line)
     canon = frames.select([f.name for f in FRAME_SCHEMA if f.name in frames.column_names])
+    if not passes_rules(canon, schema_version):
+        pandera_validate(path, canon, frames, schema_version, first_line)
+
+
+def pandera_validate(path: Path, canon: pa.Table, frames: pa.Table,
+                     schema_version: int | None, first_line: int | None) -> None:
+    """Validate `canon` by the pandera schema; IngestError naming the first failure."""
+    import pandera.polars as pap
+    import polars as pl
+
     try:
         frame_schema(schema_version).validate(pl.from_arrow(canon, rechunk=False), lazy=True)
     except pap.errors.SchemaErrors as exc:

@@ -13,13 +13,13 @@ import re
 import sys
 from pathlib import Path
 
-import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
 from ...catalog import FRAME_SCHEMA, JOINTS
 from ..companions import Companions, find_companions
+from .. import decimal_native
 from ..csv_integers import as_double, float_text_in_int_column, integral_to_int
 from ..registry import (
     Detection,
@@ -56,13 +56,11 @@ _JOINT_NAME = re.compile(r"^(q|dq|tau_J|tau_cmd|q_target|q_target_filtered|K_joi
 _INT_TYPES = {"seq": pa.int64(), "controller": pa.int32(), "schema_version": pa.int32(),
               "joint_target_valid": pa.int8(), "joint_use_friction": pa.int8(),
               "joint_reset_count": pa.int64()}
-_PL_TYPES = {pa.int64(): pl.Int64, pa.int32(): pl.Int32, pa.int8(): pl.Int8,
-             pa.float64(): pl.Float64}
 _MARKERS = ("q0", "dq0", "tau_J0", "tau_cmd0")
 _JOINT_BLOCK = [f.name for f in FRAME_SCHEMA][FRAME_SCHEMA.get_field_index("q_target1"):
                                               FRAME_SCHEMA.get_field_index("joint_reset_count") + 1]
 DECIMAL_MIN_BYTES = 128 << 20
-"""A file this large loads the compiled decimal reader (`decimal_table`)."""
+"""A file this large loads the compiled decimal reader (`decimal_table`) in any case."""
 _DECIMAL_MODULE = f"{__package__.rpartition('.')[0]}.decimal_csv"
 _NO_POSE_TARGET = pa.array([0, 2], pa.int32())  # controllers without a Cartesian target
 
@@ -190,13 +188,15 @@ def parse_frames(path: Path, header: list[str], version: int,
 
 def decimal_table(buf: pa.Buffer, header: list[str]) -> pa.Table | None:
     """The compiled decimal reader's table (`decimal_csv`: bit for bit polars' and Arrow's,
-    ~2x fewer CPU seconds) when its kernel is loaded in this process already or the file
-    has `DECIMAL_MIN_BYTES` or more; None otherwise or when it declines. Loading the kernel
-    (numba) costs ~0.9 s once per process: in a fresh `twinlake ingest` of one file it
-    breaks even at ~0.5 GB (a 10-minute recording), and wins on every file after it."""
-    if buf.size < DECIMAL_MIN_BYTES and _DECIMAL_MODULE not in sys.modules:
+    ~2x fewer CPU seconds) when its C kernels are built on this machine already (loading
+    them is a dlopen), its kernels are loaded in this process already, or the file has
+    `DECIMAL_MIN_BYTES` or more; None otherwise or when it declines. Where only numba's
+    kernels can serve, loading them costs ~0.5-0.9 s once per process: in a fresh `twinlake
+    ingest` of one file that breaks even at ~0.5 GB, and wins on every file after it."""
+    if buf.size < DECIMAL_MIN_BYTES and _DECIMAL_MODULE not in sys.modules \
+            and not decimal_native.is_built():
         return None
-    from ..decimal_csv import read_decimal_csv  # here, not at the top: it loads numba
+    from ..decimal_csv import read_decimal_csv  # here: it may build the C kernels or load numba
 
     return read_decimal_csv(buf, header, _column_types(header))
 
@@ -223,7 +223,11 @@ def polars_csv(path: Path, header: list[str]) -> pa.Table | None:
     polars read the header's names, every line (an empty line is a row of nulls there, so
     any null declines) and every value under its type; its float parsing is bit-identical
     to Arrow's (both correctly rounded; NaN and -0 kept bit for bit)."""
-    types = {name: _PL_TYPES[t] for name, t in _column_types(header).items()}
+    import polars as pl  # here: the compiled reader parses most files without it
+
+    pl_types = {pa.int64(): pl.Int64, pa.int32(): pl.Int32, pa.int8(): pl.Int8,
+                pa.float64(): pl.Float64}
+    types = {name: pl_types[t] for name, t in _column_types(header).items()}
     try:
         df = pl.read_csv(path, has_header=True, schema_overrides=types, infer_schema=False,
                          quote_char=None, null_values=None, encoding="utf8")

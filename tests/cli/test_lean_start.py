@@ -1,16 +1,21 @@
 """A fresh `twinlake ingest` process imports none of what its path never uses (pandas,
-hypothesis, scipy.linalg; DuckDB it uses since publishing a run stores the run's intervals,
-computed by the rules' SQL: catalog/stored_intervals.py), and what
+hypothesis, scipy.linalg; pandera, which only names a violation; with the decimal reader's C
+kernels, neither polars nor numba; DuckDB it uses since publishing a run stores the run's
+intervals, computed by the rules' SQL: catalog/stored_intervals.py), and what
 `twinlake.lean_start.absent` hides stays importable afterwards."""
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 
+import pytest
+
 from twinlake.ingest.samples import SampleSpec, write_sample
 
-UNUSED = ("pandas", "hypothesis", "scipy.linalg")
+UNUSED = ("pandas", "hypothesis", "scipy.linalg", "pandera")
+WITH_C_KERNELS = ("polars", "numba")  # the decimal reader's C kernels parse instead
 
 
 def _python(code: str, cwd=None) -> str:
@@ -29,12 +34,33 @@ def test_absent_hides_only_inside_the_block_and_only_what_is_not_imported():
 
 
 def test_a_fresh_ingest_process_imports_nothing_its_path_does_not_use(tmp_path):
+    from twinlake.ingest import decimal_native
+
+    unused = UNUSED + (WITH_C_KERNELS if decimal_native.load() is not None else ())
     csv = write_sample(tmp_path / "run.csv", SampleSpec(rows=2000, seed=3))
     out = _python("import sys\n"
                   f"sys.argv = ['twinlake', 'ingest', 'run.csv', '--robot', 'r', '--run', 'x', '--lake', 'lake']\n"
                   "from twinlake.cli import main\n"
                   "try:\n    main()\nexcept SystemExit as e:\n    assert not e.code, e.code\n"
-                  f"print('loaded:', [m for m in {UNUSED!r} if m in sys.modules])", cwd=csv.parent)
+                  f"print('loaded:', [m for m in {unused!r} if m in sys.modules])", cwd=csv.parent)
     assert out.splitlines()[-1] == "loaded: []", out
     partition = tmp_path / "lake" / "runs" / "robot=r" / "run=x"
     assert (partition / "frames.parquet").is_file() and (partition / "intervals.parquet").is_file()
+
+
+@pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler: numba's kernels are the reader's")
+def test_the_compiled_reader_of_a_fresh_process_loads_no_numba(tmp_path):
+    """The decimal reader's C kernels (built by this test process if not yet) replace numba's."""
+    from twinlake.ingest import decimal_native
+
+    assert decimal_native.load() is not None
+    csv = write_sample(tmp_path / "run.csv", SampleSpec(rows=2000, seed=4))
+    out = _python("import sys\n"
+                  "import twinlake.ingest.fr3_stack.recording_csv as r\n"
+                  "r.DECIMAL_MIN_BYTES = 0  # this small file through the compiled reader too\n"
+                  "sys.argv = ['twinlake', 'ingest', 'run.csv', '--robot', 'r', '--lake', 'lake']\n"
+                  "from twinlake.cli import main\n"
+                  "try:\n    main()\nexcept SystemExit as e:\n    assert not e.code, e.code\n"
+                  "print('loaded:', 'twinlake.ingest.decimal_csv' in sys.modules, 'numba' in sys.modules)",
+                  cwd=csv.parent)
+    assert out.splitlines()[-1] == "loaded: True False", out

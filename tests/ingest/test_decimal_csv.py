@@ -1,9 +1,12 @@
 """The compiled decimal reader gives exactly Arrow's table, bit for bit, or declines (None)
-so the general readers decide; never a different number."""
+so the general readers decide; never a different number. Every read here runs both kernels
+(C, numba) and checks they agree bit for bit."""
 
 from __future__ import annotations
 
+import shutil
 import sys
+from contextlib import contextmanager
 
 import numpy as np
 import pyarrow as pa
@@ -14,7 +17,7 @@ from hypothesis import strategies as st
 
 from ingest_helpers import column_bits
 
-from twinlake.ingest import decimal_csv
+from twinlake.ingest import decimal_csv, decimal_native, decimal_numba
 from twinlake.ingest.fr3_stack import recording_csv as fr3_csv
 from twinlake.ingest.pipeline import write_frames_parquet
 from twinlake.ingest.samples import SampleSpec, write_sample
@@ -27,9 +30,46 @@ def _arrow(text: bytes, types: dict[str, pa.DataType]) -> pa.Table:
                           convert_options=pacsv.ConvertOptions(column_types=types))
 
 
+NUMBA = (decimal_numba.count_newlines, decimal_numba.parse_rows)
+NATIVE = decimal_native.load()
+needs_cc = pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler to build the C kernels")
+
+
+@contextmanager
+def _kernels(pair):
+    """decimal_csv reads with `pair` (count_newlines, parse_rows) inside the block."""
+    chosen = decimal_csv.kernels
+    decimal_csv.kernels = lambda: pair
+    try:
+        yield
+    finally:
+        decimal_csv.kernels = chosen
+
+
+def _read_both(buf: pa.Buffer, header: list[str], types: dict[str, pa.DataType], threads: int):
+    """The numba kernels' table (or None), after checking the C kernels give the same bits."""
+    with _kernels(NUMBA):
+        table = decimal_csv.read_decimal_csv(buf, header, types, threads=threads)
+    if NATIVE is not None:
+        with _kernels((NATIVE.count_newlines, NATIVE.parse_rows)):
+            other = decimal_csv.read_decimal_csv(buf, header, types, threads=threads)
+        assert (other is None) == (table is None)
+        if table is not None:
+            assert other.schema == table.schema
+            for a, b in zip(column_bits(other), column_bits(table), strict=True):
+                np.testing.assert_array_equal(a, b)
+    return table
+
+
 def _decimal(text: bytes, types: dict[str, pa.DataType] = TYPES, threads: int = 1):
     header = [name.strip() for name in text.split(b"\n", 1)[0].decode().split(",")]
-    return decimal_csv.read_decimal_csv(pa.py_buffer(text), header, types, threads=threads)
+    return _read_both(pa.py_buffer(text), header, types, threads)
+
+
+@needs_cc
+def test_the_c_kernels_are_built_and_chosen():
+    assert NATIVE is not None and decimal_native.library_path().is_file()
+    assert isinstance(getattr(decimal_csv.kernels()[1], "__self__", None), decimal_native.NativeKernel)
 
 
 def test_powers_of_ten_are_exact():
@@ -48,7 +88,7 @@ def test_a_recording_is_bit_identical_to_arrow(tmp_path, threads):
     header = fr3_csv.read_header(path)
     buf = pa.memory_map(str(path)).read_buffer()
     assert len(decimal_csv._spans(np.frombuffer(buf, np.uint8), 1, threads)) == threads
-    fast = decimal_csv.read_decimal_csv(buf, header, fr3_csv._column_types(header), threads)
+    fast = _read_both(buf, header, fr3_csv._column_types(header), threads)
     arrow = fr3_csv._read_csv(path, buf, header)
     assert fast is not None and fast.schema == arrow.schema and fast.num_rows == 12_000
     for a, b in zip(column_bits(fast), column_bits(arrow), strict=True):
@@ -126,8 +166,13 @@ def test_the_fast_path_sits_in_front_of_the_readers(tmp_path, monkeypatch):
     monkeypatch.setattr(fr3_csv, "DECIMAL_MIN_BYTES", buf.size + 1)
     assert fr3_csv.decimal_table(buf, header) is not None  # loaded in this process: used
     monkeypatch.delitem(sys.modules, "twinlake.ingest.decimal_csv")
+    monkeypatch.setenv(decimal_native.SWITCH, "0")  # as on a machine without the C kernels
     assert fr3_csv.decimal_table(buf, header) is None  # not loaded, file small: not loaded
     assert "twinlake.ingest.decimal_csv" not in sys.modules
+    monkeypatch.delenv(decimal_native.SWITCH)
+    if decimal_native.is_built():  # the C kernels cost a dlopen: any file takes them
+        assert fr3_csv.decimal_table(buf, header) is not None
+        monkeypatch.delitem(sys.modules, "twinlake.ingest.decimal_csv")
     monkeypatch.setattr(fr3_csv, "DECIMAL_MIN_BYTES", 0)
     lines[4] = lines[4].replace(",", ",1x", 1)
     path.write_text("".join(lines))
