@@ -135,7 +135,9 @@ def holdout_rmse(lake: Path, holdout: list[str], candidates: dict) -> dict[str, 
 
 
 def truth_in_intervals(truth, ident: dict | None) -> dict[str, dict]:
-    """Per parameter name with a finite stored 95 % interval: {low, high, truth, inside}."""
+    """Per parameter name with a finite stored 95 % interval: {low, high, truth, inside, at_bound}
+    (at_bound: the fit flagged it at a bound, where its interval assumes an interior optimum it
+    does not have)."""
     from .sim import LAYOUT
 
     values = dict(zip(LAYOUT.names, truth.to_vector().tolist()))
@@ -144,7 +146,8 @@ def truth_in_intervals(truth, ident: dict | None) -> dict[str, dict]:
         lo, hi = p.get("ci95_low"), p.get("ci95_high")
         if p["free"] and lo is not None and hi is not None:
             t = values[p["name"]]
-            out[p["name"]] = {"low": lo, "high": hi, "truth": t, "inside": bool(lo <= t <= hi)}
+            out[p["name"]] = {"low": lo, "high": hi, "truth": t, "inside": bool(lo <= t <= hi),
+                              "at_bound": "at_bound" in (p.get("flags") or [])}
     return out
 
 
@@ -166,7 +169,8 @@ def truth_table(truth, fit, console: Console, ident: dict | None = None) -> dict
             t, f = float(getattr(truth, g)[j]), float(getattr(fit, g)[j])
             c = cover.get(f"{g}_j{j + 1}")
             if c is not None:
-                cells.append(f"{t:.3f} / {f:.3f} ±{(c['high'] - c['low']) / 2:.2g} {'✓' if c['inside'] else '✗'}")
+                mark = ("✓" if c["inside"] else "✗") + (" at bound" if c["at_bound"] else "")
+                cells.append(f"{t:.3f} / {f:.3f} ±{(c['high'] - c['low']) / 2:.2g} {mark}")
             else:
                 cells.append(f"{t:.3f} / {f:.3f} ({100 * (f - t) / t:+.0f}%)" if t else f"{t:.3f} / {f:.3f}")
         table.add_row(*cells)
@@ -181,6 +185,11 @@ def truth_table(truth, fit, console: Console, ident: dict | None = None) -> dict
         console.print(f"truth inside its 95 % interval for {inside} of {len(cover)} parameters "
                       f"({100 * inside / len(cover):.0f} % coverage; a calibrated interval covers 95 %; {how})"
                       + (f"; outside: {', '.join(outside)}" if outside else ""))
+        bound = [n for n, c in cover.items() if c["at_bound"]]
+        if bound:
+            console.print(f"at a bound, so their intervals are not to be trusted (they assume an interior optimum): "
+                          f"{', '.join(bound)}: the runs did not determine them; record a richer excitation "
+                          "(`twinlake excite --design`) or freeze them")
     else:
         console.print("no 95 % intervals stored with this fit")
     return cover

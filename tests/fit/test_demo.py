@@ -76,8 +76,12 @@ def test_reduced_demo_end_to_end(tmp_path, ray_cluster):
         c = cover[p["name"]]
         assert (c["low"], c["high"], c["truth"]) == (p["ci95_low"], p["ci95_high"], truth[p["name"]])
         assert c["inside"] == (p["ci95_low"] <= truth[p["name"]] <= p["ci95_high"])
+        assert c["at_bound"] == ("at_bound" in p["flags"])
     inside = sum(c["inside"] for c in cover.values())
     assert f"truth inside its 95 % interval for {inside} of {len(cover)} parameters" in res.output
+    bound = [n for n, c in cover.items() if c["at_bound"]]
+    assert ("at a bound, so their intervals are not to be trusted" in res.output) == bool(bound)
+    assert all(n in res.output for n in bound)
     per_joint = [n for n in cover if not n.startswith("payload")]  # the table's cells with an interval
     assert res.output.count("±") >= len(per_joint) and ("✓" in res.output or "✗" in res.output)
     # the recordings: inside fr3_stack's default bounds, stated in metadata.json, guards enforced and passed
