@@ -30,9 +30,6 @@ CONFIGURATIONS = 96
 LINK_PRIOR = 0.05
 """Weight of the prior holding the link scales at 1, relative to the largest link column."""
 
-_COM_STEP_M = 0.1
-"""The payload offset [m] used to take the weight's columns in the payload's first moments."""
-
 
 def start_vector(record, q_rad: np.ndarray | None = None) -> np.ndarray:
     """(LAYOUT.size,) the start of a replay fit at fit `record` (a FitRecord); q_rad (N, 7) the
@@ -83,29 +80,46 @@ def weight_match(identified: mujoco.MjModel, q: np.ndarray,
                  offset_nm: np.ndarray | None = None) -> tuple[np.ndarray, float, np.ndarray]:
     """Link scales (7,), payload mass [kg] and centre of mass (3,) [m, flange frame] whose weight
     on the bundled model best matches `identified`'s (a model with gravity on) plus `offset_nm`
-    (7,) at the configurations q (N, 7) [rad], within the parameters' bounds."""
+    (7,) at the configurations q (N, 7) [rad], within the parameters' bounds. The bundled
+    model's weight and its columns are point masses' weights (sim.links.gravity_torque) at one
+    kinematics pass per configuration."""
     from ...sim import load_model
-    from ...sim.links import link_chain
-    from ...sim.model import PAYLOAD_BODY, arm_index
+    from ...sim.links import gravity_torque, link_chain
+    from ...sim.model import arm_index
 
     nominal = load_model()
-    nominal.opt.gravity[:] = identified.opt.gravity
-    chain = link_chain(nominal, arm_index(nominal))
-    target = _weight(identified, q) + (0.0 if offset_nm is None else offset_nm)
-    base = _weight(nominal, q)
-    columns = []
-    for j in range(6):
-        body = int(chain.body_ids[chain.link_of_body == j][0])
-        columns.append(_with_body(nominal, q, body, mass_kg=2.0 * nominal.body_mass[body]) - base)
-    payload = nominal.body(PAYLOAD_BODY).id
-    at_flange = _with_body(nominal, q, payload, mass_kg=1.0) - base
+    arm = arm_index(nominal)
+    chain = link_chain(nominal, arm)
+    xipos, xanchor, xaxis, site_pos, site_mat = _kinematics(nominal, arm, chain, q)
+    n = len(q)
+
+    def weight(masses, centres, joints):  # the torque [N·m] holding point masses still, (N, 7)
+        return -gravity_torque(np.broadcast_to(masses, (n, len(joints))), centres, np.asarray(joints), xanchor, xaxis)
+
+    base = weight(chain.mass_kg, xipos, chain.joints)
+    columns = [weight(chain.mass_kg[k:k + 1], xipos[:, k:k + 1], chain.joints[k:k + 1])
+               for k in (int(np.flatnonzero(chain.link_of_body == j)[0]) for j in range(6))]
+    at_flange = weight([1.0], site_pos[:, None], [7])
     columns.append(at_flange)
-    for axis in range(3):
-        offset = np.zeros(3)
-        offset[axis] = _COM_STEP_M
-        columns.append((_with_body(nominal, q, payload, mass_kg=1.0, com_m=offset) - base - at_flange) / _COM_STEP_M)
+    for axis in range(3):  # the weight is linear in m·c: a unit mass one metre along the flange's axis
+        columns.append(weight([1.0], (site_pos + site_mat[:, :, axis])[:, None], [7]) - at_flange)
+    target = _weight(identified, q) + (0.0 if offset_nm is None else offset_nm)
     design = np.stack([c.ravel() for c in columns], axis=1)
     return _bounded_match(design, (target - base).ravel())
+
+
+def _kinematics(model: mujoco.MjModel, arm, chain, q: np.ndarray) -> tuple[np.ndarray, ...]:
+    """At each configuration of q (N, 7): the chain's centres of mass (N, B, 3), the arm's joint
+    anchors and axes (N, 7, 3), the flange's position (N, 3) and orientation (N, 3, 3)."""
+    data = mujoco.MjData(model)
+    out = (np.empty((len(q), chain.body_ids.size, 3)), np.empty((len(q), 7, 3)), np.empty((len(q), 7, 3)),
+           np.empty((len(q), 3)), np.empty((len(q), 3, 3)))
+    for i, row in enumerate(q):
+        data.qpos[arm.qpos_adr] = row
+        mujoco.mj_kinematics(model, data)
+        out[0][i], out[1][i], out[2][i] = data.xipos[chain.body_ids], data.xanchor[arm.jnt_ids], data.xaxis[arm.jnt_ids]
+        out[3][i], out[4][i] = data.site_xpos[arm.ee_site], data.site_xmat[arm.ee_site].reshape(3, 3)
+    return out
 
 
 def _bounded_match(design: np.ndarray, miss: np.ndarray) -> tuple[np.ndarray, float, np.ndarray]:
@@ -137,23 +151,6 @@ def _weight(model: mujoco.MjModel, q: np.ndarray) -> np.ndarray:
         mujoco.mj_forward(model, data)
         out[i] = data.qfrc_bias[:7]
     return out
-
-
-def _with_body(model: mujoco.MjModel, q: np.ndarray, body: int, *, mass_kg: float,
-               com_m: np.ndarray | None = None) -> np.ndarray:
-    """`_weight` of `model` with one body's mass (and centre of mass) changed; `model` restored."""
-    mass, ipos, inertia = float(model.body_mass[body]), model.body_ipos[body].copy(), model.body_inertia[body].copy()
-    same = int(model.body_sameframe[body])
-    model.body_sameframe[body] = 0  # else MuJoCo ignores ipos (inertial frame taken as the body's)
-    model.body_mass[body] = mass_kg
-    model.body_inertia[body] = np.maximum(inertia, 1e-6)
-    if com_m is not None:
-        model.body_ipos[body] = com_m
-    try:
-        return _weight(model, q)
-    finally:
-        model.body_mass[body], model.body_ipos[body], model.body_inertia[body] = mass, ipos, inertia
-        model.body_sameframe[body] = same
 
 
 __all__ = ["CONFIGURATIONS", "LINK_PRIOR", "recorded_configurations", "sensor_offsets_nm", "start_vector", "weight_match"]
