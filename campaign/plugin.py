@@ -103,14 +103,13 @@ def check_plugin_parameters(distribution, fit_vector: np.ndarray) -> None:
     (a sampling.ParameterDistribution)."""
     from ..sim.params import LAYOUT
 
-    nominal = {"link_mass_scale": 1.0, "coulomb_load_per_nm": 0.0}
     joint = set(distribution.joint.indices) if distribution.joint is not None else set()
     bad = []
     for group in LINK_GROUPS:
-        for i in range(*LAYOUT.slice(group).indices(LAYOUT.size)):
+        for i in LAYOUT.select(group):
             m = distribution.marginals[i]
             varies = i in joint or m.kind != "fixed"
-            if varies or fit_vector[i] != nominal[group] or m.value != nominal[group]:
+            if varies or fit_vector[i] != LAYOUT.nominal[i] or m.value != LAYOUT.nominal[i]:
                 bad.append(LAYOUT.names[i])
     if bad:
         raise ValueError(f"--controller: plug-in episodes run on SimFR3, which simulates the model's links "

@@ -28,7 +28,7 @@ def make_fit(lake: Path, fit_id: str = FIT_ID, *, with_errors: bool = True, dela
     `free_links`: the links' groups (+links, +load-friction) free too, as a fit with those presets."""
     params = load_params(DEMO_PROFILE_PATH)
     x = params.to_vector()
-    links = {i for g in LINK_GROUPS for i in range(*LAYOUT.slice(g).indices(LAYOUT.size))}
+    links = {i for g in LINK_GROUPS for i in LAYOUT.select(g)}
     free = [i for i in range(LAYOUT.size) if i not in LAYOUT.integer_indices and (free_links or i not in links)]
     rng = np.random.default_rng(5)
     jac = rng.normal(size=(400, len(free))) * 40.0
