@@ -31,9 +31,11 @@ LINK_PRIOR = 0.05
 """Weight of the prior holding the link scales at 1, relative to the largest link column."""
 
 
-def start_vector(record, q_rad: np.ndarray | None = None) -> np.ndarray:
+def start_vector(record, q_rad: np.ndarray | None = None, model_path: str | None = None) -> np.ndarray:
     """(LAYOUT.size,) the start of a replay fit at fit `record` (a FitRecord); q_rad (N, 7) the
-    configurations to match a +links torque fit's weight at (`recorded_configurations`)."""
+    configurations to match a +links torque fit's weight at (`recorded_configurations`);
+    model_path: the replay fit's MJCF (`--model`; None: the bundled FR3), whose links the
+    scales multiply."""
     from ..records.model_export import link_thetas, model_xml
 
     vector = np.asarray(record.vector, dtype=np.float64).copy()
@@ -43,7 +45,8 @@ def start_vector(record, q_rad: np.ndarray | None = None) -> np.ndarray:
         raise ValueError(f"fit {record.fit_id}: a +links torque fit starts a replay fit only at "
                          "recorded configurations (the replay fit's --train)")
     identified = mujoco.MjModel.from_xml_string(model_xml(record))
-    scales, mass_kg, com_m = weight_match(identified, np.asarray(q_rad, dtype=np.float64), sensor_offsets_nm(record))
+    scales, mass_kg, com_m = weight_match(identified, np.asarray(q_rad, dtype=np.float64), sensor_offsets_nm(record),
+                                          model_path)
     vector[LAYOUT.slice("link_mass_scale")] = scales
     vector[LAYOUT.index("payload_mass")] = mass_kg
     for axis, value in zip("xyz", com_m):
@@ -76,18 +79,18 @@ def recorded_configurations(lake, selectors: list[str], count: int = CONFIGURATI
     return q[np.linspace(0, len(q) - 1, min(count, len(q))).astype(int)] if len(q) else q
 
 
-def weight_match(identified: mujoco.MjModel, q: np.ndarray,
-                 offset_nm: np.ndarray | None = None) -> tuple[np.ndarray, float, np.ndarray]:
+def weight_match(identified: mujoco.MjModel, q: np.ndarray, offset_nm: np.ndarray | None = None,
+                 model_path: str | None = None) -> tuple[np.ndarray, float, np.ndarray]:
     """Link scales (7,), payload mass [kg] and centre of mass (3,) [m, flange frame] whose weight
-    on the bundled model best matches `identified`'s (a model with gravity on) plus `offset_nm`
-    (7,) at the configurations q (N, 7) [rad], within the parameters' bounds. The bundled
+    on the replay's model (`model_path`, None: the bundled FR3) best matches `identified`'s (a model with gravity on) plus `offset_nm`
+    (7,) at the configurations q (N, 7) [rad], within the parameters' bounds. That
     model's weight and its columns are point masses' weights (sim.links.gravity_torque) at one
     kinematics pass per configuration."""
     from ...sim import load_model
     from ...sim.links import gravity_torque, link_chain
     from ...sim.model import arm_index
 
-    nominal = load_model()
+    nominal = load_model(model_path)
     arm = arm_index(nominal)
     chain = link_chain(nominal, arm)
     xipos, xanchor, xaxis, site_pos, site_mat = _kinematics(nominal, arm, chain, q)

@@ -178,3 +178,25 @@ def test_a_replay_links_fit_exports_scaled_link_bodies(plant_lake):
         np.testing.assert_allclose(exported.body_mass[a], scales[j - 1] * bundled.body_mass[b], rtol=1e-8)
         np.testing.assert_allclose(exported.body_inertia[a], scales[j - 1] * bundled.body_inertia[b], rtol=1e-8)
         np.testing.assert_allclose(exported.body_ipos[a], bundled.body_ipos[b], atol=1e-12)
+
+
+def test_the_start_scales_the_replay_models_own_links(tmp_path):
+    """With `--model`, the link scales of `--start-from` are relative to that MJCF's links: an
+    identified weight equal to the user's model (link 2 10 % heavier, link 4 10 % lighter than
+    the bundled FR3) starts every scale at 1 and no payload; against the bundled model it does not."""
+    from twinlake.fit.replay.start import weight_match
+    from twinlake.sim.model import HOME_Q
+
+    spec = mujoco.MjSpec.from_file(str(FR3_MODEL_PATH))
+    spec.body("fr3_link2").mass *= 1.1
+    spec.body("fr3_link4").mass *= 0.9
+    path = tmp_path / "user.xml"
+    path.write_text(spec.to_xml())
+    identified = load_model(path)
+    identified.opt.gravity[:] = (0.0, 0.0, -9.81)
+    q = np.asarray(HOME_Q) + np.random.default_rng(0).uniform(-0.3, 0.3, (96, 7))
+    scales, mass_kg, _ = weight_match(identified, q, model_path=str(path))
+    np.testing.assert_allclose(scales, 1.0, atol=1e-9)
+    assert abs(mass_kg) < 1e-9
+    bundled, _, _ = weight_match(identified, q)
+    assert np.abs(bundled - 1.0).max() > 0.02

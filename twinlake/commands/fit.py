@@ -123,7 +123,7 @@ def _start_from(root, settings, fit: str) -> None:
 
     if settings.method != "local":
         raise ValueError("--start-from: starts the local search (--method local)")
-    start = start_vector(load_fit(root, fit), recorded_configurations(root, list(settings.train)))
+    start = start_vector(load_fit(root, fit), recorded_configurations(root, list(settings.train)), settings.model_path)
     settings.start_from, settings.start_params, settings.starts = fit, start.tolist(), 1
 
 
