@@ -14,8 +14,8 @@ MuJoCo's `mujoco.sysid` evaluates its Jacobian columns as one batch). The stages
    and the others are not run (said in `local_gates`). Otherwise the others follow. Each takes the
    best delay of a scan over every delay choice, then run
    `CHEAP_ITERATIONS` LM iterations together (their Jacobians and steps in one batch each; a start
-   stops once an iteration gains less than the full stage's rule below gives for the cheap
-   windows' residual count, so a start far above the floor that barely moves stops early);
+   stops once an iteration gains less than moving all parameters by `CHEAP_STOP_SE` (2) standard
+   errors would, fit/replay/stopping.py, so a start far above the floor that barely moves stops early);
    every start's delay is scanned again at its converged point and a start whose best delay
    moved continues LM there (at most `DELAY_ROUNDS` times); the delay of the best start is then profiled: each neighbouring delay (±1 ms) gets
    `PROFILE_ITERATIONS` LM iterations from the converged point, and the best becomes the delay.
@@ -27,12 +27,11 @@ MuJoCo's `mujoco.sysid` evaluates its Jacobian columns as one batch). The stages
 2. **full**: LM on all the training data from the best cheap point at its delay
    (fit/replay/refine.py, at most `refine_iterations` or `FULL_ITERATIONS`; the delay stays the one the
    cheap stage profiled). The start's loss comes from the first Jacobian's centre row. LM stops
-   once an iteration lowers the loss by less than `FULL_STOP_SE`² · k / (M − k) of it (k free
-   parameters, M residuals), or — before its steps are evaluated — once the linearised model
-   predicts its Gauss–Newton step to gain less than that: what moving every parameter by
-   `FULL_STOP_SE` standard errors would gain (σ² = loss / (M − k)), so the point is already
-   that close to the optimum (these standard errors assume independent residuals; correlated
-   misfit makes the true ones larger, so the rule errs on the side of more iterations). The last
+   once the linearised model puts the optimum within `FULL_STOP_SE` (0.5) standard errors
+   (fit/replay/stopping.py: its Gauss–Newton step predicted to gain less than 0.25 σ², checked
+   before the steps are evaluated), or once an evaluated step gains less than that; a fit that
+   reaches the cap still paying says so in its gates ("not converged") with how far the
+   optimum may be, since the error bars assume the point is at it. The last
    iteration's Jacobian is kept (as its R factor, and its per-tick scores J·r for the HAC
    covariance, fit/trust/covariance.py) for the error bars (`error_bar_jacobian`)
    and the returned point's per-interval losses for the record, so neither is recomputed.
@@ -68,6 +67,7 @@ from . import payoff
 from .gates import AGREE_REL, FLOOR_GATE, floor_loss, gate_verdict, gates
 from .refine import REL_TOL, lm_batch, refine
 from .space import ParameterSpace
+from .stopping import convergence_note, full_rel_tol, cheap_rel_tol
 
 CHEAP_WINDOW_S = 1.0  # length of one cheap-fidelity window [s]
 CHEAP_ITERATIONS = 6
@@ -75,7 +75,6 @@ PROFILE_ITERATIONS = 2
 DELAY_ROUNDS = 2
 OFFSET_ROUNDS = 3
 FULL_ITERATIONS = 4
-FULL_STOP_SE = 2.0  # full-data LM stops once a step gains less than moving all by this many std. errors
 FALLBACK_SIGMA = 0.1
 
 
@@ -226,13 +225,6 @@ def cheap_stage(pool, combine, space: ParameterSpace, starts: int, seed: int, it
             "rows": rows, "offsets": offsets, "notes": notes}
 
 
-def lm_rel_tol(data, n_free: int) -> float:
-    """The LM's stopping tolerance on `data` (the cheap windows or the full data): FULL_STOP_SE² · k / (M − k)
-    (at least fit/replay/refine.py's REL_TOL), M = the residual count of `data` (2 · 7 · samples per interval)."""
-    rows = sum(2 * inp.q_ref.size for inp in data.inputs)
-    return max(REL_TOL, FULL_STOP_SE ** 2 * n_free / max(rows - n_free, 1))
-
-
 def error_bar_jacobian(last: dict, data=None) -> dict:
     """The error bars' part of the full stage's last LM iteration (`refine(..., last=)`):
     {z (n,) where J was taken, r_factor (n, n) R of J = ∂r/∂z (the range-scaled Jacobian, since
@@ -277,7 +269,7 @@ def local_seed(wd: Path, settings, seed: int, data, pool, cheap_pool_factory: Ca
         try:
             cheap = cheap_stage(cheap_pool, FitProblem(cheap_data).combine, space, settings.starts, seed,
                                 CHEAP_ITERATIONS, note, getattr(settings, "start_params", None),
-                                rel_tol=lm_rel_tol(cheap_data, len(space.free_indices)),
+                                rel_tol=cheap_rel_tol(cheap_data, len(space.free_indices)),
                                 floor=floor_loss(cheap_data)[0])
         finally:
             cheap_pool.close()
@@ -293,11 +285,11 @@ def local_seed(wd: Path, settings, seed: int, data, pool, cheap_pool_factory: Ca
     cheap = state["cheap"]
     if state["stage"] == "cheap":
         bar.note("full data: LM")
-        params, loss, jac = _full_lm(pool, combine, settings, data, cheap["z"], cheap["delay"], cheap.get("offsets"),
-                                     history, note)
+        params, loss, jac, unconverged = _full_lm(pool, combine, settings, data, cheap["z"], cheap["delay"],
+                                                  cheap.get("offsets"), history, note)
         floor, reason = floor_loss(data)
         failed, notes = gates(cheap["start_losses"], loss, floor, reason)
-        notes = list(cheap.get("notes", [])) + notes
+        notes = list(cheap.get("notes", [])) + notes + ([unconverged] if unconverged else [])
         state = {"stage": "full", "cheap": cheap, "history": history, "params": params, "loss": loss,
                  "floor_loss": floor, "floor_reason": reason, "failed": failed, "notes": notes, "jacobian": jac}
         _save(path, state, write_atomic)
@@ -328,20 +320,24 @@ def local_seed(wd: Path, settings, seed: int, data, pool, cheap_pool_factory: Ca
 
 
 def _full_lm(pool, combine, settings, data, z: np.ndarray, delay: int, offsets, history: list[dict], note
-             ) -> tuple[np.ndarray, float, dict | None]:
+             ) -> tuple[np.ndarray, float, dict | None, str | None]:
     """Stage 2 from the cheap point z (n,) at its delay and offsets: (params, loss, the error
-    bars' Jacobian or None); its rows (stage 'local-full') are appended to `history`."""
+    bars' Jacobian or None, `convergence_note` or None); its rows (stage 'local-full') are
+    appended to `history`."""
     space = settings.parameter_space
     x0 = space.decode(z[None], np.array([delay]), offsets)[0]
     last: dict = {}
-    params, loss, rows = refine(pool, combine, space, x0, None, settings.refine_iterations or FULL_ITERATIONS,
+    cap, n_free = settings.refine_iterations or FULL_ITERATIONS, len(space.free_indices)
+    params, loss, rows = refine(pool, combine, space, x0, None, cap,
                                 on_iteration=lambda i, l, d: note(f"full LM {i} (delay {d} ms): loss {l:.4g}"),
-                                profile_delay=False, rel_tol=lm_rel_tol(data, len(space.free_indices)),
-                                last=last, predict_stop=True)
+                                profile_delay=False, rel_tol=full_rel_tol(data, n_free), last=last, predict_stop=True)
     for r in rows:
         r["stage"] = "local-full"
     _append(history, rows, data.ticks_per_rollout)
-    return params, loss, error_bar_jacobian(last, data) if "jac" in last else None
+    unconverged = convergence_note(last, data, n_free, cap)
+    if unconverged:
+        note(unconverged)
+    return params, loss, error_bar_jacobian(last, data) if "jac" in last else None, unconverged
 
 
 def _explore_starts(state: dict, pool, combine, settings, data, cheap_pool_factory, note) -> dict:
@@ -365,7 +361,7 @@ def _explore_starts(state: dict, pool, combine, settings, data, cheap_pool_facto
         rows: list = []
         zs, ls = lm_batch(cheap_pool, FitProblem(cheap_data).combine, space, cheap["start_z"][worse],
                           cheap["start_delays"][worse], losses[worse], CHEAP_ITERATIONS, rows, "local-cheap", note,
-                          rel_tol=lm_rel_tol(cheap_data, len(space.free_indices)))
+                          rel_tol=cheap_rel_tol(cheap_data, len(space.free_indices)))
     finally:
         cheap_pool.close()
     for r in rows:
@@ -376,10 +372,11 @@ def _explore_starts(state: dict, pool, combine, settings, data, cheap_pool_facto
     k = int(np.argmin(ls))
     if ls[k] < cheap["loss"] * (1.0 - AGREE_REL):
         idx = np.flatnonzero(worse)[k]
-        params, loss, jac = _full_lm(pool, combine, settings, data, zs[k], int(cheap["start_delays"][idx]), None,
-                                     history, note)
+        params, loss, jac, unconverged = _full_lm(pool, combine, settings, data, zs[k],
+                                                  int(cheap["start_delays"][idx]), None, history, note)
         notes.append(f"start {idx + 1} continued to a lower cheap basin ({ls[k]:.4g} < {cheap['loss']:.4g}); "
-                     f"full-data LM from it: {loss:.4g} against {state['loss']:.4g}")
+                     f"full-data LM from it: {loss:.4g} against {state['loss']:.4g}"
+                     + (f" ({unconverged})" if unconverged else ""))
         if loss < state["loss"]:
             out.update(params=params, loss=loss, jacobian=jac)
     else:

@@ -60,7 +60,12 @@ def _lm(pool, combine, space, z, delay, loss, iterations, rows, on_iteration, re
                 steps.append(np.linalg.solve(jtj + lam * np.diag(scale), -jtr))
             except np.linalg.LinAlgError:
                 steps.append(np.zeros(n))
-        if predict_stop and _predicted_decrease(steps[0], jtj, jtr) < rel_tol * loss:
+        predicted = _predicted_decrease(steps[0], jtj, jtr)
+        if last is not None:
+            last.update(predicted_gain=predicted, iterations=len(rows) + 1, stop="cap")
+        if predict_stop and predicted < rel_tol * loss:
+            if last is not None:
+                last["stop"] = "predicted"
             rows.append({"min": loss, "mean": loss, "best": loss, "iter_s": time.perf_counter() - t0, "lambda": None,
                          "delay": delay, "per_traj_min": None, "evaluations": n + 1})
             if on_iteration is not None:
@@ -70,6 +75,8 @@ def _lm(pool, combine, space, z, delay, loss, iterations, rows, on_iteration, re
         per_interval = pool.evaluate(space.decode(trial, np.full(len(trial), delay)))
         losses = np.asarray(combine(per_interval))
         k = int(np.argmin(np.where(np.isfinite(losses), losses, np.inf)))
+        if last is not None:
+            last["realised_gain"] = float(loss - losses[k])
         improved = losses[k] < loss * (1.0 - rel_tol)  # stop once steps no longer pay
         if losses[k] < loss:
             z, loss = trial[k], float(losses[k])
@@ -82,6 +89,8 @@ def _lm(pool, combine, space, z, delay, loss, iterations, rows, on_iteration, re
         if on_iteration is not None:
             on_iteration(len(rows), loss, delay)
         if not improved:
+            if last is not None:
+                last["stop"] = "step"
             break
     return z, loss
 
@@ -108,7 +117,9 @@ def refine(pool, combine, space: ParameterSpace, best: np.ndarray, best_loss: fl
     iteration's Jacobian: `z` (n,) the normalised point it was taken at, `jac` (M, n) ∂r/∂z
     (forward differences), `r` (M,) the residuals at `z`, `moved` whether that iteration's step was taken (else the returned
     point is `z`), and `per_interval` (B,) the per-interval losses of the returned point (absent
-    when no step was taken at all). `predict_stop`: also stop, before evaluating any step, once
+    when no step was taken at all), and how LM ended: `iterations` used, `stop` ('predicted', 'step'
+    or 'cap'), `predicted_gain` the last Gauss–Newton step's predicted decrease and `realised_gain`
+    the last evaluated step's actual one (loss units). `predict_stop`: also stop, before evaluating any step, once
     the Gauss–Newton step (the smallest λ) is predicted by the linearised model to gain less
     than `rel_tol` (its history row then has `lambda` None and no per-interval minimum).
     """

@@ -54,7 +54,7 @@ def run_cmd(
     torque: Optional[str] = typer.Option(None, "--torque", help="--method torque: the torque signal, commanded (tau_cmd) or measured (tau_J); default: commanded when the run has it."),
     cutoff_hz: Optional[float] = typer.Option(None, "--cutoff-hz", help="--method torque: the zero-phase low-pass cutoff [Hz] (default: from the data's spectrum)."),
     start_from: Optional[str] = typer.Option(None, "--start-from", help="Start the local search at fit FIT's parameters (one start instead of --method local's three); with --method torque, FIT's values are the nominal the prior holds."),
-    refine_iterations: int = typer.Option(10, "--refine", min=0, help="Levenberg–Marquardt iterations after CMA-ES (--method cma, or a local fit's fallback; 0: none)."),
+    refine_iterations: int = typer.Option(10, "--refine", min=0, help="Cap on Levenberg–Marquardt iterations (each stops earlier once converged): the local search's full-data stage (0: 4) and after CMA-ES (--method cma, or a local fit's fallback; 0: none)."),
     seeds: int = typer.Option(1, "--seeds", min=1, help="Seeded searches (seeds S, S+1, ...); the best is the fit, the spread is flagged."),
     workers: int = typer.Option(2, "--workers", min=0, help="Ray actors (0: evaluate in-process, no Ray)."),
     address: Optional[str] = typer.Option(None, "--address", help="Join this Ray cluster (default: start a local one)."),
