@@ -5,7 +5,8 @@ Order: (1) equally weighted solve at every scanned delay; the delay with the lea
 wins; (2) σ_j = the residual standard deviation of joint j there, weights 1/σ_j²; (3) the
 weighted solve at every delay again, the least weighted residual picks the delay;
 (4) base_params.analyse on the weighted normal matrix, its prior added; (5) estimate.constrain;
-(6) HAC covariance of the unconstrained estimate.
+(6) HAC covariance of the unconstrained estimate; (7) under the Stribeck law the systematic
+(rest-rule) component added to it (systematic.py).
 """
 
 from __future__ import annotations
@@ -17,14 +18,16 @@ import numpy as np
 from .base_params import Identifiability, analyse
 from .equations import EquationSpec, SegmentEquations, normal_equations, scores
 from .estimate import BodyBlock, bartlett_bandwidth, constrain, hac_covariance
+from .systematic import Systematic, rest_systematic
 
 
 @dataclass
 class Solution:
-    """The estimate β (p,) (constrained), β̂ (unconstrained), its covariance (p, p) (HAC)
-    and the i.i.d. one for comparison, the delay [ticks], per-joint σ [N·m], the
-    delay scan's weighted residual per delay, the HAC bandwidth [ticks], the base-parameter
-    analysis and whether the constraints moved it."""
+    """The estimate β (p,) (constrained), β̂ (unconstrained), its covariance (p, p) (HAC plus
+    the systematic component; `cov_hac` the HAC part alone) and the i.i.d. one for comparison,
+    the delay [ticks], per-joint σ [N·m], the delay scan's weighted residual per delay, the
+    HAC bandwidth [ticks], the base-parameter analysis, whether the constraints moved it and
+    the systematic (rest-rule) component."""
 
     names: list[str]
     beta: np.ndarray
@@ -38,6 +41,8 @@ class Solution:
     base: Identifiability
     constrained: bool
     rows: int
+    cov_hac: np.ndarray | None = None
+    systematic: Systematic | None = None
     extra: dict = field(default_factory=dict)
 
     @property
@@ -110,13 +115,15 @@ def solve(eqs: list[SegmentEquations], spec: EquationSpec, beta_nom: np.ndarray)
     rows = int(sum(eq.rows.sum() for eq in eqs))
     stacked = np.vstack(residuals)
     lag = bartlett_bandwidth(stacked, max(1, min(len(r) for r in residuals) // 10))
-    cov = hac_covariance(n_mat + prior, score_rows, lag)
+    cov_hac = hac_covariance(n_mat + prior, score_rows, lag)
+    syst = rest_systematic(eqs, weights, [y[:, :, best] for y in targets], prior, beta_nom, beta_hat,
+                           n_mat + prior, lag)
     dof = max(rows - base.rank, 1)
     s2 = float(np.nansum(stacked**2)) / dof
     cov_iid = s2 * np.linalg.pinv(n_mat + prior)
-    return Solution(names=names, beta=beta, beta_hat=beta_hat, cov=cov, cov_iid=cov_iid, delay=int(delays[best]),
-                    sigma_nm=sigma, delay_scan={int(d): float(r) for d, r in zip(delays, rss)}, bandwidth=lag,
-                    base=base, constrained=moved, rows=rows)
+    return Solution(names=names, beta=beta, beta_hat=beta_hat, cov=cov_hac + syst.cov, cov_iid=cov_iid,
+                    delay=int(delays[best]), sigma_nm=sigma, delay_scan={int(d): float(r) for d, r in zip(delays, rss)},
+                    bandwidth=lag, base=base, constrained=moved, rows=rows, cov_hac=cov_hac, systematic=syst)
 
 
 __all__ = ["Solution", "lower_bounds", "solve"]

@@ -51,7 +51,8 @@ def derived(sol: Solution, rigid: RigidBodyModel, beta: np.ndarray) -> dict[str,
 
 
 def delta_stderr(sol: Solution, rigid: RigidBodyModel) -> dict[str, float]:
-    """Standard errors of `derived` values by the delta method at β (HAC covariance)."""
+    """Standard errors of `derived` values by the delta method at β (`sol.cov`: HAC plus the
+    systematic part)."""
     names = list(derived(sol, rigid, sol.beta))
     jac = np.zeros((len(names), len(sol.beta)))
     step = 1e-6 * np.maximum(np.abs(sol.beta), 1e-3)
@@ -86,10 +87,11 @@ def dynamics_params(sol: Solution, rigid: RigidBodyModel, start: DynamicsParams)
     return DynamicsParams.from_vector(LAYOUT.vector(values))
 
 
-def identifiability_json(sol: Solution, rigid: RigidBodyModel, params: DynamicsParams) -> str:
+def identifiability_json(sol: Solution, rigid: RigidBodyModel, params: DynamicsParams, note: str | None = None) -> str:
     """The replay fit's identifiability_json form: one entry per twin parameter (free = this
-    route determined it), HAC standard errors, normal 95 % intervals, the base-parameter
-    directions as weak directions, flags `constrained` / `unidentifiable`."""
+    route determined it), standard errors from `sol.cov` (HAC plus the systematic part), normal
+    95 % intervals, the base-parameter directions as weak directions, flags `constrained` /
+    `unidentifiable`; `note` (what the bars contain, `fit show` prints it) as `error_bar_note`."""
     stderr = delta_stderr(sol, rigid)
     vec = LAYOUT.vector(LAYOUT.named(params))
     unident = {n for d in sol.base.unidentifiable for n in d["components"]}
@@ -112,7 +114,7 @@ def identifiability_json(sol: Solution, rigid: RigidBodyModel, params: DynamicsP
     return json.dumps({"method": "torque_wls_hac_v1",
                        "jacobian": "the torque equations' regressor (linear in the parameters)",
                        "condition_number": sol.base.condition_number, "sigma2": None, "dof": int(sol.rows),
-                       "parameters": entries, "weak_directions": weak, "seeds": 0})
+                       "parameters": entries, "weak_directions": weak, "seeds": 0, "error_bar_note": note})
 
 
 __all__ = ["DIRECT_GROUPS", "PAYLOAD_NAMES", "delta_stderr", "derived", "dynamics_params", "identifiability_json"]
