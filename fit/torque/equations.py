@@ -66,7 +66,10 @@ class SegmentEquations:
     ticks): R (T, 7, k), L (T, 7, g), known (T, 7), rows (T, 7) bool used, seq (T,); the
     torques tau (filtered) and tau_raw (as recorded) at the full rate (T_full, 7);
     variant_rows: per friction_basis.REST_VARIANTS the rows (T, 7) that rule would use
-    (Stribeck; empty under tanh, where no row is left out)."""
+    (Stribeck; empty under tanh, where no row is left out); inertia_diag (T, 7) [kg·m²] the
+    nominal links' M_jj(q) (zeros without an armature column) and dq_residual (U, 7) [rad/s]
+    the recorded minus the low-passed dq on the usable ticks, with cutoff_hz: what
+    noise_bias.py needs."""
 
     R: np.ndarray
     L: np.ndarray
@@ -77,6 +80,9 @@ class SegmentEquations:
     seq: np.ndarray
     index: np.ndarray
     variant_rows: tuple[np.ndarray, ...] = ()
+    inertia_diag: np.ndarray | None = None
+    dq_residual: np.ndarray | None = None
+    cutoff_hz: float = 0.0
 
     def target(self, delay: int, raw: bool = False) -> np.ndarray:
         """y (T, 7) = τ(k − delay) − known (NaN where k − delay is before the segment)."""
@@ -134,8 +140,10 @@ def build(seg: Segment, spec: EquationSpec, rigid: RigidBodyModel, step: int = 1
             alt[:, j] &= rest_mask(spec.law, seg.dq[:, j], spec.rest_velocity_rad_s * v.threshold_factor,
                                    int(round(reach * v.reach_factor)))[index]
     L = np.stack(local, axis=1)
+    inertia = rigid.inertia_diagonal(q) if "armature" in spec.joint_groups else np.zeros(q.shape)
     return SegmentEquations(R=np.ascontiguousarray(R), L=L, known=known, tau=seg.tau, tau_raw=seg.tau_raw, rows=rows,
-                            seq=seg.seq[index], index=index, variant_rows=variant_rows)
+                            seq=seg.seq[index], index=index, variant_rows=variant_rows, inertia_diag=inertia,
+                            dq_residual=(seg.dq_raw - seg.dq)[seg.usable], cutoff_hz=float(seg.cutoff_hz))
 
 
 def normal_equations(eqs: list[SegmentEquations], weights: np.ndarray, targets: list[np.ndarray]

@@ -5,8 +5,8 @@ an ordinary fit record (`fits/fit=<id>/`, method = torque) published by fit/reco
 in fit.parquet holds what the route did and found (signal and its meaning, filter, gaps,
 delay scan, weights, base parameters, every β with its stated error bar (`stderr`: HAC plus,
 under Stribeck, the rest rule's systematic part, fit/torque/systematic.py), the HAC and i.i.d.
-ones beside it, the systematic shifts, the constraints, train and held-out torque scores,
-adequacy). `train_floor_ratio` /
+ones beside it, the systematic shifts, the velocity-noise correction of the armature
+(noise_bias.py), the constraints, train and held-out torque scores, adequacy). `train_floor_ratio` /
 `holdout_floor_ratio` are the torque residual over the torque noise floor (residuals.py);
 `best_loss` and `train_loss` the training runs' mean square raw torque residual [N·m²].
 
@@ -185,7 +185,7 @@ def fit_torque(lake: Path, settings: TorqueFitSettings, *, fit_id: str | None = 
                        max_fill_ticks=settings.max_fill_ticks, guard_ticks=settings.guard_ticks)
     train_eqs, gaps = _equations(runs, spec, rigid, fspec)
     flat = [e for per_run in train_eqs for e in per_run]
-    sol = solve(flat, spec, nominal_beta(spec, rigid, start))
+    sol = solve(flat, spec, nominal_beta(spec, rigid, start), _damping(runs) if signal == "commanded" else None)
     sol.extra["delay_scanned"] = signal == "commanded" and settings.delay_ms is None
     params = dynamics_params(sol, rigid, start)
     train_score = score(flat, sol.beta, sol.delay, cutoff)
@@ -221,6 +221,13 @@ def fit_torque(lake: Path, settings: TorqueFitSettings, *, fit_id: str | None = 
     return rec
 
 
+def _damping(runs: list[RunSamples]) -> np.ndarray | None:
+    """The controller's D_joint (7,) [N·m·s/rad], the runs' mean; None when a run records none
+    (then noise_bias leaves out the velocity-feedback term)."""
+    found = [r.damping_nms_rad for r in runs]
+    return None if any(d is None for d in found) else np.mean(found, axis=0)
+
+
 def _stored_settings(settings: TorqueFitSettings, law: str) -> dict:
     """settings_json: the TorqueFitSettings plus a parameter space carrying the friction law
     (FitRecord.friction_law, and every consumer of a fit's law, read it there)."""
@@ -249,7 +256,7 @@ def torque_summary(sol, spec, signal, fspec, gaps, train_score, hold_score, line
            "beta": [{"name": n, "value": float(b), "unconstrained": float(bh), "stderr": float(s), "stderr_hac": float(h),
                      "stderr_systematic": float(y), "stderr_iid": float(i)}
                     for n, b, bh, s, h, y, i in zip(sol.names, sol.beta, sol.beta_hat, stderr, hac, syst, iid)],
-           "systematic": sol.systematic.to_dict(sol.names),
+           "systematic": sol.systematic.to_dict(sol.names), "noise_bias": sol.extra.get("noise_bias"),
            "error_bar_note": error_bar_note(hac, stderr, sol.names, sol.systematic),
            "train": train_score.to_dict(), "holdout": None if hold_score is None else hold_score.to_dict(),
            "adequacy_lines": [[t, ok] for t, ok in lines]}

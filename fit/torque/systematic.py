@@ -82,11 +82,13 @@ def _tick_scores(eqs: list[SegmentEquations], weights: np.ndarray, y: list[np.nd
 
 
 def rest_systematic(eqs: list[SegmentEquations], weights: np.ndarray, y: list[np.ndarray], prior: np.ndarray,
-                    beta_nom: np.ndarray, beta_hat: np.ndarray, normal: np.ndarray, lag: int) -> Systematic:
+                    beta_nom: np.ndarray, beta_hat: np.ndarray, normal: np.ndarray, lag: int,
+                    correct=None) -> Systematic:
     """The Systematic of the rest rule (module docstring). eqs: the segments as solved; weights
     (7,) [1/N²·m²]; y: per segment the target (T, 7) at the chosen delay [N·m]; prior (p, p) and
     beta_nom (p,) as in the solve; beta_hat (p,) the unconstrained estimate; normal (p, p) the
-    weighted normal matrix with the prior; lag the HAC bandwidth [ticks]."""
+    weighted normal matrix with the prior (and correction); lag the HAC bandwidth [ticks];
+    correct: rows (per segment (T, 7)) -> (ΔN, Δb) of noise_bias.correction, as in the solve."""
     p = len(beta_hat)
     count = len(eqs[0].variant_rows) if eqs else 0
     if count == 0:
@@ -97,6 +99,9 @@ def rest_systematic(eqs: list[SegmentEquations], weights: np.ndarray, y: list[np
     for v in range(count):
         alt = [replace(eq, rows=eq.variant_rows[v]) for eq in eqs]
         n_v, b_v = normal_equations(alt, weights, [t[:, :, None] for t in y])
+        if correct is not None:
+            d_n, d_b = correct([eq.rows for eq in alt])
+            n_v, b_v = n_v - d_n, b_v + d_b[:, None]
         beta_v = np.linalg.lstsq(n_v + prior, b_v[:, 0] + prior @ beta_nom, rcond=None)[0]
         moved = _tick_scores(alt, weights, y, beta_v, np.linalg.pinv(n_v + prior))
         var = np.diag(hac_long_run([m - b for m, b in zip(moved, base)], lag))

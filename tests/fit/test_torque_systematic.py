@@ -81,3 +81,37 @@ def test_stribeck_bars_carry_a_systematic_part_and_tanh_bars_none(stribeck_lake)
     assert torque_t["systematic"]["variants"] == [] and all(b["stderr_systematic"] == 0 for b in beta_t.values())
     assert all(b["stderr"] == b["stderr_hac"] for b in beta_t.values())
     assert "no systematic component" in tanh.identifiability["error_bar_note"]
+
+
+def test_velocity_noise_matches_the_filtered_noise_it_models():
+    """σ from the recorded-minus-filtered dq, and q̈'s noise variance v = σ² f_s² Σ(Δh)², against
+    white noise pushed through the route's own filter and forward difference."""
+    from twinlake.fit.torque.derivatives import lowpass
+    from twinlake.fit.torque.noise_bias import filter_autocorrelation, velocity_noise
+
+    rng = np.random.default_rng(3)
+    sigma = np.array([1e-3, 2e-3, 5e-4, 1e-3, 1e-3, 3e-3, 1e-3])
+    noise = rng.normal(size=(60000, 7)) * sigma
+    cutoff = 40.0
+    filtered = lowpass(noise, cutoff)
+    eq = SegmentEquations(R=np.zeros((1, 7, 0)), L=np.zeros((1, 7, 1)), known=np.zeros((1, 7)), tau=np.zeros((1, 7)),
+                          tau_raw=np.zeros((1, 7)), rows=np.ones((1, 7), bool), seq=np.zeros(1), index=np.zeros(1, int),
+                          dq_residual=noise - filtered, cutoff_hz=cutoff)
+    found = velocity_noise([eq], np.full(7, 20.0), delay_ticks=2)
+    assert found.sigma_rad_s == pytest.approx(sigma, rel=0.03)
+    ddq = np.diff(filtered, axis=0)[1000:-1000] * 1000.0
+    assert found.ddq_var == pytest.approx(ddq.var(axis=0), rel=0.06)
+    lagged = (ddq[2:] * filtered[1000:-1001][:-2]).mean(axis=0)  # E[ν(k)·n_f(k − 2)]
+    assert -found.feedback == pytest.approx(lagged, rel=0.15)
+    corr, _ = filter_autocorrelation(cutoff, 3)
+    assert np.all(np.diff(corr) < 0)  # a low-pass: R falls with the lag
+
+
+def test_the_armature_correction_is_recorded_and_raises_the_armature(stribeck_lake):
+    rec = fit_torque(stribeck_lake, TorqueFitSettings(train=["def/a", "def/b"]), fit_id="sy-n", publish=False)
+    noise = json.loads(rec.extra["torque_json"])["noise_bias"]
+    assert noise["damping_nms_rad"] == [50.0, 50.0, 50.0, 50.0, 30.0, 25.0, 15.0]  # the recorder's D_joint
+    assert np.allclose(noise["dq_noise_sd_rad_s"], 5e-4, rtol=0.25)  # the recorder's dq noise
+    shifts = [noise["shift"][f"armature_j{j}"] for j in range(1, 8)]
+    assert all(0 < s < 0.01 for s in shifts)  # dilution pulls the armature down; the correction lifts it
+    assert all(noise["shift"][n] == pytest.approx(0.0, abs=1e-3) for n in noise["shift"] if n.startswith("mu_viscous"))
