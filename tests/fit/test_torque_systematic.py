@@ -75,6 +75,10 @@ def test_stribeck_bars_carry_a_systematic_part_and_tanh_bars_none(stribeck_lake)
     for b in beta.values():  # stated² = HAC² + systematic²: never narrower than the HAC bar
         assert b["stderr"] == pytest.approx(np.hypot(b["stderr_hac"], b["stderr_systematic"]), rel=1e-9)
     assert "systematic component" in rec.identifiability["error_bar_note"]
+    names, cov = rec.covariance  # the stated covariance of the twin's parameters, stored whole
+    stated = {e["name"]: e["stderr"] for e in rec.identifiability["parameters"] if e["free"]}
+    assert names == list(stated) and np.allclose(np.sqrt(np.diag(cov)), [stated[n] for n in names], rtol=1e-9)
+    assert np.allclose(cov, cov.T) and np.linalg.eigvalsh(cov).min() >= -1e-9 * np.abs(cov).max()
     tanh = fit_torque(stribeck_lake, TorqueFitSettings(train=["def/a", "def/b"], friction_law="tanh"), fit_id="sy-t",
                       publish=False)
     torque_t, beta_t = _bars(tanh)
