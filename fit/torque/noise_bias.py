@@ -66,7 +66,9 @@ def velocity_noise(eqs: list[SegmentEquations], damping_nms_rad: np.ndarray | No
     D (7,) [N·m·s/rad] or None (no feedback term); delay_ticks: the scanned delay d."""
     resid = np.vstack([eq.dq_residual for eq in eqs])
     cutoff_hz = eqs[0].cutoff_hz
-    sigma = resid.std(axis=0) / np.sqrt(max(1.0 - 2.0 * cutoff_hz / RATE_HZ, 1e-6))
+    if len(resid) < 2:  # nothing usable to measure the noise on: no correction
+        return VelocityNoise(np.zeros(7), np.zeros(7), np.zeros(7), np.zeros(7))
+    sigma = np.nan_to_num(resid.std(axis=0)) / np.sqrt(max(1.0 - 2.0 * cutoff_hz / RATE_HZ, 1e-6))
     corr, diff_sq = filter_autocorrelation(cutoff_hz, delay_ticks + 1)
     damping = np.zeros(7) if damping_nms_rad is None else np.nan_to_num(np.asarray(damping_nms_rad, float))
     feedback = RATE_HZ * sigma**2 * (corr[delay_ticks] - corr[delay_ticks + 1])
