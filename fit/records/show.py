@@ -191,6 +191,8 @@ def _error_bars(out, rec) -> None:
     cond = ident.get("condition_number")
     out.print(f"condition number (range-scaled Jacobian): {'∞' if cond is None else f'{cond:.4g}'}; "
               f"residual variance {ident.get('sigma2') or 0:.4g} with {ident.get('dof')} degrees of freedom")
+    if ident.get("error_bar_note") and not ident.get("covariance"):  # else _correlations prints it
+        out.print(ident["error_bar_note"], highlight=False)
     unid = [p["name"] for p in ident.get("parameters", []) if "unidentifiable" in p["flags"]]
     out.print("unidentifiable parameters: " + (", ".join(unid) if unid else "none"))
     for d in ident.get("weak_directions", []):

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .derivatives import Segment, lowpass
-from .friction_basis import REST_VELOCITY_RAD_S, joint_columns, rest_mask
+from .friction_basis import REST_VARIANTS, REST_VELOCITY_RAD_S, joint_columns, rest_mask
 from .regressor import BODY_PARAMS, LINKS, RigidBodyModel
 
 FLANGE_LINK = LINKS - 1  # link 7's block in Pinocchio's θ
@@ -64,7 +64,12 @@ class EquationSpec:
 class SegmentEquations:
     """One segment's blocks at its T sampled ticks `index` (into the segment's full-rate
     ticks): R (T, 7, k), L (T, 7, g), known (T, 7), rows (T, 7) bool used, seq (T,); the
-    torques tau (filtered) and tau_raw (as recorded) at the full rate (T_full, 7)."""
+    torques tau (filtered) and tau_raw (as recorded) at the full rate (T_full, 7);
+    variant_rows: per friction_basis.REST_VARIANTS the rows (T, 7) that rule would use
+    (Stribeck; empty under tanh, where no row is left out); inertia_diag (T, 7) [kg·m²] the
+    nominal links' M_jj(q) (zeros without an armature column) and dq_residual (U, 7) [rad/s]
+    the recorded minus the low-passed dq on the usable ticks, with cutoff_hz: what
+    noise_bias.py needs."""
 
     R: np.ndarray
     L: np.ndarray
@@ -74,6 +79,10 @@ class SegmentEquations:
     rows: np.ndarray
     seq: np.ndarray
     index: np.ndarray
+    variant_rows: tuple[np.ndarray, ...] = ()
+    inertia_diag: np.ndarray | None = None
+    dq_residual: np.ndarray | None = None
+    cutoff_hz: float = 0.0
 
     def target(self, delay: int, raw: bool = False) -> np.ndarray:
         """y (T, 7) = τ(k − delay) − known (NaN where k − delay is before the segment)."""
@@ -115,6 +124,8 @@ def build(seg: Segment, spec: EquationSpec, rigid: RigidBodyModel, step: int = 1
         R = np.zeros((len(q), 7, 0))
     local = []
     rows = np.repeat(usable[index, None], 7, axis=1)
+    variants = REST_VARIANTS if spec.law == "stribeck" else ()
+    variant_rows = tuple(rows.copy() for _ in variants)
     reach = int(np.ceil(1000.0 / seg.cutoff_hz))  # the filter spreads a rest row this far [ticks]
     for j in range(7):  # formed at the full rate from the recorded dq, then filtered as the torque
         cols = joint_columns(spec.joint_groups, spec.law, seg.dq_raw[:, j], seg.dq_next[:, j], seg.ddq[:, j])
@@ -125,9 +136,14 @@ def build(seg: Segment, spec: EquationSpec, rigid: RigidBodyModel, step: int = 1
                 smooth[:, c] = full[:, c]
         local.append(smooth[index])
         rows[:, j] &= rest_mask(spec.law, seg.dq[:, j], spec.rest_velocity_rad_s, reach)[index]
+        for v, alt in zip(variants, variant_rows):
+            alt[:, j] &= rest_mask(spec.law, seg.dq[:, j], spec.rest_velocity_rad_s * v.threshold_factor,
+                                   int(round(reach * v.reach_factor)))[index]
     L = np.stack(local, axis=1)
+    inertia = rigid.inertia_diagonal(q) if "armature" in spec.joint_groups else np.zeros(q.shape)
     return SegmentEquations(R=np.ascontiguousarray(R), L=L, known=known, tau=seg.tau, tau_raw=seg.tau_raw, rows=rows,
-                            seq=seg.seq[index], index=index)
+                            seq=seg.seq[index], index=index, variant_rows=variant_rows, inertia_diag=inertia,
+                            dq_residual=(seg.dq_raw - seg.dq)[seg.usable], cutoff_hz=float(seg.cutoff_hz))
 
 
 def normal_equations(eqs: list[SegmentEquations], weights: np.ndarray, targets: list[np.ndarray]

@@ -18,6 +18,9 @@ a set-valued force in [−mu_s, mu_s] while the joint sticks, so a sample at (or
 that joint's equations (not used as inequalities). What is left identifies mu_s only through
 the slow sliding samples (|q̇| between the threshold and a few v_s); its error bar says how
 well. The tanh law is a smooth function of q̇ with no set-valued part: every row is kept.
+Where the threshold and the reach sit is an analysis choice (MuJoCo's friction-loss constraint
+is soft, so rows just above the threshold still carry some unmodelled force): REST_VARIANTS
+are the alternatives whose effect on β becomes a systematic error bar (systematic.py).
 
 On the measured (link-side) route the same friction columns, with the same signs, describe
 friction between the torque sensor and the link; the rotor inertia is never a column there.
@@ -25,12 +28,28 @@ friction between the torque sensor and the link; the rotor inertia is never a co
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 VELOCITY_SCALE_RAD_S = 0.02  # the twin's v_s and v_t (sim/kernels.py)
 REST_VELOCITY_RAD_S = 0.03  # |q̇| below it: no equation for a set-valued Stribeck joint
 
 LAWS = ("stribeck", "tanh")
+
+
+@dataclass(frozen=True)
+class RestVariant:
+    """An alternative rest rule for the systematic error bar (fit/torque/systematic.py): the
+    threshold and the filter's reach multiplied by these factors."""
+
+    name: str
+    threshold_factor: float
+    reach_factor: float
+
+
+# The analysis choices varied under the Stribeck law: 0.03 -> 0.05 rad/s, and 1/f_c -> 2/f_c.
+REST_VARIANTS = (RestVariant("rest threshold x5/3", 5.0 / 3.0, 1.0), RestVariant("filter reach x2", 1.0, 2.0))
 
 
 def check_law(law: str) -> str:
@@ -86,5 +105,5 @@ def rest_mask(law: str, dq: np.ndarray, threshold_rad_s: float = REST_VELOCITY_R
     return ~rest
 
 
-__all__ = ["LAWS", "REST_VELOCITY_RAD_S", "VELOCITY_SCALE_RAD_S", "check_law", "joint_columns", "law_columns",
+__all__ = ["LAWS", "REST_VARIANTS", "REST_VELOCITY_RAD_S", "RestVariant", "VELOCITY_SCALE_RAD_S", "check_law", "joint_columns", "law_columns",
            "rest_mask"]

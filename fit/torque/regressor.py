@@ -85,6 +85,13 @@ class RigidBodyModel:
             self.model.gravity.linear[:] = g
         return out
 
+    def inertia_diagonal(self, q: np.ndarray) -> np.ndarray:
+        """(T, 7) [kg·m²] the diagonal of the nominal links' joint-space inertia M(q) (no armature)
+        at the configurations q (T, 7)."""
+        import pinocchio as pin
+
+        return np.array([np.diag(pin.crba(self.model, self.data, qt)) for qt in q]).reshape(len(q), LINKS)
+
     def gravity_torque(self, q: np.ndarray, flange_theta: np.ndarray | None = None) -> np.ndarray:
         """(T, 7) [N·m] the nominal links' gravity torque, plus that of a link-7-frame θ (10,)
         on link 7 (a configured load) when given."""

@@ -3,8 +3,10 @@ an ordinary fit record (`fits/fit=<id>/`, method = torque) published by fit/reco
 
 `TorqueFitSettings` is stored as the fit's settings_json (method "torque"); `torque_json`
 in fit.parquet holds what the route did and found (signal and its meaning, filter, gaps,
-delay scan, weights, base parameters, every β with its HAC and i.i.d. error bars, the
-constraints, train and held-out torque scores, adequacy). `train_floor_ratio` /
+delay scan, weights, base parameters, every β with its stated error bar (`stderr`: HAC plus,
+under Stribeck, the rest rule's systematic part, fit/torque/systematic.py), the HAC and i.i.d.
+ones beside it, the systematic shifts, the velocity-noise correction of the armature
+(noise_bias.py), the constraints, train and held-out torque scores, adequacy). `train_floor_ratio` /
 `holdout_floor_ratio` are the torque residual over the torque noise floor (residuals.py);
 `best_loss` and `train_loss` the training runs' mean square raw torque residual [N·m²].
 
@@ -39,6 +41,7 @@ from .regressor import RigidBodyModel
 from .residuals import adequacy_line, score
 from .signals import MEANING, RunSamples, choose_signal, samples
 from .solve import solve
+from .systematic import error_bar_note
 from .twin_params import dynamics_params, identifiability_json
 
 PRESETS = ("+payload", "+asymmetry", "+bias", "+links")
@@ -182,7 +185,7 @@ def fit_torque(lake: Path, settings: TorqueFitSettings, *, fit_id: str | None = 
                        max_fill_ticks=settings.max_fill_ticks, guard_ticks=settings.guard_ticks)
     train_eqs, gaps = _equations(runs, spec, rigid, fspec)
     flat = [e for per_run in train_eqs for e in per_run]
-    sol = solve(flat, spec, nominal_beta(spec, rigid, start))
+    sol = solve(flat, spec, nominal_beta(spec, rigid, start), _damping(runs) if signal == "commanded" else None)
     sol.extra["delay_scanned"] = signal == "commanded" and settings.delay_ms is None
     params = dynamics_params(sol, rigid, start)
     train_score = score(flat, sol.beta, sol.delay, cutoff)
@@ -209,13 +212,20 @@ def fit_torque(lake: Path, settings: TorqueFitSettings, *, fit_id: str | None = 
         params=params, seed=None, settings=_stored_settings(settings, spec.law), runs=uses,
         extra={"method": "torque", "wall_s": float(wall), "train_loss": float(np.mean(train_score.rmse_raw_nm ** 2)),
                "holdout_loss": None if hold_all is None else float(np.mean(hold_all.rmse_raw_nm ** 2)),
-               "identifiability_json": identifiability_json(sol, rigid, params),
+               "identifiability_json": identifiability_json(sol, rigid, params, torque["error_bar_note"]),
                "train_floor_ratio": _finite(train_score.floor_ratio),
                "holdout_floor_ratio": None if hold_all is None else _finite(hold_all.floor_ratio),
                "torque_json": json.dumps(torque)})
     if publish:
         publish_fit(lake, rec)
     return rec
+
+
+def _damping(runs: list[RunSamples]) -> np.ndarray | None:
+    """The controller's D_joint (7,) [N·m·s/rad], the runs' mean; None when a run records none
+    (then noise_bias leaves out the velocity-feedback term)."""
+    found = [r.damping_nms_rad for r in runs]
+    return None if any(d is None for d in found) else np.mean(found, axis=0)
 
 
 def _stored_settings(settings: TorqueFitSettings, law: str) -> dict:
@@ -233,6 +243,8 @@ def _finite(x: float) -> float | None:
 def torque_summary(sol, spec, signal, fspec, gaps, train_score, hold_score, lines, rigid) -> dict:
     """torque_json: what the route did and found (module docstring)."""
     stderr, iid = sol.stderr, np.sqrt(np.maximum(np.diag(sol.cov_iid), 0.0))
+    hac = np.sqrt(np.maximum(np.diag(sol.cov_hac), 0.0))
+    syst = sol.systematic.stderr
     out = {"signal": signal, "meaning": MEANING[signal], "friction_law": spec.law,
            "decimation_ticks": decimation(fspec.cutoff_hz),
            "joint_groups": list(spec.joint_groups), "bodies": spec.bodies, "filter": fspec.to_dict(), "gaps": gaps,
@@ -241,8 +253,11 @@ def torque_summary(sol, spec, signal, fspec, gaps, train_score, hold_score, line
            "delay_ms": sol.delay, "delay_scan": {str(k): v for k, v in sol.delay_scan.items()},
            "sigma_nm": sol.sigma_nm.tolist(), "hac_bandwidth_ticks": sol.bandwidth, "rows": sol.rows,
            "constrained": sol.constrained, "base_parameters": sol.base.to_dict(),
-           "beta": [{"name": n, "value": float(b), "unconstrained": float(bh), "stderr_hac": float(s),
-                     "stderr_iid": float(i)} for n, b, bh, s, i in zip(sol.names, sol.beta, sol.beta_hat, stderr, iid)],
+           "beta": [{"name": n, "value": float(b), "unconstrained": float(bh), "stderr": float(s), "stderr_hac": float(h),
+                     "stderr_systematic": float(y), "stderr_iid": float(i)}
+                    for n, b, bh, s, h, y, i in zip(sol.names, sol.beta, sol.beta_hat, stderr, hac, syst, iid)],
+           "systematic": sol.systematic.to_dict(sol.names), "noise_bias": sol.extra.get("noise_bias"),
+           "error_bar_note": error_bar_note(hac, stderr, sol.names, sol.systematic),
            "train": train_score.to_dict(), "holdout": None if hold_score is None else hold_score.to_dict(),
            "adequacy_lines": [[t, ok] for t, ok in lines]}
     if "payload" in spec.bodies:

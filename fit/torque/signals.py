@@ -41,7 +41,7 @@ MEANING = {
 class RunSamples:
     """One run's (or interval's) samples as read: seq (N,), q, dq, tau (N, 7) of the chosen
     signal, and what the catalog knows (robot, run, interval index or None, run_sha256,
-    metadata dict)."""
+    metadata dict), the recorded controller damping D_joint (7,) [N·m·s/rad] when there is one."""
 
     robot: str
     run: str
@@ -52,6 +52,7 @@ class RunSamples:
     tau: np.ndarray
     run_sha256: str | None
     metadata: dict[str, Any]
+    damping_nms_rad: np.ndarray | None = None  # (7,) the recorded controller's D_joint (median), None if absent
 
     @property
     def label(self) -> str:
@@ -100,9 +101,12 @@ def samples(frames: pa.Table, signal: str, *, robot: str, run: str, interval_ind
     except json.JSONDecodeError:
         meta = {}
     seq = frames.column("seq").to_numpy(zero_copy_only=False).astype(np.int64)
+    damping = joint_matrix(frames, "D_joint")
+    has_damping = len(damping) and np.all(np.isfinite(damping).any(axis=0))
     return RunSamples(robot, run, interval_index, seq, joint_matrix(frames, "q"), joint_matrix(frames, "dq"),
                       joint_matrix(frames, SIGNALS[signal]), run_row.get("raw_sha256"),
-                      meta if isinstance(meta, dict) else {})
+                      meta if isinstance(meta, dict) else {},
+                      np.nanmedian(damping, axis=0) if has_damping else None)
 
 
 __all__ = ["MEANING", "SIGNALS", "RunSamples", "choose_signal", "has_signal", "joint_matrix", "samples"]

@@ -4,8 +4,11 @@ its constraints and its covariance (no lake, no records: route.py does those).
 Order: (1) equally weighted solve at every scanned delay; the delay with the least residual
 wins; (2) σ_j = the residual standard deviation of joint j there, weights 1/σ_j²; (3) the
 weighted solve at every delay again, the least weighted residual picks the delay;
-(4) base_params.analyse on the weighted normal matrix, its prior added; (5) estimate.constrain;
-(6) HAC covariance of the unconstrained estimate.
+(4) base_params.analyse on the weighted normal matrix, its prior added, the weighted solve
+corrected for the armature's errors-in-variables bias from velocity noise (noise_bias.py; the
+delay scan's residuals use the corrected estimates); (5) estimate.constrain;
+(6) HAC covariance of the unconstrained estimate; (7) under the Stribeck law the systematic
+(rest-rule) component added to it (systematic.py).
 """
 
 from __future__ import annotations
@@ -17,14 +20,17 @@ import numpy as np
 from .base_params import Identifiability, analyse
 from .equations import EquationSpec, SegmentEquations, normal_equations, scores
 from .estimate import BodyBlock, bartlett_bandwidth, constrain, hac_covariance
+from .noise_bias import VelocityNoise, correction, velocity_noise
+from .systematic import Systematic, rest_systematic
 
 
 @dataclass
 class Solution:
-    """The estimate β (p,) (constrained), β̂ (unconstrained), its covariance (p, p) (HAC)
-    and the i.i.d. one for comparison, the delay [ticks], per-joint σ [N·m], the
-    delay scan's weighted residual per delay, the HAC bandwidth [ticks], the base-parameter
-    analysis and whether the constraints moved it."""
+    """The estimate β (p,) (constrained), β̂ (unconstrained), its covariance (p, p) (HAC plus
+    the systematic component; `cov_hac` the HAC part alone) and the i.i.d. one for comparison,
+    the delay [ticks], per-joint σ [N·m], the delay scan's weighted residual per delay, the
+    HAC bandwidth [ticks], the base-parameter analysis, whether the constraints moved it and
+    the systematic (rest-rule) component."""
 
     names: list[str]
     beta: np.ndarray
@@ -38,6 +44,8 @@ class Solution:
     base: Identifiability
     constrained: bool
     rows: int
+    cov_hac: np.ndarray | None = None
+    systematic: Systematic | None = None
     extra: dict = field(default_factory=dict)
 
     @property
@@ -71,12 +79,10 @@ def lower_bounds(names: list[str]) -> np.ndarray:
     return np.array([0.0 if n.startswith(nonneg) else -np.inf for n in names])
 
 
-def solve(eqs: list[SegmentEquations], spec: EquationSpec, beta_nom: np.ndarray) -> Solution:
-    """The Solution of the segments' equations (module docstring)."""
-    names = spec.names()
-    p = len(names)
-    delays = tuple(spec.delays)
-    targets = _targets(eqs, delays)
+def _weights(eqs: list[SegmentEquations], targets: list[np.ndarray], beta_nom: np.ndarray) -> np.ndarray:
+    """σ_j (7,) [N·m]: the residual standard deviation per joint of the equally weighted solve
+    at its best delay (steps 1–2)."""
+    p = len(beta_nom)
     ones = np.ones(7)
     n0, b0 = normal_equations(eqs, ones, targets)
     ridge = np.eye(p) * 1e-12 * max(float(np.max(np.diag(n0))), 1.0)
@@ -88,20 +94,39 @@ def solve(eqs: list[SegmentEquations], spec: EquationSpec, beta_nom: np.ndarray)
         sq += (e**2).sum(0)
         cnt += eq.rows.sum(0)
     sigma = np.sqrt(sq / np.maximum(cnt - p / 7.0, 1.0))
-    sigma = np.where(sigma > 0, sigma, 1.0)
+    return np.where(sigma > 0, sigma, 1.0)
+
+
+def _noise_corrected(eqs, weights, names, delays, damping) -> tuple[list[VelocityNoise], np.ndarray, np.ndarray]:
+    """Per delay the VelocityNoise, the common ΔN (p, p) and Δb (p, D) of noise_bias.correction."""
+    noises = [velocity_noise(eqs, damping, d) for d in delays]
+    parts = [correction(eqs, [eq.rows for eq in eqs], weights, nz, names) for nz in noises]
+    return noises, parts[0][0], np.column_stack([db for _, db in parts])
+
+
+def solve(eqs: list[SegmentEquations], spec: EquationSpec, beta_nom: np.ndarray,
+          damping_nms_rad: np.ndarray | None = None) -> Solution:
+    """The Solution of the segments' equations (module docstring); damping_nms_rad (7,): the
+    recorded controller's D for noise_bias (None: no feedback term)."""
+    names = spec.names()
+    p = len(names)
+    delays = tuple(spec.delays)
+    targets = _targets(eqs, delays)
+    sigma = _weights(eqs, targets, beta_nom)
     weights = 1.0 / sigma**2
     n_mat, b = normal_equations(eqs, weights, targets)
     base = analyse(n_mat, names)
     prior = base.prior + np.eye(p) * 1e-12 * max(float(np.max(np.diag(n_mat))), 1.0)
-    beta_d = _solve(n_mat, b, prior, beta_nom)
+    noises, d_n, d_b = _noise_corrected(eqs, weights, names, delays, damping_nms_rad)
+    beta_d = _solve(n_mat - d_n, b + d_b, prior, beta_nom)
     rss = _rss(eqs, targets, beta_d, weights)
     best = int(np.argmin(rss))
     beta_hat = beta_d[:, best]
-    rigid = len(spec.bodies) * 10
+    normal = n_mat - d_n + prior
     bodies = [BodyBlock(10 * i) for i in range(len(spec.bodies))]
     lower = lower_bounds(names)
-    lower[:rigid] = -np.inf
-    beta, moved = constrain(beta_hat, n_mat + prior, lower, np.full(p, np.inf), bodies)
+    lower[:len(spec.bodies) * 10] = -np.inf
+    beta, moved = constrain(beta_hat, normal, lower, np.full(p, np.inf), bodies)
     residuals, score_rows = [], []
     for eq, y in zip(eqs, targets):
         e = np.where(eq.rows, y[:, :, best] - eq.predict(beta_hat), np.nan)
@@ -110,13 +135,16 @@ def solve(eqs: list[SegmentEquations], spec: EquationSpec, beta_nom: np.ndarray)
     rows = int(sum(eq.rows.sum() for eq in eqs))
     stacked = np.vstack(residuals)
     lag = bartlett_bandwidth(stacked, max(1, min(len(r) for r in residuals) // 10))
-    cov = hac_covariance(n_mat + prior, score_rows, lag)
-    dof = max(rows - base.rank, 1)
-    s2 = float(np.nansum(stacked**2)) / dof
-    cov_iid = s2 * np.linalg.pinv(n_mat + prior)
-    return Solution(names=names, beta=beta, beta_hat=beta_hat, cov=cov, cov_iid=cov_iid, delay=int(delays[best]),
-                    sigma_nm=sigma, delay_scan={int(d): float(r) for d, r in zip(delays, rss)}, bandwidth=lag,
-                    base=base, constrained=moved, rows=rows)
+    cov_hac = hac_covariance(normal, score_rows, lag)
+    syst = rest_systematic(eqs, weights, [y[:, :, best] for y in targets], prior, beta_nom, beta_hat, normal, lag,
+                           lambda used: correction(eqs, used, weights, noises[best], names))
+    s2 = float(np.nansum(stacked**2)) / max(rows - base.rank, 1)
+    uncorrected = _solve(n_mat, b[:, best:best + 1], prior, beta_nom)[:, 0]
+    extra = {"noise_bias": noises[best].to_dict() | {"shift": dict(zip(names, (beta_hat - uncorrected).tolist()))}}
+    return Solution(names=names, beta=beta, beta_hat=beta_hat, cov=cov_hac + syst.cov,
+                    cov_iid=s2 * np.linalg.pinv(normal), delay=int(delays[best]), sigma_nm=sigma,
+                    delay_scan={int(d): float(r) for d, r in zip(delays, rss)}, bandwidth=lag, base=base,
+                    constrained=moved, rows=rows, cov_hac=cov_hac, systematic=syst, extra=extra)
 
 
 __all__ = ["Solution", "lower_bounds", "solve"]

@@ -24,6 +24,7 @@ from .solve import Solution
 PAYLOAD_NAMES = ("payload_mass", "payload_com_x", "payload_com_y", "payload_com_z",
                  "payload_ixx", "payload_iyy", "payload_izz")
 DIRECT_GROUPS = ("armature", "mu_static", "mu_viscous", "coulomb_asymmetry", "tau_bias")
+COVARIANCE_METHOD = "torque_hac_plus_rest_systematic"  # identifiability_json["covariance"]["method"]
 
 
 def _payload_values(rigid: RigidBodyModel, theta: np.ndarray) -> np.ndarray:
@@ -50,20 +51,30 @@ def derived(sol: Solution, rigid: RigidBodyModel, beta: np.ndarray) -> dict[str,
     return out
 
 
-def delta_stderr(sol: Solution, rigid: RigidBodyModel) -> dict[str, float]:
-    """Standard errors of `derived` values by the delta method at β (HAC covariance)."""
-    names = list(derived(sol, rigid, sol.beta))
+def delta_covariance(sol: Solution, rigid: RigidBodyModel) -> tuple[list[str], np.ndarray]:
+    """The `derived` values' names (LAYOUT order) and their covariance (k, k) by the delta method
+    at β (a central-difference Jacobian; `sol.cov`: HAC plus the systematic part)."""
+    from ...sim import LAYOUT
+
+    found = derived(sol, rigid, sol.beta)
+    names = [n for n in LAYOUT.names if n in found]
     jac = np.zeros((len(names), len(sol.beta)))
     step = 1e-6 * np.maximum(np.abs(sol.beta), 1e-3)
     for i in range(len(sol.beta)):
         up, down = sol.beta.copy(), sol.beta.copy()
         up[i] += step[i]
         down[i] -= step[i]
-        fu = np.array([derived(sol, rigid, up)[n] for n in names])
-        fd = np.array([derived(sol, rigid, down)[n] for n in names])
-        jac[:, i] = (fu - fd) / (2 * step[i])
-    var = np.einsum("ij,jk,ik->i", jac, sol.cov, jac)
-    return {n: float(np.sqrt(max(v, 0.0))) for n, v in zip(names, var)}
+        fu, fd = derived(sol, rigid, up), derived(sol, rigid, down)
+        jac[:, i] = [(fu[n] - fd[n]) / (2 * step[i]) for n in names]
+    cov = jac @ sol.cov @ jac.T
+    return names, 0.5 * (cov + cov.T)
+
+
+def delta_stderr(sol: Solution, rigid: RigidBodyModel) -> dict[str, float]:
+    """Standard errors of `derived` values by the delta method at β (`sol.cov`: HAC plus the
+    systematic part)."""
+    names, cov = delta_covariance(sol, rigid)
+    return {n: float(np.sqrt(max(v, 0.0))) for n, v in zip(names, np.diag(cov))}
 
 
 def dynamics_params(sol: Solution, rigid: RigidBodyModel, start: DynamicsParams) -> DynamicsParams:
@@ -86,11 +97,14 @@ def dynamics_params(sol: Solution, rigid: RigidBodyModel, start: DynamicsParams)
     return DynamicsParams.from_vector(LAYOUT.vector(values))
 
 
-def identifiability_json(sol: Solution, rigid: RigidBodyModel, params: DynamicsParams) -> str:
+def identifiability_json(sol: Solution, rigid: RigidBodyModel, params: DynamicsParams, note: str | None = None) -> str:
     """The replay fit's identifiability_json form: one entry per twin parameter (free = this
-    route determined it), HAC standard errors, normal 95 % intervals, the base-parameter
-    directions as weak directions, flags `constrained` / `unidentifiable`."""
-    stderr = delta_stderr(sol, rigid)
+    route determined it), standard errors from `sol.cov` (HAC plus the systematic part), normal
+    95 % intervals, the base-parameter directions as weak directions, flags `constrained` /
+    `unidentifiable`; `note` (what the bars contain, `fit show` prints it) as `error_bar_note`;
+    the free parameters' full covariance (delta method, their own units) as `covariance`."""
+    names, cov = delta_covariance(sol, rigid)
+    stderr = {n: float(np.sqrt(max(v, 0.0))) for n, v in zip(names, np.diag(cov))}
     vec = LAYOUT.vector(LAYOUT.named(params))
     unident = {n for d in sol.base.unidentifiable for n in d["components"]}
     entries = []
@@ -112,7 +126,11 @@ def identifiability_json(sol: Solution, rigid: RigidBodyModel, params: DynamicsP
     return json.dumps({"method": "torque_wls_hac_v1",
                        "jacobian": "the torque equations' regressor (linear in the parameters)",
                        "condition_number": sol.base.condition_number, "sigma2": None, "dof": int(sol.rows),
-                       "parameters": entries, "weak_directions": weak, "seeds": 0})
+                       "parameters": entries, "weak_directions": weak, "seeds": 0, "error_bar_note": note,
+                       "covariance": {"names": names, "method": COVARIANCE_METHOD, "bandwidth_ticks": int(sol.bandwidth),
+                                      "dof": int(sol.rows), "description": (note or "").removeprefix("error bars: "),
+                                      "matrix": [[float(v) for v in row] for row in cov]}})
 
 
-__all__ = ["DIRECT_GROUPS", "PAYLOAD_NAMES", "delta_stderr", "derived", "dynamics_params", "identifiability_json"]
+__all__ = ["COVARIANCE_METHOD", "DIRECT_GROUPS", "PAYLOAD_NAMES", "delta_covariance", "delta_stderr", "derived",
+           "dynamics_params", "identifiability_json"]

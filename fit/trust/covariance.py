@@ -263,6 +263,8 @@ def strong_pairs(stored: dict | None, threshold: float = STRONG_RHO) -> list[tup
 
 def method_line(stored: dict | None) -> str:
     """One line naming how a stored covariance was estimated (older fits: Gauss–Newton, iid)."""
+    if stored and stored.get("description"):  # a route that states its own (the torque route)
+        return f"covariance: {stored['description']}"
     if not stored or stored.get("method") in (None, IID):
         return "covariance: Gauss–Newton σ²(JᵀJ)⁻¹, residuals treated as independent (optimistic at 1 kHz)"
     line = (f"covariance: sandwich with a Bartlett (Newey–West) long-run covariance of the per-tick scores, "
