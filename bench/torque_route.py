@@ -142,6 +142,20 @@ def main() -> None:
         replay(lake, default_rec)
 
 
+def print_comparison(torque_rec, replay_rec) -> None:
+    """`fit compare` of the torque fit and a replay fit on the same runs: how many parameters agree
+    within 3 combined standard errors, the worst |z| and every disagreeing one."""
+    from twinlake.fit.trust.compare import compare_fits
+
+    cmp = compare_fits(torque_rec, replay_rec, 3.0)
+    zs = [(abs(p.z), p.name) for p in cmp.parameters if p.z is not None]
+    agree = sum(p.verdict == "agree" for p in cmp.parameters)
+    worst = max(zs) if zs else (float("nan"), "-")
+    print(f"  fit compare {torque_rec.fit_id} {replay_rec.fit_id}: {agree}/{len(cmp.parameters)} agree within 3 "
+          f"combined standard errors; worst |z| {worst[0]:.2f} ({worst[1]}); disagree: "
+          + (", ".join(f"{p.name} z={p.z:+.2f}" for p in cmp.disagreeing) or "none") + f"; {cmp.verdict}")
+
+
 def replay(lake: Path, start) -> None:
     from twinlake.fit.run import FitSettings, run_fit
     from twinlake.sim import PARAM_NAMES
@@ -161,6 +175,7 @@ def replay(lake: Path, start) -> None:
         print(f"\nreplay fit from {label}: {out[label]:.1f} s wall, load {os.getloadavg()[0]:.1f}, "
               f"best loss {rec.best_loss:.5g}, delay {rec.params.motor_delay_ms}, worst armature/viscous error "
               f"{100 * worst:.2f} %, gates {rec.extra.get('local_gates')}")
+        print_comparison(start, rec)
     a, b = out.values()
     print(f"\nreplay fit: {a:.1f} s from nominal, {b:.1f} s with --start-from: {a / b:.2f}x")
 

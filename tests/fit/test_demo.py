@@ -128,3 +128,20 @@ def test_a_second_demo_reuses_its_recordings_and_adds_a_fit_beside_the_first(tmp
     assert con.execute("select count(*) from runs").fetchone()[0] == 3
     (lake / "fits" / "fit=demo-x").mkdir(parents=True)
     assert _new_fit_id(lake, "demo-x") == "demo-x-2" and _new_fit_id(lake, "demo-y") == "demo-y"
+
+
+def test_low_coverage_names_its_likely_cause():
+    from rich.console import Console
+
+    from twinlake.demo import coverage_cause
+
+    def printed(inside: int, gates: str) -> str:
+        console = Console(record=True, width=400)
+        cover = {f"p{i}": {"inside": i < inside} for i in range(32)}
+        coverage_cause(cover, gates, console)
+        return console.export_text()
+
+    assert printed(30, "trusted") == ""  # 94 %: nothing to explain
+    assert "stopped at its cap" in printed(14, "trusted: ...; not converged: the full-data LM reached its cap")
+    dither = printed(18, "trusted: at the noise floor")
+    assert "dithers the friction" in dither and "28 of 32" in dither
