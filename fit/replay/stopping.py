@@ -18,7 +18,6 @@ distance to the optimum in standard errors:
 
 from __future__ import annotations
 
-import numpy as np
 
 from .refine import REL_TOL
 
