@@ -86,7 +86,8 @@ def check(rec, truth_vec) -> tuple[int, int, list[str]]:
         ok = abs(z) <= 3 and ok_size
         bad += not ok
         rel = "" if near_zero else f"{100 * (est - tru) / tru:+.2f} %"
-        lines.append(f"  {name:22s} {est:10.5g} truth {tru:10.5g}  z {z:+6.2f}  {rel:>9s} {'ok' if ok else 'FAIL'}")
+        flag = " (the fit: unidentifiable)" if "unidentifiable" in (e.get("flags") or []) else ""
+        lines.append(f"  {name:22s} {est:10.5g} truth {tru:10.5g}  z {z:+6.2f}  {rel:>9s} {'ok' if ok else 'FAIL'}{flag}")
     return free, bad, lines
 
 

@@ -18,6 +18,7 @@ import json
 import numpy as np
 
 from ...sim import LAYOUT, DynamicsParams
+from ..trust.identifiability import UNIDENTIFIABLE_HALF_WIDTH
 from .regressor import RigidBodyModel
 from .solve import Solution
 
@@ -101,7 +102,8 @@ def identifiability_json(sol: Solution, rigid: RigidBodyModel, params: DynamicsP
     """The replay fit's identifiability_json form: one entry per twin parameter (free = this
     route determined it), standard errors from `sol.cov` (HAC plus the systematic part), normal
     95 % intervals, the base-parameter directions as weak directions, flags `constrained` /
-    `unidentifiable`; `note` (what the bars contain, `fit show` prints it) as `error_bar_note`;
+    `unidentifiable` (an unidentifiable base direction, or — the replay fit's rule,
+    fit/trust/identifiability.py — a 95 % half-width over half the bound range); `note` (what the bars contain, `fit show` prints it) as `error_bar_note`;
     the free parameters' full covariance (delta method, their own units) as `covariance`."""
     names, cov = delta_covariance(sol, rigid)
     stderr = {n: float(np.sqrt(max(v, 0.0))) for n, v in zip(names, np.diag(cov))}
@@ -115,6 +117,8 @@ def identifiability_json(sol: Solution, rigid: RigidBodyModel, params: DynamicsP
         if se is not None and sol.constrained:
             flags.append("constrained")
         if name in unident or (name.startswith("payload") and any(n.startswith("payload_") for n in unident)):
+            flags.append("unidentifiable")
+        elif se is not None and 1.96 * se > UNIDENTIFIABLE_HALF_WIDTH * (hi - lo):  # the replay fit's own rule
             flags.append("unidentifiable")
         entries.append({"name": name, "value": float(vec[i]), "free": se is not None,
                         "stderr": se, "ci95_low": None if se is None else float(vec[i] - 1.96 * se),
