@@ -22,6 +22,11 @@ bootstrap over replicates (the parameters of one replicate are not independent d
 
     nohup python bench/interval_coverage.py --family own --replicates 20 --out bench/interval-coverage-own.jsonl &
     python bench/interval_coverage.py --summary bench/interval-coverage-own.jsonl
+
+Named interval_coverage.py, not coverage.py: a `coverage.py` beside the bench scripts (their
+sys.path[0]) would shadow the `coverage` package, which numba imports (numba.misc.coverage_support)
+and uses while it compiles: tried, an @njit function then fails with "AttributeError: module
+'coverage' has no attribute 'types'".
 """
 
 from __future__ import annotations
