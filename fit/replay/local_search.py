@@ -29,7 +29,8 @@ MuJoCo's `mujoco.sysid` evaluates its Jacobian columns as one batch). The stages
    cheap stage profiled). The start's loss comes from the first Jacobian's centre row. LM stops
    once the linearised model puts the optimum within `FULL_STOP_SE` (0.5) standard errors
    (fit/replay/stopping.py: its Gauss–Newton step predicted to gain less than 0.25 σ², checked
-   before the steps are evaluated), or once an evaluated step gains less than that; a fit that
+   before the steps are evaluated), or once an evaluated step gains less than that (above the
+   floor gate, where the model's misfit sets the error, the cheap stage's rule instead); a fit that
    reaches the cap still paying says so in its gates ("not converged") with how far the
    optimum may be, since the error bars assume the point is at it. The last
    iteration's Jacobian is kept (as its R factor, and its per-tick scores J·r for the HAC
@@ -67,7 +68,7 @@ from . import payoff
 from .gates import AGREE_REL, FLOOR_GATE, floor_loss, gate_verdict, gates
 from .refine import REL_TOL, lm_batch, refine
 from .space import ParameterSpace
-from .stopping import convergence_note, full_rel_tol, cheap_rel_tol
+from .stopping import cheap_rel_tol, convergence_note, full_stop
 
 CHEAP_WINDOW_S = 1.0  # length of one cheap-fidelity window [s]
 CHEAP_ITERATIONS = 6
@@ -285,9 +286,9 @@ def local_seed(wd: Path, settings, seed: int, data, pool, cheap_pool_factory: Ca
     cheap = state["cheap"]
     if state["stage"] == "cheap":
         bar.note("full data: LM")
-        params, loss, jac, unconverged = _full_lm(pool, combine, settings, data, cheap["z"], cheap["delay"],
-                                                  cheap.get("offsets"), history, note)
         floor, reason = floor_loss(data)
+        params, loss, jac, unconverged = _full_lm(pool, combine, settings, data, cheap["z"], cheap["delay"],
+                                                  cheap.get("offsets"), history, note, floor)
         failed, notes = gates(cheap["start_losses"], loss, floor, reason)
         notes = list(cheap.get("notes", [])) + notes + ([unconverged] if unconverged else [])
         state = {"stage": "full", "cheap": cheap, "history": history, "params": params, "loss": loss,
@@ -319,22 +320,24 @@ def local_seed(wd: Path, settings, seed: int, data, pool, cheap_pool_factory: Ca
     return params, loss, history, gate_verdict(state, found, loss), jacobian
 
 
-def _full_lm(pool, combine, settings, data, z: np.ndarray, delay: int, offsets, history: list[dict], note
-             ) -> tuple[np.ndarray, float, dict | None, str | None]:
-    """Stage 2 from the cheap point z (n,) at its delay and offsets: (params, loss, the error
-    bars' Jacobian or None, `convergence_note` or None); its rows (stage 'local-full') are
+def _full_lm(pool, combine, settings, data, z: np.ndarray, delay: int, offsets, history: list[dict], note,
+             floor: float | None) -> tuple[np.ndarray, float, dict | None, str | None]:
+    """Stage 2 from the cheap point z (n,) at its delay and offsets, stopping by
+    fit/replay/stopping.py's `full_stop` at the noise floor's loss `floor`: (params, loss, the
+    error bars' Jacobian or None, `convergence_note` or None); its rows (stage 'local-full') are
     appended to `history`."""
     space = settings.parameter_space
     x0 = space.decode(z[None], np.array([delay]), offsets)[0]
     last: dict = {}
     cap, n_free = settings.refine_iterations or FULL_ITERATIONS, len(space.free_indices)
+    stop = full_stop(data, n_free, floor)
     params, loss, rows = refine(pool, combine, space, x0, None, cap,
                                 on_iteration=lambda i, l, d: note(f"full LM {i} (delay {d} ms): loss {l:.4g}"),
-                                profile_delay=False, rel_tol=full_rel_tol(data, n_free), last=last, predict_stop=True)
+                                profile_delay=False, rel_tol=stop, last=last, predict_stop=True)
     for r in rows:
         r["stage"] = "local-full"
     _append(history, rows, data.ticks_per_rollout)
-    unconverged = convergence_note(last, data, n_free, cap)
+    unconverged = convergence_note(last, data, n_free, cap, stop)
     if unconverged:
         note(unconverged)
     return params, loss, error_bar_jacobian(last, data) if "jac" in last else None, unconverged
@@ -373,7 +376,8 @@ def _explore_starts(state: dict, pool, combine, settings, data, cheap_pool_facto
     if ls[k] < cheap["loss"] * (1.0 - AGREE_REL):
         idx = np.flatnonzero(worse)[k]
         params, loss, jac, unconverged = _full_lm(pool, combine, settings, data, zs[k],
-                                                  int(cheap["start_delays"][idx]), None, history, note)
+                                                  int(cheap["start_delays"][idx]), None, history, note,
+                                                  state["floor_loss"])
         notes.append(f"start {idx + 1} continued to a lower cheap basin ({ls[k]:.4g} < {cheap['loss']:.4g}); "
                      f"full-data LM from it: {loss:.4g} against {state['loss']:.4g}"
                      + (f" ({unconverged})" if unconverged else ""))

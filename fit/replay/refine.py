@@ -21,6 +21,8 @@ Deterministic: no random numbers; results do not depend on the pool's slicing.
 
 from __future__ import annotations
 
+from typing import Callable
+
 import time
 
 import numpy as np
@@ -61,9 +63,10 @@ def _lm(pool, combine, space, z, delay, loss, iterations, rows, on_iteration, re
             except np.linalg.LinAlgError:
                 steps.append(np.zeros(n))
         predicted = _predicted_decrease(steps[0], jtj, jtr)
+        tol = rel_tol(loss) if callable(rel_tol) else rel_tol
         if last is not None:
             last.update(predicted_gain=predicted, iterations=len(rows) + 1, stop="cap")
-        if predict_stop and predicted < rel_tol * loss:
+        if predict_stop and predicted < tol * loss:
             if last is not None:
                 last["stop"] = "predicted"
             rows.append({"min": loss, "mean": loss, "best": loss, "iter_s": time.perf_counter() - t0, "lambda": None,
@@ -77,7 +80,7 @@ def _lm(pool, combine, space, z, delay, loss, iterations, rows, on_iteration, re
         k = int(np.argmin(np.where(np.isfinite(losses), losses, np.inf)))
         if last is not None:
             last["realised_gain"] = float(loss - losses[k])
-        improved = losses[k] < loss * (1.0 - rel_tol)  # stop once steps no longer pay
+        improved = losses[k] < loss * (1.0 - tol)  # stop once steps no longer pay
         if losses[k] < loss:
             z, loss = trial[k], float(losses[k])
             if last is not None:
@@ -101,7 +104,7 @@ def _predicted_decrease(step: np.ndarray, jtj: np.ndarray, jtr: np.ndarray) -> f
 
 
 def refine(pool, combine, space: ParameterSpace, best: np.ndarray, best_loss: float | None, iterations: int,
-           on_iteration=None, profile_delay: bool = True, rel_tol: float = REL_TOL,
+           on_iteration=None, profile_delay: bool = True, rel_tol: float | Callable[[float], float] = REL_TOL,
            last: dict | None = None, predict_stop: bool = False) -> tuple[np.ndarray, float, list[dict]]:
     """Refine an (n,) best vector (`LAYOUT` order); returns (params, loss, one history dict per iteration).
 
@@ -113,7 +116,7 @@ def refine(pool, combine, space: ParameterSpace, best: np.ndarray, best_loss: fl
     `combine((P, B)) -> (P,)` is the weighted loss. `profile_delay=False` keeps the delay
     (the caller profiled it already, e.g. on cheap data). `best_loss=None`: taken from the first
     Jacobian's centre row (Σ r²), saving one evaluation. LM stops once an iteration's relative
-    decrease is below `rel_tol`. `last` (a dict, with `profile_delay=False`) receives the last
+    decrease is below `rel_tol` (a number, or a function of the current loss). `last` (a dict, with `profile_delay=False`) receives the last
     iteration's Jacobian: `z` (n,) the normalised point it was taken at, `jac` (M, n) ∂r/∂z
     (forward differences), `r` (M,) the residuals at `z`, `moved` whether that iteration's step was taken (else the returned
     point is `z`), and `per_interval` (B,) the per-interval losses of the returned point (absent

@@ -155,7 +155,7 @@ def test_local_error_bars_reuse_the_last_full_lm_jacobian(synth_lake):
     assert [u.loss for u in rec.runs if u.role == "train"] == losses.tolist()
     # the full-data LM stopped at the first step gaining less than the tolerance
     full = [h["best"] for h in rec.history if h["stage"] == "local-full"]
-    tol = stopping.full_rel_tol(build_data(synth_lake, ["r1", "demo/r2:0"]), len(FREE))
+    tol = stopping.full_stop(build_data(synth_lake, ["r1", "demo/r2:0"]), len(FREE), None).tight
     assert 1 <= len(full) <= 3
     assert all(b1 <= b0 * (1 - tol) for b0, b1 in zip(full[:-2], full[1:-1]))
 

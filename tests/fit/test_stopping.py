@@ -18,10 +18,19 @@ def test_residual_count_is_q_and_dq_of_every_joint():
 def test_full_tolerance_is_the_squared_distance_in_standard_errors_per_residual():
     data, k = _data([12_000] * 3), 32
     m = stopping.residual_count(data)
-    tol = stopping.full_rel_tol(data, k)
-    assert np.isclose(tol * (m - k), stopping.FULL_STOP_SE ** 2)  # a gain of FULL_STOP_SE² σ², σ² = loss / (M − k)
+    stop = stopping.full_stop(data, k, floor=1.0)
+    assert np.isclose(stop(1.0) * (m - k), stopping.FULL_STOP_SE ** 2)  # a gain of FULL_STOP_SE² σ², σ² = loss / (M − k)
+    assert np.isclose(stop.sigma2_units(1.0, data, k), stopping.FULL_STOP_SE ** 2)
     # far tighter than the cheap stage's rule, which allows moving all k parameters by CHEAP_STOP_SE
-    assert stopping.cheap_rel_tol(data, k) > 100 * tol
+    assert stopping.cheap_rel_tol(data, k) > 100 * stop(1.0)
+
+
+def test_above_the_floor_gate_the_full_stop_is_the_cheap_rule():
+    data, k = _data([12_000] * 3), 32
+    stop = stopping.full_stop(data, k, floor=1.0)  # the gate: FLOOR_GATE × 1.0
+    assert stop(1.9) == stop.tight and stop(2.1) == stop.loose == stopping.cheap_rel_tol(data, k)
+    no_floor = stopping.full_stop(data, k, floor=None)  # no measurable floor: always tight
+    assert no_floor(1e9) == no_floor.tight
 
 
 def test_a_gauss_newton_gain_bounds_every_parameter_distance_in_its_standard_errors():
@@ -39,7 +48,9 @@ def test_convergence_note_only_when_the_cap_ended_a_still_paying_search():
     data, k = _data([1000]), 5
     r = np.full(stopping.residual_count(data), 0.1)
     sigma2 = float(r @ r) / (stopping.residual_count(data) - k)
-    for stop in ("predicted", "step"):
-        assert stopping.convergence_note({"stop": stop, "r": r, "realised_gain": 10 * sigma2}, data, k, 8) is None
-    note = stopping.convergence_note({"stop": "cap", "r": r, "realised_gain": 80 * sigma2}, data, k, 8)
+    stop = stopping.full_stop(data, k, floor=None)
+    for how in ("predicted", "step"):
+        assert stopping.convergence_note({"stop": how, "r": r, "realised_gain": 10 * sigma2}, data, k, 8, stop) is None
+    note = stopping.convergence_note({"stop": "cap", "r": r, "realised_gain": 80 * sigma2}, data, k, 8, stop)
     assert note.startswith("not converged") and "cap of 8 iterations" in note and "80 σ²" in note
+    assert "below 0.25 σ²" in note
