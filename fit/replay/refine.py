@@ -21,9 +21,8 @@ Deterministic: no random numbers; results do not depend on the pool's slicing.
 
 from __future__ import annotations
 
-from typing import Callable
-
 import time
+from typing import Callable
 
 import numpy as np
 
@@ -62,11 +61,10 @@ def _lm(pool, combine, space, z, delay, loss, iterations, rows, on_iteration, re
                 steps.append(np.linalg.solve(jtj + lam * np.diag(scale), -jtr))
             except np.linalg.LinAlgError:
                 steps.append(np.zeros(n))
-        predicted = _predicted_decrease(steps[0], jtj, jtr)
         tol = rel_tol(loss) if callable(rel_tol) else rel_tol
         if last is not None:
-            last.update(predicted_gain=predicted, iterations=len(rows) + 1, stop="cap")
-        if predict_stop and predicted < tol * loss:
+            last["stop"] = "cap"
+        if predict_stop and _predicted_decrease(steps[0], jtj, jtr) < tol * loss:
             if last is not None:
                 last["stop"] = "predicted"
             rows.append({"min": loss, "mean": loss, "best": loss, "iter_s": time.perf_counter() - t0, "lambda": None,
@@ -120,9 +118,8 @@ def refine(pool, combine, space: ParameterSpace, best: np.ndarray, best_loss: fl
     iteration's Jacobian: `z` (n,) the normalised point it was taken at, `jac` (M, n) ∂r/∂z
     (forward differences), `r` (M,) the residuals at `z`, `moved` whether that iteration's step was taken (else the returned
     point is `z`), and `per_interval` (B,) the per-interval losses of the returned point (absent
-    when no step was taken at all), and how LM ended: `iterations` used, `stop` ('predicted', 'step'
-    or 'cap'), `predicted_gain` the last Gauss–Newton step's predicted decrease and `realised_gain`
-    the last evaluated step's actual one (loss units). `predict_stop`: also stop, before evaluating any step, once
+    when no step was taken at all), and how LM ended: `stop` ('predicted', 'step' or 'cap') and
+    `realised_gain` the last evaluated step's loss decrease (loss units). `predict_stop`: also stop, before evaluating any step, once
     the Gauss–Newton step (the smallest λ) is predicted by the linearised model to gain less
     than `rel_tol` (its history row then has `lambda` None and no per-interval minimum).
     """

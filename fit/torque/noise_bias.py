@@ -30,6 +30,7 @@ import numpy as np
 
 from .derivatives import lowpass
 from .equations import SegmentEquations
+from .residuals import high_frequency_share
 
 RATE_HZ = 1000.0
 
@@ -68,7 +69,7 @@ def velocity_noise(eqs: list[SegmentEquations], damping_nms_rad: np.ndarray | No
     cutoff_hz = eqs[0].cutoff_hz
     if len(resid) < 2:  # nothing usable to measure the noise on: no correction
         return VelocityNoise(np.zeros(7), np.zeros(7), np.zeros(7), np.zeros(7))
-    sigma = np.nan_to_num(resid.std(axis=0)) / np.sqrt(max(1.0 - 2.0 * cutoff_hz / RATE_HZ, 1e-6))
+    sigma = np.nan_to_num(resid.std(axis=0)) / np.sqrt(high_frequency_share(cutoff_hz, RATE_HZ))
     corr, diff_sq = filter_autocorrelation(cutoff_hz, delay_ticks + 1)
     damping = np.zeros(7) if damping_nms_rad is None else np.nan_to_num(np.asarray(damping_nms_rad, float))
     feedback = RATE_HZ * sigma**2 * (corr[delay_ticks] - corr[delay_ticks + 1])

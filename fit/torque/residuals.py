@@ -75,13 +75,20 @@ def score(eqs: list[SegmentEquations], beta: np.ndarray, delay: int, cutoff_hz: 
         use = eq.rows & np.isfinite(y)
         sums["dev"] += np.where(use, (y - mean) ** 2, 0).sum(0)
     n = np.maximum(sums["n"], 1)
-    passband = max(1e-6, 1.0 - 2.0 * cutoff_hz / rate_hz)
+    passband = high_frequency_share(cutoff_hz, rate_hz)
     with np.errstate(divide="ignore", invalid="ignore"):
         explained = 1.0 - sums["filt"] / sums["dev"]
     return TorqueScore(rmse_raw_nm=np.sqrt(sums["raw"] / n), rmse_filtered_nm=np.sqrt(sums["filt"] / n),
                        floor_nm=np.sqrt(sums["hf"] / n / passband), variance_explained=explained,
                        variance_explained_all=float(1.0 - sums["filt"].sum() / max(sums["dev"].sum(), 1e-300)),
                        rows=int(sums["n"].sum()))
+
+
+def high_frequency_share(cutoff_hz: float, rate_hz: float = 1000.0) -> float:
+    """The share of white noise's variance above the route's low-pass at cutoff_hz [Hz] (what
+    the recorded minus the filtered signal keeps of it): 1 − 2·f_c/f_s, at least 1e-6; dividing
+    that residual's variance by it gives the noise's own."""
+    return max(1e-6, 1.0 - 2.0 * cutoff_hz / rate_hz)
 
 
 def adequacy_line(role: str, s: TorqueScore, max_ratio: float = MAX_FLOOR_RATIO) -> tuple[str, bool | None]:
@@ -96,4 +103,4 @@ def adequacy_line(role: str, s: TorqueScore, max_ratio: float = MAX_FLOOR_RATIO)
             f"{100 * s.variance_explained_all:.2f} %", ok)
 
 
-__all__ = ["MAX_FLOOR_RATIO", "TorqueScore", "adequacy_line", "score"]
+__all__ = ["MAX_FLOOR_RATIO", "TorqueScore", "adequacy_line", "high_frequency_share", "score"]

@@ -55,8 +55,6 @@ def derived(sol: Solution, rigid: RigidBodyModel, beta: np.ndarray) -> dict[str,
 def delta_covariance(sol: Solution, rigid: RigidBodyModel) -> tuple[list[str], np.ndarray]:
     """The `derived` values' names (LAYOUT order) and their covariance (k, k) by the delta method
     at β (a central-difference Jacobian; `sol.cov`: HAC plus the systematic part)."""
-    from ...sim import LAYOUT
-
     found = derived(sol, rigid, sol.beta)
     names = [n for n in LAYOUT.names if n in found]
     jac = np.zeros((len(names), len(sol.beta)))
@@ -69,13 +67,6 @@ def delta_covariance(sol: Solution, rigid: RigidBodyModel) -> tuple[list[str], n
         jac[:, i] = [(fu[n] - fd[n]) / (2 * step[i]) for n in names]
     cov = jac @ sol.cov @ jac.T
     return names, 0.5 * (cov + cov.T)
-
-
-def delta_stderr(sol: Solution, rigid: RigidBodyModel) -> dict[str, float]:
-    """Standard errors of `derived` values by the delta method at β (`sol.cov`: HAC plus the
-    systematic part)."""
-    names, cov = delta_covariance(sol, rigid)
-    return {n: float(np.sqrt(max(v, 0.0))) for n, v in zip(names, np.diag(cov))}
 
 
 def dynamics_params(sol: Solution, rigid: RigidBodyModel, start: DynamicsParams) -> DynamicsParams:
@@ -136,5 +127,5 @@ def identifiability_json(sol: Solution, rigid: RigidBodyModel, params: DynamicsP
                                       "matrix": [[float(v) for v in row] for row in cov]}})
 
 
-__all__ = ["COVARIANCE_METHOD", "DIRECT_GROUPS", "PAYLOAD_NAMES", "delta_covariance", "delta_stderr", "derived",
+__all__ = ["COVARIANCE_METHOD", "DIRECT_GROUPS", "PAYLOAD_NAMES", "delta_covariance", "derived",
            "dynamics_params", "identifiability_json"]
