@@ -7,6 +7,10 @@ R (T, 7, k_rigid) — the regressor's columns of the freed bodies — and L (T, 
 own columns (friction_basis.joint_columns) in row j only; the normal matrix is assembled from
 them without ever forming the dense (7T, p) matrix.
 
+Which rows are used: every recorded (usable) row under tanh; under Stribeck the rows the rest
+rule keeps (soft_friction.py, applied by `with_rest_rule` once the breakaway levels it needs
+are estimated).
+
 known (T, 7) [N·m]:
 - commanded: the nominal links' velocity and acceleration torque (their gravity is what the
   firmware compensates) minus the configured load's gravity (the firmware compensates it too);
@@ -15,13 +19,14 @@ known (T, 7) [N·m]:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from .derivatives import Segment, lowpass
-from .friction_basis import REST_VARIANTS, REST_VELOCITY_RAD_S, joint_columns, rest_mask
+from .friction_basis import joint_columns
 from .regressor import BODY_PARAMS, LINKS, RigidBodyModel
+from .soft_friction import REST_VARIANTS, RestRule
 
 FLANGE_LINK = LINKS - 1  # link 7's block in Pinocchio's θ
 
@@ -30,7 +35,7 @@ FLANGE_LINK = LINKS - 1  # link 7's block in Pinocchio's θ
 class EquationSpec:
     """What the equations contain: the signal, the friction law, the joint-local groups
     (friction_basis), whether the payload and/or the links are free, the configured load's
-    link-7-frame θ (10,) (commanded route), the rest threshold [rad/s] and the delays scanned."""
+    link-7-frame θ (10,) (commanded route) and the delays scanned."""
 
     signal: str
     law: str
@@ -38,7 +43,6 @@ class EquationSpec:
     payload: bool
     links: bool
     configured_theta: tuple[float, ...] = (0.0,) * 10
-    rest_velocity_rad_s: float = REST_VELOCITY_RAD_S
     delays: tuple[int, ...] = (0,)
 
     @property
@@ -65,8 +69,10 @@ class SegmentEquations:
     """One segment's blocks at its T sampled ticks `index` (into the segment's full-rate
     ticks): R (T, 7, k), L (T, 7, g), known (T, 7), rows (T, 7) bool used, seq (T,); the
     torques tau (filtered) and tau_raw (as recorded) at the full rate (T_full, 7);
-    variant_rows: per friction_basis.REST_VARIANTS the rows (T, 7) that rule would use
-    (Stribeck; empty under tanh, where no row is left out); inertia_diag (T, 7) [kg·m²] the
+    variant_rows: per soft_friction.REST_VARIANTS the rows (T, 7) that rule would use
+    (Stribeck; empty under tanh, where no row is left out); recorded (T, 7) the rows before
+    any rest rule, dq and ddq (T_full, 7) the filtered signals it reads [rad/s, rad/s²] and
+    reach [ticks] how far the filter spreads a row; inertia_diag (T, 7) [kg·m²] the
     nominal links' M_jj(q) (zeros without an armature column) and dq_residual (U, 7) [rad/s]
     the recorded minus the low-passed dq on the usable ticks, with cutoff_hz: what
     noise_bias.py needs."""
@@ -80,6 +86,10 @@ class SegmentEquations:
     seq: np.ndarray
     index: np.ndarray
     variant_rows: tuple[np.ndarray, ...] = ()
+    recorded: np.ndarray | None = None
+    dq: np.ndarray | None = None
+    ddq: np.ndarray | None = None
+    reach: int = 0
     inertia_diag: np.ndarray | None = None
     dq_residual: np.ndarray | None = None
     cutoff_hz: float = 0.0
@@ -124,9 +134,6 @@ def build(seg: Segment, spec: EquationSpec, rigid: RigidBodyModel, step: int = 1
         R = np.zeros((len(q), 7, 0))
     local = []
     rows = np.repeat(usable[index, None], 7, axis=1)
-    variants = REST_VARIANTS if spec.law == "stribeck" else ()
-    variant_rows = tuple(rows.copy() for _ in variants)
-    reach = int(np.ceil(1000.0 / seg.cutoff_hz))  # the filter spreads a rest row this far [ticks]
     for j in range(7):  # formed at the full rate from the recorded dq, then filtered as the torque
         cols = joint_columns(spec.joint_groups, spec.law, seg.dq_raw[:, j], seg.dq_next[:, j], seg.ddq[:, j])
         full = np.column_stack(list(cols.values())) if cols else np.zeros((len(seg.seq), 0))
@@ -135,15 +142,27 @@ def build(seg: Segment, spec: EquationSpec, rigid: RigidBodyModel, step: int = 1
             if name in ("armature", "mu_viscous"):  # linear in filtered signals already
                 smooth[:, c] = full[:, c]
         local.append(smooth[index])
-        rows[:, j] &= rest_mask(spec.law, seg.dq[:, j], spec.rest_velocity_rad_s, reach)[index]
-        for v, alt in zip(variants, variant_rows):
-            alt[:, j] &= rest_mask(spec.law, seg.dq[:, j], spec.rest_velocity_rad_s * v.threshold_factor,
-                                   int(round(reach * v.reach_factor)))[index]
     L = np.stack(local, axis=1)
     inertia = rigid.inertia_diagonal(q) if "armature" in spec.joint_groups else np.zeros(q.shape)
     return SegmentEquations(R=np.ascontiguousarray(R), L=L, known=known, tau=seg.tau, tau_raw=seg.tau_raw, rows=rows,
-                            seq=seg.seq[index], index=index, variant_rows=variant_rows, inertia_diag=inertia,
+                            seq=seg.seq[index], index=index, recorded=rows.copy(), dq=seg.dq, ddq=seg.ddq,
+                            reach=int(np.ceil(1000.0 / seg.cutoff_hz)), inertia_diag=inertia,
                             dq_residual=(seg.dq_raw - seg.dq)[seg.usable], cutoff_hz=float(seg.cutoff_hz))
+
+
+def with_rest_rule(eq: SegmentEquations, rule: RestRule | None) -> SegmentEquations:
+    """`eq` with the rows (and the REST_VARIANTS' rows) `rule` keeps (soft_friction.py); with
+    no rule (the tanh law: nothing set-valued) every recorded row and no variants."""
+    if rule is None:
+        return replace(eq, rows=eq.recorded.copy(), variant_rows=())
+    rows = eq.recorded.copy()
+    variant_rows = tuple(eq.recorded.copy() for _ in REST_VARIANTS)
+    for j in range(7):
+        rows[:, j] &= rule.at_level(j, eq.dq[:, j], eq.ddq[:, j], eq.reach)[eq.index]
+        for v, alt in zip(REST_VARIANTS, variant_rows):
+            alt[:, j] &= rule.at_level(j, eq.dq[:, j], eq.ddq[:, j], int(round(eq.reach * v.reach_factor)),
+                                       v.margin_factor)[eq.index]
+    return replace(eq, rows=rows, variant_rows=variant_rows)
 
 
 def normal_equations(eqs: list[SegmentEquations], weights: np.ndarray, targets: list[np.ndarray]
@@ -181,4 +200,4 @@ def scores(eq: SegmentEquations, weights: np.ndarray, residual: np.ndarray) -> n
     return out
 
 
-__all__ = ["EquationSpec", "SegmentEquations", "build", "normal_equations", "scores"]
+__all__ = ["EquationSpec", "SegmentEquations", "build", "normal_equations", "scores", "with_rest_rule"]

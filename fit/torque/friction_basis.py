@@ -13,14 +13,12 @@ the columns are sign(q̇)·e and sign(q̇)·(1 − e), e = exp(−(q̇/v_s)²); 
 not linear in its shape (φ2, φ3): the torque route does not offer it.
 
 **At rest.** Under the Stribeck law the breakaway level is MuJoCo's friction-loss constraint:
-a set-valued force in [−mu_s, mu_s] while the joint sticks, so a sample at (or within
-`rest_velocity_rad_s` of) zero velocity carries no equation for it. Those rows are left out of
-that joint's equations (not used as inequalities). What is left identifies mu_s only through
-the slow sliding samples (|q̇| between the threshold and a few v_s); its error bar says how
-well. The tanh law is a smooth function of q̇ with no set-valued part: every row is kept.
-Where the threshold and the reach sit is an analysis choice (MuJoCo's friction-loss constraint
-is soft, so rows just above the threshold still carry some unmodelled force): REST_VARIANTS
-are the alternatives whose effect on β becomes a systematic error bar (systematic.py).
+a set-valued force in [−mu_s, mu_s] while the joint sticks, and a soft one (creeping, braking
+below its level) near rest. Rows where it is not at its level carry no equation for it and are
+left out (not used as inequalities); which rows those are is the rest rule of soft_friction.py.
+What is kept includes the slow sliding just after each breakaway, where the column sign(q̇)·e
+is largest, so mu_s and mu_d are both identified. The tanh law is a smooth function of q̇ with
+no set-valued part: every row is kept.
 
 On the measured (link-side) route the same friction columns, with the same signs, describe
 friction between the torque sensor and the link; the rotor inertia is never a column there.
@@ -28,28 +26,11 @@ friction between the torque sensor and the link; the rotor inertia is never a co
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 VELOCITY_SCALE_RAD_S = 0.02  # the twin's v_s and v_t (sim/kernels.py)
-REST_VELOCITY_RAD_S = 0.03  # |q̇| below it: no equation for a set-valued Stribeck joint
 
 LAWS = ("stribeck", "tanh")
-
-
-@dataclass(frozen=True)
-class RestVariant:
-    """An alternative rest rule for the systematic error bar (fit/torque/systematic.py): the
-    threshold and the filter's reach multiplied by these factors."""
-
-    name: str
-    threshold_factor: float
-    reach_factor: float
-
-
-# The analysis choices varied under the Stribeck law: 0.03 -> 0.05 rad/s, and 1/f_c -> 2/f_c.
-REST_VARIANTS = (RestVariant("rest threshold x5/3", 5.0 / 3.0, 1.0), RestVariant("filter reach x2", 1.0, 2.0))
 
 
 def check_law(law: str) -> str:
@@ -93,17 +74,4 @@ def joint_columns(groups: tuple[str, ...], law: str, dq: np.ndarray, dq_next: np
     return out
 
 
-def rest_mask(law: str, dq: np.ndarray, threshold_rad_s: float = REST_VELOCITY_RAD_S, reach: int = 0) -> np.ndarray:
-    """(T,) bool: rows that carry an equation: under Stribeck False for |q̇| < threshold and
-    for `reach` ticks either side of such a row (the low-pass spreads its unmodelled
-    friction that far); every row under tanh."""
-    if law != "stribeck":
-        return np.ones(len(dq), dtype=bool)
-    rest = np.abs(dq) < threshold_rad_s
-    if reach > 0:
-        rest = np.convolve(rest.astype(float), np.ones(2 * reach + 1), mode="same") > 0
-    return ~rest
-
-
-__all__ = ["LAWS", "REST_VARIANTS", "REST_VELOCITY_RAD_S", "RestVariant", "VELOCITY_SCALE_RAD_S", "check_law", "joint_columns", "law_columns",
-           "rest_mask"]
+__all__ = ["LAWS", "VELOCITY_SCALE_RAD_S", "check_law", "joint_columns", "law_columns"]

@@ -21,9 +21,10 @@ import numpy as np
 
 from ...sim.load import EndLoad
 from .derivatives import segments
-from .equations import build
+from .equations import build, with_rest_rule
 from .regressor import RigidBodyModel
 from .residuals import MAX_FLOOR_RATIO, TorqueScore, adequacy_line, score
+from .soft_friction import RestRule
 from .route import TorqueFitSettings, decimation, equation_spec, read_samples
 
 
@@ -66,6 +67,7 @@ def held_out_scores(lake: Path, rec, selectors: list[str], max_floor_ratio: floa
         raise ValueError(f"fit {rec.fit_id}: its stored parameters do not match its settings' equations")
     beta = np.array([b["value"] for b in torque["beta"]])
     filt = torque["filter"]
+    rule = _rest_rule(rec.fit_id, spec.law, torque)
     out = []
     for sel in selectors:
         run, _ = read_samples(lake, sel, settings.torque)
@@ -73,11 +75,22 @@ def held_out_scores(lake: Path, rec, selectors: list[str], max_floor_ratio: floa
                            max_fill_ticks=filt["max_fill_ticks"], guard_ticks=filt["guard_ticks"])
         if not segs:
             raise ValueError(f"{run.label}: no segment long enough to filter")
-        eqs = [build(s, spec, rigid, decimation(filt["cutoff_hz"])) for s in segs]
+        eqs = [with_rest_rule(build(s, spec, rigid, decimation(filt["cutoff_hz"])), rule) for s in segs]
         s = score(eqs, beta, int(torque["delay_ms"]), filt["cutoff_hz"])
         line, ok = adequacy_line(f"held-out {run.label}", s, max_floor_ratio)
         out.append(HeldOutScore(run.label, s, line, ok, run.robot, run.run, (int(run.seq[0]), int(run.seq[-1]))))
     return out
+
+
+def _rest_rule(fit_id: str, law: str, torque: dict) -> RestRule | None:
+    """The rest rule the fit used (None under tanh); ValueError for a Stribeck fit stored
+    without one (made before the rule: fit it again)."""
+    if law != "stribeck":
+        return None
+    if not isinstance(torque.get("rest_rule"), dict):
+        raise ValueError(f"fit {fit_id}: a Stribeck torque fit stored without its rest rule "
+                         "(made by an older twinlake); run the torque fit again to score held-out runs")
+    return RestRule.from_dict(torque["rest_rule"])
 
 
 def torque_validation(rec, result: HeldOutScore, max_floor_ratio: float, created_utc: str):

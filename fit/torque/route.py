@@ -35,12 +35,13 @@ from ...sim import DynamicsParams
 from ...sim.params import MAX_DELAY_MS
 from ..records.record import FitRecord, IntervalUse, publish_fit
 from .derivatives import FilterSpec, cutoff_from_spectrum, segments
-from .equations import EquationSpec, build
-from .friction_basis import REST_VELOCITY_RAD_S, check_law
+from .equations import EquationSpec, build, with_rest_rule
+from .friction_basis import check_law
 from .regressor import RigidBodyModel
 from .residuals import adequacy_line, score
 from .signals import MEANING, RunSamples, choose_signal, samples
-from .solve import solve
+from .soft_friction import CREEP_MARGIN, FrictionConstraint
+from .solve import solve_at_level
 from .systematic import error_bar_note
 from .twin_params import dynamics_params, identifiability_json
 
@@ -63,7 +64,7 @@ class TorqueFitSettings:
     configured_load: dict | None = None
     model_path: str | None = None
     delay_ms: int | None = None
-    rest_velocity_rad_s: float = REST_VELOCITY_RAD_S
+    creep_margin: float = CREEP_MARGIN  # the rest rule's margin over the creep acceleration (soft_friction)
     max_fill_ticks: int = 5
     guard_ticks: int = 1
     start_from: str | None = None  # the fit whose parameters are the nominal model (None: the twin's)
@@ -108,11 +109,9 @@ def equation_spec(settings: TorqueFitSettings, signal: str, rigid: RigidBodyMode
         delays = (int(settings.delay_ms),) if settings.delay_ms is not None else tuple(range(MAX_DELAY_MS + 1))
         theta_cfg = rigid.payload_theta(configured.mass_kg, configured.com_m, configured.inertia_kgm2)
         return EquationSpec(signal, law, groups, payload="+payload" in settings.params, links=False,
-                            configured_theta=tuple(theta_cfg), rest_velocity_rad_s=settings.rest_velocity_rad_s,
-                            delays=delays)
+                            configured_theta=tuple(theta_cfg), delays=delays)
     groups = ("mu_viscous", "friction", "tau_offset")
-    return EquationSpec(signal, law, groups, payload=True, links="+links" in settings.params,
-                        rest_velocity_rad_s=settings.rest_velocity_rad_s, delays=(0,))
+    return EquationSpec(signal, law, groups, payload=True, links="+links" in settings.params, delays=(0,))
 
 
 def nominal_beta(spec: EquationSpec, rigid: RigidBodyModel, start: DynamicsParams) -> np.ndarray:
@@ -185,7 +184,11 @@ def fit_torque(lake: Path, settings: TorqueFitSettings, *, fit_id: str | None = 
                        max_fill_ticks=settings.max_fill_ticks, guard_ticks=settings.guard_ticks)
     train_eqs, gaps = _equations(runs, spec, rigid, fspec)
     flat = [e for per_run in train_eqs for e in per_run]
-    sol = solve(flat, spec, nominal_beta(spec, rigid, start), _damping(runs) if signal == "commanded" else None)
+    sol, flat, rule = solve_at_level(flat, spec, nominal_beta(spec, rigid, start),
+                                     _damping(runs) if signal == "commanded" else None,
+                                     constraint_builder(settings.model_path), start.mu_static, start.armature,
+                                     settings.creep_margin)
+    train_eqs = _regroup(train_eqs, flat)
     sol.extra["delay_scanned"] = signal == "commanded" and settings.delay_ms is None
     params = dynamics_params(sol, rigid, start)
     train_score = score(flat, sol.beta, sol.delay, cutoff)
@@ -193,6 +196,7 @@ def fit_torque(lake: Path, settings: TorqueFitSettings, *, fit_id: str | None = 
     hold_scores = []
     if holdout:
         hold_eqs, hold_gaps = _equations(holdout, spec, rigid, fspec)
+        hold_eqs = [[with_rest_rule(e, rule) for e in per_run] for per_run in hold_eqs]
         gaps.update(hold_gaps)
         hold_scores = [score(e, sol.beta, sol.delay, cutoff) for e in hold_eqs]
     hold_all = score([e for h in (hold_eqs if holdout else []) for e in h], sol.beta, sol.delay, cutoff) if holdout else None
@@ -203,7 +207,7 @@ def fit_torque(lake: Path, settings: TorqueFitSettings, *, fit_id: str | None = 
     lines = [adequacy_line("training", train_score)]
     if hold_all is not None:
         lines.append(adequacy_line("held-out", hold_all))
-    torque = torque_summary(sol, spec, signal, fspec, gaps, train_score, hold_all, lines, rigid)
+    torque = torque_summary(sol, spec, signal, fspec, gaps, train_score, hold_all, lines, rigid, rule)
     wall = time.perf_counter() - t0
     rec = FitRecord(
         fit_id=fit_id or f"fit-{datetime.now(timezone.utc).strftime('%Y%m%dT%H%M%S')}-{settings.digest()[:8]}",
@@ -219,6 +223,25 @@ def fit_torque(lake: Path, settings: TorqueFitSettings, *, fit_id: str | None = 
     if publish:
         publish_fit(lake, rec)
     return rec
+
+
+def constraint_builder(model_path: str | None):
+    """armature (7,) -> the twin's FrictionConstraint (soft_friction.py) on the model at
+    `model_path` (the bundled FR3 when None)."""
+    from ...sim.model import arm_index, load_model
+
+    model = load_model(model_path)
+    dofs = arm_index(model).dof_adr
+    return lambda armature: FrictionConstraint.of_model(model, dofs, armature)
+
+
+def _regroup(per_run: list[list], flat: list) -> list[list]:
+    """`flat` cut back into `per_run`'s shape."""
+    out, i = [], 0
+    for group in per_run:
+        out.append(flat[i:i + len(group)])
+        i += len(group)
+    return out
 
 
 def _damping(runs: list[RunSamples]) -> np.ndarray | None:
@@ -240,7 +263,7 @@ def _finite(x: float) -> float | None:
     return float(x) if np.isfinite(x) else None
 
 
-def torque_summary(sol, spec, signal, fspec, gaps, train_score, hold_score, lines, rigid) -> dict:
+def torque_summary(sol, spec, signal, fspec, gaps, train_score, hold_score, lines, rigid, rule=None) -> dict:
     """torque_json: what the route did and found (module docstring)."""
     stderr, iid = sol.stderr, np.sqrt(np.maximum(np.diag(sol.cov_iid), 0.0))
     hac = np.sqrt(np.maximum(np.diag(sol.cov_hac), 0.0))
@@ -248,8 +271,10 @@ def torque_summary(sol, spec, signal, fspec, gaps, train_score, hold_score, line
     out = {"signal": signal, "meaning": MEANING[signal], "friction_law": spec.law,
            "decimation_ticks": decimation(fspec.cutoff_hz),
            "joint_groups": list(spec.joint_groups), "bodies": spec.bodies, "filter": fspec.to_dict(), "gaps": gaps,
-           "rest_velocity_rad_s": spec.rest_velocity_rad_s,
-           "rest_rule": "rows with |dq| below it are left out under the Stribeck law (set-valued friction at rest)",
+           "rest_rule": None if rule is None else rule.to_dict() | {
+               "passes": sol.extra.get("rest_rule_passes"),
+               "meaning": "Stribeck: a row is used when b·|dq| + sign(dq)·ddq >= margin·creep_accel (the twin's "
+                          "friction-loss constraint at its level) and no row within the filter's reach is not"},
            "delay_ms": sol.delay, "delay_scan": {str(k): v for k, v in sol.delay_scan.items()},
            "sigma_nm": sol.sigma_nm.tolist(), "hac_bandwidth_ticks": sol.bandwidth, "rows": sol.rows,
            "constrained": sol.constrained, "base_parameters": sol.base.to_dict(),

@@ -9,18 +9,25 @@ corrected for the armature's errors-in-variables bias from velocity noise (noise
 delay scan's residuals use the corrected estimates); (5) estimate.constrain;
 (6) HAC covariance of the unconstrained estimate; (7) under the Stribeck law the systematic
 (rest-rule) component added to it (systematic.py).
+
+Under the Stribeck law the rows used depend on the breakaway levels being estimated (the rest
+rule, soft_friction.py), so `solve_at_level` alternates: rule from the current levels and
+armature, solve, until the levels move less than 2 % (at most REST_RULE_PASSES solves; the
+first rule from the nominal model).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from .base_params import Identifiability, analyse
-from .equations import EquationSpec, SegmentEquations, normal_equations, scores
+from .equations import EquationSpec, SegmentEquations, normal_equations, scores, with_rest_rule
 from .estimate import BodyBlock, bartlett_bandwidth, constrain, hac_covariance
 from .noise_bias import VelocityNoise, correction, velocity_noise
+from .soft_friction import CREEP_MARGIN, FrictionConstraint, RestRule
 from .systematic import Systematic, rest_systematic
 
 
@@ -147,4 +154,42 @@ def solve(eqs: list[SegmentEquations], spec: EquationSpec, beta_nom: np.ndarray,
                     constrained=moved, rows=rows, cov_hac=cov_hac, systematic=syst, extra=extra)
 
 
-__all__ = ["Solution", "lower_bounds", "solve"]
+REST_RULE_PASSES = 4
+
+
+def _joint_values(beta: np.ndarray, names: list[str], group: str, fallback: np.ndarray) -> np.ndarray:
+    """(7,) β's `group`_j1..j7 where it has them, else `fallback`'s."""
+    out = np.array(fallback, dtype=float)
+    for j in range(7):
+        if f"{group}_j{j + 1}" in names:
+            out[j] = beta[names.index(f"{group}_j{j + 1}")]
+    return out
+
+
+def solve_at_level(eqs: list[SegmentEquations], spec: EquationSpec, beta_nom: np.ndarray,
+                   damping_nms_rad: np.ndarray | None, constraint_of: Callable[[np.ndarray], FrictionConstraint],
+                   start_mu_static: np.ndarray, start_armature: np.ndarray, margin: float = CREEP_MARGIN,
+                   ) -> tuple[Solution, list[SegmentEquations], RestRule | None]:
+    """(Solution, the equations with the rows it used, the rest rule or None under tanh)
+    (module docstring). constraint_of: armature (7,) [kg·m²] -> the twin's FrictionConstraint;
+    start_mu_static, start_armature (7,): the nominal model's, for the first rule."""
+    if spec.law != "stribeck":
+        eqs = [with_rest_rule(e, None) for e in eqs]
+        return solve(eqs, spec, beta_nom, damping_nms_rad), eqs, None
+    names = spec.names()
+    mu, armature = np.asarray(start_mu_static, float), np.asarray(start_armature, float)
+    for passes in range(1, REST_RULE_PASSES + 1):
+        rule = RestRule.make(constraint_of(armature), mu, margin)
+        eqs = [with_rest_rule(e, rule) for e in eqs]
+        sol = solve(eqs, spec, beta_nom, damping_nms_rad)
+        new_mu = _joint_values(sol.beta, names, "mu_static", mu)
+        armature = np.maximum(_joint_values(sol.beta, names, "armature", armature), 0.0)
+        settled = np.all(np.abs(new_mu - mu) <= 0.02 * np.maximum(np.abs(mu), 1e-3))
+        mu = new_mu
+        if settled:
+            break
+    sol.extra["rest_rule_passes"] = passes
+    return sol, eqs, rule
+
+
+__all__ = ["REST_RULE_PASSES", "Solution", "lower_bounds", "solve", "solve_at_level"]

@@ -1,11 +1,12 @@
 """The torque route's systematic (analysis-choice) error bar under the Stribeck law.
 
-Which rows sit "at rest" is a choice: MuJoCo's friction-loss constraint is soft, so the rows
-just above the rest threshold (friction_basis.REST_VELOCITY_RAD_S, and the filter's reach
-around a rest row) still carry some friction force the Stribeck columns do not model, and it
-leaks into the other parameters (the armature most). The HAC covariance cannot see it: it is
+Which rows sit "at rest" is partly a choice: the rest rule (soft_friction.py) reads the
+filtered acceleration against a margin over the constraint's creep acceleration, and the
+filter's reach around a row off its level is a length chosen from the cutoff; a row kept
+wrongly carries friction force the Stribeck columns do not model, and it leaks into the other
+parameters. The HAC covariance cannot see it: it is
 a bias, not noise. So the same weighted problem (same weights, delay, prior) is solved again
-under each friction_basis.REST_VARIANTS rule (only the row mask changes; the regressor is
+under each soft_friction.REST_VARIANTS rule (only the row mask changes; the regressor is
 reused) and the shift δ_v = β_v − β̂ (p,) measures how much the choice matters.
 
 Part of a shift is plain statistics: the variant drops rows, and a smaller sample moves the
@@ -26,7 +27,7 @@ import numpy as np
 
 from .equations import SegmentEquations, normal_equations, scores
 from .estimate import hac_long_run
-from .friction_basis import REST_VARIANTS
+from .soft_friction import REST_VARIANTS
 
 
 @dataclass

@@ -9,12 +9,13 @@ Joint j's commanded torque (fit/torque/friction_basis.py) is
 (the tanh law: mu_s·tanh(q̇/v_t), no ratio). The sensitivity of τ_j to each chosen parameter
 is a column of the regressor; only joint j's own parameters enter joint j's row, so the
 Fisher information I = Σ_t s_t s_tᵀ / σ² is block-diagonal by joint and each joint is designed
-on its own. The torque route leaves out, under the Stribeck law, rows with |q̇| below its rest
-threshold (friction_basis.rest_mask: the breakaway level is set-valued there); the replay fit,
-whose information the design is for, sees those samples (sticking or slipping is what the
-simulated position shows). So every row is kept by default (`rest_velocity_rad_s` 0); with the
-torque route's threshold (0.03 rad/s) fr3_stack's documented 1° multisine, whose reference
-never moves faster than ~0.02 rad/s, carries no friction equation at all.
+on its own. The torque route leaves out, under the Stribeck law, rows where the friction-loss
+constraint is not at its level (fit/torque/soft_friction.py: stuck, creeping or slowing toward
+rest); the replay fit, whose information the design is for, sees those samples (sticking or
+slipping is what the simulated position shows). So every row is kept by default
+(`rest_velocity_rad_s` 0); a positive `rest_velocity_rad_s` leaves out the rows slower than it,
+a rough stand-in for the torque route's rule: at 0.03 rad/s fr3_stack's documented 1°
+multisine, whose reference never moves faster than ~0.02 rad/s, carries no friction equation at all.
 
 The rows stand for independent samples at `RATE_HZ` (1 kHz, the recording rate) with torque
 noise σ = `NOISE_TAU_NM` (the daemon's sensor noise, daemon/noise.py); the predicted 95 %
