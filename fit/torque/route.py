@@ -259,6 +259,15 @@ def _stored_settings(settings: TorqueFitSettings, law: str) -> dict:
     return asdict(settings) | {"space": parse_space([], friction_law=law).to_json()}
 
 
+def _unsettled(sol) -> str:
+    """The note's addendum when the rest rule's alternation stopped at its cap still moving."""
+    if sol.extra.get("rest_rule_settled", True):
+        return ""
+    return (f"; the rest rule did not settle in {sol.extra['rest_rule_passes']} solves (breakaway levels still "
+            f"moving {100 * sol.extra['rest_rule_last_change']:.0f} %: the Stribeck law may not describe this "
+            "friction; try --friction-law tanh)")
+
+
 def _finite(x: float) -> float | None:
     return float(x) if np.isfinite(x) else None
 
@@ -272,7 +281,8 @@ def torque_summary(sol, spec, signal, fspec, gaps, train_score, hold_score, line
            "decimation_ticks": decimation(fspec.cutoff_hz),
            "joint_groups": list(spec.joint_groups), "bodies": spec.bodies, "filter": fspec.to_dict(), "gaps": gaps,
            "rest_rule": None if rule is None else rule.to_dict() | {
-               "passes": sol.extra.get("rest_rule_passes"),
+               "passes": sol.extra.get("rest_rule_passes"), "settled": sol.extra.get("rest_rule_settled"),
+               "last_change": sol.extra.get("rest_rule_last_change"),
                "meaning": "Stribeck: a row is used when b·|dq| + sign(dq)·ddq >= margin·creep_accel (the twin's "
                           "friction-loss constraint at its level) and no row within the filter's reach is not"},
            "delay_ms": sol.delay, "delay_scan": {str(k): v for k, v in sol.delay_scan.items()},
@@ -282,7 +292,7 @@ def torque_summary(sol, spec, signal, fspec, gaps, train_score, hold_score, line
                      "stderr_systematic": float(y), "stderr_iid": float(i)}
                     for n, b, bh, s, h, y, i in zip(sol.names, sol.beta, sol.beta_hat, stderr, hac, syst, iid)],
            "systematic": sol.systematic.to_dict(sol.names), "noise_bias": sol.extra.get("noise_bias"),
-           "error_bar_note": error_bar_note(hac, stderr, sol.names, sol.systematic),
+           "error_bar_note": error_bar_note(hac, stderr, sol.names, sol.systematic) + _unsettled(sol),
            "train": train_score.to_dict(), "holdout": None if hold_score is None else hold_score.to_dict(),
            "adequacy_lines": [[t, ok] for t, ok in lines]}
     if "payload" in spec.bodies:

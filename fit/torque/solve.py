@@ -184,11 +184,11 @@ def solve_at_level(eqs: list[SegmentEquations], spec: EquationSpec, beta_nom: np
         sol = solve(eqs, spec, beta_nom, damping_nms_rad)
         new_mu = _joint_values(sol.beta, names, "mu_static", mu)
         armature = np.maximum(_joint_values(sol.beta, names, "armature", armature), 0.0)
-        settled = np.all(np.abs(new_mu - mu) <= 0.02 * np.maximum(np.abs(mu), 1e-3))
+        change = float(np.max(np.abs(new_mu - mu) / np.maximum(np.abs(mu), 1e-3)))
         mu = new_mu
-        if settled:
+        if change <= 0.02:
             break
-    sol.extra["rest_rule_passes"] = passes
+    sol.extra.update(rest_rule_passes=passes, rest_rule_settled=change <= 0.02, rest_rule_last_change=change)
     return sol, eqs, rule
 
 
