@@ -73,7 +73,10 @@ def _store_torque_validation(root, rec, result, max_floor_ratio: float) -> tuple
     from ..fit.records.validation_record import publish_validation_record
     from ..fit.torque.held_out import torque_validation
 
-    stored = torque_validation(rec, result, max_floor_ratio, datetime.now(timezone.utc).isoformat(timespec="seconds"))
+    # microseconds, as a replayed validation's: `fit_validations` picks the latest by this stamp, and
+    # two validations of one run within a second (a pass, then a stricter fail) must not tie
+    stored = torque_validation(rec, result, max_floor_ratio,
+                               datetime.now(timezone.utc).isoformat(timespec="microseconds"))
     try:
         publish_validation_record(root, stored)
     except PartitionExists:
