@@ -21,7 +21,14 @@ With `--replay` (the peer, in the same run): the replay fit (`fit run`'s local s
 workers) on problem 1's runs, from the nominal parameters (3 starts) and `--start-from` the
 torque fit (1 start); wall time of each and the ratio.
 
+With `--coverage K` instead: both families recorded with K noise realisations (seeds 0..K−1,
+same excitation) and fitted; per family the share of free parameters whose truth lies inside
+its stated 95 % interval (|z| ≤ 1.96), with a Wilson 95 % interval that treats the parameters
+as independent (they are not: one fit's parameters share its noise, so the true uncertainty
+of the share is wider), the RMS z and the worst.
+
     python bench/torque_route.py [--seconds 12] [--noise-seed 0] [--replay]
+    python bench/torque_route.py --coverage 10
 """
 
 from __future__ import annotations
@@ -109,13 +116,66 @@ def commanded(lake, family, robot, truth, law, params):
     return rec, wall
 
 
+def z_values(rec, truth_vec) -> list[tuple[str, float]]:
+    """(name, (estimate − truth) / stated standard error) of every free parameter of a fit."""
+    from twinlake.sim import PARAM_NAMES
+
+    out = []
+    for e in rec.identifiability["parameters"]:
+        if e["free"] and e["stderr"]:
+            i = PARAM_NAMES.index(e["name"])
+            out.append((e["name"], float((rec.vector[i] - truth_vec[i]) / e["stderr"])))
+    return out
+
+
+def wilson(hits: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    """Wilson score interval of a proportion hits/n."""
+    p = hits / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return centre - half, centre + half
+
+
+def coverage(seconds: float, seeds: int) -> None:
+    """The stated intervals' coverage over `seeds` noise realisations of both families."""
+    import torque_runs
+
+    from twinlake.fit.torque import TorqueFitSettings, fit_torque
+
+    root = Path(tempfile.mkdtemp(prefix="torque-coverage-"))
+    print(f"bench/torque_route.py --coverage {seeds}: {seconds:g} s runs x 3 per seed, lake {root}, "
+          f"load {os.getloadavg()}")
+    for family, presets in (("default", []), ("extended", ["+payload", "+asymmetry", "+bias"])):
+        zs, t0 = [], time.perf_counter()
+        for seed in range(seeds):
+            robot = f"{family[:3]}{seed}"
+            lake, truth, law = torque_runs.twin_runs(root, robot, ("a", "b", "c"), family=family, seconds=seconds,
+                                                     noise_seed=seed)
+            rec = fit_torque(lake, TorqueFitSettings(train=[f"{robot}/{r}" for r in "abc"], friction_law=law,
+                                                     params=presets), fit_id=f"cov-{robot}", publish=False)
+            zs += z_values(rec, truth.to_vector())
+        z = np.array([v for _, v in zs])
+        hits = int(np.sum(np.abs(z) <= 1.96))
+        lo, hi = wilson(hits, len(z))
+        worst = max(zs, key=lambda t: abs(t[1]))
+        print(f"{family} family: {hits}/{len(z)} truths inside the stated 95 % intervals ({100 * hits / len(z):.1f} %, "
+              f"Wilson [{100 * lo:.1f}, {100 * hi:.1f}] %), RMS z {np.sqrt(np.mean(z ** 2)):.2f}, worst |z| "
+              f"{abs(worst[1]):.2f} ({worst[0]}); {seeds} seeds in {time.perf_counter() - t0:.0f} s, "
+              f"load {os.getloadavg()[0]:.1f}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seconds", type=float, default=12.0)
     ap.add_argument("--replay", action="store_true", help="also time the replay fit with and without --start-from")
     ap.add_argument("--noise-seed", type=int, default=0,
                     help="another measurement-noise realisation of the twin's runs (0: the one so far)")
+    ap.add_argument("--coverage", type=int, default=0, metavar="K",
+                    help="instead: the stated intervals' coverage over K noise realisations of both families")
     args = ap.parse_args()
+    if args.coverage:
+        coverage(args.seconds, args.coverage)
+        return
     import torque_runs
 
     from twinlake.fit.torque import TorqueFitSettings, fit_torque
