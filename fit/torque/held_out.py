@@ -24,8 +24,8 @@ from .derivatives import segments
 from .equations import build, with_rest_rule
 from .regressor import RigidBodyModel
 from .residuals import MAX_FLOOR_RATIO, TorqueScore, adequacy_line, score
-from .soft_friction import RestRule
 from .route import TorqueFitSettings, decimation, equation_spec, read_samples
+from .soft_friction import RestRule
 
 
 TORQUE_SOURCE = "twinlake_torque"

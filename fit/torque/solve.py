@@ -12,7 +12,7 @@ delay scan's residuals use the corrected estimates); (5) estimate.constrain;
 
 Under the Stribeck law the rows used depend on the breakaway levels being estimated (the rest
 rule, soft_friction.py), so `solve_at_level` alternates: rule from the current levels and
-armature, solve, until the levels move less than 2 % (at most REST_RULE_PASSES solves; the
+armature, solve, until the levels move less than REST_RULE_SETTLED (2 %; at most REST_RULE_PASSES solves; the
 first rule from the nominal model).
 """
 
@@ -155,6 +155,7 @@ def solve(eqs: list[SegmentEquations], spec: EquationSpec, beta_nom: np.ndarray,
 
 
 REST_RULE_PASSES = 4
+REST_RULE_SETTLED = 0.02  # the alternation stops once no breakaway level moves more than this share
 
 
 def _joint_values(beta: np.ndarray, names: list[str], group: str, fallback: np.ndarray) -> np.ndarray:
@@ -186,10 +187,11 @@ def solve_at_level(eqs: list[SegmentEquations], spec: EquationSpec, beta_nom: np
         armature = np.maximum(_joint_values(sol.beta, names, "armature", armature), 0.0)
         change = float(np.max(np.abs(new_mu - mu) / np.maximum(np.abs(mu), 1e-3)))
         mu = new_mu
-        if change <= 0.02:
+        if change <= REST_RULE_SETTLED:
             break
-    sol.extra.update(rest_rule_passes=passes, rest_rule_settled=change <= 0.02, rest_rule_last_change=change)
+    sol.extra.update(rest_rule_passes=passes, rest_rule_settled=change <= REST_RULE_SETTLED,
+                     rest_rule_last_change=change)
     return sol, eqs, rule
 
 
-__all__ = ["REST_RULE_PASSES", "Solution", "lower_bounds", "solve", "solve_at_level"]
+__all__ = ["REST_RULE_PASSES", "REST_RULE_SETTLED", "Solution", "lower_bounds", "solve", "solve_at_level"]

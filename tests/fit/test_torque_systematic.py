@@ -14,8 +14,8 @@ import torque_runs
 from twinlake.fit.torque import TorqueFitSettings, fit_torque
 from twinlake.fit.torque.equations import SegmentEquations
 from twinlake.fit.torque.soft_friction import REST_VARIANTS
-from twinlake.sim import PARAM_NAMES
 from twinlake.fit.torque.systematic import rest_systematic
+from twinlake.sim import PARAM_NAMES
 
 
 def _planted(bias: float, seed: int = 0, ticks: int = 4000):
