@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from fit_speed import _delay_ms, errors, make_lake, run_methods
+from fit_methods import _delay_ms, errors, make_lake, run_methods
 from recovery import holdout_rmse
 
 TONE_BANDS_HZ = ((0.12, 0.35), (0.35, 0.8), (0.8, 1.6))

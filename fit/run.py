@@ -6,7 +6,7 @@ checkpointed after each stage) or `cma`, described here.
 With `cma`, `run_fit(lake, settings)` runs `settings.generations` generations of `MixedSearch`, each
 evaluated by a pool (Ray actors by default), writing after each generation a checkpoint
 (search state, RNG states, history) to `<lake>/_staging/fitwork-<fit_id>/checkpoint.pkl`
-(atomically replaced). `resume_fit(lake, fit_id)` continues from it: the result is the same,
+(atomically replaced). `run_fit(lake, fit_id=…, resume=True)` continues from it: the result is the same,
 bit for bit, as an uninterrupted fit (timings aside). At the end the best-ever parameters are
 scored on every train and holdout interval, its residual is compared with the noise floor of
 the data (fit/trust/adequacy.py: `adequacy_json`, `train_floor_ratio`, `holdout_floor_ratio`) and the

@@ -125,7 +125,7 @@ class PopulationEngine:
         return self._joint_tables
 
     def run(self, params) -> list[PopulationResult]:
-        """Replay every input for params (P, 29) (or a DynamicsParams list); one result per input."""
+        """Replay every input for params (P, N) (or a DynamicsParams list); one result per input."""
         matrix = params_matrix(params)
         population = matrix.shape[0]
         outs = []

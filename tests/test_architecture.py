@@ -101,10 +101,8 @@ def test_every_arrow_between_folders_follows_the_layering() -> None:
     assert not wrong, "imports against the layering:\n" + "\n".join(sorted(wrong))
 
 
-def test_no_import_circle_between_modules() -> None:
-    graph = _graph()
-    # a package's __init__ re-exporting its own modules is not a circle of the code's logic
-    edges = {s: {d for d in t if not (s == d.rpartition(".")[0] or d == s)} for s, t in graph.items()}
+def _cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """Every circle a depth-first walk of `edges` (node -> the nodes it imports) meets."""
     state: dict[str, int] = {}
     stack: list[str] = []
     cycles: list[list[str]] = []
@@ -123,7 +121,32 @@ def test_no_import_circle_between_modules() -> None:
     for node in sorted(edges):
         if node not in state:
             visit(node)
+    return cycles
+
+
+def test_no_import_circle_between_modules() -> None:
+    graph = _graph()
+    # a package's __init__ re-exporting its own modules is not a circle of the code's logic
+    edges = {s: {d for d in t if not (s == d.rpartition(".")[0] or d == s)} for s, t in graph.items()}
+    cycles = _cycles(edges)
     assert not cycles, "import circles:\n" + "\n".join(" -> ".join(c) for c in cycles)
+
+
+def test_no_import_circle_between_bench_scripts() -> None:
+    """bench/ scripts import each other by bare name (the script's folder is on sys.path); every
+    import counts, the ones inside functions too."""
+    bench = {p.stem: p for p in (REPO / "bench").glob("*.py")}
+    edges: dict[str, set[str]] = {}
+    for name, path in bench.items():
+        found: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            if isinstance(node, ast.Import):
+                found.update(a.name.split(".")[0] for a in node.names)
+            elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+                found.add(node.module.split(".")[0])
+        edges[name] = (found & bench.keys()) - {name}
+    cycles = _cycles(edges)
+    assert not cycles, "import circles in bench/:\n" + "\n".join(" -> ".join(c) for c in cycles)
 
 
 @pytest.mark.parametrize("folder", FOLDERS + (ROOT,))

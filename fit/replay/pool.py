@@ -1,7 +1,8 @@
 """Evaluating a generation: a fan-out of fixed-size chunks of the population to Ray actors.
 
 Each actor holds a `FitProblem` built once from the `ProblemData` put in Ray's object store
-(one copy per node, read zero-copy), so per generation only the (P, 29) parameters travel.
+(one copy per node, read zero-copy), so per generation only the (P, N) parameter vectors travel (N = `LAYOUT.size`: FrankaTwin's 29
+and whatever payload, link and friction groups the layout adds).
 The population is cut into chunks of `chunk` rows (`auto_chunk`: one per worker, 4..64
 rows; `chunk=None`: `auto_chunk` of each batch's own size, so a small batch, e.g. the 6 trial
 steps of a Levenberg–Marquardt iteration, still spreads over all workers) handed to whichever
@@ -83,11 +84,11 @@ class LocalPool:
         self.workers = 0
 
     def evaluate(self, params: np.ndarray) -> np.ndarray:
-        """(P, B) per-interval losses of a (P, 29) population."""
+        """(P, B) per-interval losses of a (P, N) population."""
         return self._map("evaluate", params)
 
     def residuals(self, params: np.ndarray) -> np.ndarray:
-        """(P, M) residuals (FitProblem.residuals) of a (P, 29) population."""
+        """(P, M) residuals (FitProblem.residuals) of a (P, N) population."""
         return self._map("residuals", params)
 
     def _map(self, method: str, params: np.ndarray, name: str | None = None) -> np.ndarray:
@@ -174,12 +175,12 @@ class RayPool:
         return self._ray.get([a.pid.remote() for a in self.actors])
 
     def evaluate(self, params: np.ndarray) -> np.ndarray:
-        """(P, B) per-interval losses of a (P, 29) population; dead actors are replaced and
+        """(P, B) per-interval losses of a (P, N) population; dead actors are replaced and
         their chunk re-run."""
         return self._map("evaluate", params)
 
     def residuals(self, params: np.ndarray) -> np.ndarray:
-        """(P, M) residuals of a (P, 29) population (same fan-out as `evaluate`)."""
+        """(P, M) residuals of a (P, N) population (same fan-out as `evaluate`)."""
         return self._map("residuals", params)
 
     def view(self, name: str) -> PoolView:
