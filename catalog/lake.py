@@ -27,13 +27,30 @@ derived from frames.parquet and run.parquet, not a table of the lake (not in the
 _ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}$")
 
 
+_URI_RE = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*)://")
+
+
+def local_lake_path(text: str, source: str = "--lake") -> Path:
+    """`text` as a local lake directory; a URI (`s3://bucket/prefix`, `gs://…`, `file://…`) is
+    refused by its scheme, never taken as a relative path (`Path('s3://b/p')` is the local
+    directory `s3:/b/p`). ValueError names `source` (the option or variable it came from)."""
+    m = _URI_RE.match(text)
+    if m:
+        raise ValueError(
+            f"{source} {text!r}: the lake must be a local directory; the {m.group(1)!r} scheme is not "
+            "supported (object storage is not supported yet: give a directory path)")
+    return Path(text)
+
+
 def resolve_lake(path: str | Path | None) -> Path:
-    """The lake root: the `--lake` value, else `$TWINLAKE_LAKE`, else `./lake` (not created here)."""
+    """The lake root: the `--lake` value, else `$TWINLAKE_LAKE`, else `./lake` (not created here).
+    A URI in `$TWINLAKE_LAKE` (or passed as a string) is refused (`local_lake_path`)."""
     if path is not None and str(path) != "":
-        return Path(path).expanduser().absolute()
+        lake = local_lake_path(path, "--lake") if isinstance(path, str) else Path(path)
+        return lake.expanduser().absolute()
     env = os.environ.get(LAKE_ENV, "")
     if env:
-        return Path(env).expanduser().absolute()
+        return local_lake_path(env, f"${LAKE_ENV}").expanduser().absolute()
     return Path(DEFAULT_LAKE).absolute()
 
 

@@ -17,6 +17,7 @@ import typer
 from . import demo
 from .commands import campaign, daemon, fit, ingest, lake, simulation
 from .option_lists import ListOptionGroup
+from .options import check_lake_env
 
 # (name, a command function or a typer group), in the order `twinlake --help` and docs/cli.md show them
 COMMANDS: tuple[tuple[str, Callable[..., Any] | typer.Typer], ...] = (
@@ -59,6 +60,7 @@ app = build_app()
 
 
 def main() -> None:
+    check_lake_env()
     app()
 
 

@@ -10,13 +10,26 @@ Imports typer only, so a command module importing it stays cheap at `twinlake --
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import NoReturn
 
 import typer
 
 LAKE_HELP = "Lake directory (default $TWINLAKE_LAKE, else ./lake)."
 
-LAKE = typer.Option(None, "--lake", help=LAKE_HELP)
+
+
+def _lake_option(text: str) -> Path:
+    """The `--lake` value as a local directory; a URI is refused by its scheme (catalog's rule)."""
+    from .catalog.lake import local_lake_path
+
+    try:
+        return local_lake_path(text)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc).removeprefix(f"--lake {text!r}: ")) from None
+
+
+LAKE = typer.Option(None, "--lake", help=LAKE_HELP, parser=_lake_option, metavar="LAKE")
 """The `--lake DIR` option of every command that reads or writes the lake (default None: the
 command resolves `$TWINLAKE_LAKE`, else `./lake`, with `twinlake.catalog.resolve_lake`)."""
 
@@ -36,4 +49,21 @@ def fail(message: str, code: int = USAGE_ERROR) -> NoReturn:
     raise typer.Exit(code)
 
 
-__all__ = ["LAKE", "LAKE_HELP", "TRUE_FRICTION_LAW", "TRUE_PAYLOAD", "USAGE_ERROR", "fail"]
+def check_lake_env() -> None:
+    """Refuse, as one line (exit 2), a `$TWINLAKE_LAKE` that is a URI: every command resolves the
+    lake from it when `--lake` is absent, so an entry point checks it once before parsing."""
+    import os
+
+    value = os.environ.get("TWINLAKE_LAKE", "")
+    if "://" not in value:  # the common case: `twinlake --help` stays free of the catalog's import
+        return
+    from .catalog.lake import LAKE_ENV, local_lake_path
+
+    try:
+        local_lake_path(value, f"${LAKE_ENV}")
+    except ValueError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise SystemExit(USAGE_ERROR) from None
+
+
+__all__ = ["LAKE", "LAKE_HELP", "TRUE_FRICTION_LAW", "TRUE_PAYLOAD", "USAGE_ERROR", "check_lake_env", "fail"]

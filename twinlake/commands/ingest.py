@@ -15,7 +15,7 @@ from typing import Optional
 
 import typer
 
-from ..options import LAKE, fail
+from ..options import LAKE, check_lake_env, fail
 
 export_app = typer.Typer(help="Export lake data to portable formats.", no_args_is_help=True)
 validate_app = typer.Typer(help="Validate portable files.", no_args_is_help=True)
@@ -226,4 +226,5 @@ def import_frankatwin(
 
 def main() -> None:
     """`python -m twinlake.ingest PATH...`: `twinlake ingest` on its own."""
+    check_lake_env()
     typer.run(ingest_command)
