@@ -17,7 +17,8 @@
 --   Rules and precedence: docs/intervals.md. A run whose seq is its recorder's own count of
 --   executed ticks (fr3_stack's CSV, source_format 'fr3_stack_csv': a lost frame shows as a
 --   seq jump) never gets a time_gap: a t_s step over consecutive seq is a late tick whose data
---   is complete (period_outlier judges its control period).
+--   is complete (period_outlier judges its control period); nor does a run whose seq was
+--   rebuilt from t_s (tick_grid 'rebuilt': its lost ticks are seq jumps already).
 --
 -- Parameters (named, all optional; pass values as bound parameters, never paste them):
 --   robot_filter, run_filter  VARCHAR   only this robot / run (applied before the window)
@@ -53,7 +54,9 @@ run_info AS (
     -- 1 / rate_hz for a run written before tick_period_s); the time rules need it. P: the
     -- period of period_outlier and of the result (Pt, else 1 ms); tol: its tolerance.
     SELECT robot, run, recorded_gaps, coalesce(fit_eligible, true) AS fit_eligible, Pt,
-           coalesce(source_format = 'fr3_stack_csv', false) AS tick_counter,
+           -- time_gap judges only a seq that is neither the recorder's tick count (fr3_stack's
+           -- CSV: a late tick there is complete) nor rebuilt from t_s (a lost tick is a seq jump)
+           NOT coalesce(source_format = 'fr3_stack_csv' OR tick_grid = 'rebuilt', false) AS time_gaps,
            coalesce(Pt, 0.001) AS P,
            coalesce(period_tol_s::DOUBLE, 0.5 * coalesce(Pt, 0.001)) AS tol
     FROM (
@@ -62,7 +65,7 @@ run_info AS (
         SELECT NULL::VARCHAR AS robot, NULL::VARCHAR AS run,
                NULL::STRUCT(seq_from BIGINT, seq_to BIGINT)[] AS recorded_gaps,
                NULL::BOOLEAN AS fit_eligible, NULL::DOUBLE AS tick_period_s,
-               NULL::DOUBLE AS rate_hz, NULL::VARCHAR AS source_format
+               NULL::DOUBLE AS rate_hz, NULL::VARCHAR AS source_format, NULL::VARCHAR AS tick_grid
         WHERE false),
     LATERAL (SELECT coalesce(period_s::DOUBLE, tick_period_s, 1.0 / nullif(rate_hz, 0)) AS Pt)
     WHERE (robot_filter IS NULL OR robot = robot_filter)
@@ -76,7 +79,7 @@ tick AS (
     --   gap_end_before: end of the latest recorded lost range ending before this seq
     SELECT
         f.robot, f.run, f.seq, f.t_s, f.controller, f.joint_reset_count, f.control_period_s,
-        ri.P, ri.Pt, ri.tol, ri.tick_counter,
+        ri.P, ri.Pt, ri.tol, ri.time_gaps,
         CASE WHEN f.controller = 2 THEN hash(
             f.K_joint1, f.K_joint2, f.K_joint3, f.K_joint4, f.K_joint5, f.K_joint6, f.K_joint7,
             f.D_joint1, f.D_joint2, f.D_joint3, f.D_joint4, f.D_joint5, f.D_joint6, f.D_joint7,
@@ -151,7 +154,7 @@ edge AS (
             WHEN seq - prev_seq <> 1 THEN 3
             WHEN t_s < prev_t_s THEN 12
             WHEN t_s = prev_t_s THEN 14
-            WHEN NOT tick_counter AND t_s - t_ref > 1.5 * Pt THEN 11
+            WHEN time_gaps AND t_s - t_ref > 1.5 * Pt THEN 11
             WHEN controller IS DISTINCT FROM prev_controller THEN 5
             WHEN list_contains(split_on, 'reset')
                  AND joint_reset_count IS DISTINCT FROM prev_reset THEN 6

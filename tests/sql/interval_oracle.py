@@ -70,7 +70,7 @@ def _boundary(rec: Recording, p: int, i: int, splits, period_s: float, tol_s: fl
         return "clock_reversal"
     if dt == 0:
         return "time_repeat"
-    if (time_period_s is not None and not rec.tick_counter
+    if (time_period_s is not None and not rec.tick_counter and rec.tick_grid != "rebuilt"
             and float(c["t_s"][i]) - _t_ref(rec, p) > 1.5 * time_period_s):
         return "time_gap"
     if int(c["controller"][p]) != int(c["controller"][i]):
