@@ -255,6 +255,10 @@ def excite(
         load = None if configured_load is None else parse_load(configured_load)
         plan, design_section = _design(plan, q0, design, design_for, params, criterion, lake, tracking_error,
                                        not no_confirm)
+        if not execute:  # refuse a preview that cannot pass before its directory exists
+            from ..daemon.excitation import PREVIEW_ANCHOR_Q, preflight
+
+            preflight(plan, PREVIEW_ANCHOR_Q if q0 is None else q0)
         out_dir = new_output_dir(output)
         if not execute:
             meta = run_preview(plan, out_dir, q0, robot_id=robot_id, guards=guards, configured_load=load,
