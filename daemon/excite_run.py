@@ -1,12 +1,14 @@
 """Run an excitation plan: offline preview, or stream it to a daemon with live guards.
 
 `run_preview` writes `reference.csv`, `preview.svg` and `metadata.json` for an anchor given by
-the user (or the illustrative one). `run_execute` reads the live anchor from the daemon, runs
-the preflight, optionally starts a daemon recording (`record_path`), streams targets at the
-plan rate evaluated at actual wall time (expired slots skipped), and guards every send: state
-fresh, running, error-free, in joint impedance, finite, inside the joint range, speed bound,
-and tracking error against the LAST SENT target (fr3_stack documents this check but compares
-with the anchor; we implement what it documents). A fault requests termination.
+the user (or the illustrative one). `ExcitationRun` reads the live anchor from the daemon (no
+state within a second: no daemon answers), runs the preflight, optionally starts a daemon
+recording (`record_path`), streams targets at the plan rate evaluated at actual wall time
+(expired slots skipped; a send, or the next slot after a stall anywhere in the loop, later
+than `max_lateness` aborts), and guards every send: state fresh, running, error-free, in
+joint impedance, finite, inside the joint range, speed bound, and tracking error under the
+chosen rule (daemon/guards.py; the anchor rule by default). A fault after a motion command
+requests termination and checks that the daemon stopped; daemon/excite_abort.py says why.
 """
 
 from __future__ import annotations

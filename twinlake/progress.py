@@ -42,7 +42,7 @@ class Stages:
         if self._bar is not None:
             if self._task is not None:
                 self._bar.remove_task(self._task)
-            self._task = self._bar.add_task(text, total=1.0)
+            self._task = self._bar.add_task(text, total=None)  # a pulse until a fraction is known
             return
         elapsed = time.monotonic() - self._started
         print(f"twinlake {self.command}: [{elapsed:6.1f} s] {text}", file=sys.stderr, flush=True)
@@ -50,7 +50,7 @@ class Stages:
     def fraction(self, done: float) -> None:
         """The current stage is `done` (0..1) complete (shown on a terminal only)."""
         if self._bar is not None and self._task is not None:
-            self._bar.update(self._task, completed=min(max(done, 0.0), 1.0))
+            self._bar.update(self._task, total=1.0, completed=min(max(done, 0.0), 1.0))
 
 
 __all__ = ["Stages"]

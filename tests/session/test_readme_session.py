@@ -7,7 +7,7 @@ import json
 
 import pyarrow.parquet as pq
 
-from conftest import SECONDS, readme_commands, README
+from readme_session import README, SECONDS, readme_commands
 
 
 def test_the_block_is_what_the_fixture_runs():
@@ -50,6 +50,18 @@ def test_intervals_cover_each_run_and_the_fits_and_report_exist(readme_session):
     assert readme_session.fit and readme_session.fit_torque
     for step in readme_session.steps:  # where the time goes (pytest -s shows it)
         print(f"{step.seconds:6.1f} s  exit {step.exit_code}  {step.line[:90]}")
-    assert (readme_session.root / "report" / "index.html").is_file() or any((readme_session.root / "report").iterdir())
+    assert (readme_session.root / "report" / "index.html").is_file()
     profile = json.loads((readme_session.root / "fr3_left.json").read_text())
     assert profile
+
+
+def test_long_commands_say_their_stages_on_stderr_and_keep_stdout_for_results(readme_session):
+    excite = readme_session.steps[0]
+    for stage in ("preflight", "recording at 1 kHz to", "streaming multisine", "terminal settle",
+                  "stopping the recording"):
+        assert f"] {stage}" in excite.stderr, excite.stderr
+    assert json.loads(excite.stdout)["status"] == "completed"  # stdout: the result alone
+    validate = readme_session.step("fit validate")
+    assert "twinlake fit validate: [" in validate.stderr and "replaying 1 held-out run(s)" in validate.stderr
+    report = readme_session.step("fit report")
+    assert "] plotting" in report.stderr and report.stdout.strip().endswith("index.html")
