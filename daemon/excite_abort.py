@@ -17,9 +17,9 @@ this module only makes it explain itself:
 
 from __future__ import annotations
 
-LATE, GUARD, STALE, PREFLIGHT, NO_DAEMON, SETTLE = (
-    "late", "guard", "stale", "preflight", "no_daemon", "settle")
-CAUSES = (LATE, GUARD, STALE, PREFLIGHT, NO_DAEMON, SETTLE)
+LATE, GUARD, STALE, PREFLIGHT, NO_DAEMON, SETTLE, RECORD = (
+    "late", "guard", "stale", "preflight", "no_daemon", "settle", "record")
+CAUSES = (LATE, GUARD, STALE, PREFLIGHT, NO_DAEMON, SETTLE, RECORD)
 
 _TIMING_ADVICE = (
     "what helps: `twinlake daemon serve --rt-priority N` (SCHED_FIFO for the daemon's threads; needs "
@@ -34,6 +34,8 @@ _ADVICE = {
     PREFLIGHT: ("what helps: put the arm in joint impedance and let it come to rest (`twinlake daemon "
                 "serve` starts so), then run `twinlake excite` again"),
     NO_DAEMON: "",
+    RECORD: ("what helps: a --record path that does not exist yet, in a directory that exists on the daemon's "
+             "machine (an absolute path there; a relative one lands in --output)"),
 }
 
 
@@ -92,7 +94,7 @@ def abort_lines(exc: BaseException, meta: dict, host: str, out_dir) -> list[str]
     if advice:
         lines.append(advice)
     recording = meta.get("recording") or {}
-    kept = f"the run's files are kept in {out_dir} (metadata.json: status \"aborted\""
+    kept = f"the run's files are kept in {out_dir} (metadata.json: status \"{meta.get('status')}\""
     if "stopped" in recording:
         kept += f"; the recording {recording['path']} holds {recording['stopped']['written']} rows up to the abort"
     lines.append(kept + ")")

@@ -14,6 +14,7 @@ requests termination and checks that the daemon stopped; daemon/excite_abort.py 
 from __future__ import annotations
 
 import math
+import os
 import time
 import uuid
 from dataclasses import dataclass, replace
@@ -26,7 +27,7 @@ from ..sim.jsonfile import read_json_object
 
 from .client import DEFAULT_D_JOINT, DEFAULT_FILTER_ALPHA, DEFAULT_K_JOINT, ClientState, Fr3Client
 from .companions import recording_meta, write_companions
-from .excite_abort import GUARD, LATE, NO_DAEMON, PREFLIGHT, SETTLE, STALE, ExcitationAbort, daemon_answers, no_daemon_message
+from .excite_abort import GUARD, LATE, NO_DAEMON, PREFLIGHT, RECORD, SETTLE, STALE, ExcitationAbort, daemon_answers, no_daemon_message
 from .excitation import PREVIEW_ANCHOR_Q, Q_LOWER, Q_UPPER, Plan, offsets, preflight, validate_plan
 from .excite_files import initial_metadata, reference_table, write_json_atomic, write_preview_svg, write_reference_csv
 from .guards import GuardBounds, GuardEvent, first_abort, guard_values
@@ -226,8 +227,16 @@ class ExcitationRun:
         return self.meta
 
     def _start_recording(self) -> None:
+        from .client import RecordingError
+
         self.recording_id = f"excite-{uuid.uuid4().hex[:16]}"
-        status = self.client.start_recording(self.record_path, recording_id=self.recording_id)
+        try:
+            status = self.client.start_recording(self.record_path, recording_id=self.recording_id)
+        except RecordingError as exc:  # e.g. the file exists (EEXIST) or its directory does not (ENOENT)
+            code = f", errno {exc.status.error_code} ({os.strerror(exc.status.error_code)})" if exc.status.error_code else ""
+            self._save(status="aborted", error=f"RecordingError: {exc}")
+            raise ExcitationAbort(f"--record {self.record_path}: the daemon refused the recording: {exc}{code}",
+                                  RECORD) from None
         self._save(recording={"path": self.record_path, "recording_id": self.recording_id,
                               "started": status.to_dict()})
 

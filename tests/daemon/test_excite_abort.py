@@ -84,3 +84,18 @@ def test_a_late_client_aborts_stops_the_daemon_and_says_what_helps(start_daemon,
     assert again.stderr.splitlines()[-1].startswith(f"twinlake excite: aborted: no daemon answers on 127.0.0.1 (no state on port "
                                    f"{p['state']} within 1 s; commands go to port {p['cmd']})"), again.stderr
     assert "twinlake daemon serve" in again.stderr and not PYTHON_CLASS.search(again.stderr)
+
+
+def test_a_refused_recording_names_the_path_and_the_daemon_keeps_running(start_daemon, tmp_path):
+    d = start_daemon(initial_controller="joint_impedance", seed=3)
+    d.wait_state(lambda s: s.controller == "joint_impedance")
+    missing = tmp_path / "no-such-dir" / "run.csv"
+    res = CliRunner().invoke(app, ["excite", *PLAN, "--execute", *_ports(d), "--output", str(tmp_path / "o"),
+                                   "--record", str(missing)])
+    assert res.exit_code == 1 and not PYTHON_CLASS.search(res.stderr), res.stderr
+    assert (f"twinlake excite: aborted: --record {missing}: the daemon refused the recording: recording I/O "
+            "failure: open, errno 2 (No such file or directory)") in res.stderr
+    assert "no motion command had been sent, so the daemon was not asked to terminate" in res.stderr
+    assert "a --record path that does not exist yet" in res.stderr
+    assert json.loads((tmp_path / "o" / "metadata.json").read_text())["status"] == "aborted"
+    assert d.thread.is_alive() and d.wait_state(lambda s: s.running)
