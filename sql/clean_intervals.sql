@@ -26,8 +26,10 @@
 --   period_s, period_tol_s    DOUBLE    nominal tick period and tolerance [s] (default: each
 --                                       run's own median tick period runs.tick_period_s, else
 --                                       1 / runs.rate_hz, ± half of it; without either the
---                                       time rules are off and period_outlier uses 1 ms; a
---                                       run's first tick is exempt from period_outlier)
+--                                       time rules are off; period_outlier judges against the
+--                                       run's median control period control_period_median_s,
+--                                       else that period, else 1 ms; a run's first tick is
+--                                       exempt from period_outlier)
 --   split_on                  VARCHAR[] optional rules that split: any of reset,
 --                                       gain_change, target_invalid, nonfinite,
 --                                       period_outlier (default all). seq_gap, recorded_gap
@@ -52,20 +54,24 @@ run_info AS (
     -- run.parquet may lack `recorded_gaps` / `fit_eligible` / `tick_period_s`: UNION BY NAME
     -- adds them as null. Pt: the run's own tick period [s] (given, or measured at ingest, or
     -- 1 / rate_hz for a run written before tick_period_s); the time rules need it. P: the
-    -- period of period_outlier and of the result (Pt, else 1 ms); tol: its tolerance.
+    -- period of period_outlier and of the result: given, else the run's median control period
+    -- (the robot clock's, which a loaded host's catch-up bursts in t_s do not shorten), else
+    -- Pt, else 1 ms; tol: its tolerance.
     SELECT robot, run, recorded_gaps, coalesce(fit_eligible, true) AS fit_eligible, Pt,
            -- time_gap judges only a seq that is neither the recorder's tick count (fr3_stack's
            -- CSV: a late tick there is complete) nor rebuilt from t_s (a lost tick is a seq jump)
            NOT coalesce(source_format = 'fr3_stack_csv' OR tick_grid = 'rebuilt', false) AS time_gaps,
-           coalesce(Pt, 0.001) AS P,
-           coalesce(period_tol_s::DOUBLE, 0.5 * coalesce(Pt, 0.001)) AS tol
+           coalesce(period_s::DOUBLE, nullif(control_period_median_s, 0), Pt, 0.001) AS P,
+           coalesce(period_tol_s::DOUBLE,
+                    0.5 * coalesce(period_s::DOUBLE, nullif(control_period_median_s, 0), Pt, 0.001)) AS tol
     FROM (
         FROM runs
         UNION ALL BY NAME
         SELECT NULL::VARCHAR AS robot, NULL::VARCHAR AS run,
                NULL::STRUCT(seq_from BIGINT, seq_to BIGINT)[] AS recorded_gaps,
                NULL::BOOLEAN AS fit_eligible, NULL::DOUBLE AS tick_period_s,
-               NULL::DOUBLE AS rate_hz, NULL::VARCHAR AS source_format, NULL::VARCHAR AS tick_grid
+               NULL::DOUBLE AS rate_hz, NULL::VARCHAR AS source_format, NULL::VARCHAR AS tick_grid,
+               NULL::DOUBLE AS control_period_median_s
         WHERE false),
     LATERAL (SELECT coalesce(period_s::DOUBLE, tick_period_s, 1.0 / nullif(rate_hz, 0)) AS Pt)
     WHERE (robot_filter IS NULL OR robot = robot_filter)

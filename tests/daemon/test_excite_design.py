@@ -53,7 +53,7 @@ def test_chirp_components_stream_as_the_search_scores_them():
     np.testing.assert_allclose(streamed, scored, rtol=0, atol=1e-12 * np.abs(streamed).max())
     tone_only = multisine(np.array([[0.01, 0.005]]), np.array([[0.2, 0.5]]), np.array([[0.3, 1.0]]), t, 8.0, 2.0)
     assert np.abs(tone_only[1, 0] - scored[1]).max() > 1e-3  # the sweep changes the velocity
-    with pytest.raises(ValueError, match="exceeds rate/20"):
+    with pytest.raises(ValueError, match="exceeds --rate/20"):
         validate_plan(Plan(mode="multisine", joints=(1,), seconds=8, ramp=2,
                            tone_table=(((0.01, 0.5, 0.0, 0.5),),) + ((),) * 6))
 

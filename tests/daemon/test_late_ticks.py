@@ -72,3 +72,23 @@ def test_late_but_complete_ticks_split_by_default_and_join_with_the_documented_o
     joined = json.loads(_intervals(lake, "--json", "--no-split", "period_outlier", "--min-duration-s", "2").stdout)
     assert len(joined) == 1 and joined[0]["seq_first"] == 0 and joined[0]["seq_last"] == rows[-1]["seq_last"]
     assert joined[0]["duration_s"] >= 2.0 and joined[0]["end_reason"] == "run_end"
+
+
+def test_a_loaded_daemons_catch_up_bursts_split_nothing(tmp_path):
+    """What the daemon records on a loaded host: the host runs ticks late, then catches up in
+    bursts (most t_s steps 0.1 ms, one of 9.1 ms in ten), while its robot clock and
+    control_period_s advance 1 ms per tick. The median t_s step (0.1 ms) is not the robot's
+    period: period_outlier judges against the median control period, so nothing splits."""
+    csv = _recording(tmp_path)
+    with open(csv) as fh:
+        header = fh.readline()
+    rows = np.loadtxt(csv, delimiter=",", skiprows=1)
+    steps = np.where(np.arange(1, rows.shape[0]) % 10 == 0, 9.1e-3, 0.1e-3)
+    rows[:, C.T_S.start] = np.concatenate([[0.0], np.cumsum(steps)])
+    with open(csv, "wb") as fh:
+        fh.write(header.encode() + C.format_rows_bytes(rows))
+    lake = tmp_path / "lake"
+    assert CliRunner().invoke(app, ["ingest", str(csv), "--robot", "sim", "--lake", str(lake)]).exit_code == 0
+    rows_out = json.loads(_intervals(lake, "--json").stdout)
+    assert [(r["seq_first"], r["seq_last"], r["end_reason"]) for r in rows_out] == [(0, rows.shape[0] - 1, "run_end")]
+    assert rows_out[0]["period_s"] == 0.001

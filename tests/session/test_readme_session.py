@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import pyarrow.parquet as pq
+import pytest
 
 from readme_session import README, SECONDS, readme_commands
 
@@ -18,6 +19,7 @@ def test_the_block_is_what_the_fixture_runs():
     assert [line.split("--record ")[1].split()[0] for line in excites] == ["run001.csv", "run002.csv", "run003.csv"]
 
 
+@pytest.mark.slow  # the first test to take the fixture runs the whole session (~1 min)
 def test_each_excite_records_a_complete_run(readme_session):
     for n, run in enumerate(readme_session.runs, start=1):
         step = readme_session.steps[n - 1]

@@ -90,7 +90,8 @@ def expected_intervals(rec: Recording, *, splits=ALL_SPLITS, period_s: float | N
     time rules use `period_s` or the run's `tick_period_s` (none: off); period_outlier that
     period or 1 ms, ± `tol_s` (default half of it)."""
     time_period_s = period_s if period_s is not None else rec.tick_period_s
-    period_s = 1e-3 if time_period_s is None else time_period_s
+    if period_s is None:  # period_outlier: the run's median control period, else its tick period
+        period_s = rec.control_period_median_s or time_period_s or 1e-3
     tol_s = 0.5 * period_s if tol_s is None else tol_s
     if rec.fit_eligible is False:
         return []

@@ -32,6 +32,7 @@ class Recording:
     tick_period_s: float | None = None  # run.tick_period_s (ingest computes it; null: 1 ms)
     tick_counter: bool = False  # seq is the recorder's own tick count (source_format fr3_stack_csv)
     tick_grid: str | None = None  # run.tick_grid: "recorded" | "rebuilt" (from t_s) | null
+    control_period_median_s: float | None = None  # run.control_period_median_s (ingest: median)
 
     @property
     def n(self) -> int:
@@ -92,6 +93,7 @@ def run_table(rec: Recording, contract_columns: bool = True) -> pa.Table:
     row["seq_last"] = pa.array([int(seq.max()) if rec.n else None], pa.int64())
     row["tick_period_s"] = pa.array([rec.tick_period_s], pa.float64())
     row["tick_grid"] = pa.array([rec.tick_grid], pa.string())
+    row["control_period_median_s"] = pa.array([rec.control_period_median_s], pa.float64())
     table = pa.table(row, schema=RUN_SCHEMA)
     contract = ("recorded_gaps", "fit_eligible")
     if not contract_columns:  # an older run.parquet, written before these columns existed

@@ -151,6 +151,7 @@ def test_random_injections_match_the_oracle_and_nothing_is_bridged(events_per_ru
     recs = [build(events, 1e-3 if k % 2 == 0 else None) for k, events in enumerate(events_per_run)]
     for k, rec in enumerate(recs):  # a recorder counting its ticks (fr3_stack's CSV), a rebuilt grid
         rec.tick_counter, rec.tick_grid = k % 4 == 1, "rebuilt" if k % 4 == 3 else None
+        rec.control_period_median_s = 0.001 if k % 4 == 1 else None
     by_run, con, tmp = run_lake(recs)
     try:
         for k, rec in enumerate(recs):
