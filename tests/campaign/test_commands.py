@@ -49,7 +49,7 @@ def test_an_aborting_reference_is_refused_or_run_and_said_first(runner, lake, re
     assert not (lake / "campaigns").exists()
     ran = runner.invoke(app, base + ["--allow-aborting-reference"])
     assert ran.exit_code == 0, ran.output
-    assert ran.output.startswith("WARNING: the reference aborts even on the fit's own parameters")
+    assert ran.stdout.startswith("WARNING: the reference aborts even on the fit's own parameters")
     text = runner.invoke(app, ["campaign", "show", "abort", "--lake", str(lake)]).output.splitlines()
     assert text[0].startswith("NOTE: the reference aborts even on the fit's own parameters (run with "
                               "--allow-aborting-reference): the nominal episode")
