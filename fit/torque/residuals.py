@@ -96,7 +96,8 @@ def adequacy_line(role: str, s: TorqueScore, max_ratio: float = MAX_FLOOR_RATIO)
     ratio = s.floor_ratio
     if not np.isfinite(ratio):
         return (f"{role} torque residual: no noise floor measurable", None)
-    j = int(np.nanargmax(s.rmse_raw_nm / s.floor_nm))
+    with np.errstate(divide="ignore", invalid="ignore"):  # a joint with no floor (0/0) is not the worst
+        j = int(np.nanargmax(np.where(s.floor_nm > 0, s.rmse_raw_nm / s.floor_nm, np.nan)))
     ok = ratio <= max_ratio
     return (f"{role} torque residual {s.rmse_raw_nm[j]:.3g} N·m (J{j + 1}, worst) = {ratio:.2f}× its noise floor "
             f"{s.floor_nm[j]:.3g} N·m ({'within' if ok else 'above'} {max_ratio:g}×); variance explained "

@@ -187,7 +187,7 @@ def fit_torque(lake: Path, settings: TorqueFitSettings, *, fit_id: str | None = 
     sol, flat, rule = solve_at_level(flat, spec, nominal_beta(spec, rigid, start),
                                      _damping(runs) if signal == "commanded" else None,
                                      constraint_builder(settings.model_path), start.mu_static, start.armature,
-                                     settings.creep_margin)
+                                     settings.creep_margin, (rigid.flange_rotation, rigid.flange_position_m))
     train_eqs = _regroup(train_eqs, flat)
     sol.extra["delay_scanned"] = signal == "commanded" and settings.delay_ms is None
     params = dynamics_params(sol, rigid, start)

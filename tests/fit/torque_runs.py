@@ -81,4 +81,25 @@ def plant_runs(root: Path, robot: str, runs: tuple[str, ...], *, seconds: float 
     return lake, truth
 
 
-__all__ = ["DEFAULT_TRUTH", "EXTENDED_TRUTH", "PAYLOAD", "plant_runs", "twin_runs"]
+def payload_runs(root: Path, robot: str, runs: tuple[str, ...], **changes):
+    """Record and ingest `runs` of the real payload run's shape (tests/plant/payload_run.py:
+    rest, one move, a long standstill with a ringing tool) on the plant carrying its tool, one
+    noise seed per run; returns (lake, plant truth)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from plant import payload_run_reference, record, tool_plant
+
+    truth = tool_plant(**changes)
+    made = []
+    for i, run in enumerate(runs):
+        where = root / robot / run
+        where.mkdir(parents=True, exist_ok=True)
+        reference = payload_run_reference(where / "reference.csv")
+        record(reference, where / f"{run}.csv", plant=truth.replace(seed=i), tail_s=0.0, settle_s=1.0)
+        spec = multisine_run(run, TONES[0], seed=i + 31, seconds=1.0, amplitude_deg=0.0)
+        made.append(SyntheticRecording(spec, where / f"{run}.csv", None))
+    lake = root / "lake"
+    ingest(lake, made, robot)
+    return lake, truth
+
+
+__all__ = ["DEFAULT_TRUTH", "EXTENDED_TRUTH", "PAYLOAD", "payload_runs", "plant_runs", "twin_runs"]
