@@ -80,7 +80,9 @@ def fit_summary(rec, validations: list[dict[str, Any]] | None = None) -> dict[st
     """JSON-able summary of a FitRecord: parameters, losses, runs, extra columns, the parsed
     error bars (`identifiability`, None when not stored), seeds and validations."""
     from ...sim import PARAM_NAMES
+    from .statuses import fit_statuses, intervals_agree
 
+    statuses = fit_statuses(rec)
     extra = {k: v for k, v in rec.extra.items()
              if not isinstance(v, bytes) and k not in ("identifiability_json", "adequacy_json")}
     adequacy = json.loads(rec.extra["adequacy_json"]) if rec.extra.get("adequacy_json") else None
@@ -95,7 +97,8 @@ def fit_summary(rec, validations: list[dict[str, Any]] | None = None) -> dict[st
         "history_rows": len(rec.history),
         "runs": [vars(u) for u in rec.runs],
         **extra,
-        "identifiability": rec.identifiability,
+        "parameter_status": [st.to_dict() for st in statuses],
+        "identifiability": intervals_agree(rec.identifiability, statuses),  # intervals only for estimated
         "adequacy": {"train": (adequacy or {}).get("train"), "holdout": (adequacy or {}).get("holdout"),
                      "lines": [text for text, _ in adequacy_lines(rec, validations)]},
         "seeds": [{"seed": s.seed, "best_loss": s.best_loss, "chosen": s.chosen,
@@ -121,7 +124,7 @@ def print_fit(rec, validations: list[dict[str, Any]] | None = None) -> None:
     _intervals(out, rec)
     at_bounds = rec.extra.get("at_bounds")
     if at_bounds:
-        out.print(f"[yellow]at a bound (within 1 % of the range): {', '.join(at_bounds)}[/yellow]")
+        out.print(f"[yellow]at a bound (within 0.5 % of the range): {escape(', '.join(at_bounds))}[/yellow]")
     _error_bars(out, rec)
     _seeds(out, rec)
     _validations(out, rec, validations or [])
