@@ -38,12 +38,14 @@ from .derivatives import FilterSpec, cutoff_from_spectrum, segments
 from .equations import EquationSpec, build, with_rest_rule
 from .friction_basis import check_law
 from .regressor import RigidBodyModel
-from .residuals import adequacy_line, score
+from .residuals import adequacy_line, nominal_line, score
+from .findings import causes, delay_edge, standstill_summary
+from .signal_check import check as check_signal
 from .signals import MEANING, RunSamples, choose_signal, samples
 from .soft_friction import CREEP_MARGIN, FrictionConstraint
 from .solve import solve_at_level
 from .systematic import error_bar_note
-from .twin_params import dynamics_params, identifiability_json
+from .twin_params import dynamics_params, finite, identifiability_json
 
 PRESETS = ("+payload", "+asymmetry", "+bias", "+links")
 
@@ -191,7 +193,10 @@ def fit_torque(lake: Path, settings: TorqueFitSettings, *, fit_id: str | None = 
     train_eqs = _regroup(train_eqs, flat)
     sol.extra["delay_scanned"] = signal == "commanded" and settings.delay_ms is None
     params = dynamics_params(sol, rigid, start)
-    train_score = score(flat, sol.beta, sol.delay, cutoff)
+    used_score = score(flat, sol.beta, sol.delay, cutoff)
+    train_score = score(flat, sol.beta, sol.delay, cutoff, names=sol.names)  # every finite row
+    nominal_score = score(flat, nominal_beta(spec, rigid, start), sol.delay, cutoff, names=sol.names)
+    signal_check = check_signal(signal, runs, rigid.gravity_torque)
     per_run = [score(e, sol.beta, sol.delay, cutoff) for e in train_eqs]
     hold_scores = []
     if holdout:
@@ -199,15 +204,25 @@ def fit_torque(lake: Path, settings: TorqueFitSettings, *, fit_id: str | None = 
         hold_eqs = [[with_rest_rule(e, rule) for e in per_run] for per_run in hold_eqs]
         gaps.update(hold_gaps)
         hold_scores = [score(e, sol.beta, sol.delay, cutoff) for e in hold_eqs]
-    hold_all = score([e for h in (hold_eqs if holdout else []) for e in h], sol.beta, sol.delay, cutoff) if holdout else None
+    hold_flat = [e for h in (hold_eqs if holdout else []) for e in h]
+    hold_all = score(hold_flat, sol.beta, sol.delay, cutoff) if holdout else None
+    hold_nominal = score(hold_flat, nominal_beta(spec, rigid, start), sol.delay, cutoff) if holdout else None
     uses = [IntervalUse(r.robot, r.run, r.interval_index, int(r.seq[0]), int(r.seq[-1]), "train", 1.0,
                         float(s.rmse_raw_nm.mean()), r.run_sha256) for r, s in zip(runs, per_run)]
     uses += [IntervalUse(r.robot, r.run, r.interval_index, int(r.seq[0]), int(r.seq[-1]), "holdout", None,
                          float(s.rmse_raw_nm.mean()), r.run_sha256) for r, s in zip(holdout, hold_scores)]
-    lines = [adequacy_line("training", train_score)]
+    lines = [adequacy_line("training (every finite row)", train_score),
+             nominal_line(train_score, nominal_score, causes(sol, used_score, train_score, signal_check)),
+             signal_check.line()]
+    edge = delay_edge(sol.delay_scan) if sol.extra["delay_scanned"] else None
+    if edge is not None:
+        lines.append((edge, False))
     if hold_all is not None:
         lines.append(adequacy_line("held-out", hold_all))
     torque = torque_summary(sol, spec, signal, fspec, gaps, train_score, hold_all, lines, rigid, rule)
+    torque.update(train_used_rows=used_score.to_dict(), nominal_train=nominal_score.to_dict(),
+                  nominal_holdout=None if hold_nominal is None else hold_nominal.to_dict(),
+                  signal_check=signal_check.to_dict(), delay_at_bound=edge, standstill=standstill_summary(flat, spec))
     wall = time.perf_counter() - t0
     rec = FitRecord(
         fit_id=fit_id or f"fit-{datetime.now(timezone.utc).strftime('%Y%m%dT%H%M%S')}-{settings.digest()[:8]}",
@@ -288,8 +303,8 @@ def torque_summary(sol, spec, signal, fspec, gaps, train_score, hold_score, line
            "delay_ms": sol.delay, "delay_scan": {str(k): v for k, v in sol.delay_scan.items()},
            "sigma_nm": sol.sigma_nm.tolist(), "hac_bandwidth_ticks": sol.bandwidth, "rows": sol.rows,
            "constrained": sol.constrained, "base_parameters": sol.base.to_dict(),
-           "beta": [{"name": n, "value": float(b), "unconstrained": float(bh), "stderr": float(s), "stderr_hac": float(h),
-                     "stderr_systematic": float(y), "stderr_iid": float(i)}
+           "beta": [{"name": n, "value": finite(b), "unconstrained": finite(bh), "stderr": finite(s),
+                     "stderr_hac": finite(h), "stderr_systematic": finite(y), "stderr_iid": finite(i)}
                     for n, b, bh, s, h, y, i in zip(sol.names, sol.beta, sol.beta_hat, stderr, hac, syst, iid)],
            "systematic": sol.systematic.to_dict(sol.names), "noise_bias": sol.extra.get("noise_bias"),
            "error_bar_note": error_bar_note(hac, stderr, sol.names, sol.systematic) + _unsettled(sol),

@@ -163,6 +163,7 @@ def solve(eqs: list[SegmentEquations], spec: EquationSpec, beta_nom: np.ndarray,
     normal = n_mat - d_n + prior
     lower, upper = bounds(names)
     beta, moved = constrain(beta_hat, normal, lower, upper, body_blocks(spec, *flange))
+    beta[np.abs(beta) < np.finfo(float).tiny] = 0.0  # a bound reached from inside can leave a denormal
     residuals, score_rows = [], []
     for eq, y in zip(eqs, targets):
         e = np.where(eq.rows, y[:, :, best] - eq.predict(beta_hat), np.nan)

@@ -81,19 +81,22 @@ def plant_runs(root: Path, robot: str, runs: tuple[str, ...], *, seconds: float 
     return lake, truth
 
 
-def payload_runs(root: Path, robot: str, runs: tuple[str, ...], **changes):
+def payload_runs(root: Path, robot: str, runs: tuple[str, ...], rest_before_s: float | None = None, **changes):
     """Record and ingest `runs` of the real payload run's shape (tests/plant/payload_run.py:
     rest, one move, a long standstill with a ringing tool) on the plant carrying its tool, one
-    noise seed per run; returns (lake, plant truth)."""
+    noise seed per run; `rest_before_s` (default the module's 1.2 s) the rest before the move;
+    returns (lake, plant truth)."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from plant import payload_run_reference, record, tool_plant
+    from plant.payload_run import MOVE_S, REST_BEFORE_S
 
-    truth = tool_plant(**changes)
+    before = REST_BEFORE_S if rest_before_s is None else rest_before_s
+    truth = tool_plant(**({"ring_start_s": before + MOVE_S} | changes))
     made = []
     for i, run in enumerate(runs):
         where = root / robot / run
         where.mkdir(parents=True, exist_ok=True)
-        reference = payload_run_reference(where / "reference.csv")
+        reference = payload_run_reference(where / "reference.csv", rest_before_s=before)
         record(reference, where / f"{run}.csv", plant=truth.replace(seed=i), tail_s=0.0, settle_s=1.0)
         spec = multisine_run(run, TONES[0], seed=i + 31, seconds=1.0, amplitude_deg=0.0)
         made.append(SyntheticRecording(spec, where / f"{run}.csv", None))
