@@ -196,7 +196,7 @@ def fit_torque(lake: Path, settings: TorqueFitSettings, *, fit_id: str | None = 
     used_score = score(flat, sol.beta, sol.delay, cutoff)
     train_score = score(flat, sol.beta, sol.delay, cutoff, names=sol.names)  # every finite row
     nominal_score = score(flat, nominal_beta(spec, rigid, start), sol.delay, cutoff, names=sol.names)
-    signal_check = check_signal(signal, runs, rigid.gravity_torque)
+    signal_check = check_signal(signal, runs, rigid)
     per_run = [score(e, sol.beta, sol.delay, cutoff) for e in train_eqs]
     hold_scores = []
     if holdout:
