@@ -38,6 +38,7 @@ from .derivatives import FilterSpec, cutoff_from_spectrum, segments
 from .equations import EquationSpec, build, with_rest_rule
 from .friction_basis import check_law
 from .regressor import RigidBodyModel
+from .replay_check import replay_holdout
 from .residuals import adequacy_line, nominal_line, score
 from .findings import causes, delay_edge, standstill_summary
 from .signal_check import check as check_signal
@@ -219,10 +220,13 @@ def fit_torque(lake: Path, settings: TorqueFitSettings, *, fit_id: str | None = 
         lines.append((edge, False))
     if hold_all is not None:
         lines.append(adequacy_line("held-out", hold_all))
+    replays = replay_holdout(lake, settings.holdout, params, friction_law=spec.law, model_path=settings.model_path,
+                             configured_load=configured if settings.configured_load is not None else None)
+    lines.extend(r.line() for r in replays)
     torque = torque_summary(sol, spec, signal, fspec, gaps, train_score, hold_all, lines, rigid, rule)
     torque.update(train_used_rows=used_score.to_dict(), nominal_train=nominal_score.to_dict(),
                   nominal_holdout=None if hold_nominal is None else hold_nominal.to_dict(),
-                  signal_check=signal_check.to_dict(), delay_at_bound=edge, standstill=standstill_summary(flat, spec))
+                  signal_check=signal_check.to_dict(), delay_at_bound=edge, holdout_replay=[r.to_dict() for r in replays], standstill=standstill_summary(flat, spec))
     wall = time.perf_counter() - t0
     rec = FitRecord(
         fit_id=fit_id or f"fit-{datetime.now(timezone.utc).strftime('%Y%m%dT%H%M%S')}-{settings.digest()[:8]}",
