@@ -35,6 +35,16 @@ def tool_lake(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
+def plant_lake(tmp_path_factory):
+    """Two 6 s multisine runs (a, b) of the plant (its 1.2 kg payload), and the same runs
+    through the libfranka-style PC logger as mapped logs (robot `panda`)."""
+    root = tmp_path_factory.mktemp("plant")
+    lake, truth = torque_runs.plant_runs(root, "plant", ("a", "b"), seconds=6.0)
+    torque_runs.pc_log_copies(root, lake, "panda", ("a", "b"), "plant")
+    return lake, truth
+
+
+@pytest.fixture(scope="module")
 def tool_fit(tool_lake):
     lake, _ = tool_lake
     return fit_torque(lake, TorqueFitSettings(train=["tool/a"], holdout=["tool/b"], torque="measured"), fit_id="tool-m")
@@ -159,8 +169,8 @@ def test_a_fit_worse_than_nominal_on_its_training_rows_fails_and_says_why(tmp_pa
     assert "too few informative rows" in line[0] and "rest rule" in line[0]
 
 
-def test_signal_check_names_a_gravity_compensated_and_a_sign_flipped_tau_j(tmp_path):
-    lake, truth = torque_runs.plant_runs(tmp_path, "plant", ("a",), seconds=6.0)
+def test_signal_check_names_a_gravity_compensated_and_a_sign_flipped_tau_j(plant_lake):
+    lake, truth = plant_lake
     frames = _frames(lake, "plant", "a")
     q = np.column_stack([frames[f"q{j}"] for j in range(1, 8)])
     rigid = RigidBodyModel.load()  # the robot's gravity model with its load configured: links and payload
@@ -185,10 +195,10 @@ def test_signal_check_names_a_gravity_compensated_and_a_sign_flipped_tau_j(tmp_p
     assert "the sign of J4 looks inverted" in shown.output
 
 
-def test_a_torque_fit_replays_its_holdout_and_fails_when_the_motion_is_not_explained(tmp_path):
+def test_a_torque_fit_replays_its_holdout_and_fails_when_the_motion_is_not_explained(plant_lake):
     """The measured route explains the plant's link-side torques but knows nothing of the motor
     side (its friction, the rotor inertia): replayed, the held-out run's motion is far off."""
-    lake, _ = torque_runs.plant_runs(tmp_path, "plant", ("a", "b"), seconds=6.0)
+    lake, _ = plant_lake
     rec = fit_torque(lake, TorqueFitSettings(train=["plant/a"], holdout=["plant/b"], torque="measured",
                                              friction_law="tanh"), fit_id="rp")
     torque = json.loads(rec.extra["torque_json"])
@@ -208,3 +218,18 @@ def test_a_suggested_change_never_names_a_value_outside_the_bounds():
     assert "47.6" not in text and "at most +4.6" in text and "not this term alone" in text
     assert suggested_change("viscous", 6, 1.2, "N·m·s/rad", 0.4) == "J6 +1.2 N·m·s/rad"
     assert "at most -0.195" in suggested_change("inertia", 2, -0.3, "kg·m²", 0.195)  # armature >= 0
+
+
+def test_links_on_a_pc_logged_run_predict_a_second_one_better_than_nominal(plant_lake):
+    """The measured route with +links on libfranka-style PC logs (stale rows, skipped ticks)."""
+    lake, _ = plant_lake
+    rec = fit_torque(lake, TorqueFitSettings(train=["panda/a"], holdout=["panda/b"], torque="measured",
+                                             params=["+links"]), fit_id="pc-links")
+    torque = json.loads(rec.extra["torque_json"])
+    assert torque["gaps"]["panda/a"]["stale_rows"] > 0 and torque["gaps"]["panda/a"]["filled_ticks"] > 0
+    fitted, nominal = torque["holdout"], torque["nominal_holdout"]
+    loaded = [j for j in range(7) if nominal["rmse_raw_nm"][j] > 2 * nominal["floor_nm"][j]]
+    assert len(loaded) >= 4
+    for j in loaded:
+        assert fitted["rmse_raw_nm"][j] < nominal["rmse_raw_nm"][j], j
+    assert [r["replayed"] for r in torque["holdout_replay"]] == [False]  # a mapped log of q, dq, tau_J: said, not replayed

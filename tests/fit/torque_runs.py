@@ -105,4 +105,31 @@ def payload_runs(root: Path, robot: str, runs: tuple[str, ...], rest_before_s: f
     return lake, truth
 
 
-__all__ = ["DEFAULT_TRUTH", "EXTENDED_TRUTH", "PAYLOAD", "payload_runs", "plant_runs", "twin_runs"]
+PC_LOG_MAPPING = ('[time]\ncolumn = "duration"\nunit = "ms"\n\n[columns]\nq = "q[{i}]"\ndq = "dq[{i}]"\n'
+                  'tau_measured = "tau_J[{i}]"\n')
+
+
+def pc_log_copies(root: Path, lake: Path, robot: str, runs: tuple[str, ...], source_robot: str) -> None:
+    """Each of `runs` recorded by plant_runs(root, source_robot, ...) through tests/plant's
+    libfranka-style PC logger (one tick in 12 missing, ~6 % stale rows, a jittery clock; seed =
+    the run's position), ingested into `lake` as `robot/run`: mapped logs of q, dq, tau_J only."""
+    import pyarrow.csv as pacsv
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from plant import PcLogger, pc_log, write_csv
+    from twinlake.catalog import Lake
+    from twinlake.ingest.pipeline import ingest_paths
+    from twinlake.ingest.registry import ReadOptions
+
+    mapping = root / f"{robot}-pc-log.toml"
+    mapping.write_text(PC_LOG_MAPPING)
+    for i, run in enumerate(runs):
+        table = pacsv.read_csv(root / source_robot / run / f"{run}.csv")
+        log = write_csv(pc_log({n: table.column(n).to_numpy() for n in table.column_names}, PcLogger(seed=i)),
+                        root / source_robot / run / f"{run}-pc-log.csv")
+        (out,) = ingest_paths(Lake(lake), [log], ReadOptions(robot=robot, run=run, mapping=mapping))
+        if out.status != "published":
+            raise ValueError(f"{log}: ingest {out.status}: {out.message}")
+
+
+__all__ = ["DEFAULT_TRUTH", "EXTENDED_TRUTH", "PAYLOAD", "pc_log_copies", "payload_runs", "plant_runs", "twin_runs"]
