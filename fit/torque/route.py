@@ -41,6 +41,7 @@ from .regressor import RigidBodyModel
 from .replay_check import replay_holdout
 from .residuals import adequacy_line, nominal_line, score
 from .findings import causes, delay_edge, standstill_summary
+from .low_rate import LOW_RATE_HZ, quasi_static_record, sample_rate_hz
 from .signal_check import check as check_signal
 from .signals import MEANING, RunSamples, choose_signal, samples
 from .soft_friction import CREEP_MARGIN, FrictionConstraint
@@ -180,6 +181,14 @@ def fit_torque(lake: Path, settings: TorqueFitSettings, *, fit_id: str | None = 
     runs = [r for r, _ in train]
     holdout = [read_samples(lake, s, signal)[0] for s in settings.holdout]
     rigid = RigidBodyModel.load(settings.model_path)
+    rate = sample_rate_hz(runs)
+    if rate < LOW_RATE_HZ:  # e.g. franka_ros' 30 Hz robot state: quasi-static rows only
+        rec = quasi_static_record(settings, runs, signal, rigid, start, rate,
+                                  fit_id or f"fit-{datetime.now(timezone.utc).strftime('%Y%m%dT%H%M%S')}-{settings.digest()[:8]}",
+                                  _stored_settings(settings, settings.friction_law), time.perf_counter() - t0)
+        if publish:
+            publish_fit(lake, rec)
+        return rec
     configured = _configured(settings, runs)
     spec = equation_spec(settings, signal, rigid, configured)
     cutoff = settings.cutoff_hz or max(cutoff_from_spectrum(r.dq[np.all(np.isfinite(r.dq), axis=1)]) for r in runs)
