@@ -127,11 +127,13 @@ def high_frequency_share(cutoff_hz: float, rate_hz: float = 1000.0) -> float:
     return max(1e-6, 1.0 - 2.0 * cutoff_hz / rate_hz)
 
 
-def nominal_line(fitted: TorqueScore, nominal: TorqueScore, causes: list[str]) -> tuple[str, bool]:
+def nominal_line(fitted: TorqueScore, nominal: TorqueScore, causes: list[str]) -> tuple[str, bool | None]:
     """(text, passed): the fitted model against the nominal one on the same rows (every finite
     training row): the root mean of the joints' (raw RMSE / floor)²; worse than nominal fails
     and says the likely `causes`."""
     fit_r, nom_r = fitted.normalised_rms, nominal.normalised_rms
+    if not (np.isfinite(fit_r) and np.isfinite(nom_r)):
+        return ("training, every finite row: no noise floor measurable to set the fit against the nominal model", None)
     worse = [f"J{j + 1}" for j in range(7) if fitted.rmse_raw_nm[j] > nominal.rmse_raw_nm[j] * 1.0001]
     if fit_r <= nom_r:
         return (f"training, every finite row ({fitted.rows} joint rows): the fit {fit_r:.2f}× the noise floor, the "
