@@ -54,10 +54,15 @@ def convergence_note(rec) -> str | None:
 
 
 def gate_failure(rec) -> str | None:
-    """The local gates' line when they did not trust the local result (a CMA-ES fallback or
-    'not trusted'), or None."""
+    """The local gates' line, without its convergence note (said apart), when they did not
+    trust the local result and nothing searched further ('not trusted: ...; exploration off'),
+    else None. After a CMA-ES fallback the fit is what the fallback found: its adequacy and
+    error bars speak for it."""
     gates = rec.extra.get("local_gates") or ""
-    return gates if gates.startswith(("not trusted", "fallback to cma")) else None
+    if not gates.startswith("not trusted"):
+        return None
+    note = convergence_note(rec)
+    return gates.replace("; " + note, "") if note else gates
 
 
 def checks(rec, validations: list[dict]) -> list[Check]:

@@ -151,7 +151,7 @@ def _parameter_caveats(statuses: Sequence[ParameterStatus]) -> list[str]:
         out.append(f"at a bound ({len(bound)}{of}; the optimum is probably outside the box): {names(bound)}")
     wide = [s.name for s in freed if _wide(s)]
     if wide:
-        out.append(f"wide 95 % intervals (half-width over {WIDE_HALF_WIDTH:.0%} of the bound range): {names(wide)}")
+        out.append(f"wide 95 % intervals (half-width over {100 * WIDE_HALF_WIDTH:.0f} % of the bound range): {names(wide)}")
     bare = [s.name for s in freed if s.status is Status.ESTIMATED and s.reason == NO_INTERVAL]
     if bare:
         out.append(f"no error bars stored ({len(bare)}{of}): their uncertainty is unknown: {names(bare)}")

@@ -201,12 +201,14 @@ def list_cmd(as_json: bool = typer.Option(False, "--json", help="JSON on stdout.
                               indent=2, default=str))
         return
     table = Table(title=f"{len(rows)} fit(s)")
-    for c in (*want[:1], "verdict", *want[1:], "reasons"):
+    for c in (*want[:1], "verdict", *want[1:]):
         table.add_column(c)
     for r, v in zip(rows, verdicts):
         cells = ["" if x is None else f"{x:.6g}" if isinstance(x, float) else str(x) for x in r]
-        table.add_row(*(escape(c) for c in (cells[0], v.verdict.level.value, *cells[1:], "; ".join(v.verdict.reasons))))
+        table.add_row(*(escape(c) for c in (cells[0], v.verdict.level.value, *cells[1:])))
     _console().print(table)
+    for r, v in zip(rows, verdicts):  # the reasons, one line per fit, as `fit show` and `fit report` give them
+        typer.echo(f"{r[0]}: {v.verdict.line()}")
 
 
 @fit_app.command("show")
