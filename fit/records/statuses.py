@@ -26,9 +26,11 @@ def fit_statuses(rec) -> list[ParameterStatus]:
     settings = rec.settings or {}
     ident = rec.identifiability
     space = ParameterSpace.from_json(settings["space"]) if "space" in settings else ParameterSpace()
-    if "space" in settings or ident is None:
+    if settings.get("method") == "torque" and ident is not None:  # its space only carries the friction law
+        frozen = {p["name"] for p in ident.get("parameters", []) if not p.get("free") and not p.get("scanned")}
+    elif "space" in settings or ident is None:
         frozen = {LAYOUT.names[i] for i in space.frozen}
-    else:  # a torque fit or an import with error bars: they say what was free
+    else:  # an import with error bars: they say what was free
         frozen = set()
     values = dict(zip(LAYOUT.names, rec.vector.tolist()))
     bounds = {n: (float(space.bounds[i, 0]), float(space.bounds[i, 1])) for i, n in enumerate(LAYOUT.names)}

@@ -127,9 +127,10 @@ def causes(cmp: Comparison, rec_a, rec_b) -> list[str]:
         if bad and len(pinned) >= max(2, len(bad) // 2):
             out.append(f"torque sign: fit {label}'s friction/armature sit at 0 where the other's are positive "
                        f"({len(pinned)} of {len(bad)} disagreeing): its torques look negated")
-    mass = next((p for p in cmp.parameters if p.name == "payload_mass"), None)
+    mass = next((p for p in [*cmp.parameters, *cmp.not_compared] if p.name == "payload_mass"), None)
     ratios = [r for r in (_floor_ratio(rec_a), _floor_ratio(rec_b)) if r is not None]
-    payloadish = [p for p in cmp.disagreeing if p.name.startswith(("payload", "tau_bias"))]
+    payloadish = [p for p in cmp.disagreeing if p.name.startswith(("payload", "tau_bias"))] + \
+        [p for p in cmp.not_compared if p.name.startswith(("payload", "tau_bias")) and p.a != p.b]
     if (mass is not None and abs(mass.b - mass.a) > GRAVITY_MASS_KG) or (payloadish and ratios and max(ratios) > 10):
         out.append("gravity counted twice (or not at all): the payload / bias terms disagree"
                    + (f" (payload mass {mass.a:.3g} vs {mass.b:.3g} kg)" if mass is not None else "")

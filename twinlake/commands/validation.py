@@ -111,7 +111,7 @@ def validate_cmd(
     runs = split_values(runs)
     runs, torque_failed = _torque_held_out(resolve_lake(lake), fit, runs, max_floor_ratio, as_json)
     if not runs:
-        _new_verdict(resolve_lake(lake), fit)
+        _new_verdict(resolve_lake(lake), fit, as_json)
         raise typer.Exit(1 if torque_failed else 0)
     try:
         thresholds = Thresholds(max_q_rmse_rad, max_joint_q_rmse_rad, max_dq_rmse_rad_s, max_ee_pos_rmse_m,
@@ -133,7 +133,7 @@ def validate_cmd(
              "likely_cause": None if o.adequacy.cause is None else o.adequacy.cause.name,
              "adequacy": o.adequacy.line()} for o in outs]
     failed = torque_failed or any(o.sim_label == "fitted" and o.verdict == "fail" for o in outs)
-    _new_verdict(resolve_lake(lake), fit)
+    _new_verdict(resolve_lake(lake), fit, as_json)
     if as_json:
         typer.echo(json.dumps(rows, indent=2))
         raise typer.Exit(1 if failed else 0)
@@ -160,14 +160,15 @@ def validate_cmd(
         raise typer.Exit(1)
 
 
-def _new_verdict(root, fit: str) -> None:
+def _new_verdict(root, fit: str, as_json: bool) -> None:
     """A validation arrived: the fit's verdict is decided again and appended (fit/records/verdict_record.py);
-    said on stderr (stdout keeps the table or the JSON)."""
+    said on stderr after the table (with --json only stored: `fit show --json` has it)."""
     from ..fit.records.record import load_fit
     from ..fit.records.verdict_record import record_verdict
 
     verdict = record_verdict(root, load_fit(root, fit), "fit validate")
-    typer.echo(verdict.line(), err=True)
+    if not as_json:
+        typer.echo(verdict.line(), err=True)
 
 
 def _write_atomic(path: Path, text: str) -> None:
