@@ -65,12 +65,17 @@ def run_cmd(
                           allow_aborting_reference=allow_aborting_reference)
     from .cluster import check_address
 
+    from ..progress import Stages
+
     check_address(address)
     verdict = _fit_verdict(resolve_lake(lake), fit)
     if verdict is not None and verdict["level"] != "trusted":  # said first, before any episode runs
         typer.echo(f"NOTE: fit {fit} is {verdict['level']}: {'; '.join(verdict['reasons'])}", err=as_json)
     try:
-        report = run_campaign(resolve_lake(lake), req, workers=workers, address=address)
+        with Stages("campaign run", enabled=not as_json) as stages:  # stderr; quiet with --json
+            stages.stage(f"running {episodes} episode(s) of {fit}" + (f" on {workers} Ray workers" if workers else ""))
+            report = run_campaign(resolve_lake(lake), req, workers=workers, address=address,
+                                  progress=lambda done, total: stages.fraction(done / max(total, 1)))
     except ValueError as exc:
         fail(str(exc))
     if as_json:

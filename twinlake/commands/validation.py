@@ -100,12 +100,12 @@ def validate_cmd(
 ) -> None:
     """Replay held-out runs with the fitted and nominal parameters; store metrics.json and verdicts.
     Exit status 1 when the fitted parameters fail on any run (2: bad input)."""
-    from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
 
     from ..catalog import resolve_lake
     from ..fit.trust.validate import Thresholds, validate_fit
+    from ..progress import Stages
     from ..option_lists import split_values
 
     runs = split_values(runs)
@@ -117,8 +117,8 @@ def validate_cmd(
         thresholds = Thresholds(max_q_rmse_rad, max_joint_q_rmse_rad, max_dq_rmse_rad_s, max_ee_pos_rmse_m,
                                 max_ee_ori_rmse_rad, max_floor_ratio or None)
         params, _ = _load_profile(nominal)
-        console = Console(stderr=True)
-        with console.status(f"replaying {len(runs)} held-out run(s), fitted and nominal in one batch"):
+        with Stages("fit validate", enabled=not as_json) as stages:  # stderr; quiet with --json
+            stages.stage(f"replaying {len(runs)} held-out run(s), fitted and nominal in one batch")
             outs = validate_fit(resolve_lake(lake), fit, runs, thresholds, nominal=params,
                                 allow_train=allow_train)
     except ValueError as exc:
@@ -233,17 +233,17 @@ def report_cmd(
     lake: Optional[Path] = LAKE,
 ) -> None:
     """Write a self-contained HTML report of a fit (plots embedded; PNGs beside it)."""
-    from rich.console import Console
-
     from ..catalog import resolve_lake
     from ..fit.records.report import render_report
     from ..fit.records.report_lake import report_data_from_lake
+    from ..progress import Stages
 
     try:
         params, _ = _load_profile(nominal)
-        with Console(stderr=True).status("gathering the fit, its validations and error bars"):
+        with Stages("fit report") as stages:  # on stderr; the page's path is the only stdout
+            stages.stage("gathering the fit, its validations and error bars")
             data = report_data_from_lake(resolve_lake(lake), fit, nominal=params, error_bars=error_bars)
-        with Console(stderr=True).status("plotting"):
+            stages.stage("plotting")
             page = render_report(data, out)
     except ValueError as exc:
         fail(str(exc))
