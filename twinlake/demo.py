@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Optional
 import numpy as np
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from .demo_report import closing_campaign, coverage_cause, truth_table
@@ -140,13 +141,13 @@ def holdout_rmse(lake: Path, holdout: list[str], candidates: dict) -> dict[str, 
 
 
 def rmse_table(rmse: dict[str, np.ndarray], console: Console) -> None:
-    table = Table(title="held-out run: joint position RMSE [mrad]")
+    table = Table(title=escape("held-out run: joint position RMSE [mrad]"))
     table.add_column("parameters")
     for j in range(7):
         table.add_column(f"J{j + 1}", justify="right")
     table.add_column("all", justify="right")
     for name, values in rmse.items():
-        table.add_row(name, *(f"{1e3 * v:.3f}" for v in values), f"{1e3 * np.sqrt(np.mean(values ** 2)):.3f}")
+        table.add_row(escape(name), *(f"{1e3 * v:.3f}" for v in values), f"{1e3 * np.sqrt(np.mean(values ** 2)):.3f}")
     console.print(table)
 
 

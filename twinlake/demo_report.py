@@ -53,11 +53,11 @@ def truth_table(truth, fit, console: Console, statuses) -> tuple[dict[str, dict]
 
     cover, left = truth_in_intervals(truth, statuses)
     by = {st.name: st for st in statuses}
-    table = Table(title="demo robot: truth (never shown to the fit) / fit ± 95 % half-width, ✓ truth inside")
+    table = Table(title=escape("demo robot: truth (never shown to the fit) / fit ± 95 % half-width, ✓ truth inside"))
     groups = [g.name for g in LAYOUT.joint_groups if not g.frozen_by_default]  # FrankaTwin's per-joint groups
     table.add_column("joint")
     for g in groups:
-        table.add_column(g, justify="right")
+        table.add_column(escape(g), justify="right")
     for j in range(7):
         cells = [f"J{j + 1}"]
         for g in groups:
@@ -121,13 +121,14 @@ def closing_campaign(lake: Path, fit_id: str, holdout: str, cfg, *, address: str
     report = run_campaign(lake, req, workers=cfg.workers, address=address)
     summaries = CampaignStore(lake, report.campaign_id).summaries()
     rows = outcome_rows(summaries)
-    table = Table(title=f"campaign {report.campaign_id}: {report.total_done} arms drawn from the fit's posterior "
-                        f"replay {holdout}")
+    table = Table(title=escape(f"campaign {report.campaign_id}: {report.total_done} arms drawn from the fit's "
+                               f"posterior replay {holdout}"))
     for name in ("outcome", "episodes", "share", "worst |q − anchor| p50 / p95 (mrad)", "abort t (s)"):
-        table.add_column(name, justify="left" if name == "outcome" else "right")
+        table.add_column(escape(name), justify="left" if name == "outcome" else "right")
     for r in rows:
-        table.add_row(r["outcome"], str(r["episodes"]), f"{100 * r['share']:.1f} %",
-                      f"{_mrad(r['anchor_p50_rad'])} / {_mrad(r['anchor_p95_rad'])}", r["abort_t_s"] or "-")
+        table.add_row(*(escape(c) for c in (r["outcome"], str(r["episodes"]), f"{100 * r['share']:.1f} %",
+                                             f"{_mrad(r['anchor_p50_rad'])} / {_mrad(r['anchor_p95_rad'])}",
+                                             r["abort_t_s"] or "-")))
     console.print(f"  {report.nominal['text']}")
     console.print(table)
     lines = episode_lines(summaries, statuses)

@@ -166,7 +166,7 @@ def _parameters(out, rec) -> None:
     from ...sim import LAYOUT
 
     p = rec.params
-    table = Table(title=f"fit {rec.fit_id} ({rec.fit_source}, {rec.status}), best loss {rec.best_loss:.6g}")
+    table = Table(title=escape(f"fit {rec.fit_id} ({rec.fit_source}, {rec.status}), best loss {rec.best_loss:.6g}"))
     groups = LAYOUT.joint_groups
     for col in ("joint", *(g.name if g.unit == "-" else f"{g.name} [{g.unit}]" for g in groups)):
         table.add_column(escape(col), justify="right")
@@ -189,7 +189,7 @@ def _intervals(out, rec) -> None:
     for u in rec.runs:
         seq = f"{u.seq_first}..{u.seq_last}" if u.seq_first is not None else "-"
         loss = f"{u.loss:.6g}" if u.loss is not None else "-"
-        runs.add_row(u.role, f"{u.robot}/{u.run}", str(u.interval_index), seq, f"{u.weight}", loss)
+        runs.add_row(*(escape(c) for c in (u.role, f"{u.robot}/{u.run}", str(u.interval_index), seq, f"{u.weight}", loss)))
     out.print(runs)
 
 
@@ -305,9 +305,10 @@ def _validations(out, rec, validations: list[dict[str, Any]]) -> None:
                 "verdict", "passed"):
         table.add_column(escape(col))
     for v in validations:
-        table.add_row(f"{v['robot']}/{v['run']}", milli(v["fitted_q_rmse_all_rad"]), milli(v["nominal_q_rmse_all_rad"]),
-                      milli(v["fitted_ee_pos_rmse_3d_m"]), ratio(v.get("fitted_torque_floor_ratio")),
-                      v["fitted_verdict"] or "no thresholds", "yes" if v["passed"] else "no")
+        table.add_row(*(escape(c) for c in (f"{v['robot']}/{v['run']}", milli(v["fitted_q_rmse_all_rad"]),
+                                             milli(v["nominal_q_rmse_all_rad"]), milli(v["fitted_ee_pos_rmse_3d_m"]),
+                                             ratio(v.get("fitted_torque_floor_ratio")),
+                                             v["fitted_verdict"] or "no thresholds", "yes" if v["passed"] else "no")))
     out.print(table)
     passed = [f"{v['robot']}/{v['run']}" for v in validations if v["passed"]]
     out.print(f"passed {len(passed)} of {len(validations)} held-out run(s)" + (f": {', '.join(passed)}" if passed else ""))

@@ -308,23 +308,25 @@ def compare_cmd(fit_a: str = typer.Argument(..., help="First fit id (e.g. a repl
 
 
 def _print_comparison(cmp) -> None:
+    from rich.markup import escape
     from rich.table import Table
 
-    table = Table(title=f"{cmp.fit_a} (A) vs {cmp.fit_b} (B): {cmp.verdict} (threshold {cmp.threshold:g} combined se)")
+    table = Table(title=escape(f"{cmp.fit_a} (A) vs {cmp.fit_b} (B): {cmp.verdict} (threshold {cmp.threshold:g} "
+                               "combined se)"))
     for col in ("parameter", "A", "B", "se A", "se B", "z", "verdict"):
         table.add_column(col)
 
     def num(x):
         return "" if x is None else f"{x:.4g}"
     for p in cmp.parameters:
-        table.add_row(p.name, num(p.a), num(p.b), num(p.se_a), num(p.se_b), num(p.z), p.verdict)
+        table.add_row(*(escape(c) for c in (p.name, num(p.a), num(p.b), num(p.se_a), num(p.se_b), num(p.z), p.verdict)))
     _console().print(table)
     if cmp.not_compared:
         rest = Table(title="not compared (not estimated in both fits)")
         for col in ("parameter", "A", "status in A", "B", "status in B"):
             rest.add_column(col)
         for p in cmp.not_compared:
-            rest.add_row(p.name, num(p.a), p.status_a, num(p.b), p.status_b)
+            rest.add_row(*(escape(c) for c in (p.name, num(p.a), p.status_a, num(p.b), p.status_b)))
         _console().print(rest)
     for cause in cmp.causes:
         typer.echo(f"likely cause: {cause}")

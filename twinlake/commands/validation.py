@@ -137,7 +137,7 @@ def validate_cmd(
     if as_json:
         typer.echo(json.dumps(rows, indent=2))
         raise typer.Exit(1 if failed else 0)
-    table = Table(title=f"fit {fit}: held-out validation" + ("" if thresholds.declared else " (no thresholds declared)"))
+    table = Table(title=escape(f"fit {fit}: held-out validation" + ("" if thresholds.declared else " (no thresholds declared)")))
     for col in ("robot/run", "params", "q RMSE [mrad]", "× noise floor", "dq RMSE [mrad/s]", "EE RMSE [mm]", "verdict",
                 "stored"):
         table.add_column(escape(col))  # rich would take "[mrad]" for markup and drop it
