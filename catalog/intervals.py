@@ -37,12 +37,12 @@ OPTIONAL_SPLITS: tuple[str, ...] = (
 """Rules a caller may switch off (`split_on`); all are on by default."""
 
 ALWAYS_SPLITS: tuple[str, ...] = ("seq_gap", "recorded_gap", "mode_change", "time_gap",
-                                  "clock_reversal", "stale")
+                                  "clock_reversal", "time_repeat", "stale")
 """Rules that always split: nothing is ever bridged across lost ticks (by seq or by time), a
-clock going backwards, a stale repeated row or a controller switch."""
+clock going backwards or standing still, a stale repeated row or a controller switch."""
 
 REASONS: tuple[str, ...] = ("run_start", "run_end", "seq_gap", "recorded_gap", "mode_change",
-                            *OPTIONAL_SPLITS, "time_gap", "clock_reversal", "stale")
+                            *OPTIONAL_SPLITS, "time_gap", "clock_reversal", "stale", "time_repeat")
 """Every value `start_reason` / `end_reason` can take (in the SQL's code order)."""
 
 INTERVAL_COLUMNS: tuple[str, ...] = (
@@ -200,14 +200,21 @@ def _query(con, robot: str | None, run: str | None, params: dict) -> pa.Table:
     return con.sql(_QUERY, params=params).to_arrow_table()
 
 
+RULES_VERSION = 2
+"""The rules' version, part of `rules_version()`'s hash: raised whenever what a rule means
+changes (2: late ticks of a tick-counting recorder are not time gaps; `time_repeat`; a row
+stepping back is no lost time after it), so stored intervals of the older rules are never
+served, even if the SQL's text were to hash alike."""
+
+
 @lru_cache(maxsize=1)
 def rules_version() -> str:
-    """SHA-256 (hex) of sql/clean_intervals.sql, sql/clean_intervals_run.sql and the default
-    parameters: stored intervals computed under other rules never match."""
+    """SHA-256 (hex) of `RULES_VERSION`, sql/clean_intervals.sql, sql/clean_intervals_run.sql
+    and the default parameters: stored intervals computed under other rules never match."""
     from .sql import load_sql
 
     digest = hashlib.sha256()
-    for text in (load_sql("clean_intervals"), _one_run_query(),
+    for text in (f"rules {RULES_VERSION}", load_sql("clean_intervals"), _one_run_query(),
                  json.dumps(run_query_params(None, None, DEFAULT_RULES), sort_keys=True)):
         digest.update(text.encode() + b"\0")
     return digest.hexdigest()

@@ -81,63 +81,87 @@ class Plan:
         return 2 * self.hold + self.segments * self.seconds + (self.segments - 1) * self.gap
 
 
+OPTION = {"amplitude_deg": "--amplitude-deg", "seconds": "--seconds", "ramp": "--ramp", "hold": "--hold",
+          "gap": "--gap", "f0": "--f0", "f1": "--f1", "seed": "--seed", "rate": "--rate",
+          "max_velocity": "--max-velocity", "max_acceleration": "--max-acceleration", "max_jerk": "--max-jerk"}
+"""The `twinlake excite` option of each plan field (fr3_stack's joint_sysid.py names): refusals
+name the option the user typed, not the field."""
+_UNITS = {"max_velocity": "rad/s", "max_acceleration": "rad/s²", "max_jerk": "rad/s³"}
+
+
 def validate_plan(plan: Plan) -> Plan:
-    """Raise ValueError naming the first bad field; returns the plan."""
+    """Raise ValueError naming the first bad option (`--ramp`, `--seconds`, ...) and its
+    allowed range; returns the plan."""
     numbers = {k: v for k, v in plan.to_dict().items() if k not in ("mode", "joints", "tones", "tone_table")}
     for key, value in numbers.items():
         if not math.isfinite(float(value)):
-            raise ValueError(f"plan {key}: expected a finite number, got {value}")
+            raise ValueError(f"{OPTION[key]}: expected a finite number, got {value}")
     if not all(math.isfinite(f) for f in plan.tones):
-        raise ValueError(f"plan tones: expected finite numbers, got {list(plan.tones)}")
+        raise ValueError(f"--tones: expected finite frequencies in Hz, got {_listed(plan.tones)}")
     if plan.mode not in MODES:
-        raise ValueError(f"plan mode: expected one of {', '.join(MODES)}, got {plan.mode!r}")
+        raise ValueError(f"--mode: expected one of {', '.join(MODES)}, got {plan.mode!r}")
     if not plan.joints or len(set(plan.joints)) != len(plan.joints) or not all(1 <= j <= 7 for j in plan.joints):
-        raise ValueError(f"plan joints: expected unique joints in 1..7, got {list(plan.joints)}")
-    for key in ("amplitude_deg", "seconds", "ramp"):
+        raise ValueError(f"--joints: expected distinct joints in 1..7, got {_listed(plan.joints) or 'none'}")
+    for key, unit in (("amplitude_deg", "°"), ("seconds", " s"), ("ramp", " s")):
         if getattr(plan, key) <= 0:
-            raise ValueError(f"plan {key}: expected > 0, got {getattr(plan, key)}")
+            raise ValueError(f"{OPTION[key]}: expected > 0{unit}, got {getattr(plan, key):g}")
     if 2 * plan.ramp > plan.seconds:
-        raise ValueError(f"plan ramp: 2·ramp must be <= seconds, got ramp {plan.ramp}, seconds {plan.seconds}")
-    if plan.hold < 0 or plan.gap < 0:
-        raise ValueError(f"plan hold/gap: expected >= 0, got hold {plan.hold}, gap {plan.gap}")
+        raise ValueError(f"--ramp {plan.ramp:g} s needs --seconds ≥ {2 * plan.ramp:g} (a fade-in and a fade-out "
+                         f"of --ramp in each segment), got --seconds {plan.seconds:g}; or lower --ramp to "
+                         f"≤ {plan.seconds / 2:g} s")
+    for key in ("hold", "gap"):
+        if getattr(plan, key) < 0:
+            raise ValueError(f"{OPTION[key]}: expected ≥ 0 s, got {getattr(plan, key):g}")
     if plan.total_s > 600:
-        raise ValueError(f"plan total duration: expected <= 600 s, got {plan.total_s:g} s")
+        raise ValueError(f"the run would last {plan.total_s:g} s (2·--hold + --seconds per segment + --gap "
+                         "between segments); expected total duration ≤ 600 s: lower --seconds, --hold or --gap, "
+                         "or excite fewer --joints per run")
     if plan.f0 <= 0 or plan.f1 < plan.f0:
-        raise ValueError(f"plan f0/f1: expected 0 < f0 <= f1, got f0 {plan.f0}, f1 {plan.f1}")
+        raise ValueError(f"--f0/--f1: expected 0 < --f0 ≤ --f1 (Hz), got --f0 {plan.f0:g}, --f1 {plan.f1:g}")
     if not plan.tones or any(f <= 0 for f in plan.tones):
-        raise ValueError(f"plan tones: expected non-empty and all > 0, got {list(plan.tones)}")
+        raise ValueError(f"--tones: expected one or more frequencies > 0 Hz, got {_listed(plan.tones) or 'none'}")
     _validate_tone_table(plan)
     if plan.seed < 0:
-        raise ValueError(f"plan seed: expected >= 0, got {plan.seed}")
+        raise ValueError(f"--seed: expected ≥ 0, got {plan.seed}")
     if not 10 <= plan.rate <= 200:
-        raise ValueError(f"plan rate: expected 10..200 Hz, got {plan.rate}")
+        raise ValueError(f"--rate: expected 10..200 Hz, got {plan.rate:g}")
     if plan.ramp * plan.rate < 5:
-        raise ValueError(f"plan ramp·rate: expected >= 5 samples in a ramp, got {plan.ramp * plan.rate:g}")
+        raise ValueError(f"--ramp {plan.ramp:g} s at --rate {plan.rate:g} Hz is {plan.ramp * plan.rate:g} commands; "
+                         f"a ramp needs ≥ 5: raise --ramp to ≥ {5 / plan.rate:g} s or --rate to "
+                         f"≥ {5 / plan.ramp:g} Hz")
     highest = {"sine": plan.f0, "chirp": plan.f1, "multisine": max(plan.tones)}.get(plan.mode)
     if highest is not None and highest > plan.rate / 20:
-        raise ValueError(f"plan frequency: highest {highest:g} Hz exceeds rate/20 = {plan.rate / 20:g} Hz")
+        which = {"sine": "--f0", "chirp": "--f1", "multisine": "--tones"}[plan.mode]
+        raise ValueError(f"{which}: the highest frequency {highest:g} Hz exceeds --rate/20 = {plan.rate / 20:g} Hz; "
+                         f"raise --rate to ≥ {20 * highest:g} Hz (at most 200) or lower {which}")
     for key in ("max_velocity", "max_acceleration", "max_jerk"):
         if getattr(plan, key) <= 0:
-            raise ValueError(f"plan {key}: expected > 0, got {getattr(plan, key)}")
+            raise ValueError(f"{OPTION[key]}: expected > 0 {_UNITS[key]}, got {getattr(plan, key):g}")
     return plan
+
+
+def _listed(values) -> str:
+    return " ".join(f"{v:g}" for v in values)
 
 
 def _validate_tone_table(plan: Plan) -> None:
     if not plan.tone_table:
         return
     if plan.mode != "multisine" or len(plan.tone_table) != 7:
-        raise ValueError("plan tone_table: expected 7 joints' tones of a multisine plan, "
-                         f"got {len(plan.tone_table)} for mode {plan.mode!r}")
+        raise ValueError("--design: the designed tone table needs 7 joints' tones of a multisine plan, "
+                         f"got {len(plan.tone_table)} for --mode {plan.mode}")
     for j, joint in enumerate(plan.tone_table, start=1):
         for tone in joint:
             if len(tone) not in (3, 4) or not all(math.isfinite(float(x)) for x in tone) or tone[1] <= 0:
-                raise ValueError(f"plan tone_table J{j}: expected (amplitude_rad, f_hz > 0, phase_rad[, sweep_hz_s]), "
-                                 f"got {tone}")
+                raise ValueError(f"--design: tone table J{j}: expected (amplitude_rad, f_hz > 0, phase_rad"
+                                 f"[, sweep_hz_s]), got {tone}")
             end = tone[1] + (tone[3] if len(tone) == 4 else 0.0) * plan.seconds
             if end <= 0:
-                raise ValueError(f"plan tone_table J{j}: the chirp {tone} sweeps to {end:g} Hz; expected > 0")
+                raise ValueError(f"--design: tone table J{j}: the chirp {tone} sweeps to {end:g} Hz over --seconds "
+                                 f"{plan.seconds:g}; expected > 0 Hz")
             if max(tone[1], end) > plan.rate / 20:
-                raise ValueError(f"plan tone_table J{j}: {max(tone[1], end):g} Hz exceeds rate/20 = {plan.rate / 20:g} Hz")
+                raise ValueError(f"--design: tone table J{j}: {max(tone[1], end):g} Hz exceeds --rate/20 = "
+                                 f"{plan.rate / 20:g} Hz; raise --rate")
 
 
 def envelope(s: np.ndarray, seconds: float, ramp: float) -> tuple[np.ndarray, ...]:
@@ -241,13 +265,15 @@ def preflight(plan: Plan, q0) -> dict[str, list[float]]:
     if (low | high).any():
         j = int(np.flatnonzero(low | high)[0])
         raise ValueError(f"joint {j + 1}: anchor {q0[j]:.4f} rad ± {exc[j]:.4f} rad reaches the joint-limit "
-                         f"repulsion zone (allowed ({Q_LOWER[j]:.4f}, {Q_UPPER[j]:.4f}) rad)")
+                         f"repulsion zone (allowed ({Q_LOWER[j]:.4f}, {Q_UPPER[j]:.4f}) rad): lower "
+                         "--amplitude-deg or start the arm further from the limit")
     found = peaks(plan)
-    for key, name, limit in (("velocity_rad_s", "velocity", plan.max_velocity),
-                             ("acceleration_rad_s2", "acceleration", plan.max_acceleration),
-                             ("jerk_rad_s3", "jerk", plan.max_jerk)):
+    for key, name, limit, unit in (("velocity_rad_s", "velocity", plan.max_velocity, "rad/s"),
+                                   ("acceleration_rad_s2", "acceleration", plan.max_acceleration, "rad/s²"),
+                                   ("jerk_rad_s3", "jerk", plan.max_jerk, "rad/s³")):
         worst = int(np.argmax(found[key]))
         if found[key][worst] > limit:
-            raise ValueError(f"reference {name} peak {found[key][worst]:.4g} exceeds {limit:g} on joint "
-                             f"{worst + 1}; lower --amplitude-deg or the frequencies, or raise the bound")
+            raise ValueError(f"reference {name} peak {found[key][worst]:.4g} {unit} exceeds --max-{name} {limit:g} "
+                             f"on joint {worst + 1}; lower --amplitude-deg or the frequencies (--f0/--f1/--tones), "
+                             f"or raise --max-{name}")
     return found

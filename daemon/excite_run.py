@@ -1,17 +1,20 @@
 """Run an excitation plan: offline preview, or stream it to a daemon with live guards.
 
 `run_preview` writes `reference.csv`, `preview.svg` and `metadata.json` for an anchor given by
-the user (or the illustrative one). `run_execute` reads the live anchor from the daemon, runs
-the preflight, optionally starts a daemon recording (`record_path`), streams targets at the
-plan rate evaluated at actual wall time (expired slots skipped), and guards every send: state
-fresh, running, error-free, in joint impedance, finite, inside the joint range, speed bound,
-and tracking error against the LAST SENT target (fr3_stack documents this check but compares
-with the anchor; we implement what it documents). A fault requests termination.
+the user (or the illustrative one). `ExcitationRun` reads the live anchor from the daemon (no
+state within a second: no daemon answers), runs the preflight, optionally starts a daemon
+recording (`record_path`), streams targets at the plan rate evaluated at actual wall time
+(expired slots skipped; a send, or the next slot after a stall anywhere in the loop, later
+than `max_lateness` aborts), and guards every send: state fresh, running, error-free, in
+joint impedance, finite, inside the joint range, speed bound, and tracking error under the
+chosen rule (daemon/guards.py; the anchor rule by default). A fault after a motion command
+requests termination and checks that the daemon stopped; daemon/excite_abort.py says why.
 """
 
 from __future__ import annotations
 
 import math
+import os
 import time
 import uuid
 from dataclasses import dataclass, replace
@@ -24,6 +27,7 @@ from ..sim.jsonfile import read_json_object
 
 from .client import DEFAULT_D_JOINT, DEFAULT_FILTER_ALPHA, DEFAULT_K_JOINT, ClientState, Fr3Client
 from .companions import recording_meta, write_companions
+from .excite_abort import GUARD, LATE, NO_DAEMON, PREFLIGHT, RECORD, SETTLE, STALE, ExcitationAbort, daemon_answers, no_daemon_message
 from .excitation import PREVIEW_ANCHOR_Q, Q_LOWER, Q_UPPER, Plan, offsets, preflight, validate_plan
 from .excite_files import initial_metadata, reference_table, write_json_atomic, write_preview_svg, write_reference_csv
 from .guards import GuardBounds, GuardEvent, first_abort, guard_values
@@ -31,6 +35,7 @@ from .guards import GuardBounds, GuardEvent, first_abort, guard_values
 PREFLIGHT_DQ_BOUND = 0.02  # rad/s: the arm must be still before we start
 ANCHOR_DRIFT_RAD = 0.002
 SETTLE_TIMEOUT_S = 5.0
+NO_DAEMON_WAIT_S = 1.0  # no state within this: no daemon answers (it publishes every 5 ms)
 COMMAND_COLUMNS = (
     ["seq", "trajectory_t_s", "send_start_monotonic_s", "send_return_monotonic_s", "state_daemon_timestamp",
      "state_received_monotonic_s", "lateness_s"]
@@ -50,18 +55,18 @@ class Gains:
 
     def validate(self) -> "Gains":
         if len(self.k_joint) != 7 or len(self.d_joint) != 7:
-            raise ValueError("--kp/--kd: expected 7 values each")
-        if min(self.k_joint) <= 0 or min(self.d_joint) <= 0 or not 0 < self.filter_alpha <= 1:
-            raise ValueError("gains: require K > 0, D > 0 and 0 < filter_alpha <= 1")
+            raise ValueError("--kp/--kd: expected 1 or 7 values each")
+        if min(self.k_joint) <= 0:
+            raise ValueError(f"--kp: expected stiffnesses > 0 N·m/rad, got {min(self.k_joint):g}")
+        if min(self.d_joint) <= 0:
+            raise ValueError(f"--kd: expected dampings > 0 N·m·s/rad, got {min(self.d_joint):g}")
+        if not 0 < self.filter_alpha <= 1:
+            raise ValueError(f"--filter-alpha: expected 0 < alpha ≤ 1, got {self.filter_alpha:g}")
         return self
 
     def to_dict(self) -> dict:
         return {"K_joint": list(self.k_joint), "D_joint": list(self.d_joint),
                 "filter_alpha": self.filter_alpha, "use_friction": False}
-
-
-class ExcitationAbort(RuntimeError):
-    """A live guard fired or the daemon misbehaved; the run is aborted."""
 
 
 def unhealthy_reason(state: ClientState | None, now: float, stale_after: float, dq_bound: float) -> str | None:
@@ -152,12 +157,13 @@ class ExcitationRun:
     def __init__(self, plan: Plan, out_dir: Path, client: Fr3Client, *, robot_id: str,
                  gains: Gains = Gains(), guards: Guards = Guards(), finish: str = "hold",
                  record_path: str | None = None, experiment: dict | None = None, nuc_log: str | None = None,
-                 progress=None, configured_load=None) -> None:
+                 progress=None, configured_load=None, on_stage=None) -> None:
         self.plan, self.out, self.client = validate_plan(plan), out_dir, client
         guards = replace(guards, max_velocity=plan.max_velocity).validate()  # the streaming speed bound
         self.gains, self.guards, self.finish = gains.validate(), guards, finish
         self.record_path = record_path
         self.progress = progress or (lambda fraction: None)
+        self.on_stage = on_stage or (lambda text: None)  # a stage's name, for progress on stderr
         self.meta = initial_metadata(plan, robot_id=robot_id, host=client.host, cmd_port=client.cmd_port,
                                      state_port=client.state_port, guards=guards.to_dict(), experiment=experiment,
                                      configured_load=configured_load)
@@ -171,6 +177,8 @@ class ExcitationRun:
         write_json_atomic(self.meta_path, self.meta)
 
     def _wait_healthy(self, dq_bound: float, timeout: float = 3.0) -> ClientState:
+        if self.client.state(timeout=NO_DAEMON_WAIT_S) is None:
+            raise ExcitationAbort(no_daemon_message(self.client, NO_DAEMON_WAIT_S), NO_DAEMON)
         deadline = time.monotonic() + timeout
         reason = "no state received"
         while time.monotonic() < deadline:
@@ -179,10 +187,11 @@ class ExcitationRun:
             if reason is None:
                 return st
             time.sleep(0.01)
-        raise ExcitationAbort(f"preflight: {reason}")
+        raise ExcitationAbort(f"preflight: {reason}", PREFLIGHT)
 
     def run(self) -> dict:
         self._save()
+        self.on_stage(f"preflight: reading the arm's pose from {self.client.host}")
         anchor = self._wait_healthy(PREFLIGHT_DQ_BOUND).q.copy()
         peaks = preflight(self.plan, anchor)
         write_reference_csv(self.out / "reference.csv", reference_table(self.plan, anchor))
@@ -191,14 +200,19 @@ class ExcitationRun:
                    commanded_controller_settings=self.gains.to_dict(), controller_settings_acknowledged=False)
         now_q = self._wait_healthy(PREFLIGHT_DQ_BOUND).q
         if np.abs(now_q - anchor).max() > ANCHOR_DRIFT_RAD:
-            raise ExcitationAbort(f"anchor moved {np.abs(now_q - anchor).max():.4f} rad while preparing")
+            raise ExcitationAbort(f"anchor moved {np.abs(now_q - anchor).max():.4f} rad while preparing", PREFLIGHT)
         if self.record_path:
+            self.on_stage(f"recording at 1 kHz to {self.record_path}")
             self._start_recording()
         try:
             self._save(status="running")
+            self.on_stage(f"streaming {self.plan.mode}, {self.plan.total_s:g} s at {self.plan.rate:g} Hz")
             self._stream(anchor)
+            self.on_stage("terminal settle: waiting for the arm to return to the anchor and stop")
             self._settle(anchor)
             self.meta["status"] = "completed"
+            if self.record_path:
+                self.on_stage("stopping the recording")
             self._stop_recording(anchor)  # before any termination: shutdown would end the service
             if self.finish == "terminate":
                 self.client.terminate()
@@ -213,8 +227,16 @@ class ExcitationRun:
         return self.meta
 
     def _start_recording(self) -> None:
+        from .client import RecordingError
+
         self.recording_id = f"excite-{uuid.uuid4().hex[:16]}"
-        status = self.client.start_recording(self.record_path, recording_id=self.recording_id)
+        try:
+            status = self.client.start_recording(self.record_path, recording_id=self.recording_id)
+        except RecordingError as exc:  # e.g. the file exists (EEXIST) or its directory does not (ENOENT)
+            code = f", errno {exc.status.error_code} ({os.strerror(exc.status.error_code)})" if exc.status.error_code else ""
+            self._save(status="aborted", error=f"RecordingError: {exc}")
+            raise ExcitationAbort(f"--record {self.record_path}: the daemon refused the recording: {exc}{code}",
+                                  RECORD) from None
         self._save(recording={"path": self.record_path, "recording_id": self.recording_id,
                               "started": status.to_dict()})
 
@@ -246,8 +268,11 @@ class ExcitationRun:
                 self.client.terminate()
                 time.sleep(0.1)
                 self.meta["termination"] = "attempted"
+                # a terminated daemon closes its sockets: say whether it really stopped
+                self.meta["daemon_after_abort"] = "still_answering" if daemon_answers(self.client) else "stopped"
             except Exception as term_exc:  # noqa: BLE001
                 self.meta["termination"] = f"request_failed: {term_exc}"
+        # fr3_stack's metadata contract: error = "Type: message"
         self._save(status="aborted", error=f"{type(exc).__name__}: {exc}")
 
     def _stream(self, anchor: np.ndarray) -> None:
@@ -257,6 +282,7 @@ class ExcitationRun:
         with open(self.out / "commands_and_state.csv", "x", encoding="ascii") as log:
             log.write(",".join(COMMAND_COLUMNS) + "\n")
             origin = time.monotonic()
+            self.meta["plan_total_s"] = plan.total_s
             slot, last_target, seq = 0, None, 0
             while True:
                 scheduled = origin + slot * period
@@ -265,13 +291,13 @@ class ExcitationRun:
                     time.sleep(delay)
                 now = time.monotonic()
                 lateness = now - scheduled
-                if lateness > guards.max_lateness:
-                    raise ExcitationAbort(f"missed deadline by {lateness:.3f} s (> {guards.max_lateness} s)")
                 traj_t = min(now - origin, plan.total_s)
+                self._check_lateness(lateness, traj_t)
                 st = client.state(timeout=guards.stale_after)
                 reason = guard_reason(st, time.monotonic(), anchor, last_target, guards, traj_t)
                 if reason:
-                    raise ExcitationAbort(reason)
+                    self.meta["aborted_at_trajectory_s"] = traj_t
+                    raise ExcitationAbort(reason, STALE if reason.startswith("state age") else GUARD)
                 target = anchor + offsets(plan, np.array([traj_t]))[0, 0]
                 self.meta["motion_command_attempted"] = True
                 sent_at = time.monotonic()
@@ -287,7 +313,21 @@ class ExcitationRun:
                 self.progress(traj_t / plan.total_s)
                 if traj_t >= plan.total_s:
                     break
-                slot = max(slot + 1, int((time.monotonic() - origin) / period) + 1)  # skip expired slots
+                # the next slot's deadline is checked wherever the client stalled (in a send as in
+                # the sleep); expired slots within the bound are skipped, never burst-sent
+                slot += 1
+                now = time.monotonic()
+                self._check_lateness(now - (origin + slot * period), min(now - origin, plan.total_s))
+                slot = max(slot, int((now - origin) / period))
+
+    def _check_lateness(self, lateness: float, traj_t: float) -> None:
+        """Abort (fr3_stack's lateness guard) when a send's deadline passed by more than
+        --max-lateness [s]; `traj_t`: the plan time reached [s]."""
+        if lateness > self.guards.max_lateness:
+            self.meta["aborted_at_trajectory_s"] = traj_t
+            raise ExcitationAbort(
+                f"the client was {lateness:.3f} s late for a send (--max-lateness {self.guards.max_lateness:g} s): "
+                "this machine did not run the client on time", LATE)
 
     def _settle(self, anchor: np.ndarray) -> None:
         deadline = time.monotonic() + SETTLE_TIMEOUT_S
@@ -297,7 +337,8 @@ class ExcitationRun:
                     and np.abs(st.dq).max() <= PREFLIGHT_DQ_BOUND:
                 return
             time.sleep(0.01)
-        raise ExcitationAbort("terminal settle: the arm did not return to the anchor and stop")
+        raise ExcitationAbort("terminal settle: the arm did not return to the anchor and stop within "
+                              f"{SETTLE_TIMEOUT_S:g} s", SETTLE)
 
 
 def load_experiment(path: str | None) -> dict | None:

@@ -54,12 +54,13 @@ class GuardBounds:
 
     def validate(self) -> "GuardBounds":
         """Raise ValueError naming the bad bound; returns self."""
-        for key in ("tracking_error", "max_velocity", "stale_after", "max_lateness"):
+        for key, unit in (("tracking_error", "rad"), ("max_velocity", "rad/s"), ("stale_after", "s"),
+                          ("max_lateness", "s")):
             value = getattr(self, key)
             if not (math.isfinite(value) and value > 0):
-                raise ValueError(f"guard {key}: expected a finite number > 0, got {value}")
+                raise ValueError(f"--{key.replace('_', '-')}: expected a finite number > 0 {unit}, got {value}")
         if self.tracking_rule not in TRACKING_RULES:
-            raise ValueError(f"tracking rule: expected one of {', '.join(TRACKING_RULES)}, got {self.tracking_rule!r}")
+            raise ValueError(f"--tracking-rule: expected one of {', '.join(TRACKING_RULES)}, got {self.tracking_rule!r}")
         return self
 
     @property

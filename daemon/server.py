@@ -185,12 +185,16 @@ class Fr3Daemon:
             command, self._pending = self._pending, None
         return command
 
-    def _tick(self, period_s: float) -> None:
+    def _tick(self) -> None:
+        """One tick. Its `control_period_s` is the robot clock's period, as libfranka's callback
+        `period` is (fr3_stack's CSV v2 column 80): 0 on the first tick, then 1 ms, because the
+        simulated arm advances exactly one 1 ms physics step per tick however late the host
+        runs it. The host's lateness shows in `t_s` (host time at capture)."""
         robot = self.robot
         command = self._take_pending()
         if command is None and self.ticks == 0 and self.config.initial_controller == "joint_impedance":
             command = JointImpedanceCommand(robot.sim.q)  # anchor at the live q, default config
-        frame = robot.step(command, period_s)
+        frame = robot.step(command, 0.0 if self.ticks == 0 else TICK_S)
         self.controller_name = CONTROLLER_NAMES[int(frame[C.CONTROLLER.start])]
         if self.manager.enabled:
             self.manager.capture(frame, time.perf_counter())
@@ -256,11 +260,9 @@ class Fr3Daemon:
         start = clock()
         end = None if duration_s is None else start + duration_s
         deadline = start
-        last = None
         while not self._stop.is_set():
             now = clock()
-            self._tick(0.0 if last is None else now - last)
-            last = now
+            self._tick()
             if end is not None and now >= end:
                 break
             deadline += TICK_S

@@ -90,11 +90,14 @@ def median_period_s(t_s: np.ndarray) -> float | None:
 def rebuild_seq(t_s: np.ndarray) -> tuple[np.ndarray, float]:
     """(seq int64[n], period_s): the tick grid rebuilt from the times at their median period;
     `period_s` is then the median time step per tick (steps over lost ticks divided).
-    seq[0] = 0; each step from row i-1 to row i advances by round(dt / period) ticks, at
-    least one (a jittery clock, a repeat at the same time, a clock stepping back), so seq
-    strictly increases and a step of two periods is one lost tick. Judged step by step, a
-    slightly wrong period never accumulates into a drift over a long run. Raises ValueError
-    when `t_s` is empty, not finite, or has no positive step."""
+    seq[0] = 0; each step into row i advances by round(dt / period) ticks, at least one (a
+    jittery clock, a repeat at the same time, a clock stepping back), so seq strictly
+    increases and a step of two periods is one lost tick. dt is measured from the latest
+    time seen before row i, and the ticks that rows repeating or stepping back in time took
+    are repaid by the next forward step, so such rows cost no lost tick after them: nothing
+    was dropped (the intervals split there: time_repeat, clock_reversal).
+    Judged step by step, a slightly wrong period never accumulates into a drift over a long
+    run. Raises ValueError when `t_s` is empty, not finite, or has no positive step."""
     t = np.asarray(t_s, dtype=np.float64)
     if t.size == 0:
         raise ValueError("no rows")
@@ -106,11 +109,29 @@ def rebuild_seq(t_s: np.ndarray) -> tuple[np.ndarray, float]:
         if t.size == 1:
             return np.zeros(1, np.int64), float("nan")
         raise ValueError("time never increases: no tick period")
-    dt = np.diff(t)
-    steps = np.maximum(np.rint(dt / period), 1).astype(np.int64)
+    dt = t[1:] - np.maximum.accumulate(t)[:-1]
+    still = dt <= 0  # a row that repeats or steps back: it still takes one tick of the grid,
+    run = np.cumsum(still)  # which the next forward step repays (it is no lost tick)
+    run = run - np.maximum.accumulate(np.where(still, 0, run))  # non-advancing rows ending here
+    debt = np.concatenate([[0], run[:-1]])
+    steps = np.where(still, 1, np.maximum(np.rint(dt / period) - debt, 1)).astype(np.int64)
     seq = np.concatenate([[0], np.cumsum(steps)]).astype(np.int64)
     ok = dt > 0  # the period per tick, skipped ticks no longer in it
     return seq, float(np.median(dt[ok] / steps[ok]))
+
+
+def time_order_reason(t_s: np.ndarray) -> str | None:
+    """A run reason when `t_s` repeats or steps back between consecutive rows (kept in file
+    order, never re-sorted), else None."""
+    dt = np.diff(np.asarray(t_s, dtype=np.float64))
+    repeats, back = np.flatnonzero(dt == 0), np.flatnonzero(dt < 0)
+    if not repeats.size and not back.size:
+        return None
+    parts = [f"{what} at {rows.size} row{'s' if rows.size != 1 else ''} (first row {int(rows[0]) + 1})"
+             for what, rows in (("repeats the previous row's time", repeats), ("steps back", back))
+             if rows.size]
+    return (f"t_s {' and '.join(parts)}: kept in file order, no tick counted as lost; the intervals "
+            "split there (time_repeat, clock_reversal)")
 
 
 def tick_period_s(seq: np.ndarray, t_s: np.ndarray) -> float | None:
@@ -144,6 +165,10 @@ def frames_on_grid(path: Path, unit: IngestUnit) -> pa.Table:
                             f"period {period * 1e3:.4g} ms")
     else:
         unit.run_fields.setdefault("tick_grid", "recorded")
+    if "t_s" in frames.column_names:
+        reason = time_order_reason(frames.column("t_s").to_numpy(zero_copy_only=False))
+        if reason:
+            unit.reasons.append(reason)
     frames = conform_frames(frames)
     stale = pa.array(stale_mask(frames))
     given = frames.column("stale")

@@ -13,8 +13,12 @@
 --   interval, null for any other reason), period_s (the tick period it was judged by [s]).
 --
 -- Reasons: run_start, run_end, seq_gap, recorded_gap, mode_change, reset, gain_change,
---   target_invalid, nonfinite, period_outlier, time_gap, clock_reversal, stale.
---   Rules and precedence: docs/intervals.md.
+--   target_invalid, nonfinite, period_outlier, time_gap, clock_reversal, stale, time_repeat.
+--   Rules and precedence: docs/intervals.md. A run whose seq is its recorder's own count of
+--   executed ticks (fr3_stack's CSV, source_format 'fr3_stack_csv': a lost frame shows as a
+--   seq jump) never gets a time_gap: a t_s step over consecutive seq is a late tick whose data
+--   is complete (period_outlier judges its control period); nor does a run whose seq was
+--   rebuilt from t_s (tick_grid 'rebuilt': its lost ticks are seq jumps already).
 --
 -- Parameters (named, all optional; pass values as bound parameters, never paste them):
 --   robot_filter, run_filter  VARCHAR   only this robot / run (applied before the window)
@@ -50,6 +54,9 @@ run_info AS (
     -- 1 / rate_hz for a run written before tick_period_s); the time rules need it. P: the
     -- period of period_outlier and of the result (Pt, else 1 ms); tol: its tolerance.
     SELECT robot, run, recorded_gaps, coalesce(fit_eligible, true) AS fit_eligible, Pt,
+           -- time_gap judges only a seq that is neither the recorder's tick count (fr3_stack's
+           -- CSV: a late tick there is complete) nor rebuilt from t_s (a lost tick is a seq jump)
+           NOT coalesce(source_format = 'fr3_stack_csv' OR tick_grid = 'rebuilt', false) AS time_gaps,
            coalesce(Pt, 0.001) AS P,
            coalesce(period_tol_s::DOUBLE, 0.5 * coalesce(Pt, 0.001)) AS tol
     FROM (
@@ -58,7 +65,7 @@ run_info AS (
         SELECT NULL::VARCHAR AS robot, NULL::VARCHAR AS run,
                NULL::STRUCT(seq_from BIGINT, seq_to BIGINT)[] AS recorded_gaps,
                NULL::BOOLEAN AS fit_eligible, NULL::DOUBLE AS tick_period_s,
-               NULL::DOUBLE AS rate_hz
+               NULL::DOUBLE AS rate_hz, NULL::VARCHAR AS source_format, NULL::VARCHAR AS tick_grid
         WHERE false),
     LATERAL (SELECT coalesce(period_s::DOUBLE, tick_period_s, 1.0 / nullif(rate_hz, 0)) AS Pt)
     WHERE (robot_filter IS NULL OR robot = robot_filter)
@@ -72,7 +79,7 @@ tick AS (
     --   gap_end_before: end of the latest recorded lost range ending before this seq
     SELECT
         f.robot, f.run, f.seq, f.t_s, f.controller, f.joint_reset_count, f.control_period_s,
-        ri.P, ri.Pt, ri.tol,
+        ri.P, ri.Pt, ri.tol, ri.time_gaps,
         CASE WHEN f.controller = 2 THEN hash(
             f.K_joint1, f.K_joint2, f.K_joint3, f.K_joint4, f.K_joint5, f.K_joint6, f.K_joint7,
             f.D_joint1, f.D_joint2, f.D_joint3, f.D_joint4, f.D_joint5, f.D_joint6, f.D_joint7,
@@ -126,6 +133,7 @@ win AS (
         *,
         lag(seq) OVER w AS prev_seq,
         lag(t_s) OVER w AS prev_t_s,
+        lag(t_s, 2) OVER w AS prev2_t_s,
         lag(controller) OVER w AS prev_controller,
         lag(joint_reset_count) OVER w AS prev_reset,
         lag(cfg) OVER w AS prev_cfg,
@@ -136,14 +144,17 @@ win AS (
 ),
 edge AS (
     -- b_in: why the step from the previous tick into this one splits (null: it does not).
+    -- t_ref: the time the step is measured from: the previous tick's, or the one before it
+    -- when the previous tick stepped back (a row out of order is no lost time after it).
     SELECT
         *,
         CASE
             WHEN prev_seq IS NULL THEN 1
             WHEN gap_end_before > prev_seq THEN 4
             WHEN seq - prev_seq <> 1 THEN 3
-            WHEN t_s - prev_t_s <= 0 THEN 12
-            WHEN t_s - prev_t_s > 1.5 * Pt THEN 11
+            WHEN t_s < prev_t_s THEN 12
+            WHEN t_s = prev_t_s THEN 14
+            WHEN time_gaps AND t_s - t_ref > 1.5 * Pt THEN 11
             WHEN controller IS DISTINCT FROM prev_controller THEN 5
             WHEN list_contains(split_on, 'reset')
                  AND joint_reset_count IS DISTINCT FROM prev_reset THEN 6
@@ -151,14 +162,14 @@ edge AS (
             WHEN list_contains(split_on, 'period_outlier')
                  AND abs(control_period_s - P) > tol THEN 10
         END::UTINYINT AS b_in
-    FROM win
+    FROM (SELECT *, CASE WHEN prev_t_s < prev2_t_s THEN prev2_t_s ELSE prev_t_s END AS t_ref FROM win)
 ),
 lost AS (
     -- ticks lost in the step into this tick: by seq, or by time on a consecutive seq
     SELECT
         *,
         CASE b_in WHEN 3 THEN seq - prev_seq - 1
-                  WHEN 11 THEN greatest(round((t_s - prev_t_s) / Pt)::BIGINT - 1, 1) END
+                  WHEN 11 THEN greatest(round((t_s - t_ref) / Pt)::BIGINT - 1, 1) END
             AS lost_in
     FROM edge
 ),
@@ -216,10 +227,10 @@ SELECT
     g.filter_alpha, g.joint_use_friction <> 0 AS use_friction, i.joint_reset_count,
     ['run_start', 'run_end', 'seq_gap', 'recorded_gap', 'mode_change', 'reset', 'gain_change',
      'target_invalid', 'nonfinite', 'period_outlier', 'time_gap', 'clock_reversal',
-     'stale'][start_code] AS start_reason,
+     'stale', 'time_repeat'][start_code] AS start_reason,
     ['run_start', 'run_end', 'seq_gap', 'recorded_gap', 'mode_change', 'reset', 'gain_change',
      'target_invalid', 'nonfinite', 'period_outlier', 'time_gap', 'clock_reversal',
-     'stale'][end_code] AS end_reason,
+     'stale', 'time_repeat'][end_code] AS end_reason,
     ticks_lost_before, ticks_lost_after, P AS period_s
 FROM interval_rows i
 LEFT JOIN frames g

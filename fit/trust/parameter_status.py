@@ -29,6 +29,7 @@ from typing import Any
 AT_BOUND_FRACTION = 0.005  # of the bound range: the one at-bound tolerance (replay, trust, report, export)
 UNIDENTIFIED_HALF_WIDTH = 0.5  # of the bound range: a wider 95 % half-width is "not identified"
 T95_NORMAL = 1.959963984540054
+NO_INTERVAL = "estimated; no 95 % interval computed"  # the reason of an estimate without error bars
 
 
 class Status(str, Enum):
@@ -186,7 +187,7 @@ def classify(name: str, value: float, lower: float, upper: float, *, free: bool 
     if interval is None and stderr is not None:
         interval = (float(value) - t95 * stderr, float(value) + t95 * stderr)
     why = "estimated from the data" if interval is not None else \
-        ("estimated; no 95 % interval computed" if needs_stderr else "estimated by a discrete search; no interval")
+        (NO_INTERVAL if needs_stderr else "estimated by a discrete search; no interval")
     return make(Status.ESTIMATED, why, iv=interval)
 
 
@@ -231,5 +232,5 @@ def count(statuses: Iterable[ParameterStatus]) -> dict[str, int]:
     return out
 
 
-__all__ = ["AT_BOUND_FRACTION", "ParameterStatus", "Status", "T95_NORMAL", "UNIDENTIFIED_HALF_WIDTH",
+__all__ = ["AT_BOUND_FRACTION", "NO_INTERVAL", "ParameterStatus", "Status", "T95_NORMAL", "UNIDENTIFIED_HALF_WIDTH",
            "bound_side", "classify", "count", "format_number", "statuses_from_identifiability"]

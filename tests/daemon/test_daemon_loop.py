@@ -56,7 +56,10 @@ def test_state_commands_and_recording(live, tmp_path, read_csv):
     first = np.flatnonzero(np.diff(resets, prepend=resets[0] - 1))
     entry_rows = rows[joint][first]
     assert np.abs(entry_rows[:, C.Q_TARGET_FILTERED] - entry_rows[:, C.Q]).max() < 0.1 * 0.06
-    periods = rows[1:, C.CONTROL_PERIOD_S.start]
+    # control_period_s is the robot clock's period (libfranka's): the sim arm steps 1 ms per tick
+    assert np.all(rows[1:, C.CONTROL_PERIOD_S.start] == 0.001)
+    assert np.allclose(np.diff(rows[:, C.ROBOT_TIME_S.start]), 0.001)
+    periods = np.diff(rows[:, C.T_S.start])  # the host's capture times
     # on average the loop keeps 1 kHz (it catches up after a late tick); loose for a loaded CI host
     assert 0.0007 < periods.mean() < 0.003, np.percentile(periods, [1, 50, 99])
     assert live.finish() == 0

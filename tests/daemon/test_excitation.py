@@ -63,12 +63,13 @@ def test_multisine_weights_bound_the_peak_and_seed_fixes_phases():
 
 
 @pytest.mark.parametrize("changes, match", [
-    ({"mode": "square"}, "mode"), ({"joints": (1, 1)}, "joints"), ({"joints": (8,)}, "joints"),
-    ({"amplitude_deg": 0}, "amplitude"), ({"ramp": 11}, "ramp"), ({"hold": -1}, "hold"),
-    ({"seconds": 700, "ramp": 5}, "total"), ({"f0": 0}, "f0"), ({"f1": 0.05}, "f0/f1"),
-    ({"tones": ()}, "tones"), ({"rate": 5}, "rate"), ({"rate": 10, "ramp": 0.4, "seconds": 20}, "ramp"),
-    ({"mode": "sine", "f0": 4.0, "f1": 5.0}, "frequency"), ({"max_jerk": 0}, "max_jerk"),
-    ({"amplitude_deg": float("nan")}, "finite"), ({"seed": -1}, "seed"),
+    ({"mode": "square"}, "--mode"), ({"joints": (1, 1)}, "--joints"), ({"joints": (8,)}, "--joints"),
+    ({"amplitude_deg": 0}, "--amplitude-deg"), ({"ramp": 11}, "--ramp 11 s needs --seconds ≥ 22"),
+    ({"hold": -1}, "--hold"), ({"seconds": 700, "ramp": 5}, "total"), ({"f0": 0}, "--f0"),
+    ({"f1": 0.05}, "--f0/--f1"), ({"tones": ()}, "--tones"), ({"rate": 5}, "--rate: expected 10..200 Hz"),
+    ({"rate": 10, "ramp": 0.4, "seconds": 20}, "--ramp 0.4 s at --rate 10 Hz"),
+    ({"mode": "sine", "f0": 4.0, "f1": 5.0}, "highest frequency"), ({"max_jerk": 0}, "--max-jerk"),
+    ({"amplitude_deg": float("nan")}, "finite"), ({"seed": -1}, "--seed"),
 ])
 def test_bad_plans_are_rejected(changes, match):
     with pytest.raises(ValueError, match=match):

@@ -66,9 +66,12 @@ def _boundary(rec: Recording, p: int, i: int, splits, period_s: float, tol_s: fl
     if si - sp != 1:
         return "seq_gap"
     dt = float(c["t_s"][i]) - float(c["t_s"][p])
-    if dt <= 0:
+    if dt < 0:
         return "clock_reversal"
-    if time_period_s is not None and dt > 1.5 * time_period_s:
+    if dt == 0:
+        return "time_repeat"
+    if (time_period_s is not None and not rec.tick_counter and rec.tick_grid != "rebuilt"
+            and float(c["t_s"][i]) - _t_ref(rec, p) > 1.5 * time_period_s):
         return "time_gap"
     if int(c["controller"][p]) != int(c["controller"][i]):
         return "mode_change"
@@ -122,13 +125,20 @@ def expected_intervals(rec: Recording, *, splits=ALL_SPLITS, period_s: float | N
     return [r for r in out if r["duration_s"] >= min_duration_s]
 
 
+def _t_ref(rec: Recording, p: int) -> float:
+    """The time a step into row p + 1 is measured from: row p's, or row p − 1's when row p
+    stepped back."""
+    t = rec.cols["t_s"]
+    return float(t[p - 1]) if p >= 1 and float(t[p]) < float(t[p - 1]) else float(t[p])
+
+
 def _lost(rec: Recording, p: int, i: int, reason: str, period_s: float) -> int | None:
     """Ticks lost between rows p and i for a seq_gap / time_gap boundary, else None."""
     c = rec.cols
     if reason == "seq_gap":
         return int(c["seq"][i]) - int(c["seq"][p]) - 1
     if reason == "time_gap":
-        return max(round((float(c["t_s"][i]) - float(c["t_s"][p])) / period_s) - 1, 1)
+        return max(round((float(c["t_s"][i]) - _t_ref(rec, p)) / period_s) - 1, 1)
     return None
 
 

@@ -30,6 +30,8 @@ class Recording:
     recorded_gaps: list[tuple[int, int]] = field(default_factory=list)
     fit_eligible: bool | None = None
     tick_period_s: float | None = None  # run.tick_period_s (ingest computes it; null: 1 ms)
+    tick_counter: bool = False  # seq is the recorder's own tick count (source_format fr3_stack_csv)
+    tick_grid: str | None = None  # run.tick_grid: "recorded" | "rebuilt" (from t_s) | null
 
     @property
     def n(self) -> int:
@@ -84,11 +86,12 @@ def run_table(rec: Recording, contract_columns: bool = True) -> pa.Table:
     `contract_columns` is false, the contract columns `recorded_gaps` and `fit_eligible`."""
     seq = rec.cols["seq"]
     row = {f.name: pa.nulls(1, type=f.type) for f in RUN_SCHEMA}
-    row["source_format"] = pa.array(["synthetic"])
+    row["source_format"] = pa.array(["fr3_stack_csv" if rec.tick_counter else "synthetic"])
     row["frame_count"] = pa.array([rec.n], pa.int64())
     row["seq_first"] = pa.array([int(seq.min()) if rec.n else None], pa.int64())
     row["seq_last"] = pa.array([int(seq.max()) if rec.n else None], pa.int64())
     row["tick_period_s"] = pa.array([rec.tick_period_s], pa.float64())
+    row["tick_grid"] = pa.array([rec.tick_grid], pa.string())
     table = pa.table(row, schema=RUN_SCHEMA)
     contract = ("recorded_gaps", "fit_eligible")
     if not contract_columns:  # an older run.parquet, written before these columns existed

@@ -148,7 +148,7 @@ def test_cli_json_and_table(three_runs):
     [
         (["--run", "nope"], 1, "no run with run 'nope'"),
         (["--no-split", "seq_gap"], 2, "--no-split 'seq_gap': expected one of"),
-        (["--period-s", "0"], 2, "period_s: expected a finite number > 0.0"),
+        (["--period-s", "0"], 2, "--period-s: expected a finite number > 0.0"),
     ],
 )
 def test_cli_errors_are_one_clear_line(three_runs, args, code, message):

@@ -21,7 +21,7 @@ from twinlake.catalog.intervals import clean_intervals
 
 N_TICKS = 160
 KINDS = ("drop", "recorded_drop", "recorded_present", "gain", "reset", "idle", "invalid",
-         "nonfinite", "period", "stale", "time_jump", "time_back")
+         "nonfinite", "period", "stale", "time_jump", "time_back", "time_repeat")
 GAIN_COLUMNS = ("K_joint1", "K_joint6", "D_joint3", "filter_alpha", "joint_use_friction")
 BAD_COLUMNS = ("q1", "dq5", "q_target7", "q_target_filtered2", "tau_cmd4")
 PERIODS = (0.0, 0.00049, 0.0016, 0.0031)
@@ -70,6 +70,8 @@ def build(events: list[tuple[str, int, int]], tick_period_s: float | None = 1e-3
             c["t_s"][at:] += k * 1e-3
         elif kind == "time_back":  # the clock stepped back
             c["t_s"][at:] -= (k + 1) * 1e-3
+        elif kind == "time_repeat":  # one row with the time of the row before
+            c["t_s"][at] = c["t_s"][at - 1]
     for at, end in idle_spans:  # a later gain/reset event wrote into them: CSV v2 zeroes them
         set_idle(rec, at, end)
     for at, length, recorded in sorted(drops, reverse=True):
@@ -147,6 +149,8 @@ runs = st.lists(st.lists(event, min_size=0, max_size=8), min_size=1, max_size=4)
 @given(events_per_run=runs)
 def test_random_injections_match_the_oracle_and_nothing_is_bridged(events_per_run):
     recs = [build(events, 1e-3 if k % 2 == 0 else None) for k, events in enumerate(events_per_run)]
+    for k, rec in enumerate(recs):  # a recorder counting its ticks (fr3_stack's CSV), a rebuilt grid
+        rec.tick_counter, rec.tick_grid = k % 4 == 1, "rebuilt" if k % 4 == 3 else None
     by_run, con, tmp = run_lake(recs)
     try:
         for k, rec in enumerate(recs):

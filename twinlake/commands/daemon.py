@@ -255,6 +255,10 @@ def excite(
         load = None if configured_load is None else parse_load(configured_load)
         plan, design_section = _design(plan, q0, design, design_for, params, criterion, lake, tracking_error,
                                        not no_confirm)
+        if not execute:  # refuse a preview that cannot pass before its directory exists
+            from ..daemon.excitation import PREVIEW_ANCHOR_Q, preflight
+
+            preflight(plan, PREVIEW_ANCHOR_Q if q0 is None else q0)
         out_dir = new_output_dir(output)
         if not execute:
             meta = run_preview(plan, out_dir, q0, robot_id=robot_id, guards=guards, configured_load=load,
@@ -272,9 +276,19 @@ def excite(
         raise typer.Exit(130)
     except typer.Exit:
         raise
-    except Exception as exc:  # noqa: BLE001  one-line error, exit 1
-        typer.echo(f"twinlake excite: {type(exc).__name__}: {exc}", err=True)
+    except Exception as exc:  # noqa: BLE001  one-line error in the user's terms, exit 1
+        typer.echo(f"twinlake excite: {_said(exc)}", err=True)
         raise typer.Exit(1)
+
+
+def _said(exc: BaseException) -> str:
+    """An error as the user reads it: its message (never a Python class name); an OS error
+    with its file."""
+    if isinstance(exc, FileExistsError):
+        return f"{exc.filename}: already exists (--output must name a new directory)"
+    if isinstance(exc, OSError) and exc.filename:
+        return f"{exc.filename}: {exc.strerror or exc}"
+    return str(exc) or "failed without a message"
 
 
 def _design(plan, q0, design, design_for, params, criterion, lake, tracking_error, confirm=True):
@@ -304,25 +318,27 @@ def _design(plan, q0, design, design_for, params, criterion, lake, tracking_erro
 
 def _execute(plan, out_dir, host, robot_id, guards, record, gains, finish, experiment,
              nuc_log, cmd_port, state_port, recording_port, configured_load, design=None) -> None:
-    from rich.progress import Progress
-
     from ..daemon.client import Fr3Client
+    from ..daemon.excite_abort import ExcitationAbort, abort_lines
     from ..daemon.excite_run import ExcitationRun
+    from ..progress import Stages
 
     record_path = None
     if record is not None:
         record_path = record if record.startswith("/") else str((out_dir / record).resolve())
     client = Fr3Client(host, cmd_port, state_port, recording_port=recording_port, command_send_timeout_ms=20)
     try:
-        with Progress(transient=True) as progress:
-            task = progress.add_task(f"{plan.mode} {plan.total_s:g} s", total=1.0)
+        with Stages("excite") as stages:
             run = ExcitationRun(plan, out_dir, client, robot_id=robot_id, gains=gains, guards=guards,
                                 finish=finish, record_path=record_path, experiment=experiment, nuc_log=nuc_log,
-                                configured_load=configured_load,
-                                progress=lambda f: progress.update(task, completed=f))
+                                configured_load=configured_load, progress=stages.fraction, on_stage=stages.stage)
             if design is not None:
                 run.meta["design"] = design
             meta = run.run()
+    except ExcitationAbort as exc:
+        lines = abort_lines(exc, run.meta, host, out_dir)
+        typer.echo("\n".join([f"twinlake excite: {lines[0]}", *(f"  {line}" for line in lines[1:])]), err=True)
+        raise typer.Exit(1)
     finally:
         client.close()
     summary = {"output": str(out_dir), "status": meta["status"], "commands_sent": meta["commands_sent"]}

@@ -167,16 +167,68 @@ def intervals_command(
             table = clean_intervals(con, robot=robot, run=run, min_duration_s=min_duration_s,
                                     period_s=period_s, period_tol_s=period_tol_s, split_on=splits)
             skipped = _ineligible_runs(con, robot, run)
+            why = None
+            if table.num_rows == 0:  # say why: the same selection without the minimum duration
+                every = table if min_duration_s == 0 else clean_intervals(
+                    con, robot=robot, run=run, period_s=period_s, period_tol_s=period_tol_s, split_on=splits)
+                why = why_none(every, min_duration_s, skipped)
     except typer.Exit:
         raise
-    except ValueError as exc:
-        fail(str(exc).splitlines()[0])
+    except ValueError as exc:  # a bad option value: name the option, not the parameter
+        fail(_as_option(str(exc).splitlines()[0]))
     except Exception as exc:  # duckdb / file errors: one line
         fail(f"lake {root}: {str(exc).splitlines()[0]}", code=1)
     if as_json:
         print(json.dumps(_json_rows(table), allow_nan=False))
+        if why:
+            print(why, file=sys.stderr)
     else:
         _print_table(table, min_duration_s, skipped)
+        if why:
+            print(why)
+
+
+def _as_option(message: str) -> str:
+    """`period_s: expected ...` as `--period-s: expected ...` (the option the user typed)."""
+    for name in ("min_duration_s", "period_tol_s", "period_s"):
+        if message.startswith(f"{name}:"):
+            return f"--{name.replace('_', '-')}:" + message[len(name) + 1:]
+    return message
+
+
+def why_none(every: pa.Table, min_duration_s: float, skipped: int) -> str:
+    """Why `twinlake intervals` lists none: from `every` (the same selection without the
+    minimum duration) the intervals that were too short, the longest, and the rule that split
+    most (the `end_reason` counted over every interval but the runs' ends), with its count."""
+    if every.num_rows == 0:
+        if skipped:
+            return (f"no interval: the {skipped} run{'s' if skipped != 1 else ''} selected "
+                    f"{'are' if skipped != 1 else 'is'} fit_eligible = false (diagnostics, no 1 kHz ticks to fit)")
+        return "no interval: no run with clean ticks matches (see `twinlake catalog runs`)"
+    durations = [d or 0.0 for d in every.column("duration_s").to_pylist()]
+    reasons = [r for r in every.column("end_reason").to_pylist() if r != "run_end"]
+    counts = {r: reasons.count(r) for r in dict.fromkeys(reasons)}
+    text = (f"no interval of at least {min_duration_s:g} s: {every.num_rows} shorter "
+            f"one{'s' if every.num_rows != 1 else ''}, the longest {max(durations):.3f} s")
+    if counts:
+        top = max(counts, key=counts.get)
+        text += f"; the rule that split most: {top} ({counts[top]} of {len(reasons)} splits)"
+        if top in _WHAT_SPLIT:
+            text += f": {_WHAT_SPLIT[top]}"
+    else:
+        text += "; no rule split them: the runs are that short"
+    return text + " (docs/intervals.md)"
+
+
+_WHAT_SPLIT = {
+    "period_outlier": ("ticks whose control period is off; `--no-split period_outlier` joins them where seq is "
+                       "continuous (no frame lost)"),
+    "seq_gap": "frames lost from the recording (seq jumps); nothing bridges them",
+    "time_gap": "time lost between consecutive rows of a source whose seq is not its own tick count",
+    "stale": "repeated rows of a PC-side logger",
+    "time_repeat": "rows with the same time as the row before (a clock that did not advance)",
+    "clock_reversal": "rows whose time steps back",
+}
 
 
 def _check_known(con, robot: Optional[str], run: Optional[str], root: Path) -> None:
