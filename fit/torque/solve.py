@@ -96,6 +96,19 @@ def bounds(names: list[str]) -> tuple[np.ndarray, np.ndarray]:
     return lower, upper
 
 
+def _snap(beta: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
+    """β with entries within 1e-9 of their bound range from a bound set on it, and subnormal
+    ones set to 0: what the solver's tolerance (1e-12) leaves there (1.8e-49 for a level held at
+    0, a denormal from a bound reached from inside) is the bound, not a measurement."""
+    out = beta.copy()
+    span = upper - lower
+    tol = np.where(np.isfinite(span), 1e-9 * span, 0.0)
+    out = np.where(np.isfinite(lower) & (np.abs(out - lower) <= tol), lower, out)
+    out = np.where(np.isfinite(upper) & (np.abs(out - upper) <= tol), upper, out)
+    out[np.abs(out) < np.finfo(float).tiny] = 0.0
+    return out
+
+
 def body_blocks(spec: EquationSpec, flange_rotation: np.ndarray | None = None,
                 flange_position_m: np.ndarray | None = None) -> list[BodyBlock]:
     """The freed bodies' blocks; the flange payload with the layout's payload_mass,
@@ -163,7 +176,7 @@ def solve(eqs: list[SegmentEquations], spec: EquationSpec, beta_nom: np.ndarray,
     normal = n_mat - d_n + prior
     lower, upper = bounds(names)
     beta, moved = constrain(beta_hat, normal, lower, upper, body_blocks(spec, *flange))
-    beta[np.abs(beta) < np.finfo(float).tiny] = 0.0  # a bound reached from inside can leave a denormal
+    beta = _snap(beta, lower, upper)
     residuals, score_rows = [], []
     for eq, y in zip(eqs, targets):
         e = np.where(eq.rows, y[:, :, best] - eq.predict(beta_hat), np.nan)
