@@ -15,7 +15,14 @@ linear in the torques (armature, friction in `friction_law` — Stribeck or tanh
 viscous) and scans the delay 0..MAX_DELAY_MS; presets add `+payload`, `+asymmetry`, `+bias`.
 The measured route always fits the payload, `+links` frees the seven links' θ (then the
 payload is part of link 7), and friction on the link side (viscous and the law's levels) and a
-sensor offset per joint; never the armature, never a delay.
+sensor offset per joint; never the armature, never a delay. It keeps every recorded row: a row
+standing still is the static equation (equations.py). Runs sampled below LOW_RATE_HZ (franka_ros'
+30 Hz robot state) are fitted quasi-statically instead (quasi_static.py, low_rate.py).
+
+Besides the scores, each fit stores what it says about itself: the training score over every
+finite row and against the nominal model (residuals.py, findings.py), the signal-meaning check
+(signal_check.py), the delay scan's minimum at an end (findings.py) and the replayable held-out
+runs replayed with the fitted parameters (replay_check.py), each an adequacy line.
 """
 
 from __future__ import annotations
