@@ -181,11 +181,14 @@ def test_signal_check_names_a_gravity_compensated_and_a_sign_flipped_tau_j(plant
     flipped = base | {f"tau_J{j}": frames[f"tau_J{j}"] * (-1 if j == 4 else 1) for j in range(1, 8)}
     synth.publish_run(lake, "plant", "compensated", compensated)
     synth.publish_run(lake, "plant", "flipped", flipped)
+    synth.publish_run(lake, "plant", "as-commanded", base | {f"tau_cmd{j}": frames[f"tau_J{j}"] for j in range(1, 8)})
     checks = {}
-    for run in ("a", "compensated", "flipped"):
-        rec = fit_torque(lake, TorqueFitSettings(train=[f"plant/{run}"], torque="measured", friction_law="tanh"),
+    for run, signal in (("a", "measured"), ("compensated", "measured"), ("flipped", "measured"),
+                        ("as-commanded", "commanded")):
+        rec = fit_torque(lake, TorqueFitSettings(train=[f"plant/{run}"], torque=signal, friction_law="tanh"),
                          fit_id=f"sig-{run}")
         checks[run] = json.loads(rec.extra["torque_json"])["signal_check"]
+    assert "map it as tau_measured" in " ".join(checks["as-commanded"]["findings"]), checks["as-commanded"]
     assert checks["a"]["ok"], checks["a"]
     assert not checks["compensated"]["ok"] and "map it as tau_commanded" in " ".join(checks["compensated"]["findings"])
     assert not checks["flipped"]["ok"]
