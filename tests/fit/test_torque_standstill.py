@@ -236,3 +236,26 @@ def test_links_on_a_pc_logged_run_predict_a_second_one_better_than_nominal(plant
     for j in loaded:
         assert fitted["rmse_raw_nm"][j] < nominal["rmse_raw_nm"][j], j
     assert [r["replayed"] for r in torque["holdout_replay"]] == [False]  # a mapped log of q, dq, tau_J: said, not replayed
+
+
+def test_the_bounded_solve_keeps_every_bounded_entry_inside_the_layout_box():
+    """β̂ past both kinds of bound (a viscous coefficient of 14.7 with bounds [0, 5]; a payload
+    whose centre of mass is 8.7 m off): the weighted nearest β inside, at the bounds."""
+    from twinlake.fit.torque.equations import EquationSpec
+    from twinlake.fit.torque.estimate import constrain, mass_com_inertia
+    from twinlake.fit.torque.solve import body_blocks, bounds
+
+    spec = EquationSpec("measured", "tanh", ("mu_viscous", "friction", "tau_offset"), payload=True, links=False)
+    names = spec.names()
+    rigid = RigidBodyModel.load()
+    blocks = body_blocks(spec, rigid.flange_rotation, rigid.flange_position_m)
+    theta = rigid.payload_theta(0.3, (-8.7, -5.6, 0.05), (1e-3, 1e-3, 1e-3))
+    beta_hat = np.zeros(len(names))
+    beta_hat[:10] = theta
+    beta_hat[names.index("mu_viscous_j5")] = 14.7
+    lower, upper = bounds(names)
+    beta, moved = constrain(beta_hat, np.eye(len(names)), lower, upper, blocks)
+    assert moved and beta[names.index("mu_viscous_j5")] == pytest.approx(5.0)
+    assert np.all(beta[10:] >= lower[10:]) and np.all(beta[10:] <= upper[10:])
+    mass, com, _ = mass_com_inertia(beta[:10], blocks[0])
+    assert 0 < mass <= 3.0 and np.all(np.abs(com) <= 0.2 + 1e-12)
