@@ -21,6 +21,14 @@ With `--replay` (the peer, in the same run): the replay fit (`fit run`'s local s
 workers) on problem 1's runs, from the nominal parameters (3 starts) and `--start-from` the
 torque fit (1 start); wall time of each and the ratio.
 
+With `--payload-run` instead: the real payload run's shape on the independent plant
+(tests/plant/payload_run.py: 1.2 s at rest, a 0.5 s move turning the flange 40°, 10.5 s at rest
+with a 0.33 kg tool ringing at 7 Hz, sensor offsets), two runs; the measured route (Stribeck,
+the default) on one, held out on the other: mass, CoM, statuses, and per joint the held-out
+torque RMSE of the fit against the nominal model's (the peer, same rows). Then the route's CPU
+time (`time.process_time`) on a 21 s, 1 kHz PC-logged plant run with `+links` (target ≤ 10 s)
+against the same fit without `+links` (the peer), and its held-out RMSE against nominal.
+
 With `--coverage K` instead: both families recorded with K noise realisations (seeds 0..K−1,
 same excitation) and fitted; per family the share of free parameters whose truth lies inside
 its stated 95 % interval (|z| ≤ 1.96), with a Wilson 95 % interval that treats the parameters
@@ -29,6 +37,7 @@ of the share is wider), the RMS z and the worst.
 
     python bench/torque_route.py [--seconds 12] [--noise-seed 0] [--replay]
     python bench/torque_route.py --coverage 10
+    python bench/torque_route.py --payload-run
 """
 
 from __future__ import annotations
@@ -164,6 +173,51 @@ def coverage(seconds: float, seeds: int) -> None:
               f"load {os.getloadavg()[0]:.1f}")
 
 
+def _rmse_lines(torque: dict) -> str:
+    fit, nom, floor = (np.array(torque[k][f]) for k, f in (("holdout", "rmse_raw_nm"), ("nominal_holdout", "rmse_raw_nm"),
+                                                           ("nominal_holdout", "floor_nm")))
+    return "  held-out RMSE fit / nominal [N·m] (floor): " + ", ".join(
+        f"J{j + 1} {fit[j]:.3f}/{nom[j]:.3f} = {fit[j] / nom[j]:.2f}x ({floor[j]:.3f})" for j in range(7))
+
+
+def payload_run() -> None:
+    """--payload-run (module docstring)."""
+    import torque_runs
+
+    from twinlake.fit.records.statuses import fit_statuses
+    from twinlake.fit.torque import TorqueFitSettings, fit_torque
+
+    root = Path(tempfile.mkdtemp(prefix="torque-payload-"))
+    print(f"bench/torque_route.py --payload-run: lake {root}, load {os.getloadavg()}")
+    lake, truth = torque_runs.payload_runs(root, "tool", ("a", "b"))
+    t0 = time.process_time()
+    rec = fit_torque(lake, TorqueFitSettings(train=["tool/a"], holdout=["tool/b"], torque="measured"), fit_id="payload")
+    cpu = time.process_time() - t0
+    torque = json.loads(rec.extra["torque_json"])
+    pay = torque["payload"]
+    status = {s.name: s for s in fit_statuses(rec)}
+    print(f"payload run (measured, {torque['friction_law']}): {cpu:.2f} CPU s, load {os.getloadavg()[0]:.1f}; "
+          f"mass {pay['mass_kg']:.4f} kg (truth {truth.payload_mass_kg}, {100 * (pay['mass_kg'] / truth.payload_mass_kg - 1):+.1f} %), "
+          "CoM " + ", ".join(f"{a} {1e3 * (c - t):+.1f} mm ({status[f'payload_com_{a}'].status.label})"
+                             for a, c, t in zip("xyz", pay["com_m"], truth.payload_com_m))
+          + f"; standstill rows {torque['standstill']['rows']} of {torque['rows']}")
+    print(_rmse_lines(torque))
+    for text, ok in torque["adequacy_lines"]:
+        print(f"  [{ok}] {text}")
+    _, plant = torque_runs.plant_runs(root, "plant", ("a", "b"), seconds=21.0)
+    torque_runs.pc_log_copies(root, lake, "panda", ("a", "b"), "plant")
+    cpu = {}
+    for label, params in (("+links", ["+links"]), ("payload only", [])):
+        t0 = time.process_time()
+        rec = fit_torque(lake, TorqueFitSettings(train=["panda/a"], holdout=["panda/b"], torque="measured", params=params),
+                         fit_id=f"pc-{len(params)}")
+        cpu[label] = time.process_time() - t0
+        print(f"21 s PC-logged plant run, measured {label}: {cpu[label]:.2f} CPU s (time.process_time), "
+              f"load {os.getloadavg()[0]:.1f}")
+        print(_rmse_lines(json.loads(rec.extra["torque_json"])))
+    print(f"+links / payload only CPU: {cpu['+links'] / cpu['payload only']:.2f}x")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seconds", type=float, default=12.0)
@@ -172,7 +226,12 @@ def main() -> None:
                     help="another measurement-noise realisation of the twin's runs (0: the one so far)")
     ap.add_argument("--coverage", type=int, default=0, metavar="K",
                     help="instead: the stated intervals' coverage over K noise realisations of both families")
+    ap.add_argument("--payload-run", action="store_true",
+                    help="instead: the payload run's shape and the +links CPU time on a 21 s PC-logged run")
     args = ap.parse_args()
+    if args.payload_run:
+        payload_run()
+        return
     if args.coverage:
         coverage(args.seconds, args.coverage)
         return

@@ -17,8 +17,17 @@
 --                run_sha256
 --   fit_seeds    one row per seeded search of a fit (seeds.parquet, `fit run --seeds N`): seed,
 --                best_loss, chosen (the seed whose optimum is the fit), the 29 parameters
+--   verdicts     every verdict ever decided for a fit (verdicts/fit=<id>/stamp=<stamp>/verdict.parquet,
+--                append-only; writer twinlake.fit.records.verdict_record): created_utc (ISO 8601,
+--                microseconds), level ('trusted' | 'usable with caveats' | 'not trusted'),
+--                reasons_json (list of plain-word reasons, most important first), verdict_json
+--                (level, reasons, every parameter's status), evidence_json, trigger; `fit` and
+--                `stamp` (<UTC>Z-<sha8 of the content>) are VARCHAR partition columns
+--   fit_verdicts the latest verdict per fit: the largest created_utc, ties broken by the
+--                larger stamp
 --
--- On a lake without fits the four views exist and are empty (a few key columns only).
+-- On a lake without fits the four fit views exist and are empty (a few key columns only); so
+-- do the two verdict views on a lake without verdicts.
 
 -- requires: fits/*/fit.parquet
 CREATE OR REPLACE VIEW fits AS
@@ -61,3 +70,21 @@ SELECT * FROM lake_parquet('/fits/*/seeds.parquet');
 CREATE OR REPLACE VIEW fit_seeds AS
 SELECT NULL::VARCHAR AS fit, NULL::BIGINT AS seed, NULL::DOUBLE AS best_loss, NULL::BOOLEAN AS chosen
 WHERE false;
+
+-- requires: verdicts/*/*/verdict.parquet
+CREATE OR REPLACE VIEW verdicts AS
+SELECT * FROM lake_parquet('/verdicts/*/*/verdict.parquet');
+
+-- unless: verdicts/*/*/verdict.parquet
+CREATE OR REPLACE VIEW verdicts AS
+SELECT NULL::VARCHAR AS fit, NULL::VARCHAR AS stamp, NULL::VARCHAR AS created_utc, NULL::VARCHAR AS level,
+       NULL::VARCHAR AS reasons_json, NULL::VARCHAR AS verdict_json, NULL::VARCHAR AS evidence_json,
+       NULL::VARCHAR AS trigger
+WHERE false;
+
+-- always
+CREATE OR REPLACE VIEW fit_verdicts AS
+SELECT * EXCLUDE (rn) FROM (
+    SELECT *, row_number() OVER (PARTITION BY fit ORDER BY created_utc DESC, stamp DESC) AS rn
+    FROM verdicts)
+WHERE rn = 1;

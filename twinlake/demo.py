@@ -12,13 +12,17 @@
    (`try --params +payload`);
 5. fit again with `--params +payload` on a local Ray (CMA-ES + categorical delay, then a
    Levenberg–Marquardt polish);
-6. print truth against fit per joint with the 95 % intervals stored with the fit (and whether
-   each truth value lies inside its interval), the tool's mass found, and the held-out joint
+6. print each fit's verdict (fit/trust/verdict.py; stored like any fit's), truth against fit per
+   joint with the 95 % intervals of the estimated parameters (whether each truth value lies
+   inside; the parameters left out counted and named with their status), the tool's mass found,
+   and the held-out joint
    RMSE of both fits beside the noise floor (the replay of the truth itself) and the nominal
    (untuned) model;
 7. run a short campaign (`--campaign-episodes`, default 200) of the held-out run's targets on
    arms drawn from the final fit's posterior, with fr3_stack's default guards, and print its
-   outcome table.
+   outcome table and each episode that did not complete (guard, joint, value, drawn parameters).
+
+Everything printed is measured in that run (twinlake/demo_report.py); no figure from elsewhere.
 
 The excitations are ones a real FR3 run with fr3_stack's client completes: multisines inside
 its default preflight bounds (0.1 rad/s, 0.3 rad/s², 2 rad/s³; `gentle_multisine_run`), recorded
@@ -39,8 +43,10 @@ from typing import TYPE_CHECKING, Optional
 import numpy as np
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
+from .demo_report import closing_campaign, coverage_cause, truth_table
 from .options import fail
 
 if TYPE_CHECKING:
@@ -56,7 +62,7 @@ class DemoConfig:
     seconds: float = 4.0  # excitation per run [s] (plus holds and a tail)
     population: int = 16
     generations: int = 12
-    refine_iterations: int = 16  # full-data LM cap; it converged in 11 on the demo (2026-12-05)
+    refine_iterations: int = 16  # full-data LM cap (bench/RESULTS.md has the iterations it took)
     workers: int = 2
     seed: int = 0
     train_tones: tuple[float, ...] = (0.2, 0.45, 0.8)
@@ -134,137 +140,15 @@ def holdout_rmse(lake: Path, holdout: list[str], candidates: dict) -> dict[str, 
     return {n: np.sqrt(sq[i] / count) for i, n in enumerate(names)}
 
 
-def truth_in_intervals(truth, ident: dict | None) -> dict[str, dict]:
-    """Per parameter name with a finite stored 95 % interval: {low, high, truth, inside, at_bound}
-    (at_bound: the fit flagged it at a bound, where its interval assumes an interior optimum it
-    does not have)."""
-    from .sim import LAYOUT
-
-    values = dict(zip(LAYOUT.names, truth.to_vector().tolist()))
-    out = {}
-    for p in (ident or {}).get("parameters", []):
-        lo, hi = p.get("ci95_low"), p.get("ci95_high")
-        if p["free"] and lo is not None and hi is not None:
-            t = values[p["name"]]
-            out[p["name"]] = {"low": lo, "high": hi, "truth": t, "inside": bool(lo <= t <= hi),
-                              "at_bound": "at_bound" in (p.get("flags") or [])}
-    return out
-
-
-def truth_table(truth, fit, console: Console, ident: dict | None = None) -> dict[str, dict]:
-    """Print truth / fit ± 95 % half-width per joint and group, ✓ when the truth lies inside
-    the interval (✗ outside); returns `truth_in_intervals`."""
-    from .sim import LAYOUT
-
-    cover = truth_in_intervals(truth, ident)
-    title = "demo robot: truth (never shown to the fit) / fit"
-    table = Table(title=title + (" ± 95 % half-width, ✓ truth inside" if cover else " (error %)"))
-    groups = [g.name for g in LAYOUT.joint_groups if not g.frozen_by_default]  # FrankaTwin's per-joint groups
-    table.add_column("joint")
-    for g in groups:
-        table.add_column(g, justify="right")
-    for j in range(7):
-        cells = [f"J{j + 1}"]
-        for g in groups:
-            t, f = float(getattr(truth, g)[j]), float(getattr(fit, g)[j])
-            c = cover.get(f"{g}_j{j + 1}")
-            if c is not None:
-                mark = ("✓" if c["inside"] else "✗") + (" at bound" if c["at_bound"] else "")
-                cells.append(f"{t:.3f} / {f:.3f} ±{(c['high'] - c['low']) / 2:.2g} {mark}")
-            else:
-                cells.append(f"{t:.3f} / {f:.3f} ({100 * (f - t) / t:+.0f}%)" if t else f"{t:.3f} / {f:.3f}")
-        table.add_row(*cells)
-    console.print(table)
-    console.print(f"motor delay: truth {truth.motor_delay_ms} ms, fit {fit.motor_delay_ms} ms")
-    if cover:
-        inside = sum(c["inside"] for c in cover.values())
-        outside = [n for n, c in cover.items() if not c["inside"]]
-        method = (ident or {}).get("covariance_method") or "gauss_newton_iid"
-        how = ("time-correlated residuals accounted for (HAC sandwich, fit/trust/covariance.py)" if method != "gauss_newton_iid"
-               else "residuals treated as independent (Gauss–Newton)")
-        console.print(f"truth inside its 95 % interval for {inside} of {len(cover)} parameters "
-                      f"({100 * inside / len(cover):.0f} % coverage; a calibrated interval covers 95 %; {how})"
-                      + (f"; outside: {', '.join(outside)}" if outside else ""))
-        bound = [n for n, c in cover.items() if c["at_bound"]]
-        if bound:
-            console.print(f"at a bound, so their intervals are not to be trusted (they assume an interior optimum): "
-                          f"{', '.join(bound)}: the runs did not determine them; record a richer excitation "
-                          "(`twinlake excite --design`) or freeze them")
-    else:
-        console.print("no 95 % intervals stored with this fit")
-    return cover
-
-
-def coverage_cause(cover: dict[str, dict], gates: str, console: Console) -> None:
-    """Under 90 % coverage, the likely cause: an unconverged search (the gates say so), else the
-    model bias measured on the demo's recordings (docs/fitting.md, "Coverage on the demo")."""
-    if not cover or sum(c["inside"] for c in cover.values()) >= 0.9 * len(cover):
-        return
-    if "not converged" in gates:
-        console.print("below the nominal 95 %: the fit's LM stopped at its cap before converging (raise --refine)")
-        return
-    console.print("below the nominal 95 %, and not by chance: the demo's recorder, like a real robot's controller, "
-                  "acts on its noisy measurements, which dithers the friction; the replay's controller sees the "
-                  "simulated state without that noise, a model bias no interval covers (measured: the same runs "
-                  "with the noise added after recording, 28 of 32; docs/fitting.md, \"Coverage on the demo\")")
-
-
 def rmse_table(rmse: dict[str, np.ndarray], console: Console) -> None:
-    table = Table(title="held-out run: joint position RMSE [mrad]")
+    table = Table(title=escape("held-out run: joint position RMSE [mrad]"))
     table.add_column("parameters")
     for j in range(7):
         table.add_column(f"J{j + 1}", justify="right")
     table.add_column("all", justify="right")
     for name, values in rmse.items():
-        table.add_row(name, *(f"{1e3 * v:.3f}" for v in values), f"{1e3 * np.sqrt(np.mean(values ** 2)):.3f}")
+        table.add_row(escape(name), *(f"{1e3 * v:.3f}" for v in values), f"{1e3 * np.sqrt(np.mean(values ** 2)):.3f}")
     console.print(table)
-
-
-def closing_campaign(lake: Path, fit_id: str, holdout: str, cfg: DemoConfig, *, address: str | None,
-                     console: Console) -> dict:
-    """A campaign of the held-out run's targets on `cfg.campaign_episodes` arms drawn from the
-    fit's posterior (fr3_stack's default guards, no per-episode samples); prints its outcome
-    table and returns {campaign, episodes, outcomes, nominal, completed_share, table}."""
-    from .campaign import CampaignRequest, CampaignStore, run_campaign
-
-    req = CampaignRequest(fit=fit_id, episodes=cfg.campaign_episodes, run=holdout, samples="none", seed=cfg.seed,
-                          chunk_episodes=50)
-    report = run_campaign(lake, req, workers=cfg.workers, address=address)
-    rows = outcome_rows(CampaignStore(lake, report.campaign_id).summaries())
-    table = Table(title=f"campaign {report.campaign_id}: {report.total_done} arms drawn from the fit's posterior "
-                        f"replay {holdout}")
-    for name in ("outcome", "episodes", "share", "worst |q − anchor| p50 / p95 (mrad)", "abort t (s)"):
-        table.add_column(name, justify="left" if name == "outcome" else "right")
-    for r in rows:
-        table.add_row(r["outcome"], str(r["episodes"]), f"{100 * r['share']:.1f} %",
-                      f"{_mrad(r['anchor_p50_rad'])} / {_mrad(r['anchor_p95_rad'])}", r["abort_t_s"] or "-")
-    console.print(f"  {report.nominal['text']}")
-    console.print(table)
-    done = max(report.total_done, 1)
-    return {"campaign": report.campaign_id, "episodes": report.total_done, "outcomes": report.outcomes,
-            "nominal": report.nominal, "completed_share": report.outcomes.get("completed", 0) / done, "table": rows}
-
-
-def outcome_rows(summaries: list[dict]) -> list[dict]:
-    """Per outcome (most episodes first): episodes, share, p50 / p95 of the worst checked
-    |q − anchor| [rad] and the range of abort times [s] (text, None when none aborted)."""
-    by: dict[str, list[dict]] = {}
-    for s in summaries:
-        by.setdefault(s["outcome"], []).append(s)
-    rows = []
-    for outcome, items in sorted(by.items(), key=lambda kv: (-len(kv[1]), kv[0])):
-        anchor = [s["metrics"].get("track_anchor_max_rad") for s in items]
-        anchor = np.array([a for a in anchor if a is not None], dtype=float)
-        times = [s["metrics"]["abort_t_s"] for s in items if s["metrics"].get("abort_t_s") is not None]
-        rows.append({"outcome": outcome, "episodes": len(items), "share": len(items) / len(summaries),
-                     "anchor_p50_rad": float(np.percentile(anchor, 50)) if anchor.size else None,
-                     "anchor_p95_rad": float(np.percentile(anchor, 95)) if anchor.size else None,
-                     "abort_t_s": f"{min(times):.2f}..{max(times):.2f}" if times else None})
-    return rows
-
-
-def _mrad(value: float | None) -> str:
-    return "-" if value is None else f"{1e3 * value:.1f}"
 
 
 def _new_fit_id(lake: Path, stem: str) -> str:
@@ -289,16 +173,27 @@ def screen_fit(lake: Path, train: list[str], holdout: list[str], cfg: DemoConfig
                            refine_iterations=0)
     rec = run_fit(lake, settings, fit_id=_new_fit_id(lake, stem), workers=cfg.workers, address=address,
                   progress=progress)
+    print_verdict(lake, rec, console)
     lines = [text for text, _passed in adequacy_lines(rec)[:2]]  # training, held-out
     for text in lines:
         console.print(f"  {text}")
     return rec.fit_id, lines
 
 
+def print_verdict(lake: Path, rec, console: Console):
+    """Decide the fit's verdict, store it (verdicts/fit=<id>/) and print it; returns it."""
+    from .fit.records.verdict_record import record_verdict
+
+    verdict = record_verdict(lake, rec, "demo")
+    console.print(f"  {verdict.line()}", highlight=False, markup=False)
+    return verdict
+
+
 def run_demo(lake: Path, out: Path, cfg: DemoConfig = DemoConfig(), *, address: str | None = None,
              console: Console | None = None, progress: bool = True) -> dict:
     """The whole demo; returns a JSON-able summary (fit id, parameters, RMSEs)."""
     from .fit.records.record import load_fit
+    from .fit.records.statuses import fit_statuses
     from .fit.run import FitSettings, run_fit
     from .fit.replay.space import parse_space
     from .sim import DEMO_PROFILE_PATH, DynamicsParams, load_params
@@ -328,10 +223,12 @@ def run_demo(lake: Path, out: Path, cfg: DemoConfig = DemoConfig(), *, address: 
                            refine_iterations=cfg.refine_iterations)
     fit_id = _new_fit_id(lake, stem)
     rec = run_fit(lake, settings, fit_id=fit_id, workers=cfg.workers, address=address, progress=progress)
+    verdict = print_verdict(lake, rec, console)
     console.rule(f"{steps - (cfg.campaign_episodes > 0)}/{steps} truth vs fit")
     truth = load_params(DEMO_PROFILE_PATH)
     truth = truth.with_payload(tool) if tool is not None else truth
-    cover = truth_table(truth, rec.params, console, rec.identifiability)
+    statuses = fit_statuses(rec)
+    cover, left_out = truth_table(truth, rec.params, console, statuses)
     coverage_cause(cover, rec.extra.get("local_gates") or "", console)
     candidates = {"fit": rec.params}
     if tool is not None:
@@ -353,14 +250,17 @@ def run_demo(lake: Path, out: Path, cfg: DemoConfig = DemoConfig(), *, address: 
     if cfg.campaign_episodes > 0:
         console.rule(f"{steps}/{steps} campaign: the held-out run on {cfg.campaign_episodes} arms from the fit's "
                      "posterior (fr3_stack's default guards)")
-        campaign = closing_campaign(lake, fit_id, holdout[0], cfg, address=address, console=console)
-    return {"campaign": campaign, "fit": fit_id, "lake": str(lake), "config": asdict(cfg), "screen_fit": screen_id,
+        campaign = closing_campaign(lake, fit_id, holdout[0], cfg, address=address, console=console,
+                                    statuses=statuses)
+    return {"campaign": campaign, "fit": fit_id, "verdict": {"level": verdict.level.value,
+                                                             "reasons": list(verdict.reasons)},
+            "lake": str(lake), "config": asdict(cfg), "screen_fit": screen_id,
             "screen_adequacy": screen_lines,
             "tool_kg": {"truth": cfg.tool_kg, "fit": rec.params.payload_mass},
             "truth": truth.to_vector().tolist(), "fitted": rec.vector.tolist(),
             "holdout_q_rmse_rad": {k: v.tolist() for k, v in rmse.items()},
             "holdout_rmse_ratio_to_floor": fit_all / floor_all,
-            "truth_in_ci95": cover, "error_bars_s": rec.extra.get("error_bars_s")}
+            "truth_in_ci95": cover, "left_out_of_coverage": left_out, "error_bars_s": rec.extra.get("error_bars_s")}
 
 
 def demo_cmd(

@@ -3,8 +3,12 @@ the MJCF joint attributes to paste into a user's model.
 
 - `profile`: twinlake.profile/v1 JSON (`twinlake.sim.save_profile`), provenance = the fit.
 - `frankatwin`: `sysid_best_params.json` with FrankaTwin's keys (FrankaTwin's sysid output):
-  best_score, best_params_raw (29), best_params_decoded, history, bounds, args, source. A fit
-  imported from FrankaTwin exports its original file byte for byte (kept under `raw/`).
+  best_score, best_params_raw (29), best_params_decoded, history, bounds, args, source, plus
+  one key of ours, `twinlake_verdict` (`verdict_doc`). A fit imported from FrankaTwin exports
+  its original file byte for byte (kept under `raw/`).
+- Every export carries the fit's verdict and each parameter's status (`verdict_doc`): the
+  profile under `provenance.verdict`, the randomisation under `verdict`, the MJCF snippet and
+  the model in a leading comment.
 - `mjcf`: one `<joint>` element per arm joint with `armature`, `damping` (= mu_viscous) and
   `frictionloss` (= mu_dynamic, MuJoCo's Coulomb level); static friction and the motor delay
   have no MJCF attribute and are given as a comment; a fitted payload (mass > 0) is a `payload`
@@ -55,6 +59,9 @@ def _per_joint_delays(rec: FitRecord) -> list[int] | None:
 def export_notes(rec: FitRecord, fmt: str) -> list[str]:
     """What the export in `fmt` cannot hold of this fit, one sentence each ([] when it holds it all)."""
     delays = _per_joint_delays(rec)
+    if fmt == "frankatwin" and raw_frankatwin(rec) is not None:
+        return ["a FrankaTwin import exports its original file byte for byte: the verdict and parameter statuses "
+                "are not in it (`twinlake fit show` has them)"]
     if fmt != "frankatwin" or delays is None:
         return []
     return [f"FrankaTwin's sysid_best_params.json cannot hold per-joint motor delays: its motor_delay_steps is "
@@ -156,7 +163,7 @@ def _parameter_entry(name: str, value: float, stored: dict | None) -> dict:
     entry = {"name": name, "group": group.name, "unit": group.unit, "value": float(value),
              "lower_bound": float(lo), "upper_bound": float(hi),
              "ci95_low": stored.get("ci95_low"), "ci95_high": stored.get("ci95_high"),
-             "flags": list(stored.get("flags", []))}
+             "status": stored.get("status"), "flags": list(stored.get("flags", []))}
     stderr = stored.get("stderr")
     if not stored.get("free"):
         entry.update(distribution="fixed", std=None)
@@ -195,7 +202,10 @@ def randomization_doc(rec: FitRecord) -> dict:
     if not ident or not ident.get("parameters"):
         raise ValueError(f"fit {rec.fit_id}: no stored error bars (identifiability_json is empty); "
                          "a posterior needs them (use a twinlake fit, or declared ranges)")
-    stored = {p["name"]: p for p in ident["parameters"]}
+    from .statuses import fit_statuses, intervals_agree
+
+    statuses = fit_statuses(rec)
+    stored = {p["name"]: p for p in intervals_agree(ident, statuses)["parameters"]}  # intervals: estimated only
     integer = {LAYOUT.names[i] for i in LAYOUT.integer_indices}
     params = [_parameter_entry(n, v, stored.get(n) if n not in integer else None)  # offsets: fixed whole ms
               for n, v in zip(LAYOUT.names, rec.vector.tolist()) if n != "motor_delay_ms"]
@@ -223,30 +233,65 @@ def _correlation(ident: dict, params: list[dict]) -> dict:
                            "truncation": "the bounds box (redraw, then clip)"}}
 
 
-def export_fit(rec: FitRecord, fmt: str, out: Path) -> Path:
-    """Write `rec` in format `fmt` (one of FORMATS) to `out`; returns the path written."""
+def verdict_doc(rec: FitRecord, verdict=None) -> dict:
+    """What every export carries of the fit's verdict (a `verdict_record.StoredVerdict`, None:
+    not known) and each parameter's status (fit/trust/parameter_status.py)."""
+    from .statuses import fit_statuses
+
+    doc = {"level": None, "reasons": [], "created_utc": None} if verdict is None else {
+        "level": verdict.verdict.level.value, "reasons": list(verdict.verdict.reasons),
+        "created_utc": verdict.created_utc}
+    doc["parameter_status"] = {st.name: {"status": st.status.value, "shown": st.display(6), "reason": st.reason}
+                               for st in fit_statuses(rec)}
+    return doc
+
+
+def verdict_comment(rec: FitRecord, verdict=None) -> str:
+    """The verdict and the freed parameters' statuses as one XML comment (no '--' inside)."""
+    doc = verdict_doc(rec, verdict)
+    by: dict[str, list[str]] = {}
+    for name, st in doc["parameter_status"].items():
+        if st["status"] != "fixed":
+            by.setdefault(st["status"].replace("_", " "), []).append(
+                name if st["status"] in ("estimated", "not_identified") else f"{name} {st['shown']}")
+    text = (f"verdict: {doc['level'] or 'unknown'}" + "".join(f"; {r}" for r in doc["reasons"]) + ". Parameter status: "
+            + "; ".join(f"{k}: {', '.join(v)}" for k, v in by.items()))
+    return "<!-- " + text.replace("--", "- -") + " -->\n"
+
+
+def export_fit(rec: FitRecord, fmt: str, out: Path, verdict=None) -> Path:
+    """Write `rec` in format `fmt` (one of FORMATS) to `out`, carrying its `verdict` (a
+    `StoredVerdict`) and every parameter's status; returns the path written. A FrankaTwin
+    import's own file goes out byte for byte (its notes say the verdict is not in it)."""
     if fmt not in FORMATS:
         raise ValueError(f"--format {fmt!r}: expected one of {', '.join(FORMATS)}")
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
+    trust = verdict_doc(rec, verdict)
     if fmt == "profile":
         return save_profile(rec.params, out, fit=rec.fit_id, fit_source=rec.fit_source,
                             created_utc=rec.created_utc, best_loss=rec.best_loss, friction_law=rec.friction_law,
-                            configured_loads=rec.configured_loads)
+                            configured_loads=rec.configured_loads, verdict=trust)
     if fmt == "mjcf":
-        out.write_text(mjcf_snippet(rec))
+        out.write_text(verdict_comment(rec, verdict) + mjcf_snippet(rec))
         return out
     if fmt == "model":
         from .model_export import model_xml
 
-        out.write_text(model_xml(rec))
+        out.write_text(verdict_comment(rec, verdict) + model_xml(rec))
         return out
     if fmt == "randomization":
-        out.write_text(json.dumps(randomization_doc(rec), indent=2, allow_nan=False) + "\n")
+        out.write_text(json.dumps({**randomization_doc(rec), "verdict": trust}, indent=2, allow_nan=False) + "\n")
         return out
-    raw = sorted((rec.path / "raw").glob("*.json")) if rec.path is not None and (rec.path / "raw").is_dir() else []
-    if rec.fit_source == "frankatwin_import" and raw:
-        out.write_bytes(raw[0].read_bytes())
+    raw = raw_frankatwin(rec)
+    if raw is not None:
+        out.write_bytes(raw.read_bytes())
         return out
-    out.write_text(json.dumps(frankatwin_doc(rec), indent=2, default=float) + "\n")
+    out.write_text(json.dumps({**frankatwin_doc(rec), "twinlake_verdict": trust}, indent=2, default=float) + "\n")
     return out
+
+
+def raw_frankatwin(rec: FitRecord) -> Path | None:
+    """The original sysid_best_params.json of a FrankaTwin import, or None."""
+    raw = sorted((rec.path / "raw").glob("*.json")) if rec.path is not None and (rec.path / "raw").is_dir() else []
+    return raw[0] if rec.fit_source == "frankatwin_import" and raw else None

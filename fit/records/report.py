@@ -1,9 +1,10 @@
 """`twinlake fit report`: a self-contained HTML page (no network) plus the same plots as PNG.
 
-At the top, the model-adequacy lines (training and held-out residual against the noise floor,
+First the fit's verdict and its reasons (fit/trust/verdict.py), then the model-adequacy lines (training and held-out residual against the noise floor,
 with the likely cause; fit/trust/adequacy.py), the summary, the flags and the validations. Then
 the parameters: the free ones first, each with its unit (`sim.params.LAYOUT`), its value and 95 %
-interval rounded to the interval's precision; the frozen ones folded in a ``<details>`` element.
+interval rounded to the interval's precision (an interval only for an estimated parameter; every
+parameter's status beside it, and each flag said once per parameter); the frozen ones folded in a ``<details>`` element.
 Where a train run was a designed excitation (`twinlake excite --design`), its predicted relative
 95 % half-widths beside the realised ones. Then the figures (fit/records/report_plots.py):
 convergence, parameters, the correlation matrix of the free parameters (when a covariance is
@@ -85,14 +86,16 @@ def format_value(value: float, low: float | None = None, high: float | None = No
     if places > 6 or max(abs(value), abs(low), abs(high)) >= 1e6:  # tiny or huge: scientific, same precision
         digits = max(1, math.floor(math.log10(max(abs(value), half))) - math.floor(math.log10(half)) + 1)
         return f"{value:.{digits}e}", f"[{low:.{digits}e}, {high:.{digits}e}] (± {half:.1e})"
-    return f"{value:.{places}f}", f"[{low:.{places}f}, {high:.{places}f}] (± {half:.{places}f})"
+    # never fewer than 3 significant digits of the value: a wide interval must not print 0.4799 as "0"
+    shown = max(places, 2 - math.floor(math.log10(abs(value)))) if value != 0 else places
+    return f"{value:.{shown}f}", f"[{low:.{places}f}, {high:.{places}f}] (± {half:.{places}f})"
 
 
 def _param_cells(p: ParamRow) -> list[Any]:
     value, interval = format_value(p.value, p.ci_low, p.ci_high)
     rel = p.half_width_rel
-    return [p.name, UNITS[p.name], value, interval, "—" if rel is None else f"{rel:.2%}", f"{p.nominal:.4g}",
-            f"[{p.lower_bound:.4g}, {p.upper_bound:.4g}]", ", ".join(p.flags)]
+    return [p.name, UNITS[p.name], p.status or "—", value, interval, "—" if rel is None else f"{rel:.2%}",
+            f"{p.nominal:.4g}", f"[{p.lower_bound:.4g}, {p.upper_bound:.4g}]", ", ".join(p.flags)]
 
 
 def _parameters_html(params: list[ParamRow]) -> str:
@@ -100,7 +103,8 @@ def _parameters_html(params: list[ParamRow]) -> str:
     free = [p for p in params if p.free]
     frozen = [p for p in params if not p.free]
     parts = [f"<h2>Parameters</h2><h3>Free ({len(free)})</h3>",
-             _table(["parameter", "unit", "value", "95 % interval", "± relative", "nominal", "bounds", "flags"],
+             _table(["parameter", "unit", "status", "value", "95 % interval (estimated only)", "± relative", "nominal",
+                     "bounds", "other flags"],
                     [_param_cells(p) for p in free], "free-params")]
     if frozen:
         parts.append(f"<details class='frozen-params'><summary>Frozen ({len(frozen)}): held at these values, "
@@ -133,7 +137,8 @@ def _designs_html(designs: dict[str, dict], params: list[ParamRow]) -> str:
     return "<h2>Predicted against realised 95 % half-widths</h2>" + "".join(parts)
 
 
-_STYLE = ("body{font-family:sans-serif;margin:2em;max-width:1200px}table{border-collapse:collapse;margin:1em 0}"
+_STYLE = (".verdict p{font-size:22px;margin:0 0 .3em}.verdict li{font-size:15px}"
+          "body{font-family:sans-serif;margin:2em;max-width:1200px}table{border-collapse:collapse;margin:1em 0}"
           "td,th{border:1px solid #ccc;padding:2px 8px;font-size:13px}img{max-width:100%;display:block}"
           ".flag{color:#a00}figure{margin:1.5em 0}.adequacy li{font-size:15px;margin:.3em 0}"
           ".ok{color:#070}.open{color:#850}details summary{cursor:pointer;margin:.5em 0}")
@@ -142,10 +147,24 @@ _SCRIPT = ("window.addEventListener('load',function(){var n=0;for(const i of doc
            "if(i.complete&&i.naturalWidth>0)n++;}document.body.setAttribute('data-images-ok',String(n));});")
 
 
+_VERDICT_CLASS = {"trusted": "ok", "usable with caveats": "open", "not trusted": "flag"}
+
+
+def _verdict_html(verdict: tuple[str, list[str]] | None) -> str:
+    """The verdict and its reasons: the first thing on the page."""
+    if verdict is None:
+        return "<p class='verdict open'><strong>verdict: not decided</strong></p>"
+    level, reasons = verdict
+    items = "".join(f"<li>{html.escape(r)}</li>" for r in reasons)
+    return (f"<div class='verdict'><p class='{_VERDICT_CLASS.get(level, 'open')}'><strong>verdict: "
+            f"{html.escape(level)}</strong></p><ul class='reasons'>{items}</ul></div>")
+
+
 def _html(data: ReportData, images: list[tuple[str, str, bytes]]) -> str:
     esc = html.escape
     parts = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>twinlake fit {esc(data.fit_id)}</title>",
              f"<style>{_STYLE}</style></head><body data-images-expected='{len(images)}'>",
+             _verdict_html(data.verdict),
              f"<h1>Fit {esc(data.fit_id)}</h1>",
              "<h2>Model adequacy</h2><ul class='adequacy'>",
              *[f"<li class='{_ADEQUACY_CLASS[ok]}'>{esc(text)}</li>" for text, ok in data.adequacy],

@@ -40,6 +40,7 @@ class ParamRow:
     seed_min: float | None = None  # spread of the optima over several seeds
     seed_max: float | None = None
     free: bool = True  # searched by the fit (False: frozen at its value)
+    status: str = ""  # its status in words (fit/trust/parameter_status.py), e.g. "≥ 0 (at a bound)"
 
     @property
     def half_width_rel(self) -> float | None:
@@ -64,3 +65,4 @@ class ReportData:
     adequacy: list[tuple[str, bool | None]] = field(default_factory=list)  # (line, passed or None)
     covariance: dict | None = None  # the stored covariance block (names, matrix, method), None: not stored
     designs: dict[str, dict] = field(default_factory=dict)  # train run → its metadata's `design` section
+    verdict: tuple[str, list[str]] | None = None  # (level, reasons most important first), shown first

@@ -24,6 +24,7 @@ def report_data_from_lake(lake: Any, fit_id: str, *, nominal: Any = None, error_
     from ..trust.covariance import method_line, strong_pairs
     from .record import load_fit
     from .show import adequacy_lines, fit_validations
+    from .verdict_record import current_verdict
 
     lk = lake if isinstance(lake, Lake) else Lake(Path(lake))
     rec = load_fit(lk, fit_id)
@@ -34,6 +35,7 @@ def report_data_from_lake(lake: Any, fit_id: str, *, nominal: Any = None, error_
 
         ident = identifiability_for_fit(lk, rec, rec.other_seeds).to_dict()
     params, flags = _param_rows(rec, nominal, ident)
+    verdict = current_verdict(lk.root, rec).verdict
     if ident is None:
         flags.append("no error bars: run `twinlake fit report --error-bars` (or store identifiability_json)")
     validations = _validations(lk, fit_id)
@@ -44,7 +46,10 @@ def report_data_from_lake(lake: Any, fit_id: str, *, nominal: Any = None, error_
     adequacy = adequacy_lines(rec, fit_validations(lk.root, fit_id))
     flags += [f"model adequacy: {text}" for text, ok in adequacy if ok is False]
     summary = {"fit": rec.fit_id, "fit_source": rec.fit_source, "status": rec.status, "created_utc": rec.created_utc,
-               "best_loss": rec.best_loss, "seed": rec.seed, "generations": len(rec.history),
+               "best_loss": rec.best_loss, "seed": rec.seed, "method": rec.extra.get("method"),
+               # the same columns as `fit list`: the generations setting and the LM iterations run
+               "generations": rec.extra.get("generations"), "refine_iterations": rec.extra.get("refine_iterations"),
+               "history rows": len(rec.history),
                "train intervals": len(rec.train), "holdout intervals (fit)": len(rec.holdout),
                "condition number": (ident or {}).get("condition_number")}
     cov = (ident or {}).get("covariance")
@@ -53,28 +58,46 @@ def report_data_from_lake(lake: Any, fit_id: str, *, nominal: Any = None, error_
         summary["strongly correlated pairs"] = ", ".join(f"{a} ~ {b} ({r:+.2f})" for a, b, r in strong_pairs(cov)) \
             or "none"
     shown = [{k: v for k, v in d.items() if k not in _HIDDEN_COLS} for d in validations]
-    return ReportData(rec.fit_id, summary, params, list(rec.history), _held_out(lk, validations), shown, flags,
-                      adequacy, cov, train_designs(lk, rec))
+    return ReportData(rec.fit_id, summary, params, list(rec.history), _held_out(lk, validations), shown,
+                      list(dict.fromkeys(flags)), adequacy, cov, train_designs(lk, rec),
+                      (verdict.level.value, list(verdict.reasons)))
 
 
 def _param_rows(rec: Any, nominal: Any, ident: dict | None) -> tuple[list[ParamRow], list[str]]:
     """One ParamRow per parameter (bounds from the fit's settings) and the parameter flags."""
     from ..replay.space import ParameterSpace
+    from ..trust.parameter_status import Status
+    from .show import STATUS_FLAGS
+    from .statuses import fit_statuses, intervals_agree
 
     space = (rec.settings or {}).get("space")
     bounds = np.array([space["bounds"][n] for n in LAYOUT.names]) if space else np.asarray(LAYOUT.bounds)
     free = set((ParameterSpace.from_json(space) if space else ParameterSpace()).free_names)
-    by_name = {p["name"]: p for p in (ident or {}).get("parameters", [])}
+    statuses = {s.name: s for s in fit_statuses(_with_ident(rec, ident))}
+    by_name = {p["name"]: p for p in (intervals_agree(ident, list(statuses.values())) or {}).get("parameters", [])}
     params, flags = [], []
     for i, (name, value, nom) in enumerate(zip(LAYOUT.names, rec.vector, nominal.to_vector())):
-        p = by_name.get(name, {})
+        p, st = by_name.get(name, {}), statuses[name]
+        other = tuple(f for f in p.get("flags", []) if f not in STATUS_FLAGS)
+        shown = "" if st.status in (Status.ESTIMATED, Status.FIXED) else f"{st.status.label}: {st.display()}"
         row = ParamRow(name, float(value), float(nom), float(bounds[i, 0]), float(bounds[i, 1]), p.get("ci95_low"),
-                       p.get("ci95_high"), tuple(f for f in p.get("flags", []) if f != "discrete"),
-                       p.get("seed_min"), p.get("seed_max"), name in free)
+                       p.get("ci95_high"), other, p.get("seed_min"), p.get("seed_max"), name in free,
+                       st.status.label if not shown else shown)
         params.append(row)
-        flags += [f"{name}: {f}" for f in row.flags]
-    flags += [f"{name}: at a bound (fit record)" for name in rec.extra.get("at_bounds") or []]
+        said = ([shown] if shown else []) + list(other)
+        if said:  # one line per parameter: its status and its other flags
+            flags.append(f"{name}: {'; '.join(said)}")
     return params, flags
+
+
+def _with_ident(rec: Any, ident: dict | None) -> Any:
+    """`rec` with error bars `ident` (computed now by `--error-bars`) when it stores none."""
+    import json as _json
+    from dataclasses import replace
+
+    if ident is None or rec.extra.get("identifiability_json"):
+        return rec
+    return replace(rec, extra={**rec.extra, "identifiability_json": _json.dumps(ident)})
 
 
 _VALIDATION_COLS = ("validation", "robot", "run", "sim_label", "q_rmse_all_rad", "dq_rmse_all_rad_s",

@@ -1,8 +1,9 @@
 """The figures of `twinlake fit report` (matplotlib, Agg), each written as a PNG and returned as bytes.
 
-Convergence per generation; the free parameters with their 95 % intervals against the nominal
-values and the bounds; the correlation matrix of the free parameters; and per held-out run the
-replay drawn over the recording (q per joint), and the residual over time with its spectrum
+Convergence per CMA-ES generation or LM iteration (the axis says which); the free parameters,
+each joint in its own bounds box, with their 95 % intervals and nominal values; the correlation matrix of the free parameters; and per held-out run the
+replay drawn over the recording (q per joint), and the residual over time (fitted and nominal
+on separate axes) with its spectrum
 (Welch PSD) against the white-noise level of the run's noise floor (fit/trust/noise_floor.py).
 """
 
@@ -50,12 +51,23 @@ def plot_convergence(history: list[dict[str, Any]], path: Path) -> bytes:
         ax.set_yscale("log")
     if not history:
         ax.text(0.5, 0.5, "no history recorded (imported fit?)", ha="center", transform=ax.transAxes)
-    ax.set_xlabel("generation")
+    ax.set_xlabel(convergence_axis(history))
     ax.set_ylabel("loss")
     ax.set_title("Convergence")
     ax.legend(loc="upper right")
     fig.tight_layout()
     return _save(fig, path)
+
+
+def convergence_axis(history: list[dict[str, Any]]) -> str:
+    """What the convergence plot's x axis counts: CMA-ES generations, LM iterations (the local
+    search's and the refine stage's rows), or both."""
+    stages = {h.get("stage") or "cma" for h in history}
+    if stages <= {"cma"}:
+        return "generation (CMA-ES)"
+    if "cma" not in stages:
+        return "LM iteration"
+    return "generation (CMA-ES) / LM iteration"
 
 
 def plotted_groups(params: list[ParamRow]) -> list[str]:
@@ -65,9 +77,17 @@ def plotted_groups(params: list[ParamRow]) -> list[str]:
 
 
 def plot_parameters(params: list[ParamRow], path: Path) -> bytes:
+    """`parameter_figure` as a PNG."""
+    return _save(parameter_figure(params), path)
+
+
+def parameter_figure(params: list[ParamRow]) -> plt.Figure:
     """Per group (`LAYOUT`) with a parameter the fit searched (`ParamRow.free`; frozen groups are
-    listed in the table only), each joint's value with its 95 % interval, the nominal value,
-    the range over seeds (when known) and the bounds (grey)."""
+    listed in the table only), each joint in its own bounds box: the y axis is the position
+    within the box (0 = lower bound, 1 = upper bound), so a joint whose range is small is as
+    readable as one whose range is large. Drawn: the value with its 95 % interval (estimated
+    parameters), the nominal value, the range over seeds (when known); the value is written
+    above each point in its own units."""
     by_name = {p.name: p for p in params}
     groups = [g for g in LAYOUT.groups if g.name in plotted_groups(params)] or list(LAYOUT.groups[:1])
     widths = [g.size if g.per_joint else 1.4 for g in groups]
@@ -76,31 +96,45 @@ def plot_parameters(params: list[ParamRow], path: Path) -> bytes:
     for ax, g in zip(axes[0], groups):
         labels = [f"J{j}" for j in range(1, g.size + 1)] if g.per_joint else [g.display]
         _param_axis(ax, [by_name.get(n) for n in g.names], labels, f"{g.display} [{g.unit}]")
+    axes[0][0].set_ylabel("position in its bounds (0 lower, 1 upper)", fontsize=8)
     fig.tight_layout()
-    return _save(fig, path)
+    return fig
+
+
+def _unit_box(p: ParamRow, v: float) -> float:
+    """`v` as a position within p's bounds box (0 at the lower bound, 1 at the upper)."""
+    span = p.upper_bound - p.lower_bound
+    return 0.5 if not span > 0 else (v - p.lower_bound) / span
 
 
 def _param_axis(ax: plt.Axes, rows: list[ParamRow | None], labels: list[str], title: str) -> None:
+    from ..trust.parameter_status import format_number
+
     x = np.arange(len(rows))
     for i, p in enumerate(rows):
         if p is None:
             continue
-        ax.plot([i - 0.35, i + 0.35], [p.lower_bound] * 2, color="0.6", lw=1)
-        ax.plot([i - 0.35, i + 0.35], [p.upper_bound] * 2, color="0.6", lw=1)
-        ax.plot(i + 0.15, p.nominal, "x", color="tab:orange", label="nominal" if i == 0 else None)
+        first = i == 0
+        ax.plot([i, i], [0.0, 1.0], color="0.8", lw=6, solid_capstyle="butt", label="bounds" if first else None)
+        ax.plot(i + 0.2, _unit_box(p, p.nominal), "x", color="tab:orange", label="nominal" if first else None)
         if p.seed_min is not None and p.seed_max is not None:
-            ax.plot([i - 0.15] * 2, [p.seed_min, p.seed_max], color="tab:green", lw=2,
-                    label="seed range" if i == 0 else None)
-        color = "tab:red" if p.flags else "tab:blue"
+            ax.plot([i - 0.2] * 2, [_unit_box(p, p.seed_min), _unit_box(p, p.seed_max)], color="tab:green", lw=2,
+                    label="seed range" if first else None)
+        color = "tab:blue" if p.status in ("", "estimated") else "tab:red"
+        y = _unit_box(p, p.value)
         if p.ci_low is not None and p.ci_high is not None:
-            ax.errorbar(i, p.value, yerr=[[p.value - p.ci_low], [p.ci_high - p.value]], fmt="o", color=color,
-                        capsize=3, label="fit ± 95 %" if i == 0 else None)
+            lo, hi = _unit_box(p, p.ci_low), _unit_box(p, p.ci_high)
+            ax.errorbar(i, y, yerr=[[max(y - lo, 0.0)], [max(hi - y, 0.0)]], fmt="o", color=color, capsize=3,
+                        label="fit ± 95 %" if first else None)
         else:
-            ax.plot(i, p.value, "o", color=color, label="fit" if i == 0 else None)
+            ax.plot(i, y, "o", color=color, label="fit" if first else None)
+        ax.annotate(format_number(p.value, 3), (i, min(max(y, 0.0), 1.0)), textcoords="offset points",
+                    xytext=(0, 6), ha="center", fontsize=6)
     ax.set_xticks(x, labels)
+    ax.set_ylim(-0.08, 1.12)
     ax.set_title(title, fontsize=9)
     if len(rows) > 1:
-        ax.legend(fontsize=7, loc="upper right")
+        ax.legend(fontsize=6, loc="lower right")
 
 
 def plot_correlation(covariance: dict, path: Path) -> bytes:
@@ -188,20 +222,26 @@ def plot_residual(trace: HeldOutTrace, path: Path) -> bytes:
     """The residual q_sim − q_real over time (fitted solid, nominal dashed) and the fitted
     residual's spectrum against the noise floor (`residual_spectrum`)."""
     spec = residual_spectrum(trace)
-    fig, (ax_t, ax_f) = plt.subplots(2, 1, figsize=(9, 7.5))
-    for j in range(7):
+    nominal = trace.q_nominal_rad is not None
+    fig, axes = plt.subplots(3 if nominal else 2, 1, figsize=(9, 10 if nominal else 7.5))
+    ax_t, ax_f = axes[0], axes[-1]
+    for j in range(7):  # the fitted and the nominal residual on separate axes: the fit's is often 100x smaller
         line, = ax_t.plot(trace.t_s, 1e3 * (trace.q_fitted_rad[:, j] - trace.q_real_rad[:, j]), lw=1,
                           label=f"J{j + 1}")
-        if trace.q_nominal_rad is not None:
-            ax_t.plot(trace.t_s, 1e3 * (trace.q_nominal_rad[:, j] - trace.q_real_rad[:, j]), lw=0.8, ls="--",
-                      color=line.get_color())
+        if nominal:
+            axes[1].plot(trace.t_s, 1e3 * (trace.q_nominal_rad[:, j] - trace.q_real_rad[:, j]), lw=0.8,
+                         color=line.get_color())
         keep = spec.f_hz > 0
         ax_f.loglog(spec.f_hz[keep], spec.psd_rad2_hz[keep, j], lw=1, color=line.get_color(), label=f"J{j + 1}")
         if np.isfinite(spec.floor_psd_rad2_hz[j]) and spec.floor_psd_rad2_hz[j] > 0:
             ax_f.axhline(spec.floor_psd_rad2_hz[j], lw=1, ls=":", color=line.get_color())
     ax_t.set_xlabel("t [s]")
-    ax_t.set_ylabel("q_sim − q_real [mrad]")
-    ax_t.set_title(f"Residual, {trace.label} (solid: fitted, dashed: nominal)")
+    ax_t.set_ylabel("q_fitted − q_real [mrad]")
+    ax_t.set_title(f"Residual of the fitted replay, {trace.label}")
+    if nominal:
+        axes[1].set_xlabel("t [s]")
+        axes[1].set_ylabel("q_nominal − q_real [mrad]")
+        axes[1].set_title("Residual of the nominal replay (its own scale)", fontsize=10)
     ax_t.legend(fontsize=7, ncol=7, loc="upper right")
     ax_f.set_xlabel("f [Hz]")
     ax_f.set_ylabel("PSD of q_fitted − q_real [rad²/Hz]")

@@ -76,16 +76,29 @@ def adequacy_lines(rec, validations: list[dict[str, Any]] | None = None) -> list
     return lines
 
 
-def fit_summary(rec, validations: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    """JSON-able summary of a FitRecord: parameters, losses, runs, extra columns, the parsed
-    error bars (`identifiability`, None when not stored), seeds and validations."""
-    from ...sim import PARAM_NAMES
+def verdict_json(stored) -> dict[str, Any] | None:
+    """The `verdict` block of every `--json` (a `verdict_record.StoredVerdict`, or None)."""
+    if stored is None:
+        return None
+    return {"level": stored.verdict.level.value, "reasons": list(stored.verdict.reasons),
+            "created_utc": stored.created_utc, "trigger": stored.trigger}
 
+
+def fit_summary(rec, validations: list[dict[str, Any]] | None = None, verdict=None) -> dict[str, Any]:
+    """JSON-able summary of a FitRecord: its verdict (a `StoredVerdict`) first, parameters,
+    losses, runs, extra columns, every parameter's status, the parsed error bars
+    (`identifiability`, None when not stored; a 95 % interval only for estimated parameters),
+    seeds and validations."""
+    from ...sim import PARAM_NAMES
+    from .statuses import fit_statuses, intervals_agree
+
+    statuses = fit_statuses(rec)
     extra = {k: v for k, v in rec.extra.items()
              if not isinstance(v, bytes) and k not in ("identifiability_json", "adequacy_json")}
     adequacy = json.loads(rec.extra["adequacy_json"]) if rec.extra.get("adequacy_json") else None
     return {
         "fit": rec.fit_id,
+        "verdict": verdict_json(verdict),
         "fit_source": rec.fit_source,
         "status": rec.status,
         "created_utc": rec.created_utc,
@@ -95,7 +108,8 @@ def fit_summary(rec, validations: list[dict[str, Any]] | None = None) -> dict[st
         "history_rows": len(rec.history),
         "runs": [vars(u) for u in rec.runs],
         **extra,
-        "identifiability": rec.identifiability,
+        "parameter_status": [st.to_dict() for st in statuses],
+        "identifiability": intervals_agree(rec.identifiability, statuses),  # intervals only for estimated
         "adequacy": {"train": (adequacy or {}).get("train"), "holdout": (adequacy or {}).get("holdout"),
                      "lines": [text for text, _ in adequacy_lines(rec, validations)]},
         "seeds": [{"seed": s.seed, "best_loss": s.best_loss, "chosen": s.chosen,
@@ -112,16 +126,29 @@ def console():
     return out if out.is_terminal else Console(width=160)
 
 
-def print_fit(rec, validations: list[dict[str, Any]] | None = None) -> None:
-    """Print a fit as rich tables (adequacy first, then parameters, intervals, error bars,
-    seeds, validations)."""
+LEVEL_STYLE = {"trusted": "bold green", "usable with caveats": "bold yellow", "not trusted": "bold red"}
+
+
+def print_verdict(out, stored) -> None:
+    """The verdict line and its reasons, one per line, most important first."""
+    if stored is None:
+        return
+    v = stored.verdict
+    style = LEVEL_STYLE[v.level.value]
+    when = f" ({stored.trigger}, {stored.created_utc})" if stored.created_utc else f" ({stored.trigger})"
+    out.print(f"[{style}]verdict: {escape(v.level.value)}[/{style}]{escape(when)}", highlight=False)
+    for reason in v.reasons:
+        out.print(f"  - {escape(reason)}", highlight=False)
+
+
+def print_fit(rec, validations: list[dict[str, Any]] | None = None, verdict=None) -> None:
+    """Print a fit as rich tables (the verdict first, then adequacy, parameters, intervals,
+    error bars and statuses, seeds, validations)."""
     out = console()
+    print_verdict(out, verdict)
     _adequacy(out, rec, validations or [])
     _parameters(out, rec)
     _intervals(out, rec)
-    at_bounds = rec.extra.get("at_bounds")
-    if at_bounds:
-        out.print(f"[yellow]at a bound (within 1 % of the range): {', '.join(at_bounds)}[/yellow]")
     _error_bars(out, rec)
     _seeds(out, rec)
     _validations(out, rec, validations or [])
@@ -139,10 +166,10 @@ def _parameters(out, rec) -> None:
     from ...sim import LAYOUT
 
     p = rec.params
-    table = Table(title=f"fit {rec.fit_id} ({rec.fit_source}, {rec.status}), best loss {rec.best_loss:.6g}")
+    table = Table(title=escape(f"fit {rec.fit_id} ({rec.fit_source}, {rec.status}), best loss {rec.best_loss:.6g}"))
     groups = LAYOUT.joint_groups
     for col in ("joint", *(g.name if g.unit == "-" else f"{g.name} [{g.unit}]" for g in groups)):
-        table.add_column(col, justify="right")
+        table.add_column(escape(col), justify="right")
     for j in range(7):
         table.add_row(f"J{j + 1}", *(f"{getattr(p, g.name)[j]:.4f}" for g in groups))
     out.print(table)
@@ -162,30 +189,25 @@ def _intervals(out, rec) -> None:
     for u in rec.runs:
         seq = f"{u.seq_first}..{u.seq_last}" if u.seq_first is not None else "-"
         loss = f"{u.loss:.6g}" if u.loss is not None else "-"
-        runs.add_row(u.role, f"{u.robot}/{u.run}", str(u.interval_index), seq, f"{u.weight}", loss)
+        runs.add_row(*(escape(c) for c in (u.role, f"{u.robot}/{u.run}", str(u.interval_index), seq, f"{u.weight}", loss)))
     out.print(runs)
 
 
 def _error_bars(out, rec) -> None:
     from rich.table import Table
 
-    from ..trust.identifiability import summary_rows
-
     ident = rec.identifiability
     if ident is None:
         out.print("no error bars stored with this fit (imported, older, or nothing free): "
                   f"`twinlake fit report {rec.fit_id} --error-bars --out DIR` computes them")
         return
-    table = Table(title="error bars at the optimum (linearised, 95 %)")
+    table = Table(title="parameters: status, error bars at the optimum (linearised, 95 %)")
     with_seeds = (ident.get("seeds") or 0) >= 2
-    cols = ("parameter", "value", "95 % interval", "bounds", "range over seeds", "flags")
+    cols = ("parameter", "status", "value [95 % interval] / bound", "bounds", "range over seeds", "other flags")
     for col in cols:
         if with_seeds or col != "range over seeds":
-            table.add_column(col, justify="left" if col in ("parameter", "flags") else "right")
-    frozen = ((rec.settings or {}).get("space") or {}).get("frozen") or {}
-    for row in summary_rows(ident):
-        if "discrete" in row[5] and row[0] not in frozen:
-            row[2] = "not in J (discrete)"  # the delay is searched, but has no derivative
+            table.add_column(escape(col), justify="left" if col in ("parameter", "status", "other flags") else "right")
+    for row in status_rows(rec, ident):
         table.add_row(*(escape(c) for i, c in enumerate(row) if with_seeds or i != 4))
     out.print(table)
     cond = ident.get("condition_number")
@@ -193,11 +215,43 @@ def _error_bars(out, rec) -> None:
               f"residual variance {ident.get('sigma2') or 0:.4g} with {ident.get('dof')} degrees of freedom")
     if ident.get("error_bar_note") and not ident.get("covariance"):  # else _correlations prints it
         out.print(ident["error_bar_note"], highlight=False)
-    unid = [p["name"] for p in ident.get("parameters", []) if "unidentifiable" in p["flags"]]
-    out.print("unidentifiable parameters: " + (", ".join(unid) if unid else "none"))
+    counts = ", ".join(f"{n} {label}" for label, n in status_counts(rec).items() if n)
+    out.print(f"parameter status: {counts}", highlight=False)
     for d in ident.get("weak_directions", []):
         out.print(f"  weak direction {_direction(d)}", highlight=False)
     _correlations(out, ident)
+
+
+# the flags the status already says (fit/trust/parameter_status.py): not repeated beside it
+STATUS_FLAGS = frozenset({"at_bound", "unidentifiable", "discrete"})
+
+
+def status_rows(rec, ident: dict) -> list[list[str]]:
+    """Rows (name, status, value [interval] or bound, bounds, seed range, other flags) of every
+    parameter the fit freed (the statuses of fit/records/statuses.py)."""
+    from ..trust.parameter_status import Status
+    from ..trust.parameter_status import format_number as fmt
+    from .statuses import fit_statuses
+
+    stored = {p["name"]: p for p in ident.get("parameters", [])}
+    rows = []
+    for st in fit_statuses(rec):
+        if st.status is Status.FIXED:
+            continue  # counted on the status line below the table
+        p = stored.get(st.name, {})
+        seeds = f"[{fmt(p['seed_min'])}, {fmt(p['seed_max'])}]" if p.get("seed_min") is not None else "—"
+        flags = [f for f in p.get("flags", []) if f not in STATUS_FLAGS]
+        rows.append([st.name, st.status.label, st.display(), f"[{fmt(st.lower)}, {fmt(st.upper)}]", seeds,
+                     ", ".join(flags)])
+    return rows
+
+
+def status_counts(rec) -> dict[str, int]:
+    """How many parameters per status label."""
+    from ..trust.parameter_status import Status, count
+    from .statuses import fit_statuses
+
+    return {Status(k).label: n for k, n in count(fit_statuses(rec)).items()}
 
 
 def _direction(d: dict) -> str:
@@ -251,9 +305,10 @@ def _validations(out, rec, validations: list[dict[str, Any]]) -> None:
                 "verdict", "passed"):
         table.add_column(escape(col))
     for v in validations:
-        table.add_row(f"{v['robot']}/{v['run']}", milli(v["fitted_q_rmse_all_rad"]), milli(v["nominal_q_rmse_all_rad"]),
-                      milli(v["fitted_ee_pos_rmse_3d_m"]), ratio(v.get("fitted_torque_floor_ratio")),
-                      v["fitted_verdict"] or "no thresholds", "yes" if v["passed"] else "no")
+        table.add_row(*(escape(c) for c in (f"{v['robot']}/{v['run']}", milli(v["fitted_q_rmse_all_rad"]),
+                                             milli(v["nominal_q_rmse_all_rad"]), milli(v["fitted_ee_pos_rmse_3d_m"]),
+                                             ratio(v.get("fitted_torque_floor_ratio")),
+                                             v["fitted_verdict"] or "no thresholds", "yes" if v["passed"] else "no")))
     out.print(table)
     passed = [f"{v['robot']}/{v['run']}" for v in validations if v["passed"]]
     out.print(f"passed {len(passed)} of {len(validations)} held-out run(s)" + (f": {', '.join(passed)}" if passed else ""))

@@ -43,6 +43,7 @@ import numpy as np
 
 from ...sim.jsonfile import read_json_object
 from ...sim.params import LAYOUT, MAX_DELAY_MS
+from ..trust.parameter_status import bound_side
 
 # the search's categorical coordinates (fit/replay/search.py): the shared delay and its per-joint offsets
 _DELAY = LAYOUT.index("motor_delay_ms")
@@ -195,16 +196,12 @@ class ParameterSpace:
         span = np.where(hi > lo, hi - lo, 1.0)
         return np.clip((p[:, free] - lo) / span, 0.0, 1.0)
 
-    def at_bounds(self, params: np.ndarray, rel_tol: float = 0.01) -> list[str]:
-        """Names of free parameters of an (n,) vector within rel_tol of the range of a bound."""
+    def at_bounds(self, params: np.ndarray) -> list[str]:
+        """Names of free parameters of an (n,) vector at a bound, by the one at-bound tolerance
+        (fit/trust/parameter_status.py, `AT_BOUND_FRACTION` of the range)."""
         p = np.asarray(params, dtype=np.float64).reshape(LAYOUT.size)
-        hits = []
-        for i in self.free_indices:
-            lo, hi = self.bounds[i]
-            tol = rel_tol * (hi - lo)
-            if hi > lo and (p[i] <= lo + tol or p[i] >= hi - tol):
-                hits.append(LAYOUT.names[i])
-        return hits
+        return [LAYOUT.names[i] for i in self.free_indices
+                if bound_side(float(p[i]), float(self.bounds[i, 0]), float(self.bounds[i, 1])) is not None]
 
     def to_json(self) -> dict:
         """Plain JSON form (stored in the fit's settings)."""

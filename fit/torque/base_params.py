@@ -30,10 +30,22 @@ class Identifiability:
     the directions found (each: 'ratio' of singular values, 'components' name -> weight)."""
 
     prior: np.ndarray
+    null_scaled: np.ndarray | None = None  # (p, k) the unidentifiable directions, unit, in unit-diagonal coordinates
+    scale: np.ndarray | None = None  # (p,) diag(N)^−½ (1 for a column never excited): β = scale ∘ u
     unidentifiable: list[dict] = field(default_factory=list)
     weak: list[dict] = field(default_factory=list)
     rank: int = 0
     condition_number: float = float("nan")
+
+    def undetermined_share(self, gradient: np.ndarray) -> float:
+        """The share (0..1) of a linear functional's gradient (p,) (β's units) that lies along
+        the unidentifiable directions, in unit-diagonal coordinates: 0 the data determine it, 1
+        only the prior does."""
+        g = np.asarray(gradient, float) * self.scale
+        size = float(np.linalg.norm(g))
+        if self.null_scaled is None or self.null_scaled.shape[1] == 0 or size == 0:
+            return 0.0
+        return float(np.linalg.norm(self.null_scaled.T @ g) / size)
 
     def to_dict(self) -> dict:
         return {"rank": self.rank, "condition_number": self.condition_number,
@@ -57,7 +69,10 @@ def analyse(normal: np.ndarray, names: list[str]) -> Identifiability:
     rho = PRIOR_WEIGHT * float(np.max(diag)) if p and np.max(diag) > 0 else 1.0
     out = Identifiability(prior=np.zeros((p, p)))
     dead = np.nonzero(diag <= 0)[0]
+    out.scale = np.where(diag > 0, 1.0 / np.sqrt(np.where(diag > 0, diag, 1.0)), 1.0)
+    null = []
     for j in dead:
+        null.append(np.eye(p)[j])
         out.prior[j, j] += rho
         out.unidentifiable.append({"ratio": 0.0, "components": {names[j]: 1.0}, "reason": "never excited"})
     live = np.nonzero(diag > 0)[0]
@@ -70,12 +85,17 @@ def analyse(normal: np.ndarray, names: list[str]) -> Identifiability:
         for i in np.argsort(ratio):
             direction = scale * vec[:, i]
             if ratio[i] < UNIDENTIFIABLE_RATIO:
+                full = np.zeros(p)
+                full[live] = vec[:, i]
+                null.append(full)
                 unit = direction / np.linalg.norm(direction)
                 out.prior[np.ix_(live, live)] += rho * np.outer(unit, unit)
                 out.unidentifiable.append({"ratio": float(ratio[i]), "components": _combination(live_names, direction)})
             elif ratio[i] < WEAK_RATIO:
                 out.weak.append({"ratio": float(ratio[i]), "components": _combination(live_names, direction)})
         kept = ratio[ratio >= UNIDENTIFIABLE_RATIO]
+    out.null_scaled = np.column_stack(null) if null else np.zeros((p, 0))
+    if len(live):
         out.rank = int(len(kept))
         out.condition_number = float(1.0 / kept.min()) if len(kept) else float("inf")
     return out

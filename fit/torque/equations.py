@@ -7,9 +7,13 @@ R (T, 7, k_rigid) — the regressor's columns of the freed bodies — and L (T, 
 own columns (friction_basis.joint_columns) in row j only; the normal matrix is assembled from
 them without ever forming the dense (7T, p) matrix.
 
-Which rows are used: every recorded (usable) row under tanh; under Stribeck the rows the rest
-rule keeps (soft_friction.py, applied by `with_rest_rule` once the breakaway levels it needs
-are estimated).
+Which rows are used: every recorded (usable) row under tanh; on the commanded route under
+Stribeck the rows the rest rule keeps (soft_friction.py, applied by `with_rest_rule` once the
+breakaway levels it needs are estimated). On the measured route every recorded row, whatever
+the law: a row where joint j stands still (|filtered q̇_j| < STANDSTILL_SPEED_RAD_S) is the
+static equation of the links and the payload; joint j's link-side friction there is
+set-valued, a bounded unknown in [−mu_s, mu_s] left in the equation error (its friction-level
+columns are zero on those rows), not a reason to drop the row.
 
 known (T, 7) [N·m]:
 - commanded: the nominal links' velocity and acceleration torque (their gravity is what the
@@ -29,6 +33,11 @@ from .regressor import BODY_PARAMS, LINKS, RigidBodyModel
 from .soft_friction import REST_VARIANTS, RestRule
 
 FLANGE_LINK = LINKS - 1  # link 7's block in Pinocchio's θ
+# Below this filtered speed a joint stands still for the measured route's standstill rows: a
+# tenth of the friction columns' velocity scale, where tanh(q̇/v) is under 0.1 and the sign
+# of q̇ is the noise's.
+STANDSTILL_SPEED_RAD_S = 0.002
+LEVEL_COLUMNS = ("mu_static", "mu_dynamic")
 
 
 @dataclass(frozen=True)
@@ -72,7 +81,8 @@ class SegmentEquations:
     variant_rows: per soft_friction.REST_VARIANTS the rows (T, 7) that rule would use
     (Stribeck; empty under tanh, where no row is left out); recorded (T, 7) the rows before
     any rest rule, dq and ddq (T_full, 7) the filtered signals it reads [rad/s, rad/s²] and
-    reach [ticks] how far the filter spreads a row; inertia_diag (T, 7) [kg·m²] the
+    reach [ticks] how far the filter spreads a row; standstill (T, 7) the measured route's
+    rows where the joint stands still (friction levels zero there); inertia_diag (T, 7) [kg·m²] the
     nominal links' M_jj(q) (zeros without an armature column) and dq_residual (U, 7) [rad/s]
     the recorded minus the low-passed dq on the usable ticks, with cutoff_hz: what
     noise_bias.py needs."""
@@ -93,6 +103,7 @@ class SegmentEquations:
     inertia_diag: np.ndarray | None = None
     dq_residual: np.ndarray | None = None
     cutoff_hz: float = 0.0
+    standstill: np.ndarray | None = None
 
     def target(self, delay: int, raw: bool = False) -> np.ndarray:
         """y (T, 7) = τ(k − delay) − known (NaN where k − delay is before the segment)."""
@@ -134,6 +145,7 @@ def build(seg: Segment, spec: EquationSpec, rigid: RigidBodyModel, step: int = 1
         R = np.zeros((len(q), 7, 0))
     local = []
     rows = np.repeat(usable[index, None], 7, axis=1)
+    still = np.abs(dq) < STANDSTILL_SPEED_RAD_S if spec.signal == "measured" else np.zeros(q.shape, dtype=bool)
     for j in range(7):  # formed at the full rate from the recorded dq, then filtered as the torque
         cols = joint_columns(spec.joint_groups, spec.law, seg.dq_raw[:, j], seg.dq_next[:, j], seg.ddq[:, j])
         full = np.column_stack(list(cols.values())) if cols else np.zeros((len(seg.seq), 0))
@@ -141,13 +153,18 @@ def build(seg: Segment, spec: EquationSpec, rigid: RigidBodyModel, step: int = 1
         for c, name in enumerate(cols):
             if name in ("armature", "mu_viscous"):  # linear in filtered signals already
                 smooth[:, c] = full[:, c]
-        local.append(smooth[index])
+        smooth = smooth[index]
+        for c, name in enumerate(cols):
+            if name in LEVEL_COLUMNS:  # standing still: the level is a bounded unknown, not sign(noise)·mu
+                smooth[still[:, j], c] = 0.0
+        local.append(smooth)
     L = np.stack(local, axis=1)
     inertia = rigid.inertia_diagonal(q) if "armature" in spec.joint_groups else np.zeros(q.shape)
     return SegmentEquations(R=np.ascontiguousarray(R), L=L, known=known, tau=seg.tau, tau_raw=seg.tau_raw, rows=rows,
                             seq=seg.seq[index], index=index, recorded=rows.copy(), dq=seg.dq, ddq=seg.ddq,
                             reach=int(np.ceil(1000.0 / seg.cutoff_hz)), inertia_diag=inertia,
-                            dq_residual=(seg.dq_raw - seg.dq)[seg.usable], cutoff_hz=float(seg.cutoff_hz))
+                            dq_residual=(seg.dq_raw - seg.dq)[seg.usable], cutoff_hz=float(seg.cutoff_hz),
+                            standstill=still)
 
 
 def with_rest_rule(eq: SegmentEquations, rule: RestRule | None) -> SegmentEquations:
@@ -200,4 +217,4 @@ def scores(eq: SegmentEquations, weights: np.ndarray, residual: np.ndarray) -> n
     return out
 
 
-__all__ = ["EquationSpec", "SegmentEquations", "build", "normal_equations", "scores", "with_rest_rule"]
+__all__ = ["STANDSTILL_SPEED_RAD_S", "EquationSpec", "SegmentEquations", "build", "normal_equations", "scores", "with_rest_rule"]

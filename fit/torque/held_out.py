@@ -56,6 +56,9 @@ def held_out_scores(lake: Path, rec, selectors: list[str], max_floor_ratio: floa
     known = TorqueFitSettings.__dataclass_fields__
     settings = TorqueFitSettings(**{k: v for k, v in rec.settings.items() if k in known})
     torque = json.loads(rec.extra["torque_json"])
+    if "quasi_static" in torque:
+        raise ValueError(f"fit {rec.fit_id}: a quasi-static torque fit (low-rate robot state) has no dynamic "
+                         "equations to score held-out runs with; validate it on runs at rest by refitting them")
     rigid = RigidBodyModel.load(settings.model_path)
     configured = EndLoad(**settings.configured_load) if settings.configured_load else None
     if configured is None:  # the fit's equations: the configured load its training runs stated
@@ -67,7 +70,7 @@ def held_out_scores(lake: Path, rec, selectors: list[str], max_floor_ratio: floa
         raise ValueError(f"fit {rec.fit_id}: its stored parameters do not match its settings' equations")
     beta = np.array([b["value"] for b in torque["beta"]])
     filt = torque["filter"]
-    rule = _rest_rule(rec.fit_id, spec.law, torque)
+    rule = _rest_rule(rec.fit_id, spec.law, torque, spec.signal)
     out = []
     for sel in selectors:
         run, _ = read_samples(lake, sel, settings.torque)
@@ -82,10 +85,11 @@ def held_out_scores(lake: Path, rec, selectors: list[str], max_floor_ratio: floa
     return out
 
 
-def _rest_rule(fit_id: str, law: str, torque: dict) -> RestRule | None:
-    """The rest rule the fit used (None under tanh); ValueError for a Stribeck fit stored
-    without one (made before the rule: fit it again)."""
-    if law != "stribeck":
+def _rest_rule(fit_id: str, law: str, torque: dict, signal: str = "commanded") -> RestRule | None:
+    """The rest rule the fit used (None under tanh, and on the measured route, which keeps its
+    standstill rows); ValueError for a commanded Stribeck fit stored without one (made before
+    the rule: fit it again)."""
+    if law != "stribeck" or (signal == "measured" and torque.get("rest_rule") is None):
         return None
     if not isinstance(torque.get("rest_rule"), dict):
         raise ValueError(f"fit {fit_id}: a Stribeck torque fit stored without its rest rule "

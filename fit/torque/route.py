@@ -15,7 +15,14 @@ linear in the torques (armature, friction in `friction_law` — Stribeck or tanh
 viscous) and scans the delay 0..MAX_DELAY_MS; presets add `+payload`, `+asymmetry`, `+bias`.
 The measured route always fits the payload, `+links` frees the seven links' θ (then the
 payload is part of link 7), and friction on the link side (viscous and the law's levels) and a
-sensor offset per joint; never the armature, never a delay.
+sensor offset per joint; never the armature, never a delay. It keeps every recorded row: a row
+standing still is the static equation (equations.py). Runs sampled below LOW_RATE_HZ (franka_ros'
+30 Hz robot state) are fitted quasi-statically instead (quasi_static.py, low_rate.py).
+
+Besides the scores, each fit stores what it says about itself: the training score over every
+finite row and against the nominal model (residuals.py, findings.py), the signal-meaning check
+(signal_check.py), the delay scan's minimum at an end (findings.py) and the replayable held-out
+runs replayed with the fitted parameters (replay_check.py), each an adequacy line.
 """
 
 from __future__ import annotations
@@ -38,12 +45,16 @@ from .derivatives import FilterSpec, cutoff_from_spectrum, segments
 from .equations import EquationSpec, build, with_rest_rule
 from .friction_basis import check_law
 from .regressor import RigidBodyModel
-from .residuals import adequacy_line, score
+from .replay_check import replay_holdout
+from .residuals import adequacy_line, nominal_line, score
+from .findings import causes, delay_edge, standstill_summary
+from .low_rate import LOW_RATE_HZ, quasi_static_record, sample_rate_hz
+from .signal_check import check as check_signal
 from .signals import MEANING, RunSamples, choose_signal, samples
 from .soft_friction import CREEP_MARGIN, FrictionConstraint
 from .solve import solve_at_level
 from .systematic import error_bar_note
-from .twin_params import dynamics_params, identifiability_json
+from .twin_params import dynamics_params, finite, identifiability_json
 
 PRESETS = ("+payload", "+asymmetry", "+bias", "+links")
 
@@ -177,6 +188,14 @@ def fit_torque(lake: Path, settings: TorqueFitSettings, *, fit_id: str | None = 
     runs = [r for r, _ in train]
     holdout = [read_samples(lake, s, signal)[0] for s in settings.holdout]
     rigid = RigidBodyModel.load(settings.model_path)
+    rate = sample_rate_hz(runs)
+    if rate < LOW_RATE_HZ:  # e.g. franka_ros' 30 Hz robot state: quasi-static rows only
+        rec = quasi_static_record(settings, runs, signal, rigid, start, rate,
+                                  fit_id or f"fit-{datetime.now(timezone.utc).strftime('%Y%m%dT%H%M%S')}-{settings.digest()[:8]}",
+                                  _stored_settings(settings, settings.friction_law), time.perf_counter() - t0)
+        if publish:
+            publish_fit(lake, rec)
+        return rec
     configured = _configured(settings, runs)
     spec = equation_spec(settings, signal, rigid, configured)
     cutoff = settings.cutoff_hz or max(cutoff_from_spectrum(r.dq[np.all(np.isfinite(r.dq), axis=1)]) for r in runs)
@@ -187,11 +206,14 @@ def fit_torque(lake: Path, settings: TorqueFitSettings, *, fit_id: str | None = 
     sol, flat, rule = solve_at_level(flat, spec, nominal_beta(spec, rigid, start),
                                      _damping(runs) if signal == "commanded" else None,
                                      constraint_builder(settings.model_path), start.mu_static, start.armature,
-                                     settings.creep_margin)
+                                     settings.creep_margin, (rigid.flange_rotation, rigid.flange_position_m))
     train_eqs = _regroup(train_eqs, flat)
     sol.extra["delay_scanned"] = signal == "commanded" and settings.delay_ms is None
     params = dynamics_params(sol, rigid, start)
-    train_score = score(flat, sol.beta, sol.delay, cutoff)
+    used_score = score(flat, sol.beta, sol.delay, cutoff)
+    train_score = score(flat, sol.beta, sol.delay, cutoff, names=sol.names)  # every finite row
+    nominal_score = score(flat, nominal_beta(spec, rigid, start), sol.delay, cutoff, names=sol.names)
+    signal_check = check_signal(signal, runs, rigid)
     per_run = [score(e, sol.beta, sol.delay, cutoff) for e in train_eqs]
     hold_scores = []
     if holdout:
@@ -199,15 +221,28 @@ def fit_torque(lake: Path, settings: TorqueFitSettings, *, fit_id: str | None = 
         hold_eqs = [[with_rest_rule(e, rule) for e in per_run] for per_run in hold_eqs]
         gaps.update(hold_gaps)
         hold_scores = [score(e, sol.beta, sol.delay, cutoff) for e in hold_eqs]
-    hold_all = score([e for h in (hold_eqs if holdout else []) for e in h], sol.beta, sol.delay, cutoff) if holdout else None
+    hold_flat = [e for h in (hold_eqs if holdout else []) for e in h]
+    hold_all = score(hold_flat, sol.beta, sol.delay, cutoff) if holdout else None
+    hold_nominal = score(hold_flat, nominal_beta(spec, rigid, start), sol.delay, cutoff) if holdout else None
     uses = [IntervalUse(r.robot, r.run, r.interval_index, int(r.seq[0]), int(r.seq[-1]), "train", 1.0,
                         float(s.rmse_raw_nm.mean()), r.run_sha256) for r, s in zip(runs, per_run)]
     uses += [IntervalUse(r.robot, r.run, r.interval_index, int(r.seq[0]), int(r.seq[-1]), "holdout", None,
                          float(s.rmse_raw_nm.mean()), r.run_sha256) for r, s in zip(holdout, hold_scores)]
-    lines = [adequacy_line("training", train_score)]
+    lines = [adequacy_line("training (every finite row)", train_score),
+             nominal_line(train_score, nominal_score, causes(sol, used_score, train_score, signal_check)),
+             signal_check.line()]
+    edge = delay_edge(sol.delay_scan) if sol.extra["delay_scanned"] else None
+    if edge is not None:
+        lines.append((edge, False))
     if hold_all is not None:
         lines.append(adequacy_line("held-out", hold_all))
+    replays = replay_holdout(lake, settings.holdout, params, friction_law=spec.law, model_path=settings.model_path,
+                             configured_load=configured if settings.configured_load is not None else None)
+    lines.extend(r.line() for r in replays)
     torque = torque_summary(sol, spec, signal, fspec, gaps, train_score, hold_all, lines, rigid, rule)
+    torque.update(train_used_rows=used_score.to_dict(), nominal_train=nominal_score.to_dict(),
+                  nominal_holdout=None if hold_nominal is None else hold_nominal.to_dict(),
+                  signal_check=signal_check.to_dict(), delay_at_bound=edge, holdout_replay=[r.to_dict() for r in replays], standstill=standstill_summary(flat, spec))
     wall = time.perf_counter() - t0
     rec = FitRecord(
         fit_id=fit_id or f"fit-{datetime.now(timezone.utc).strftime('%Y%m%dT%H%M%S')}-{settings.digest()[:8]}",
@@ -288,8 +323,8 @@ def torque_summary(sol, spec, signal, fspec, gaps, train_score, hold_score, line
            "delay_ms": sol.delay, "delay_scan": {str(k): v for k, v in sol.delay_scan.items()},
            "sigma_nm": sol.sigma_nm.tolist(), "hac_bandwidth_ticks": sol.bandwidth, "rows": sol.rows,
            "constrained": sol.constrained, "base_parameters": sol.base.to_dict(),
-           "beta": [{"name": n, "value": float(b), "unconstrained": float(bh), "stderr": float(s), "stderr_hac": float(h),
-                     "stderr_systematic": float(y), "stderr_iid": float(i)}
+           "beta": [{"name": n, "value": finite(b), "unconstrained": finite(bh), "stderr": finite(s),
+                     "stderr_hac": finite(h), "stderr_systematic": finite(y), "stderr_iid": finite(i)}
                     for n, b, bh, s, h, y, i in zip(sol.names, sol.beta, sol.beta_hat, stderr, hac, syst, iid)],
            "systematic": sol.systematic.to_dict(sol.names), "noise_bias": sol.extra.get("noise_bias"),
            "error_bar_note": error_bar_note(hac, stderr, sol.names, sol.systematic) + _unsettled(sol),

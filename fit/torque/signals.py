@@ -53,6 +53,7 @@ class RunSamples:
     run_sha256: str | None
     metadata: dict[str, Any]
     damping_nms_rad: np.ndarray | None = None  # (7,) the recorded controller's D_joint (median), None if absent
+    t_s: np.ndarray | None = None  # (N,) the rows' time [s] when recorded (the sample rate: quasi_static.py)
 
     @property
     def label(self) -> str:
@@ -106,7 +107,9 @@ def samples(frames: pa.Table, signal: str, *, robot: str, run: str, interval_ind
     return RunSamples(robot, run, interval_index, seq, joint_matrix(frames, "q"), joint_matrix(frames, "dq"),
                       joint_matrix(frames, SIGNALS[signal]), run_row.get("raw_sha256"),
                       meta if isinstance(meta, dict) else {},
-                      np.nanmedian(damping, axis=0) if has_damping else None)
+                      np.nanmedian(damping, axis=0) if has_damping else None,
+                      frames.column("t_s").to_numpy(zero_copy_only=False).astype(np.float64)
+                      if "t_s" in frames.column_names else None)
 
 
 __all__ = ["MEANING", "SIGNALS", "RunSamples", "choose_signal", "has_signal", "joint_matrix", "samples"]

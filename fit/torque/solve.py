@@ -13,7 +13,8 @@ delay scan's residuals use the corrected estimates); (5) estimate.constrain;
 Under the Stribeck law the rows used depend on the breakaway levels being estimated (the rest
 rule, soft_friction.py), so `solve_at_level` alternates: rule from the current levels and
 armature, solve, until the levels move less than REST_RULE_SETTLED (2 %; at most REST_RULE_PASSES solves; the
-first rule from the nominal model).
+first rule from the nominal model). The rule is the twin's friction-loss constraint, so it applies to
+the commanded route only: the measured route keeps every row (equations.py, standstill).
 """
 
 from __future__ import annotations
@@ -80,10 +81,52 @@ def _solve(n_mat, b, prior, beta_nom):
     return np.linalg.lstsq(lhs, rhs, rcond=None)[0]
 
 
-def lower_bounds(names: list[str]) -> np.ndarray:
-    """−inf, or 0 for the parameters that cannot be negative (friction levels, viscous, armature)."""
-    nonneg = ("armature_", "mu_viscous_", "mu_static_", "mu_dynamic_")
-    return np.array([0.0 if n.startswith(nonneg) else -np.inf for n in names])
+def bounds(names: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """(lower, upper) (p,) of β's linear entries: the parameter layout's bounds for the twin's
+    own names (armature, mu_static, mu_viscous, coulomb_asymmetry, tau_bias), mu_dynamic within
+    mu_static's box, ±inf for the rest (sensor offsets, the bodies' θ: `body_blocks`)."""
+    from ...sim import LAYOUT
+
+    lower, upper = np.full(len(names), -np.inf), np.full(len(names), np.inf)
+    known = dict(zip(LAYOUT.names, LAYOUT.bounds))
+    for i, n in enumerate(names):
+        twin = n.replace("mu_dynamic_", "mu_static_")
+        if twin in known:
+            lower[i], upper[i] = known[twin]
+    return lower, upper
+
+
+def _snap(beta: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
+    """β with entries within 1e-9 of their bound range from a bound set on it, and subnormal
+    ones set to 0: what the solver's tolerance (1e-12) leaves there (1.8e-49 for a level held at
+    0, a denormal from a bound reached from inside) is the bound, not a measurement."""
+    out = beta.copy()
+    span = upper - lower
+    tol = np.where(np.isfinite(span), 1e-9 * span, 0.0)
+    out = np.where(np.isfinite(lower) & (np.abs(out - lower) <= tol), lower, out)
+    out = np.where(np.isfinite(upper) & (np.abs(out - upper) <= tol), upper, out)
+    out[np.abs(out) < np.finfo(float).tiny] = 0.0
+    return out
+
+
+def body_blocks(spec: EquationSpec, flange_rotation: np.ndarray | None = None,
+                flange_position_m: np.ndarray | None = None) -> list[BodyBlock]:
+    """The freed bodies' blocks; the flange payload with the layout's payload_mass,
+    payload_com_* and payload_i* bounds in the flange frame (its pose in link 7's frame)."""
+    from ...sim import LAYOUT
+
+    out = []
+    for i, body in enumerate(spec.bodies):
+        if body != "payload":
+            out.append(BodyBlock(10 * i))
+            continue
+        b = dict(zip(LAYOUT.names, LAYOUT.bounds))
+        out.append(BodyBlock(10 * i, mass_kg=tuple(map(float, b["payload_mass"])),
+                             com_m=tuple(map(float, b["payload_com_x"])),
+                             inertia_max_kgm2=float(b["payload_ixx"][1]),
+                             frame_rotation=np.eye(3) if flange_rotation is None else np.asarray(flange_rotation),
+                             frame_position_m=np.zeros(3) if flange_position_m is None else np.asarray(flange_position_m)))
+    return out
 
 
 def _weights(eqs: list[SegmentEquations], targets: list[np.ndarray], beta_nom: np.ndarray) -> np.ndarray:
@@ -112,9 +155,10 @@ def _noise_corrected(eqs, weights, names, delays, damping) -> tuple[list[Velocit
 
 
 def solve(eqs: list[SegmentEquations], spec: EquationSpec, beta_nom: np.ndarray,
-          damping_nms_rad: np.ndarray | None = None) -> Solution:
+          damping_nms_rad: np.ndarray | None = None, flange: tuple = (None, None)) -> Solution:
     """The Solution of the segments' equations (module docstring); damping_nms_rad (7,): the
-    recorded controller's D for noise_bias (None: no feedback term)."""
+    recorded controller's D for noise_bias (None: no feedback term); flange: (rotation (3, 3),
+    position (3,) [m]) of the flange in link 7's frame (the payload's bounds hold there)."""
     names = spec.names()
     p = len(names)
     delays = tuple(spec.delays)
@@ -130,10 +174,9 @@ def solve(eqs: list[SegmentEquations], spec: EquationSpec, beta_nom: np.ndarray,
     best = int(np.argmin(rss))
     beta_hat = beta_d[:, best]
     normal = n_mat - d_n + prior
-    bodies = [BodyBlock(10 * i) for i in range(len(spec.bodies))]
-    lower = lower_bounds(names)
-    lower[:len(spec.bodies) * 10] = -np.inf
-    beta, moved = constrain(beta_hat, normal, lower, np.full(p, np.inf), bodies)
+    lower, upper = bounds(names)
+    beta, moved = constrain(beta_hat, normal, lower, upper, body_blocks(spec, *flange))
+    beta = _snap(beta, lower, upper)
     residuals, score_rows = [], []
     for eq, y in zip(eqs, targets):
         e = np.where(eq.rows, y[:, :, best] - eq.predict(beta_hat), np.nan)
@@ -170,19 +213,19 @@ def _joint_values(beta: np.ndarray, names: list[str], group: str, fallback: np.n
 def solve_at_level(eqs: list[SegmentEquations], spec: EquationSpec, beta_nom: np.ndarray,
                    damping_nms_rad: np.ndarray | None, constraint_of: Callable[[np.ndarray], FrictionConstraint],
                    start_mu_static: np.ndarray, start_armature: np.ndarray, margin: float = CREEP_MARGIN,
-                   ) -> tuple[Solution, list[SegmentEquations], RestRule | None]:
+                   flange: tuple = (None, None)) -> tuple[Solution, list[SegmentEquations], RestRule | None]:
     """(Solution, the equations with the rows it used, the rest rule or None under tanh)
     (module docstring). constraint_of: armature (7,) [kg·m²] -> the twin's FrictionConstraint;
-    start_mu_static, start_armature (7,): the nominal model's, for the first rule."""
-    if spec.law != "stribeck":
+    start_mu_static, start_armature (7,): the nominal model's, for the first rule; flange as in `solve`."""
+    if spec.law != "stribeck" or spec.signal == "measured":  # link side: standstill rows are data (equations.py)
         eqs = [with_rest_rule(e, None) for e in eqs]
-        return solve(eqs, spec, beta_nom, damping_nms_rad), eqs, None
+        return solve(eqs, spec, beta_nom, damping_nms_rad, flange), eqs, None
     names = spec.names()
     mu, armature = np.asarray(start_mu_static, float), np.asarray(start_armature, float)
     for passes in range(1, REST_RULE_PASSES + 1):
         rule = RestRule.make(constraint_of(armature), mu, margin)
         eqs = [with_rest_rule(e, rule) for e in eqs]
-        sol = solve(eqs, spec, beta_nom, damping_nms_rad)
+        sol = solve(eqs, spec, beta_nom, damping_nms_rad, flange)
         new_mu = _joint_values(sol.beta, names, "mu_static", mu)
         armature = np.maximum(_joint_values(sol.beta, names, "armature", armature), 0.0)
         change = float(np.max(np.abs(new_mu - mu) / np.maximum(np.abs(mu), 1e-3)))
@@ -194,4 +237,4 @@ def solve_at_level(eqs: list[SegmentEquations], spec: EquationSpec, beta_nom: np
     return sol, eqs, rule
 
 
-__all__ = ["REST_RULE_PASSES", "REST_RULE_SETTLED", "Solution", "lower_bounds", "solve", "solve_at_level"]
+__all__ = ["REST_RULE_PASSES", "REST_RULE_SETTLED", "Solution", "body_blocks", "bounds", "solve", "solve_at_level"]

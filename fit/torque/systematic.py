@@ -69,7 +69,9 @@ def error_bar_note(stderr_hac: np.ndarray, stderr_total: np.ndarray, names: list
     if not systematic.names:
         return ("error bars: HAC (Newey–West) sandwich only; no rest rule to vary under this friction law, "
                 "so no systematic component")
-    ratio = np.where(stderr_hac > 0, stderr_total / np.where(stderr_hac > 0, stderr_hac, 1.0), 1.0)
+    # a direction the prior holds has next to no HAC bar: its ratio says nothing about the rule
+    held = ~(stderr_hac > 1e-6 * stderr_total)
+    ratio = np.where(held, 1.0, stderr_total / np.where(held, 1.0, stderr_hac))
     worst = int(np.argmax(ratio))
     return (f"error bars: HAC (Newey–West) sandwich plus a systematic component from the rest rule "
             f"({', '.join(systematic.names)}; only each shift's part beyond its own sampling noise): "

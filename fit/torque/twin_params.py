@@ -26,6 +26,11 @@ PAYLOAD_NAMES = ("payload_mass", "payload_com_x", "payload_com_y", "payload_com_
                  "payload_ixx", "payload_iyy", "payload_izz")
 DIRECT_GROUPS = ("armature", "mu_static", "mu_viscous", "coulomb_asymmetry", "tau_bias")
 COVARIANCE_METHOD = "torque_hac_plus_rest_systematic"  # identifiability_json["covariance"]["method"]
+# A twin parameter's gradient (in β's unit-diagonal coordinates) with this share along the
+# unidentifiable directions is set by the prior alone ("held at a prior"); above
+# UNDETERMINED_SHARE the data leave part of it undetermined (flag "unidentifiable").
+HELD_SHARE = 0.999
+UNDETERMINED_SHARE = 1e-3
 
 
 def _payload_values(rigid: RigidBodyModel, theta: np.ndarray) -> np.ndarray:
@@ -55,6 +60,13 @@ def derived(sol: Solution, rigid: RigidBodyModel, beta: np.ndarray) -> dict[str,
 def delta_covariance(sol: Solution, rigid: RigidBodyModel) -> tuple[list[str], np.ndarray]:
     """The `derived` values' names (LAYOUT order) and their covariance (k, k) by the delta method
     at β (a central-difference Jacobian; `sol.cov`: HAC plus the systematic part)."""
+    names, cov, _ = delta_method(sol, rigid)
+    return names, cov
+
+
+def delta_method(sol: Solution, rigid: RigidBodyModel) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """(`derived` names in LAYOUT order, their covariance (k, k), the Jacobian (k, p) of the map
+    β -> them at β)."""
     found = derived(sol, rigid, sol.beta)
     names = [n for n in LAYOUT.names if n in found]
     jac = np.zeros((len(names), len(sol.beta)))
@@ -66,7 +78,7 @@ def delta_covariance(sol: Solution, rigid: RigidBodyModel) -> tuple[list[str], n
         fu, fd = derived(sol, rigid, up), derived(sol, rigid, down)
         jac[:, i] = [(fu[n] - fd[n]) / (2 * step[i]) for n in names]
     cov = jac @ sol.cov @ jac.T
-    return names, 0.5 * (cov + cov.T)
+    return names, 0.5 * (cov + cov.T), jac
 
 
 def dynamics_params(sol: Solution, rigid: RigidBodyModel, start: DynamicsParams) -> DynamicsParams:
@@ -94,28 +106,38 @@ def identifiability_json(sol: Solution, rigid: RigidBodyModel, params: DynamicsP
     route determined it), standard errors from `sol.cov` (HAC plus the systematic part), normal
     95 % intervals, the base-parameter directions as weak directions, flags `constrained` /
     `unidentifiable` (an unidentifiable base direction, or — the replay fit's rule,
-    fit/trust/identifiability.py — a 95 % half-width over half the bound range); `note` (what the bars contain, `fit show` prints it) as `error_bar_note`;
+    fit/trust/identifiability.py — a 95 % half-width over half the bound range); per parameter
+    `unconstrained_value` (at β̂, before bounds and consistency), `prior` (the value the prior
+    holds it at when only the prior sets it) and `undetermined_share`, the inputs of
+    fit/trust/parameter_status; no non-finite or subnormal number (`finite`); `note` (what the bars contain, `fit show` prints it) as `error_bar_note`;
     the free parameters' full covariance (delta method, their own units) as `covariance`."""
-    names, cov = delta_covariance(sol, rigid)
-    stderr = {n: float(np.sqrt(max(v, 0.0))) for n, v in zip(names, np.diag(cov))}
+    names, cov, jac = delta_method(sol, rigid)
+    stderr = {n: finite(np.sqrt(v)) if v >= 0 else None for n, v in zip(names, np.diag(cov))}
+    share = {n: sol.base.undetermined_share(g) for n, g in zip(names, jac)}
+    free_values = derived(sol, rigid, sol.beta_hat)
     vec = LAYOUT.vector(LAYOUT.named(params))
-    unident = {n for d in sol.base.unidentifiable for n in d["components"]}
     entries = []
     for i, name in enumerate(LAYOUT.names):
         lo, hi = LAYOUT.bounds[i]
+        fitted = name in share
         se = stderr.get(name)
-        flags = []
-        if se is not None and sol.constrained:
+        value = finite(vec[i])
+        flags, prior = [], None
+        if fitted and sol.constrained:
             flags.append("constrained")
-        if name in unident or (name.startswith("payload") and any(n.startswith("payload_") for n in unident)):
+        if fitted and share[name] > HELD_SHARE:  # only the prior sets it: held at the nominal model
+            prior = value
+        elif fitted and (share[name] > UNDETERMINED_SHARE or se is None):
             flags.append("unidentifiable")
         elif se is not None and 1.96 * se > UNIDENTIFIABLE_HALF_WIDTH * (hi - lo):  # the replay fit's own rule
             flags.append("unidentifiable")
-        entries.append({"name": name, "value": float(vec[i]), "free": se is not None,
-                        "stderr": se, "ci95_low": None if se is None else float(vec[i] - 1.96 * se),
-                        "ci95_high": None if se is None else float(vec[i] + 1.96 * se),
+        entries.append({"name": name, "value": value, "free": fitted,
+                        "stderr": se, "ci95_low": None if se is None else finite(value - 1.96 * se),
+                        "ci95_high": None if se is None else finite(value + 1.96 * se),
                         "lower_bound": float(lo), "upper_bound": float(hi), "seed_min": None, "seed_max": None,
-                        "flags": flags})
+                        "flags": flags, "unconstrained_value": finite(free_values.get(name, np.nan)) if fitted else None,
+                        "prior": prior, "undetermined_share": round(share[name], 6) if name in share else None}
+                       | ({"scanned": bool(sol.extra.get("delay_scanned"))} if name == "motor_delay_ms" else {}))
     weak = [{"singular_value": d["ratio"], "half_width_fraction": None, "components": d["components"]}
             for d in sol.base.unidentifiable + sol.base.weak]
     return json.dumps({"method": "torque_wls_hac_v1",
@@ -124,8 +146,17 @@ def identifiability_json(sol: Solution, rigid: RigidBodyModel, params: DynamicsP
                        "parameters": entries, "weak_directions": weak, "seeds": 0, "error_bar_note": note,
                        "covariance": {"names": names, "method": COVARIANCE_METHOD, "bandwidth_ticks": int(sol.bandwidth),
                                       "dof": int(sol.rows), "description": (note or "").removeprefix("error bars: "),
-                                      "matrix": [[float(v) for v in row] for row in cov]}})
+                                      "matrix": [[finite(v, 0.0) for v in row] for row in cov]}})
 
 
-__all__ = ["COVARIANCE_METHOD", "DIRECT_GROUPS", "PAYLOAD_NAMES", "delta_covariance", "derived",
-           "dynamics_params", "identifiability_json"]
+def finite(x: float, fallback: float | None = None) -> float | None:
+    """x as a float for a stored record: `fallback` when not finite, 0.0 when subnormal (a
+    denormal is a zero the solver did not round; nothing measured is that small)."""
+    x = float(x)
+    if not np.isfinite(x):
+        return fallback
+    return 0.0 if abs(x) < np.finfo(float).tiny else x
+
+
+__all__ = ["COVARIANCE_METHOD", "DIRECT_GROUPS", "HELD_SHARE", "PAYLOAD_NAMES", "UNDETERMINED_SHARE", "delta_covariance",
+           "delta_method", "derived", "dynamics_params", "finite", "identifiability_json"]

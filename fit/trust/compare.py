@@ -2,9 +2,13 @@
 errors, a verdict, and the convention errors a disagreement usually means (`twinlake fit
 compare FIT_A FIT_B`; docs/fitting.md, "When two fits disagree").
 
-Per parameter free in at least one fit (its `identifiability_json` entry has a standard
-error): z = (b − a) / √(se_a² + se_b²) (one fit's se alone when only it has one); `agree` when
-|z| ≤ `threshold` (3 by default), else `disagree`. The whole-ms delay is compared exactly. The
+Per parameter *estimated* in both fits (fit/trust/parameter_status.py: free, identified, not
+at a bound): z = (b − a) / √(se_a² + se_b²); `agree` when |z| ≤ `threshold` (3 by default),
+else `disagree`. A parameter at a bound in one fit and estimated in the other is compared with
+the estimate's se alone (the bound is where the first fit's data pushed it; a sign flip shows
+as friction pinned at 0 against a positive estimate); two at-bound values agree only when
+equal. Every other parameter free in either fit (held at a prior, not identified, fixed in
+one) is listed in `not_compared` with both statuses: a held value is not an estimate to test. The whole-ms delay is compared exactly. The
 error bars are each fit's own (the torque route's are HAC, the replay fit's linearised); a
 disagreement within the bars' own honesty can still be real: look at the size (`rel`).
 
@@ -47,6 +51,17 @@ class ParameterComparison:
     verdict: str  # agree | disagree
 
 
+@dataclass(frozen=True)
+class NotCompared:
+    """A parameter free in at least one fit but not estimated in both: its value and status in each."""
+
+    name: str
+    a: float
+    b: float
+    status_a: str
+    status_b: str
+
+
 @dataclass
 class Comparison:
     """The parameters compared, the overall verdict and the likely causes of a disagreement."""
@@ -56,6 +71,7 @@ class Comparison:
     threshold: float
     parameters: list[ParameterComparison] = field(default_factory=list)
     causes: list[str] = field(default_factory=list)
+    not_compared: list[NotCompared] = field(default_factory=list)
 
     @property
     def disagreeing(self) -> list[ParameterComparison]:
@@ -69,7 +85,8 @@ class Comparison:
         def clean(row: dict) -> dict:
             return {k: (None if isinstance(v, float) and not np.isfinite(v) else v) for k, v in row.items()}
         return {"fit_a": self.fit_a, "fit_b": self.fit_b, "threshold": self.threshold, "verdict": self.verdict,
-                "causes": self.causes, "parameters": [clean(asdict(p)) for p in self.parameters]}
+                "causes": self.causes, "parameters": [clean(asdict(p)) for p in self.parameters],
+                "not_compared": [asdict(p) for p in self.not_compared]}
 
 
 def _bars(rec) -> dict[str, dict]:
@@ -110,9 +127,10 @@ def causes(cmp: Comparison, rec_a, rec_b) -> list[str]:
         if bad and len(pinned) >= max(2, len(bad) // 2):
             out.append(f"torque sign: fit {label}'s friction/armature sit at 0 where the other's are positive "
                        f"({len(pinned)} of {len(bad)} disagreeing): its torques look negated")
-    mass = next((p for p in cmp.parameters if p.name == "payload_mass"), None)
+    mass = next((p for p in [*cmp.parameters, *cmp.not_compared] if p.name == "payload_mass"), None)
     ratios = [r for r in (_floor_ratio(rec_a), _floor_ratio(rec_b)) if r is not None]
-    payloadish = [p for p in cmp.disagreeing if p.name.startswith(("payload", "tau_bias"))]
+    payloadish = [p for p in cmp.disagreeing if p.name.startswith(("payload", "tau_bias"))] + \
+        [p for p in cmp.not_compared if p.name.startswith(("payload", "tau_bias")) and p.a != p.b]
     if (mass is not None and abs(mass.b - mass.a) > GRAVITY_MASS_KG) or (payloadish and ratios and max(ratios) > 10):
         out.append("gravity counted twice (or not at all): the payload / bias terms disagree"
                    + (f" (payload mass {mass.a:.3g} vs {mass.b:.3g} kg)" if mass is not None else "")
@@ -132,15 +150,25 @@ def causes(cmp: Comparison, rec_a, rec_b) -> list[str]:
 def compare_fits(rec_a, rec_b, threshold: float = THRESHOLD) -> Comparison:
     """Compare two FitRecords (module docstring)."""
     from ...sim import LAYOUT
+    from ..records.statuses import fit_statuses
+    from .parameter_status import Status
 
     bars_a, bars_b = _bars(rec_a), _bars(rec_b)
     va, vb = rec_a.vector, rec_b.vector
+    sa, sb = fit_statuses(rec_a), fit_statuses(rec_b)
     cmp = Comparison(rec_a.fit_id, rec_b.fit_id, float(threshold))
+    COMPARABLE = {Status.ESTIMATED, Status.AT_BOUND}  # noqa: N806
     for i, name in enumerate(LAYOUT.names):
         ea, eb = bars_a.get(name, {}), bars_b.get(name, {})
-        if name != "motor_delay_ms" and not (ea.get("free") or eb.get("free")):
+        if sa[i].status is Status.FIXED and sb[i].status is Status.FIXED:
             continue
-        cmp.parameters.append(_parameter(name, float(va[i]), float(vb[i]), ea, eb, threshold))
+        if {sa[i].status, sb[i].status} <= COMPARABLE:  # an at-bound value's own se is no error bar
+            ea = ea if sa[i].status is Status.ESTIMATED else {}
+            eb = eb if sb[i].status is Status.ESTIMATED else {}
+            cmp.parameters.append(_parameter(name, float(va[i]), float(vb[i]), ea, eb, threshold))
+        else:
+            cmp.not_compared.append(NotCompared(name, float(va[i]), float(vb[i]), sa[i].status.label,
+                                                sb[i].status.label))
     cmp.causes = causes(cmp, rec_a, rec_b)
     return cmp
 
@@ -149,4 +177,4 @@ def comparison_json(cmp: Comparison) -> str:
     return json.dumps(cmp.to_dict(), indent=2)
 
 
-__all__ = ["Comparison", "ParameterComparison", "THRESHOLD", "compare_fits", "comparison_json"]
+__all__ = ["Comparison", "NotCompared", "ParameterComparison", "THRESHOLD", "compare_fits", "comparison_json"]

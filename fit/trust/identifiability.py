@@ -21,7 +21,7 @@ Method (docs/fitting.md, "Identifiability"), for the k free continuous parameter
   parameter's (e.g. the armature of a joint that barely moved). That last rule is a stated
   heuristic, not a test.
 - ``seed_spread``: the optima of several seeds differ by more than 10 % of the bound range.
-- ``at_bound`` within 0.5 % of the range from a bound, ``near_bound`` within 5 % (free parameters).
+- ``at_bound`` within ``AT_BOUND_FRACTION`` (parameter_status.py, 0.5 %) of the range from a bound, ``near_bound`` within 5 % (free parameters).
 - The integer motor delay is never in J (it is discrete); it is reported as ``discrete``.
 - ``jacobian`` says which J was used: the central differences above, or (a local-search fit,
   fit/replay/local_search.py) the forward-difference Jacobian of its last full-data Levenberg–Marquardt
@@ -45,12 +45,12 @@ import numpy as np
 
 from ...sim.params import LAYOUT
 from . import covariance as covmod
+from .parameter_status import UNIDENTIFIED_HALF_WIDTH, bound_side
 
 DISCRETE_NAMES = frozenset(LAYOUT.names[i] for i in LAYOUT.integer_indices)  # never in J
 
-AT_BOUND_FRACTION = 0.005
 NEAR_BOUND_FRACTION = 0.05
-UNIDENTIFIABLE_HALF_WIDTH = 0.5  # of the bound range
+UNIDENTIFIABLE_HALF_WIDTH = UNIDENTIFIED_HALF_WIDTH  # of the bound range (the one rule)
 DIRECTION_WEIGHT = 0.3
 SEED_SPREAD_FRACTION = 0.10  # of the bound range
 INSENSITIVE_FRACTION = 0.02  # of the most important parameter's range-scaled sensitivity
@@ -249,7 +249,7 @@ def _flag(res: IdentifiabilityResult, sd: np.ndarray, vt: np.ndarray, free_idx: 
     for i in free_idx:
         frac = min(res.values[i] - res.lower_bound[i], res.upper_bound[i] - res.values[i]) / rng_all[i] \
             if rng_all[i] > 0 else 0.0
-        if frac <= AT_BOUND_FRACTION:
+        if bound_side(float(res.values[i]), float(res.lower_bound[i]), float(res.upper_bound[i])) is not None:
             add(i, "at_bound")
         elif frac <= NEAR_BOUND_FRACTION:
             add(i, "near_bound")

@@ -166,9 +166,10 @@ def residual_signatures(segments: Sequence[ResidualSegment], floor: NoiseFloor, 
     out = [_bias(bias_sum / n, n, scale)]
     if np.sum(sums["payload"].xx) > 0:
         out.append(_payload(sums["payload"], scale))
+    model_values = {"friction": None, "viscous": viscous, "inertia": armature}
     for name in ("friction", "viscous", "inertia"):
         if np.sum(sums[name].xx) > 0:
-            out.append(_per_joint(name, sums[name], scale, joint_space))
+            out.append(_per_joint(name, sums[name], scale, joint_space, model_values[name]))
     if np.sum(sums["delay"].xx) > 0:
         out.append(_delay(sums["delay"], scale, joint_space))
     shift = _time_shift(segments, res, n, scale)
@@ -214,13 +215,33 @@ def _payload(s: _Sums, scale: float) -> Signature:
     return Signature("payload", _share(xr * mass, scale), joints, {"mass_kg": mass}, text)
 
 
-def _per_joint(name: str, s: _Sums, scale: float, joint_space: bool) -> Signature:
+# the parameter group whose layout bounds limit each term's suggested change
+_BOUNDED_BY = {"friction": "mu_static", "viscous": "mu_viscous", "inertia": "armature"}
+
+
+def suggested_change(name: str, j: int, delta: float, unit: str, model_value: float | None) -> str:
+    """One joint's suggested change, never past the parameter's bounds: beyond them, the most
+    the bounds allow and that this term alone cannot explain the rest."""
+    from ...sim import LAYOUT
+
+    lo, hi = LAYOUT.bounds[LAYOUT.names.index(f"{_BOUNDED_BY[name]}_j{j}")]
+    if model_value is None:  # the model's own value unknown here: the change may span the range at most
+        lo, hi, model_value = -(hi - lo), hi - lo, 0.0
+    allowed = float(np.clip(model_value + delta, lo, hi)) - model_value
+    if abs(allowed - delta) <= 1e-9 * max(abs(delta), 1.0):
+        return f"J{j} {delta:+.3g} {unit}"
+    return (f"J{j} at most {allowed:+.3g} {unit} (to its bound; the residual asks for more than this term "
+            "can give: not this term alone)")
+
+
+def _per_joint(name: str, s: _Sums, scale: float, joint_space: bool, model_values=None) -> Signature:
     coef, removed = s.per_joint()
     joints = _joints(removed)
     what, term, unit, key = _WORDS[name]
     delta = -coef  # τ = −Δ·u: the robot has Δ more of the term than the model
     if joint_space:
-        amounts = ", ".join(f"J{j} {delta[j - 1]:+.3g} {unit}" for j in joints)
+        base = [None] * 7 if model_values is None else [float(v) for v in np.asarray(model_values).reshape(-1)]
+        amounts = ", ".join(suggested_change(name, j, float(delta[j - 1]), unit, base[j - 1]) for j in joints)
         text = f"error that {what} on {_names(joints)}: the robot's {term} exceeds the model's by ≈ {amounts}"
     else:
         text = f"error that {what} on {_names(joints)} ({term}?)"

@@ -23,6 +23,8 @@ def test_run_list_show_and_export(runner, lake, reference, tmp_path):
     out = runner.invoke(app, args)
     assert out.exit_code == 0, out.output
     assert "campaign cli: 3/3 episodes (3 run now, 0 before, 0 infrastructure errors)" in out.output
+    # the fit was never validated on a held-out run: its verdict is said before anything else
+    assert out.stdout.startswith(f"NOTE: fit {FIT_ID} is ") and "not validated on held-out runs" in out.stdout
     s = CampaignStore(lake, "cli").summaries()[0]
     assert s["gains_columns"]["kp_j5"] == 200.0 and s["gains_columns"]["kd_j1"] == 50.0
     listed = json.loads(runner.invoke(app, ["campaign", "list", "--lake", str(lake), "--json"]).output)
@@ -49,7 +51,9 @@ def test_an_aborting_reference_is_refused_or_run_and_said_first(runner, lake, re
     assert not (lake / "campaigns").exists()
     ran = runner.invoke(app, base + ["--allow-aborting-reference"])
     assert ran.exit_code == 0, ran.output
-    assert ran.stdout.startswith("WARNING: the reference aborts even on the fit's own parameters")
+    first, second = ran.stdout.splitlines()[:2]  # the fit's verdict first, then the reference's abort
+    assert first.startswith(f"NOTE: fit {FIT_ID} is ")
+    assert second.startswith("WARNING: the reference aborts even on the fit's own parameters")
     text = runner.invoke(app, ["campaign", "show", "abort", "--lake", str(lake)]).output.splitlines()
     assert text[0].startswith("NOTE: the reference aborts even on the fit's own parameters (run with "
                               "--allow-aborting-reference): the nominal episode")

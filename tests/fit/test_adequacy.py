@@ -132,7 +132,10 @@ def test_show_and_report_put_the_adequacy_line_on_top(lake, tmp_path):
     res = CliRunner().invoke(app, ["fit", "show", "exact", "--lake", str(lake)])
     assert res.exit_code == 0, res.output
     lines = [" ".join(chunk.split()) for chunk in res.output.split("model adequacy: ")[1:]]
-    assert res.output.startswith("model adequacy: ")  # before the parameters
+    assert res.output.startswith("verdict: not trusted")  # the verdict first: a held-out run is not explained
+    head = res.output[:res.output.index("model adequacy: ")]
+    assert "held-out demo-robot/payload" in head and "flange-mass gravity" in " ".join(head.split())
+    assert res.output.index("model adequacy: ") < res.output.index("┏")  # before the parameters
     assert lines[0].startswith("training residual against the noise floor: not assessed")  # a record without it
     payload = next(x for x in lines if x.startswith(f"held-out {ROBOT}/payload residual"))
     assert "× the noise floor" in payload and "flange-mass gravity" in payload

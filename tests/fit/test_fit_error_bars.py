@@ -120,9 +120,9 @@ def test_fit_run_seeds_then_show_with_error_bars_and_validations(synth_lake, ray
 
     text = runner.invoke(app, ["fit", "show", "cli-seeds", "--lake", lake])
     assert text.exit_code == 0, text.output[-2000:]
-    for words in ("95 % interval", "condition number", "unidentifiable parameters", "2 seeds", "range over seeds",
+    for words in ("95 % interval", "condition number", "parameter status: ", "2 seeds", "range over seeds",
                   "covariance: sandwich", "strongly correlated pairs (|ρ| ≥ 0.9)", "weakest direction",
-                  "q RMSE fitted [mrad]", "not in J (discrete)",
+                  "q RMSE fitted [mrad]", "motor_delay_ms",
                   "passed 1 of 1 held-out run(s): demo/r3"):
         assert words in text.output, words
     # a later, stricter validation of the same run supersedes: the fit no longer passes it

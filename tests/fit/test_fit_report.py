@@ -51,6 +51,7 @@ def _data() -> ReportData:
         covariance=_covariance(rng),
         designs={"r1/designed": {"criterion": "worst", "linearised_at": "nominal",
                                  "predicted_half_width_rel": {"armature_j1": 0.1, "mu_viscous_j7": 0.2}}},
+        verdict=("usable with caveats", ["not identified (1 of 28 freed): armature_j7"]),
     )
 
 
@@ -103,7 +104,7 @@ def test_free_parameters_come_first_with_units_and_the_frozen_ones_are_folded(re
     assert text.index("class='free-params'") < text.index("<details class='frozen-params'>")
     assert f"Frozen ({len(frozen)})" in folded
     # value and interval at the interval's precision: ± 0.05 gives 3 decimals
-    row = re.search(r"<td>armature_j1</td><td>kg·m²</td><td>([^<]*)</td><td>([^<]*)</td>", free_table)
+    row = re.search(r"<td>armature_j1</td><td>kg·m²</td><td>[^<]*</td><td>([^<]*)</td><td>([^<]*)</td>", free_table)
     assert row.group(1) == "0.254"  # 0.2535
     assert re.fullmatch(r"\[0\.20[34], 0\.30[34]\] \(± 0\.050\)", row.group(2)), row.group(2)  # 0.2035, 0.3035
 
@@ -128,6 +129,7 @@ def test_format_value_rounds_to_the_interval():
     assert format_value(123.4, 0.0, 300.0) == ("123", "[0, 300] (± 150)")
     assert format_value(3.2e-9, 3.0e-9, 3.4e-9) == ("3.20e-09", "[3.00e-09, 3.40e-09] (± 2.0e-10)")
     assert format_value(0.1234567) == ("0.1235", "—")
+    assert format_value(0.4799, -75.6, 76.4) == ("0.480", "[-76, 76] (± 76)")  # never "0" for 0.4799
 
 
 def test_the_residual_spectrum_sits_on_the_floor_it_is_drawn_against():
@@ -191,6 +193,7 @@ def test_the_parameter_plot_draws_only_the_groups_a_fit_searched(tmp_path):
     class Rec:
         def __init__(self, space):
             self.settings, self.vector, self.extra = {"space": space.to_json()}, DynamicsParams.nominal().to_vector(), {}
+            self.identifiability = None
 
     nominal = DynamicsParams.nominal()
     default_rows, _ = _param_rows(Rec(parse_space([])), nominal, None)
@@ -229,3 +232,56 @@ def test_a_designed_train_runs_predictions_reach_the_report_from_the_lake(tmp_pa
     assert data.designs == {"demo/designed": design}
     text = render_report(data, tmp_path / "rep").read_text()
     assert "Designed run demo/designed" in text and "<td>armature_j1</td><td>3.00%</td><td>—</td>" in text
+
+
+@pytest.mark.skipif(_chromium() is None, reason="no chromium binary on this machine")
+def test_the_verdict_is_the_first_visible_text_in_a_headless_browser(rendered, tmp_path):
+    """What a person sees first: the DOM Chromium built, its body's text in document order
+    (scripts and styles are not text a person sees)."""
+    page, _ = rendered
+    cmd = [_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+           "--disable-dev-shm-usage", f"--user-data-dir={tmp_path / 'profile'}", "--virtual-time-budget=2000",
+           "--dump-dom", page.as_uri()]
+    dom = subprocess.run(cmd, capture_output=True, text=True, timeout=120).stdout
+    body = dom[dom.index("<body"):]
+    body = re.sub(r"<(script|style)[^>]*>.*?</\1>", "", body, flags=re.S)
+    words = " ".join(re.sub(r"<[^>]+>", " ", body).split())
+    assert words.startswith("verdict: usable with caveats not identified (1 of 28 freed): armature_j7"), words[:200]
+    assert words.index("verdict:") < words.index("Fit fit-test") < words.index("Model adequacy")
+
+
+def test_every_joints_parameter_is_readable_whatever_the_other_joints_ranges():
+    """The old plot shared one axis per group: J7's ±76 interval flattened J1..J6 to a line at 0.
+    Each joint is now drawn within its own bounds box: on every axis, each joint's plotted
+    values (bounds, value, interval, nominal) span at least half the axis height."""
+    from twinlake.fit.records.report_plots import parameter_figure
+
+    rows = []
+    for n, nv, (lo, hi) in zip(PARAM_NAMES, DynamicsParams.nominal().to_vector(), DEFAULT_BOUNDS):
+        wide = n.endswith("_j7")
+        lo, hi = (lo, hi * 200) if wide else (lo, hi)
+        v = lo + 0.3 * (hi - lo)
+        half = 0.2 * (hi - lo) if wide else 0.01 * (hi - lo)
+        rows.append(ParamRow(n, float(v), float(nv), float(lo), float(hi), v - half, v + half, (), None, None,
+                             n in FREE, "estimated"))
+    fig = parameter_figure(rows)
+    axes = [ax for ax in fig.axes if ax.get_xticks().size]
+    assert len(axes) == 5
+    for ax in axes:
+        bottom, top = ax.get_ylim()
+        joints: dict[int, list[float]] = {}
+        for line in ax.get_lines():
+            for x, y in zip(np.atleast_1d(line.get_xdata()), np.atleast_1d(line.get_ydata())):
+                joints.setdefault(int(round(float(x))), []).append(float(y))
+        assert sorted(joints) == list(range(len(ax.get_xticks())))
+        for j, ys in joints.items():
+            assert (max(ys) - min(ys)) >= 0.5 * (top - bottom), (ax.get_title(), j)
+            assert len({round(y, 6) for y in ys}) >= 3, (ax.get_title(), j)  # value, bounds, nominal apart
+
+
+def test_the_convergence_axis_names_what_it_counts():
+    from twinlake.fit.records.report_plots import convergence_axis
+
+    assert convergence_axis([{"stage": "local-cheap"}, {"stage": "local-full"}]) == "LM iteration"
+    assert convergence_axis([{"stage": "cma"}, {}]) == "generation (CMA-ES)"
+    assert convergence_axis([{"stage": "cma"}, {"stage": "refine"}]) == "generation (CMA-ES) / LM iteration"

@@ -81,4 +81,55 @@ def plant_runs(root: Path, robot: str, runs: tuple[str, ...], *, seconds: float 
     return lake, truth
 
 
-__all__ = ["DEFAULT_TRUTH", "EXTENDED_TRUTH", "PAYLOAD", "plant_runs", "twin_runs"]
+def payload_runs(root: Path, robot: str, runs: tuple[str, ...], rest_before_s: float | None = None, **changes):
+    """Record and ingest `runs` of the real payload run's shape (tests/plant/payload_run.py:
+    rest, one move, a long standstill with a ringing tool) on the plant carrying its tool, one
+    noise seed per run; `rest_before_s` (default the module's 1.2 s) the rest before the move;
+    returns (lake, plant truth)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from plant import payload_run_reference, record, tool_plant
+    from plant.payload_run import MOVE_S, REST_BEFORE_S
+
+    before = REST_BEFORE_S if rest_before_s is None else rest_before_s
+    truth = tool_plant(**({"ring_start_s": before + MOVE_S} | changes))
+    made = []
+    for i, run in enumerate(runs):
+        where = root / robot / run
+        where.mkdir(parents=True, exist_ok=True)
+        reference = payload_run_reference(where / "reference.csv", rest_before_s=before)
+        record(reference, where / f"{run}.csv", plant=truth.replace(seed=i), tail_s=0.0, settle_s=1.0)
+        spec = multisine_run(run, TONES[0], seed=i + 31, seconds=1.0, amplitude_deg=0.0)
+        made.append(SyntheticRecording(spec, where / f"{run}.csv", None))
+    lake = root / "lake"
+    ingest(lake, made, robot)
+    return lake, truth
+
+
+PC_LOG_MAPPING = ('[time]\ncolumn = "duration"\nunit = "ms"\n\n[columns]\nq = "q[{i}]"\ndq = "dq[{i}]"\n'
+                  'tau_measured = "tau_J[{i}]"\n')
+
+
+def pc_log_copies(root: Path, lake: Path, robot: str, runs: tuple[str, ...], source_robot: str) -> None:
+    """Each of `runs` recorded by plant_runs(root, source_robot, ...) through tests/plant's
+    libfranka-style PC logger (one tick in 12 missing, ~6 % stale rows, a jittery clock; seed =
+    the run's position), ingested into `lake` as `robot/run`: mapped logs of q, dq, tau_J only."""
+    import pyarrow.csv as pacsv
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from plant import PcLogger, pc_log, write_csv
+    from twinlake.catalog import Lake
+    from twinlake.ingest.pipeline import ingest_paths
+    from twinlake.ingest.registry import ReadOptions
+
+    mapping = root / f"{robot}-pc-log.toml"
+    mapping.write_text(PC_LOG_MAPPING)
+    for i, run in enumerate(runs):
+        table = pacsv.read_csv(root / source_robot / run / f"{run}.csv")
+        log = write_csv(pc_log({n: table.column(n).to_numpy() for n in table.column_names}, PcLogger(seed=i)),
+                        root / source_robot / run / f"{run}-pc-log.csv")
+        (out,) = ingest_paths(Lake(lake), [log], ReadOptions(robot=robot, run=run, mapping=mapping))
+        if out.status != "published":
+            raise ValueError(f"{log}: ingest {out.status}: {out.message}")
+
+
+__all__ = ["DEFAULT_TRUTH", "EXTENDED_TRUTH", "PAYLOAD", "pc_log_copies", "payload_runs", "plant_runs", "twin_runs"]

@@ -13,11 +13,12 @@ from .independent import (
     friction_torque_nm,
     stribeck_relief_nm,
 )
+from .payload_run import HOME_Q, MOVED_Q, TOOL, payload_run_reference, tool_plant
 from .pc_logger import LIBFRANKA_COLUMNS, PcLog, PcLogger, pc_log, write_csv
 from .recorder import PlantRecording, read_reference, record, write_reference
 
 __all__ = [
-    "COLUMNS", "LIBFRANKA_COLUMNS", "PcLog", "PcLogger", "pc_log", "write_csv",
+    "COLUMNS", "HOME_Q", "LIBFRANKA_COLUMNS", "MOVED_Q", "TOOL", "payload_run_reference", "tool_plant", "PcLog", "PcLogger", "pc_log", "write_csv",
     "DEFAULT_FILTER_ALPHA", "DEFAULT_KD", "DEFAULT_KP", "FR3_MJCF",
     "IndependentPlant", "PlantModels", "PlantRecording", "build_models", "coulomb_torque_nm",
     "friction_torque_nm", "read_reference", "stribeck_relief_nm", "record", "write_csv_v2", "write_reference",

@@ -65,7 +65,8 @@ FLANGE_SITE = "ee"
 PAYLOAD_BODY = "plant_payload"
 
 _PER_JOINT = ("armature_kgm2", "viscous_nms_rad", "coulomb_pos_nm", "coulomb_neg_nm",
-              "smoothing_velocity_rad_s", "link_mass_scale", "coulomb_load_per_nm", "dynamic_ratio")
+              "smoothing_velocity_rad_s", "link_mass_scale", "coulomb_load_per_nm", "dynamic_ratio",
+              "tau_j_offset_nm")
 FRICTION_LAWS = ("tanh", "stribeck")
 STRIBECK_SLOPE = 0.8578  # max of d/dx (1 − exp(−x²)) = √2·exp(−1/2): the relief's steepest slope × v_s
 LINK_BODIES = tuple(f"fr3_link{j}" for j in range(1, JOINTS + 1))
@@ -93,6 +94,12 @@ class IndependentPlant:
         c⁺ = c⁻, sliding level dynamic_ratio × it, Stribeck velocity smoothing_velocity_rad_s;
         k must be 0).
     dynamic_ratio: μ_d / μ_s per joint under "stribeck", in [0, 1] (unused by "tanh").
+    tau_j_offset_nm: each torque sensor's constant offset, added to the recorded tau_J [N·m].
+    ring_torque_nm / ring_hz / ring_decay_s / ring_start_s / ring_axis: a flexible tool's
+        ringing, a damped oscillating torque at the flange A·exp(−t'/τ)·sin(2π f t'),
+        t' = t − ring_start_s ≥ 0 (recorded time [s]), about `ring_axis` (3,) of the flange
+        frame (normalised); A = 0: none. The arm feels it as an external torque, so tau_J
+        carries −Jᵀ of it.
     """
 
     armature_kgm2: tuple[float, ...] = (0.21, 0.20, 0.17, 0.16, 0.085, 0.080, 0.065)
@@ -112,13 +119,22 @@ class IndependentPlant:
     coulomb_load_per_nm: tuple[float, ...] = (0.0,) * JOINTS
     friction_law: str = "tanh"
     dynamic_ratio: tuple[float, ...] = (1.0,) * JOINTS
+    tau_j_offset_nm: tuple[float, ...] = (0.0,) * JOINTS
+    ring_torque_nm: float = 0.0
+    ring_hz: float = 7.0
+    ring_decay_s: float = 1.5
+    ring_start_s: float = 0.0
+    ring_axis: tuple[float, ...] = (1.0, 0.0, 0.0)
 
     def __post_init__(self) -> None:
         for name in _PER_JOINT:
             object.__setattr__(self, name, _floats(name, getattr(self, name), JOINTS))
         object.__setattr__(self, "payload_com_m", _floats("payload_com_m", self.payload_com_m, 3))
+        object.__setattr__(self, "ring_axis", _floats("ring_axis", self.ring_axis, 3))
+        if not np.any(self.ring_axis):
+            raise ValueError("IndependentPlant.ring_axis: expected a non-zero axis")
         for name in ("payload_mass_kg", "payload_radius_m", "noise_q_rad", "noise_dq_rad_s",
-                     "noise_tau_j_nm"):
+                     "noise_tau_j_nm", "ring_torque_nm", "ring_hz", "ring_decay_s", "ring_start_s"):
             value = float(getattr(self, name))
             if not math.isfinite(value) or value < 0:
                 raise ValueError(f"IndependentPlant.{name}: expected a finite number >= 0, got {value}")
@@ -172,6 +188,14 @@ class IndependentPlant:
                              f"({slope[j - 1]:.4g} N·m·s/rad) is too steep for an explicit 1 ms step "
                              f"with armature {self.armature[j - 1]:.4g} kg·m²; raise "
                              "smoothing_velocity_rad_s or armature_kgm2")
+
+    def ring_nm(self, t_s: float) -> float:
+        """The tool's ringing torque amplitude at recorded time t_s [s] (signed) [N·m]."""
+        dt = t_s - self.ring_start_s
+        if self.ring_torque_nm == 0.0 or dt < 0:
+            return 0.0
+        decay = math.exp(-dt / self.ring_decay_s) if self.ring_decay_s > 0 else 0.0
+        return self.ring_torque_nm * decay * math.sin(2.0 * math.pi * self.ring_hz * dt)
 
     @property
     def armature(self) -> np.ndarray:

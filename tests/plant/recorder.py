@@ -21,7 +21,9 @@ first command), while the robot adds its (payload-free) gravity compensation at 
 without that delay. So a change in `tau_cmd` at row k first moves `dq` at row k + d + 1.
 
 `tau_J` (measured link-side torque) is the torque the joint delivered to the link during the
-step that ended at the row: motor torque + friction − armature·(Δq̇/1 ms), plus noise.
+step that ended at the row: motor torque + friction − armature·(Δq̇/1 ms), plus noise and the
+sensor's constant offset (`tau_j_offset_nm`). A ringing tool (`ring_torque_nm`) is a couple on
+the flange's body from `ring_start_s` on, so the links feel it and tau_J carries it.
 `ee_*` is the flange pose the firmware computes from the measured q.
 """
 
@@ -168,6 +170,10 @@ def _run(plant: IndependentPlant, targets: np.ndarray, settle: int, law: JointIm
     armature, viscous = plant.armature, plant.viscous
     stribeck = plant.friction_law == "stribeck"
     tau_link = np.zeros(JOINTS)
+    offset = np.asarray(plant.tau_j_offset_nm)
+    ring_site = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_SITE, "ee")
+    ring_body = m.site_bodyid[ring_site]
+    ring_axis = np.asarray(plant.ring_axis) / np.linalg.norm(plant.ring_axis)
     cols = {p: C.joint_columns(p) for p in ("q", "dq", "tau_J", "tau_cmd", "q_target",
                                             "q_target_filtered")}
     ee = slice(C.column_index("ee_px"), C.column_index("ee_qw") + 1)
@@ -185,7 +191,7 @@ def _run(plant: IndependentPlant, targets: np.ndarray, settle: int, law: JointIm
         if k >= 0:
             row = table[k]
             row[cols["q"]], row[cols["dq"]] = q_m, dq_m
-            row[cols["tau_J"]] = tau_link + noise[tick, 2 * JOINTS:]
+            row[cols["tau_J"]] = tau_link + noise[tick, 2 * JOINTS:] + offset
             row[cols["tau_cmd"]] = tau_cmd
             row[ee] = np.concatenate([ee_pos, ee_quat])
             row[cols["q_target"]], row[cols["q_target_filtered"]] = targets[tick], law.ema
@@ -193,6 +199,8 @@ def _run(plant: IndependentPlant, targets: np.ndarray, settle: int, law: JointIm
         motor = delayed + gravity
         coulomb = stribeck_relief_nm(plant, dq) if stribeck else coulomb_torque_nm(plant, dq, motor)
         d.qfrc_applied[dadr] = motor + coulomb
+        if plant.ring_torque_nm and k >= 0:  # the tool's ringing: a couple at the flange, world axes
+            d.xfrc_applied[ring_body, 3:] = d.site_xmat[ring_site].reshape(3, 3) @ ring_axis * plant.ring_nm(k * TICK_S)
         mujoco.mj_step(m, d)
         dq_next = d.qvel[dadr]
         if stribeck:  # the breakaway constraint's torque of the step just taken

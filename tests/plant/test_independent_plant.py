@@ -139,6 +139,23 @@ def test_hold_error_is_the_payload_gravity_over_kp(tmp_path, mass_kg):
     assert np.all(np.abs(bare_error[[1, 3]]) < 0.02 * np.abs(error[[1, 3]]))
 
 
+def test_sensor_offsets_and_a_ringing_tool_show_in_tau_j(tmp_path):
+    ref = write_reference(tmp_path / "hold.csv", [0.0, 2.0], [ANCHOR, ANCHOR])
+    offsets = (0.3, -0.4, 0.1, 0.2, -0.1, 0.05, -0.05)
+    plain = IndependentPlant(payload_mass_kg=0.3, payload_radius_m=0.04, seed=5)
+    ringing = plain.replace(tau_j_offset_nm=offsets, ring_torque_nm=0.3, ring_hz=7.0, ring_decay_s=1.0, ring_start_s=0.5)
+    a = joints(csv_columns(record(ref, tmp_path / "a.csv", plant=plain, settle_s=1.0, tail_s=0.0).csv_path), "tau_J")
+    b = joints(csv_columns(record(ref, tmp_path / "b.csv", plant=ringing, settle_s=1.0, tail_s=0.0).csv_path), "tau_J")
+    before = slice(0, 500)  # the ring starts at 0.5 s: before it only the offsets differ, to the noise
+    assert np.allclose((b - a)[before].mean(axis=0), offsets, atol=0.01)
+    ring = (b - a)[500:] - np.asarray(offsets)
+    j = int(np.argmax(ring.std(axis=0)))
+    spectrum = np.abs(np.fft.rfft(ring[:, j] - ring[:, j].mean()))
+    peak_hz = np.fft.rfftfreq(len(ring), 1e-3)[int(np.argmax(spectrum))]
+    assert ring.std(axis=0)[j] > 0.02 and peak_hz == pytest.approx(7.0, abs=1.0)  # a damped 7 Hz flange torque
+    assert np.abs(ring[-300:]).max(axis=0)[j] < np.abs(ring[:300]).max(axis=0)[j]  # it decays
+
+
 def test_link_masses_the_firmware_does_not_know_sag_the_hold(tmp_path):
     """Links 2-4 8 % heavier, 5-7 5 % lighter than the MJCF (no payload): the firmware
     compensates the file's gravity, so the hold error is the links' gravity difference / kp."""

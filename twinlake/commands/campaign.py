@@ -68,6 +68,9 @@ def run_cmd(
     from ..progress import Stages
 
     check_address(address)
+    verdict = _fit_verdict(resolve_lake(lake), fit)
+    if verdict is not None and verdict["level"] != "trusted":  # said first, before any episode runs
+        typer.echo(f"NOTE: fit {fit} is {verdict['level']}: {'; '.join(verdict['reasons'])}", err=as_json)
     try:
         with Stages("campaign run", enabled=not as_json) as stages:  # stderr; quiet with --json
             stages.stage(f"running {episodes} episode(s) of {fit}" + (f" on {workers} Ray workers" if workers else ""))
@@ -76,7 +79,8 @@ def run_cmd(
     except ValueError as exc:
         fail(str(exc))
     if as_json:
-        typer.echo(json.dumps({k: (str(v) if isinstance(v, Path) else v) for k, v in vars(report).items()}, indent=2))
+        typer.echo(json.dumps({"fit_verdict": verdict,
+                               **{k: (str(v) if isinstance(v, Path) else v) for k, v in vars(report).items()}}, indent=2))
         return
     if report.nominal and report.nominal["outcome"] != "completed":
         typer.echo(f"WARNING: the reference aborts even on the fit's own parameters: {report.nominal['text']}")
@@ -87,6 +91,19 @@ def run_cmd(
     if report.total_done < report.planned:
         typer.echo("incomplete: run the same command again to retry the missing episodes")
     typer.echo(str(report.path))
+
+
+def _fit_verdict(root: Path, fit: str) -> dict | None:
+    """The fit's current verdict (fit/records/verdict_record.py) as JSON, None when the fit is not
+    in the lake (run_campaign then says so)."""
+    from ..fit.records.record import load_fit
+    from ..fit.records.show import verdict_json
+    from ..fit.records.verdict_record import current_verdict
+
+    try:
+        return verdict_json(current_verdict(root, load_fit(root, fit)))
+    except ValueError:
+        return None
 
 
 @campaign_app.command("list")

@@ -105,15 +105,20 @@ def run_cmd(
                           progress=sys.stderr.isatty() or not as_json)
     except ValueError as exc:
         fail(str(exc))
-    _print_fit(rec, as_json)
+    _print_fit(root, rec, as_json)
 
 
-def _print_fit(rec, as_json: bool) -> None:
-    """A new fit's summary: JSON with --json, else what `fit show` prints."""
+def _print_fit(root, rec, as_json: bool) -> None:
+    """A new fit's verdict (decided now and appended to the lake's verdicts), then its
+    summary: JSON with --json, else what `fit show` prints."""
+    from ..fit.records.verdict_record import current_verdict, record_with_other_route
+
+    record_with_other_route(root, rec, "fit run")
+    verdict = current_verdict(root, rec, [])
     if as_json:
-        typer.echo(json.dumps(summary(rec), indent=2))
+        typer.echo(json.dumps(summary(rec, [], verdict), indent=2))
     else:
-        show_record(rec)
+        show_record(rec, [], verdict)
 
 
 def _start_from(root, settings, fit: str) -> None:
@@ -148,14 +153,14 @@ def _torque_run(root, train, holdout, params, friction_law, configured_load, tor
         rec = fit_torque(root, settings, fit_id=fit_id, start=start)
     except ValueError as exc:
         fail(str(exc))
-    _print_fit(rec, as_json)
+    _print_fit(root, rec, as_json)
 
 
-def summary(rec, validations=None) -> dict:
-    """JSON-able summary of a FitRecord (fit/records/show.py)."""
+def summary(rec, validations=None, verdict=None) -> dict:
+    """JSON-able summary of a FitRecord, its verdict first (fit/records/show.py)."""
     from ..fit.records.show import fit_summary
 
-    return fit_summary(rec, validations)
+    return fit_summary(rec, validations, verdict)
 
 
 def _console():
@@ -164,34 +169,46 @@ def _console():
     return console()
 
 
-def show_record(rec, validations=None) -> None:
-    """Print a fit as rich tables (fit/records/show.py)."""
+def show_record(rec, validations=None, verdict=None) -> None:
+    """Print a fit as rich tables, its verdict first (fit/records/show.py)."""
     from ..fit.records.show import print_fit
 
-    print_fit(rec, validations)
+    print_fit(rec, validations, verdict)
 
 
 @fit_app.command("list")
 def list_cmd(as_json: bool = typer.Option(False, "--json", help="JSON on stdout."), lake: Optional[Path] = LAKE) -> None:
-    """List the fits in the lake (view `fits`)."""
+    """List the fits in the lake (view `fits`) with each one's verdict and its reasons (view
+    `fit_verdicts`; a fit from before verdicts existed: decided now, not stored)."""
+    from rich.markup import escape
     from rich.table import Table
 
     from ..catalog import connect, resolve_lake
+    from ..fit.records.record import load_fit
+    from ..fit.records.show import verdict_json
+    from ..fit.records.verdict_record import current_verdict, stored_verdicts
 
-    con = connect(resolve_lake(lake))
+    root = resolve_lake(lake)
+    con = connect(root)
     cols = [r[0] for r in con.execute("DESCRIBE fits").fetchall()]
     want = [c for c in ("fit", "fit_source", "created_utc", "status", "best_loss", "generations",
-                        "holdout_loss", "motor_delay_ms") if c in cols]
+                        "refine_iterations", "holdout_loss", "motor_delay_ms") if c in cols]
     rows = con.execute(f"SELECT {', '.join(want)} FROM fits ORDER BY created_utc, fit").fetchall()
+    stored = stored_verdicts(root)
+    verdicts = [stored.get(r[0]) or current_verdict(root, load_fit(root, r[0])) for r in rows]
     if as_json:
-        typer.echo(json.dumps([dict(zip(want, r)) for r in rows], indent=2, default=str))
+        typer.echo(json.dumps([{**dict(zip(want, r)), "verdict": verdict_json(v)} for r, v in zip(rows, verdicts)],
+                              indent=2, default=str))
         return
     table = Table(title=f"{len(rows)} fit(s)")
-    for c in want:
+    for c in (*want[:1], "verdict", *want[1:]):
         table.add_column(c)
-    for r in rows:
-        table.add_row(*("" if v is None else f"{v:.6g}" if isinstance(v, float) else str(v) for v in r))
+    for r, v in zip(rows, verdicts):
+        cells = ["" if x is None else f"{x:.6g}" if isinstance(x, float) else str(x) for x in r]
+        table.add_row(*(escape(c) for c in (cells[0], v.verdict.level.value, *cells[1:])))
     _console().print(table)
+    for r, v in zip(rows, verdicts):  # the reasons, one line per fit, as `fit show` and `fit report` give them
+        typer.echo(f"{r[0]}: {v.verdict.line()}")
 
 
 @fit_app.command("show")
@@ -205,6 +222,7 @@ def show_cmd(fit: str = typer.Argument(..., help="Fit id (see `twinlake fit list
     from ..fit.records.record import load_fit
     from ..fit.records.design_check import design_lines, fit_design_checks
     from ..fit.records.show import fit_validations
+    from ..fit.records.verdict_record import current_verdict
 
     root = resolve_lake(lake)
     try:
@@ -213,12 +231,13 @@ def show_cmd(fit: str = typer.Argument(..., help="Fit id (see `twinlake fit list
         fail(str(exc))
     validations = fit_validations(root, fit)
     designs = fit_design_checks(root, rec)
+    verdict = current_verdict(root, rec, validations)
     if as_json:
-        typer.echo(json.dumps(summary(rec, validations) | {"settings": rec.settings,
-                                                           "designs": [d.to_json() for d in designs]},
+        typer.echo(json.dumps(summary(rec, validations, verdict) | {"settings": rec.settings,
+                                                                    "designs": [d.to_json() for d in designs]},
                               indent=2, default=str))
     else:
-        show_record(rec, validations)
+        show_record(rec, validations, verdict)
         for check in designs:
             for line in design_lines(check):
                 typer.echo(line)
@@ -228,19 +247,31 @@ def show_cmd(fit: str = typer.Argument(..., help="Fit id (see `twinlake fit list
 def export_cmd(fit: str = typer.Argument(..., help="Fit id."),
                fmt: str = typer.Option("profile", "--format", help="profile | frankatwin | mjcf | model | randomization"),
                out: Optional[Path] = typer.Option(None, "--out", help="Output file (default: a name in the current directory)."),
+               force: bool = typer.Option(False, "--force", help="Export a fit whose verdict is 'not trusted' anyway (the file still carries the verdict)."),
                lake: Optional[Path] = LAKE) -> None:
-    """Export a fit as a profile JSON, FrankaTwin sysid_best_params.json, MJCF joint attributes, a whole MJCF model or a randomisation JSON."""
+    """Export a fit as a profile JSON, FrankaTwin sysid_best_params.json, MJCF joint attributes, a whole MJCF model or a randomisation JSON.
+    Every file carries the fit's verdict and each parameter's status; a 'not trusted' fit is refused (exit 2) unless --force."""
     from ..catalog import resolve_lake
     from ..fit.records.export import FORMATS, default_name, export_fit, export_notes
     from ..fit.records.record import load_fit
+    from ..fit.records.verdict_record import current_verdict
+    from ..fit.trust.verdict import Level
 
     if fmt not in FORMATS:
         fail(f"--format {fmt!r}: expected one of {', '.join(FORMATS)}")
     try:
-        rec = load_fit(resolve_lake(lake), fit)
-        path = export_fit(rec, fmt, out or Path(default_name(rec, fmt)))
+        root = resolve_lake(lake)
+        rec = load_fit(root, fit)
+        verdict = current_verdict(root, rec)
+        if verdict.verdict.level is Level.NOT_TRUSTED and not force:
+            fail(f"fit {fit} is not trusted: {'; '.join(verdict.verdict.reasons)}. Not exported; "
+                 "`--force` exports it anyway (the file says it is not trusted)")
+        path = export_fit(rec, fmt, out or Path(default_name(rec, fmt)), verdict)
     except ValueError as exc:
         fail(str(exc))
+    if verdict.verdict.level is not Level.TRUSTED:
+        typer.echo(f"note: the fit's verdict is '{verdict.verdict.level.value}': "
+                   f"{'; '.join(verdict.verdict.reasons)}", err=True)
     for note in export_notes(rec, fmt):  # what the format cannot hold, said plainly
         typer.echo(f"note: {note}", err=True)
     typer.echo(str(path))
@@ -258,9 +289,14 @@ def compare_cmd(fit_a: str = typer.Argument(..., help="First fit id (e.g. a repl
     from ..fit.trust.compare import compare_fits, comparison_json
     from ..fit.records.record import load_fit
 
+    from ..fit.records.verdict_record import record_verdict
+
     root = resolve_lake(lake)
     try:
-        cmp = compare_fits(load_fit(root, fit_a), load_fit(root, fit_b), threshold)
+        rec_a, rec_b = load_fit(root, fit_a), load_fit(root, fit_b)
+        cmp = compare_fits(rec_a, rec_b, threshold)
+        for rec in (rec_a, rec_b):  # a comparison arrived: each fit's verdict gets a new row
+            record_verdict(root, rec, f"fit compare {fit_a} {fit_b}")
     except ValueError as exc:
         fail(str(exc))
     if as_json:
@@ -272,17 +308,26 @@ def compare_cmd(fit_a: str = typer.Argument(..., help="First fit id (e.g. a repl
 
 
 def _print_comparison(cmp) -> None:
+    from rich.markup import escape
     from rich.table import Table
 
-    table = Table(title=f"{cmp.fit_a} (A) vs {cmp.fit_b} (B): {cmp.verdict} (threshold {cmp.threshold:g} combined se)")
+    table = Table(title=escape(f"{cmp.fit_a} (A) vs {cmp.fit_b} (B): {cmp.verdict} (threshold {cmp.threshold:g} "
+                               "combined se)"))
     for col in ("parameter", "A", "B", "se A", "se B", "z", "verdict"):
         table.add_column(col)
 
     def num(x):
         return "" if x is None else f"{x:.4g}"
     for p in cmp.parameters:
-        table.add_row(p.name, num(p.a), num(p.b), num(p.se_a), num(p.se_b), num(p.z), p.verdict)
+        table.add_row(*(escape(c) for c in (p.name, num(p.a), num(p.b), num(p.se_a), num(p.se_b), num(p.z), p.verdict)))
     _console().print(table)
+    if cmp.not_compared:
+        rest = Table(title="not compared (not estimated in both fits)")
+        for col in ("parameter", "A", "status in A", "B", "status in B"):
+            rest.add_column(col)
+        for p in cmp.not_compared:
+            rest.add_row(*(escape(c) for c in (p.name, num(p.a), p.status_a, num(p.b), p.status_b)))
+        _console().print(rest)
     for cause in cmp.causes:
         typer.echo(f"likely cause: {cause}")
 

@@ -100,6 +100,7 @@ def validate_cmd(
 ) -> None:
     """Replay held-out runs with the fitted and nominal parameters; store metrics.json and verdicts.
     Exit status 1 when the fitted parameters fail on any run (2: bad input)."""
+    from rich.markup import escape
     from rich.table import Table
 
     from ..catalog import resolve_lake
@@ -110,6 +111,7 @@ def validate_cmd(
     runs = split_values(runs)
     runs, torque_failed = _torque_held_out(resolve_lake(lake), fit, runs, max_floor_ratio, as_json)
     if not runs:
+        _new_verdict(resolve_lake(lake), fit, as_json)
         raise typer.Exit(1 if torque_failed else 0)
     try:
         thresholds = Thresholds(max_q_rmse_rad, max_joint_q_rmse_rad, max_dq_rmse_rad_s, max_ee_pos_rmse_m,
@@ -131,19 +133,20 @@ def validate_cmd(
              "likely_cause": None if o.adequacy.cause is None else o.adequacy.cause.name,
              "adequacy": o.adequacy.line()} for o in outs]
     failed = torque_failed or any(o.sim_label == "fitted" and o.verdict == "fail" for o in outs)
+    _new_verdict(resolve_lake(lake), fit, as_json)
     if as_json:
         typer.echo(json.dumps(rows, indent=2))
         raise typer.Exit(1 if failed else 0)
-    table = Table(title=f"fit {fit}: held-out validation" + ("" if thresholds.declared else " (no thresholds declared)"))
+    table = Table(title=escape(f"fit {fit}: held-out validation" + ("" if thresholds.declared else " (no thresholds declared)")))
     for col in ("robot/run", "params", "q RMSE [mrad]", "× noise floor", "dq RMSE [mrad/s]", "EE RMSE [mm]", "verdict",
                 "stored"):
-        table.add_column(col)
+        table.add_column(escape(col))  # rich would take "[mrad]" for markup and drop it
     milli = lambda v: "—" if v is None else f"{1e3 * v:.2f}"  # noqa: E731
     for r in rows:
         ratio = "—" if r["floor_ratio"] is None else f"{r['floor_ratio']:.3g}"
-        table.add_row(f"{r['robot']}/{r['run']}", r["sim_label"], milli(r["q_rmse_all_rad"]), ratio,
-                      milli(r["dq_rmse_all_rad_s"]), milli(r["ee_pos_rmse_3d_m"]), r["verdict"] or "—",
-                      "new" if r["new"] else "already stored")
+        table.add_row(*(escape(c) for c in (f"{r['robot']}/{r['run']}", r["sim_label"], milli(r["q_rmse_all_rad"]),
+                                             ratio, milli(r["dq_rmse_all_rad_s"]), milli(r["ee_pos_rmse_3d_m"]),
+                                             r["verdict"] or "—", "new" if r["new"] else "already stored")))
     from ..fit.records.show import console as stdout_console
 
     stdout_console().print(table)  # not a terminal: wide enough not to truncate the run names
@@ -155,6 +158,17 @@ def validate_cmd(
             typer.echo(f"{r['robot']}/{r['run']} {r['sim_label']}: {reason}")
     if failed:
         raise typer.Exit(1)
+
+
+def _new_verdict(root, fit: str, as_json: bool) -> None:
+    """A validation arrived: the fit's verdict is decided again and appended (fit/records/verdict_record.py);
+    said on stderr after the table (with --json only stored: `fit show --json` has it)."""
+    from ..fit.records.record import load_fit
+    from ..fit.records.verdict_record import record_verdict
+
+    verdict = record_verdict(root, load_fit(root, fit), "fit validate")
+    if not as_json:
+        typer.echo(verdict.line(), err=True)
 
 
 def _write_atomic(path: Path, text: str) -> None:
