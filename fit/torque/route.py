@@ -295,10 +295,16 @@ def _stored_settings(settings: TorqueFitSettings, law: str) -> dict:
 
 
 def _unsettled(sol) -> str:
-    """The note's addendum when the rest rule's alternation stopped at its cap still moving."""
+    """The note's addendum when the rest rule's alternation stopped at its cap still moving, or
+    named joints that never broke away (solve.creeping)."""
+    stuck = sol.extra.get("never_broke_away") or []
+    creep = (f"; J{', J'.join(map(str, stuck))} never broke away (its rows creep: the friction-loss constraint's "
+             "-(ddq + b dq)/R, read as armature and viscous friction, drove its level toward 0): only rows that "
+             "slide at its level's upper bound are used, its friction and armature held at the prior where none "
+             "does") if stuck else ""
     if sol.extra.get("rest_rule_settled", True):
-        return ""
-    return (f"; the rest rule did not settle in {sol.extra['rest_rule_passes']} solves (breakaway levels still "
+        return creep
+    return creep + (f"; the rest rule did not settle in {sol.extra['rest_rule_passes']} solves (breakaway levels still "
             f"moving {100 * sol.extra['rest_rule_last_change']:.0f} %: the Stribeck law may not describe this "
             "friction; try --friction-law tanh)")
 
@@ -318,6 +324,7 @@ def torque_summary(sol, spec, signal, fspec, gaps, train_score, hold_score, line
            "rest_rule": None if rule is None else rule.to_dict() | {
                "passes": sol.extra.get("rest_rule_passes"), "settled": sol.extra.get("rest_rule_settled"),
                "last_change": sol.extra.get("rest_rule_last_change"),
+               "never_broke_away": sol.extra.get("never_broke_away", []),
                "meaning": "Stribeck: a row is used when b·|dq| + sign(dq)·ddq >= margin·creep_accel (the twin's "
                           "friction-loss constraint at its level) and no row within the filter's reach is not"},
            "delay_ms": sol.delay, "delay_scan": {str(k): v for k, v in sol.delay_scan.items()},

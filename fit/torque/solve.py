@@ -13,7 +13,22 @@ delay scan's residuals use the corrected estimates); (5) estimate.constrain;
 Under the Stribeck law the rows used depend on the breakaway levels being estimated (the rest
 rule, soft_friction.py), so `solve_at_level` alternates: rule from the current levels and
 armature, solve, until the levels move less than REST_RULE_SETTLED (2 %; at most REST_RULE_PASSES solves; the
-first rule from the nominal model). The rule is the twin's friction-loss constraint, so it applies to
+first rule from the nominal model). A joint whose level the data did not determine (no row kept, or
+on an unidentifiable direction) keeps its rule's level, not the prior's.
+
+A joint that never breaks away (its torque stays under its level: J7 of the README's gentle
+multisine, commanded at most 0.58 N·m under a 1.0 N·m level) creeps on every row, its friction
+the constraint's −(q̈ + b·q̇)/R, linear in q̈ and q̇. A rule whose level is under the true one
+(the nominal model's 0.248 N·m there) keeps such rows; the solve reads −(q̈ + b·q̇)/R as armature
+1/R and viscous friction b/R on top of the joint's own and lowers the level, the next rule keeps
+more creeping rows, and the joint ends at a level near 0, armature and viscous beyond their bounds,
+with error bars that say nothing of it. `creeping` names that signature: the unconstrained excess
+over the nominal model of armature at least CREEP_SHARE/R and of viscous friction within a factor
+CREEP_RATIO of b times it. Such a joint's rule is set to its level's upper bound (only rows that
+slide even then stay; usually none, and its parameters are then held at the prior) for the
+remaining passes.
+
+The rule is the twin's friction-loss constraint, so it applies to
 the commanded route only: the measured route keeps every row (equations.py, standstill).
 """
 
@@ -199,6 +214,8 @@ def solve(eqs: list[SegmentEquations], spec: EquationSpec, beta_nom: np.ndarray,
 
 REST_RULE_PASSES = 4
 REST_RULE_SETTLED = 0.02  # the alternation stops once no breakaway level moves more than this share
+CREEP_SHARE = 0.5  # of the creep law's armature 1/R: a smaller excess is no creep signature
+CREEP_RATIO = 3.0  # the excess viscous / armature within this factor of the constraint's b
 
 
 def _joint_values(beta: np.ndarray, names: list[str], group: str, fallback: np.ndarray) -> np.ndarray:
@@ -207,6 +224,32 @@ def _joint_values(beta: np.ndarray, names: list[str], group: str, fallback: np.n
     for j in range(7):
         if f"{group}_j{j + 1}" in names:
             out[j] = beta[names.index(f"{group}_j{j + 1}")]
+    return out
+
+
+def _level_determined(sol: Solution, eqs: list[SegmentEquations]) -> np.ndarray:
+    """(7,) bool: joint j kept a row and its breakaway level lies on no unidentifiable direction
+    (else the solve held it at the prior, which says nothing about which rows slide)."""
+    kept = np.zeros(7, dtype=bool)
+    for eq in eqs:
+        kept |= eq.rows.any(axis=0)
+    held = {n for d in sol.base.unidentifiable for n in d["components"]}
+    return kept & np.array([f"mu_static_j{j + 1}" not in held for j in range(7)])
+
+
+def creeping(beta_hat: np.ndarray, beta_nom: np.ndarray, names: list[str], constraint: FrictionConstraint) -> np.ndarray:
+    """(7,) bool: joints whose unconstrained estimate β̂ carries the friction-loss constraint's
+    creep law −(q̈ + b·q̇)/R as armature and viscous friction (module docstring): excess over
+    β_nom of armature ≥ CREEP_SHARE/R and of viscous friction within ×/÷ CREEP_RATIO of b × it."""
+    out = np.zeros(7, dtype=bool)
+    for j in range(7):
+        a, v = f"armature_j{j + 1}", f"mu_viscous_j{j + 1}"
+        if a not in names or v not in names:
+            continue
+        d_arm = beta_hat[names.index(a)] - beta_nom[names.index(a)]
+        d_visc = beta_hat[names.index(v)] - beta_nom[names.index(v)]
+        r, b = float(constraint.regulariser[j]), float(constraint.damping_per_s[j])
+        out[j] = bool(d_arm * r >= CREEP_SHARE and b / CREEP_RATIO <= d_visc / d_arm <= b * CREEP_RATIO)
     return out
 
 
@@ -222,19 +265,25 @@ def solve_at_level(eqs: list[SegmentEquations], spec: EquationSpec, beta_nom: np
         return solve(eqs, spec, beta_nom, damping_nms_rad, flange), eqs, None
     names = spec.names()
     mu, armature = np.asarray(start_mu_static, float), np.asarray(start_armature, float)
-    for passes in range(1, REST_RULE_PASSES + 1):
-        rule = RestRule.make(constraint_of(armature), mu, margin)
+    top = _joint_values(bounds(names)[1], names, "mu_static", mu)
+    stuck = np.zeros(7, dtype=bool)
+    nominal = constraint_of(armature)  # the creep law's R and b at the nominal armature: the fitted one may hold the creep
+    for passes in range(1, REST_RULE_PASSES + 2):
+        constraint = constraint_of(armature)
+        rule = RestRule.make(constraint, np.where(stuck, top, mu), margin)
         eqs = [with_rest_rule(e, rule) for e in eqs]
         sol = solve(eqs, spec, beta_nom, damping_nms_rad, flange)
-        new_mu = _joint_values(sol.beta, names, "mu_static", mu)
+        new_mu = np.where(_level_determined(sol, eqs), _joint_values(sol.beta, names, "mu_static", mu), mu)
         armature = np.maximum(_joint_values(sol.beta, names, "armature", armature), 0.0)
         change = float(np.max(np.abs(new_mu - mu) / np.maximum(np.abs(mu), 1e-3)))
         mu = new_mu
-        if change <= REST_RULE_SETTLED:
+        found = creeping(sol.beta_hat, beta_nom, names, nominal) & ~stuck
+        stuck |= found
+        if (change <= REST_RULE_SETTLED and not found.any()) or passes > REST_RULE_PASSES:
             break
     sol.extra.update(rest_rule_passes=passes, rest_rule_settled=change <= REST_RULE_SETTLED,
-                     rest_rule_last_change=change)
+                     rest_rule_last_change=change, never_broke_away=[int(j) + 1 for j in np.nonzero(stuck)[0]])
     return sol, eqs, rule
 
 
-__all__ = ["REST_RULE_PASSES", "REST_RULE_SETTLED", "Solution", "body_blocks", "bounds", "solve", "solve_at_level"]
+__all__ = ["CREEP_RATIO", "CREEP_SHARE", "REST_RULE_PASSES", "REST_RULE_SETTLED", "Solution", "creeping", "body_blocks", "bounds", "solve", "solve_at_level"]

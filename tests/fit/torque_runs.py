@@ -37,10 +37,10 @@ TONES = ((0.3, 0.7, 1.3, 2.1), (0.4, 0.9, 1.7, 2.3), (0.35, 0.8, 1.5, 2.5))
 
 
 def _record_twin(run: str, seed: int, folder: Path, truth_path: Path, law: str, seconds: float,
-                 noise_seed: int = 0) -> SyntheticRecording:
+                 noise_seed: int = 0, amplitude_deg: float = 12.0) -> SyntheticRecording:
     from twinlake.daemon import record_offline
 
-    spec = multisine_run(run, TONES[seed % len(TONES)], seed=seed + 1, seconds=seconds, amplitude_deg=12.0)
+    spec = multisine_run(run, TONES[seed % len(TONES)], seed=seed + 1, seconds=seconds, amplitude_deg=amplitude_deg)
     where = folder / run
     where.mkdir(parents=True, exist_ok=True)
     reference = write_reference(spec, where / "reference.csv")
@@ -50,13 +50,15 @@ def _record_twin(run: str, seed: int, folder: Path, truth_path: Path, law: str, 
 
 
 def twin_runs(root: Path, robot: str, runs: tuple[str, ...], *, family: str = "default",
-              seconds: float = 12.0, noise_seed: int = 0) -> tuple[Path, DynamicsParams, str]:
+              seconds: float = 12.0, noise_seed: int = 0, amplitude_deg: float = 12.0) -> tuple[Path, DynamicsParams, str]:
     """Record and ingest `runs` of the twin under the default or extended truth; returns
     (lake, truth, friction law). `noise_seed` picks another measurement-noise realisation of
-    the same excitation (0: the one every test and bench figure so far used)."""
+    the same excitation (0: the one every test and bench figure so far used); `amplitude_deg`
+    each joint's peak offset [deg]."""
     truth, law = (DEFAULT_TRUTH, "stribeck") if family == "default" else (EXTENDED_TRUTH, "tanh")
     truth_path = save_profile(truth, root / f"{robot}-truth.json")
-    made = [_record_twin(run, i, root / robot, truth_path, law, seconds, noise_seed) for i, run in enumerate(runs)]
+    made = [_record_twin(run, i, root / robot, truth_path, law, seconds, noise_seed, amplitude_deg)
+            for i, run in enumerate(runs)]
     lake = root / "lake"
     ingest(lake, made, robot)
     return lake, truth, law
