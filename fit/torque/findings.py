@@ -1,6 +1,6 @@
 """What a torque fit says about itself beyond its scores: the likely causes when it explains its
-training rows worse than the nominal model, the delay scan's minimum at an end of its range,
-and what the measured route's standstill rows carried (route.py stores them in torque_json and
+training rows worse than the nominal model, the delay scan's minimum at an end of its range or
+not resolved from its neighbours, and what the measured route's standstill rows carried (route.py stores them in torque_json and
 the adequacy lines)."""
 
 from __future__ import annotations
@@ -8,6 +8,8 @@ from __future__ import annotations
 import numpy as np
 
 from .equations import STANDSTILL_SPEED_RAD_S
+
+DELAY_CHI2_95 = 3.84  # χ²(1) 95 % point: a delay scan step that raises the weighted residual sum less is unresolved
 
 
 def causes(sol, used, every, signal_check) -> list[str]:
@@ -44,6 +46,22 @@ def delay_edge(scan: dict[int, float]) -> str | None:
             f"scanned {delays[0]}..{delays[-1]} ms): the best delay may lie outside the scan")
 
 
+def delay_undetermined(scan: dict[int, float]) -> str | None:
+    """A sentence when the delay scan's minimum is not resolved: an adjacent delay's weighted
+    residual sum (Σ e²/σ_j², χ²-scaled) lies within DELAY_CHI2_95 of the minimum's, the 95 %
+    point of a one-parameter likelihood ratio; None when every neighbour is further. The scan's
+    delay is then not identified (twin_params flags it), and `fit compare` does not test it."""
+    if len(scan) < 2:
+        return None
+    best = min(scan, key=scan.get)
+    near = {d: scan[d] - scan[best] for d in (best - 1, best + 1) if d in scan}
+    worst = min(near, key=near.get)
+    if near[worst] >= DELAY_CHI2_95:
+        return None
+    return (f"delay scan: {best} ms fits only {near[worst]:.2f} better than {worst} ms (weighted residual sum; "
+            f"the 95 % point of one parameter is {DELAY_CHI2_95}): the data do not pick the delay")
+
+
 def standstill_summary(flat, spec) -> dict | None:
     """The measured route's standstill rows per joint and what they carry."""
     if spec.signal != "measured":
@@ -60,4 +78,4 @@ def standstill_summary(flat, spec) -> dict | None:
                        "equation error and, in the training score, only its part beyond ±mu_s counts"}
 
 
-__all__ = ["causes", "delay_edge", "standstill_summary"]
+__all__ = ["DELAY_CHI2_95", "causes", "delay_edge", "delay_undetermined", "standstill_summary"]

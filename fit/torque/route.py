@@ -47,7 +47,7 @@ from .friction_basis import check_law
 from .regressor import RigidBodyModel
 from .replay_check import replay_holdout
 from .residuals import adequacy_line, nominal_line, score
-from .findings import causes, delay_edge, standstill_summary
+from .findings import causes, delay_edge, delay_undetermined, standstill_summary
 from .low_rate import LOW_RATE_HZ, quasi_static_record, sample_rate_hz
 from .signal_check import check as check_signal
 from .signals import MEANING, RunSamples, choose_signal, samples
@@ -209,6 +209,7 @@ def fit_torque(lake: Path, settings: TorqueFitSettings, *, fit_id: str | None = 
                                      settings.creep_margin, (rigid.flange_rotation, rigid.flange_position_m))
     train_eqs = _regroup(train_eqs, flat)
     sol.extra["delay_scanned"] = signal == "commanded" and settings.delay_ms is None
+    sol.extra["delay_undetermined"] = delay_undetermined(sol.delay_scan) if sol.extra["delay_scanned"] else None
     params = dynamics_params(sol, rigid, start)
     used_score = score(flat, sol.beta, sol.delay, cutoff)
     train_score = score(flat, sol.beta, sol.delay, cutoff, names=sol.names)  # every finite row
@@ -242,7 +243,8 @@ def fit_torque(lake: Path, settings: TorqueFitSettings, *, fit_id: str | None = 
     torque = torque_summary(sol, spec, signal, fspec, gaps, train_score, hold_all, lines, rigid, rule)
     torque.update(train_used_rows=used_score.to_dict(), nominal_train=nominal_score.to_dict(),
                   nominal_holdout=None if hold_nominal is None else hold_nominal.to_dict(),
-                  signal_check=signal_check.to_dict(), delay_at_bound=edge, holdout_replay=[r.to_dict() for r in replays], standstill=standstill_summary(flat, spec))
+                  signal_check=signal_check.to_dict(), delay_at_bound=edge,
+                  delay_undetermined=sol.extra["delay_undetermined"], holdout_replay=[r.to_dict() for r in replays], standstill=standstill_summary(flat, spec))
     wall = time.perf_counter() - t0
     rec = FitRecord(
         fit_id=fit_id or f"fit-{datetime.now(timezone.utc).strftime('%Y%m%dT%H%M%S')}-{settings.digest()[:8]}",

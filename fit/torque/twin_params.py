@@ -6,7 +6,8 @@ are β's entries of those names; dynamic_ratio = mu_dynamic / mu_static (Stribec
 the twin's [0, 1]); the payload's mass, centre of mass (flange frame) and the diagonal of its
 inertia about the centre of mass (flange axes; the twin holds no products of inertia, they are
 kept in torque_json) from its link-7-frame θ (regressor.payload_from_theta); the delay is the
-scanned one (discrete, no error bar). Error bars of derived values by the delta method (a
+scanned one (discrete, no error bar; flagged unidentifiable when an adjacent delay fits within
+the χ² 95 % point, findings.delay_undetermined). Error bars of derived values by the delta method (a
 central-difference Jacobian of the map). Groups the route did not estimate keep the nominal
 value (the `start` parameters) and are reported as not free.
 """
@@ -131,6 +132,8 @@ def identifiability_json(sol: Solution, rigid: RigidBodyModel, params: DynamicsP
             flags.append("unidentifiable")
         elif se is not None and 1.96 * se > UNIDENTIFIABLE_HALF_WIDTH * (hi - lo):  # the replay fit's own rule
             flags.append("unidentifiable")
+        if name == "motor_delay_ms" and sol.extra.get("delay_scanned") and sol.extra.get("delay_undetermined"):
+            flags.append("unidentifiable")  # the scan's neighbours fit as well (findings.delay_undetermined)
         entries.append({"name": name, "value": value, "free": fitted,
                         "stderr": se, "ci95_low": None if se is None else finite(value - 1.96 * se),
                         "ci95_high": None if se is None else finite(value + 1.96 * se),

@@ -17,6 +17,7 @@ import pytest
 from torque_runs import twin_runs
 
 from twinlake.fit.records.statuses import fit_statuses
+from twinlake.fit.torque.findings import DELAY_CHI2_95, delay_undetermined
 from twinlake.fit.torque.route import TorqueFitSettings, fit_torque
 from twinlake.fit.torque.soft_friction import FrictionConstraint
 from twinlake.fit.torque.solve import CREEP_SHARE, creeping
@@ -69,3 +70,20 @@ def test_creeping_names_the_constraint_signature_only():
     assert out.tolist() == [False, False, False, False, False, False, True]
     beta[6] = (CREEP_SHARE - 0.05) / r[6]
     assert not creeping(beta, nominal, names, constraint)[6]
+
+
+def test_an_unresolved_delay_scan_is_not_identified(gentle):
+    """The scan's minimum counts only when each adjacent delay raises the weighted residual sum by
+    the χ² 95 % point (README session's 6 s runs: 0.04–0.67, so their delay is not identified)."""
+    assert delay_undetermined({0: 70.5, 1: 68.3, 2: 67.5, 3: 68.2, 4: 70.4}) is not None
+    assert delay_undetermined({0: 90.0, 1: 80.0, 2: 70.0, 3: 75.0, 4: 90.0}) is None
+    assert delay_undetermined({0: 70.0, 1: 72.0}) is not None  # at an end: its one neighbour decides
+    lake, _, _ = gentle
+    rec = fit_torque(lake, TorqueFitSettings(train=["gentle/a"]), publish=False)
+    found = rec.extra["torque_json"]
+    found = json.loads(found) if isinstance(found, str) else found
+    scan = {int(k): v for k, v in found["delay_scan"].items()}
+    rise = min(scan[d] - scan[found["delay_ms"]] for d in (found["delay_ms"] - 1, found["delay_ms"] + 1) if d in scan)
+    status = {s.name: s for s in fit_statuses(rec)}["motor_delay_ms"].status
+    assert (found["delay_undetermined"] is not None) == (rise < DELAY_CHI2_95)
+    assert status is (Status.NOT_IDENTIFIED if rise < DELAY_CHI2_95 else Status.ESTIMATED), (rise, status)
