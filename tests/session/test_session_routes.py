@@ -6,23 +6,18 @@ replay fit's values. Read-only over the session's lake."""
 
 from __future__ import annotations
 
-import json
-
-from typer.testing import CliRunner
-
-from twinlake.cli import app
+from twinlake.fit.records.record import load_fit
+from twinlake.fit.records.statuses import fit_statuses
+from twinlake.fit.trust.compare import compare_fits
+from twinlake.fit.trust.parameter_status import Status
 
 
 def test_the_torque_and_replay_fits_of_the_session_agree(readme_session):
     step = readme_session.step("fit compare")
     assert step.exit_code == 0, step.stdout[-3000:]
-    lake = str(readme_session.lake)
-    out = CliRunner().invoke(app, ["fit", "compare", readme_session.fit_torque, readme_session.fit, "--json",
-                                   "--lake", lake])
-    cmp = json.loads(out.stdout)
-    assert cmp["parameters"] and all(p["verdict"] == "agree" for p in cmp["parameters"]), cmp["parameters"]
-    torque = json.loads(CliRunner().invoke(app, ["fit", "show", readme_session.fit_torque, "--json",
-                                                 "--lake", lake]).stdout)
-    status = {s["name"]: s["status"] for s in torque["parameter_status"]}
+    torque, replay = (load_fit(readme_session.lake, f) for f in (readme_session.fit_torque, readme_session.fit))
+    cmp = compare_fits(torque, replay)  # the API: `fit compare` would record a verdict in the shared lake
+    assert cmp.parameters and not cmp.disagreeing, cmp.disagreeing
+    status = {s.name: s.status for s in fit_statuses(torque)}
     for group in ("armature", "mu_static", "mu_viscous"):
-        assert status[f"{group}_j7"] in ("held_at_prior", "not_identified"), (group, status[f"{group}_j7"])
+        assert status[f"{group}_j7"] in (Status.HELD_AT_PRIOR, Status.NOT_IDENTIFIED), (group, status[f"{group}_j7"])
