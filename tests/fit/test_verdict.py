@@ -72,8 +72,14 @@ def lake(tmp_path_factory) -> Path:
     return root
 
 
-def test_a_fit_at_the_floor_converged_identified_and_validated_is_trusted(lake):
-    res = _run(lake, "good", "train", FREE)
+@pytest.fixture(scope="module")
+def good(lake):
+    """`fit run` of fit `good` (its CLI result)."""
+    return _run(lake, "good", "train", FREE)
+
+
+def test_a_fit_at_the_floor_converged_identified_and_validated_is_trusted(lake, good):
+    res = good
     assert res.stdout.startswith("verdict: usable with caveats")  # first, before the adequacy lines
     assert "not validated on held-out runs" in " ".join(res.stdout.split()[:20])
     val = _cli("fit", "validate", "good", "--runs", "r/hold", "--lake", str(lake))
@@ -91,7 +97,7 @@ def test_a_fit_at_the_floor_converged_identified_and_validated_is_trusted(lake):
     assert "q RMSE fitted [mrad]" in text
 
 
-def test_the_latest_verdict_wins_and_a_tie_goes_to_the_larger_stamp(lake):
+def test_the_latest_verdict_wins_and_a_tie_goes_to_the_larger_stamp(lake, good):
     rec = load_fit(lake, "good")
     before = stored_verdicts(lake)["good"]
     ev = Evidence("good", "replay", (), ())
@@ -132,7 +138,7 @@ def test_an_unknown_flange_payload_is_not_trusted_and_refused_for_export(lake, t
     assert np.array_equal(load_params(tmp_path / "p.json").to_vector(), load_fit(lake, "payload").vector)
 
 
-def test_a_parameter_at_a_bound_and_one_unresolved_give_caveats_naming_them(lake):
+def test_a_parameter_at_a_bound_and_one_unresolved_give_caveats_naming_them(lake, good):
     free = {"mu_viscous_j1": "3.3:4", "mu_viscous_j2": "0:4", "armature_j7": "0.0795:0.0815"}  # truth 3.1, 2.7, 0.08
     _run(lake, "bound", "train", free)
     verdict = current_verdict(lake, load_fit(lake, "bound")).verdict
