@@ -189,3 +189,12 @@ def test_the_lm_cap_caveat_is_in_show_report_and_list_alike(lake, tmp_path):
     for reason in verdict.reasons:
         assert flat(reason) in flat(shown) and flat(reason) in flat(head)
     assert cap in as_json["cap"]["reasons"] and cap in verdict.line()
+
+
+def test_rendered_sql_tables_keep_bracketed_units(lake):
+    """rich reads "[mrad]" as markup and drops it unless escaped: `twinlake sql`'s table keeps it,
+    in a name and in a value."""
+    res = _cli("sql", "select 'q RMSE [mrad]' as label, 0.5 as \"EE RMSE [mm]\", 'armature [kg·m²]' as unit",
+               "--lake", str(lake))
+    assert res.exit_code == 0, res.output
+    assert "q RMSE [mrad]" in res.stdout and "EE RMSE [mm]" in res.stdout and "armature [kg·m²]" in res.stdout
