@@ -120,13 +120,14 @@ def _emit(columns: list[str], rows: list[tuple], fmt: str) -> None:
 
 def _table(columns: list[str], rows: list[tuple]) -> None:
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     table = Table(show_lines=False)
     for c in columns:
-        table.add_column(c, overflow="fold")
+        table.add_column(escape(c), overflow="fold")  # a value or name like "[mrad]" is text, not markup
     for row in rows:
-        table.add_row(*("NULL" if v is None else repr(v) if isinstance(v, float) else str(v)
+        table.add_row(*(escape("NULL" if v is None else repr(v) if isinstance(v, float) else str(v))
                         for v in row))
     Console(width=max(120, 12 * len(columns))).print(table)
     print(f"({len(rows)} row{'s' if len(rows) != 1 else ''})")
@@ -266,13 +267,14 @@ def _json_rows(table: pa.Table) -> list[dict]:
 
 def _print_table(table: pa.Table, min_duration_s: float, skipped: int) -> None:
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     out = Table(show_lines=False)
     for c in TABLE_COLUMNS:
         out.add_column(c, justify="right" if c not in ("robot", "run", "start_reason", "end_reason") else "left")
     for row in table.select(list(TABLE_COLUMNS)).to_pylist():
-        cells = [_cell(c, row[c]) for c in TABLE_COLUMNS]
+        cells = [escape(_cell(c, row[c])) for c in TABLE_COLUMNS]
         out.add_row(*cells)
     console = Console(width=140)
     console.print(out)
