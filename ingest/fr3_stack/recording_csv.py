@@ -120,6 +120,11 @@ class Fr3CsvReader:
             reasons=list(companions.notes),
             first_line=2,
         )
+        if unit.run_fields.get("aborted"):
+            unit.flags.append("aborted")
+            unit.reasons.append(f"the excitation ended {unit.run_fields['excitation_status']!r} "
+                                f"({companions.metadata_path.name}: excitation_status): the "
+                                "recording stops where the client stopped its plan")
         if truncated:
             unit.run_fields["complete"] = False
             unit.flags.append("truncated")

@@ -61,6 +61,7 @@ class MappedLogReader:
         kind = file_kind(path)
         data, n = _READ[kind](path, mapping)
         frames, reasons = _frames(path, mapping, data, n)
+        reasons += _empty_cells(data, kind)
         run = mapping.run
         fields: dict[str, Any] = {
             "source_format": f"mapped_{kind}",
@@ -88,14 +89,19 @@ def _missing(path: Path, mapping: Mapping, have: list[str], kind_word: str) -> N
             if name not in have_set:
                 key = "time.column" if prefix == "time" else f"columns.{_KEY_OF[prefix]}"
                 shown = ", ".join(have[:16]) + (", ..." if len(have) > 16 else "")
+                bad = next((h for h in have if "\ufffd" in h), None)
+                note = (f"; its header is not UTF-8 text (column {bad!r}): save it as UTF-8"
+                        if bad is not None else "")
                 raise IngestError(path, f"mapping {mapping.path.name} [{key}] names {kind_word} "
                                   f"{name!r}, which {path.name} does not have (its "
-                                  f"{kind_word}s: {shown})", field=name, kind="mapping")
+                                  f"{kind_word}s: {shown}){note}", field=name, kind="mapping")
 
 
 def _csv_header(path: Path) -> list[str]:
     """The header's column names, CSV quoting undone (a writer may quote every name)."""
     line = read_header(path)
+    if line:  # a UTF-8 byte-order mark is not part of the first name (Arrow skips it too)
+        line[0] = line[0].removeprefix("\ufeff")
     return next(csv.reader([",".join(line)])) if line else []
 
 
@@ -109,7 +115,7 @@ def _read_csv(path: Path, mapping: Mapping) -> tuple[dict[str, np.ndarray], int]
                               f"{{j}}, or a list of {JOINTS} names", kind="mapping")
     wanted = mapping.source_columns()
     table = read_typed_csv(path, {c: pa.float64() for c in wanted})
-    return {c: table.column(c).to_numpy() for c in wanted}, table.num_rows
+    return {c: table.column(c) for c in wanted}, table.num_rows
 
 
 def _read_parquet(path: Path, mapping: Mapping) -> tuple[dict[str, np.ndarray], int]:
@@ -125,8 +131,7 @@ def _read_parquet(path: Path, mapping: Mapping) -> tuple[dict[str, np.ndarray], 
             raise IngestError(path, f"column {name!r} is {typ}, expected numbers (mapping "
                               f"{mapping.path.name})", field=name)
     table = pq.read_table(path, columns=wanted)
-    out = {c: table.column(c).cast(pa.float64()).to_numpy() for c in wanted}
-    return out, table.num_rows
+    return {c: table.column(c).cast(pa.float64()) for c in wanted}, table.num_rows
 
 
 def _read_npz(path: Path, mapping: Mapping) -> tuple[dict[str, np.ndarray], int]:
@@ -136,7 +141,7 @@ def _read_npz(path: Path, mapping: Mapping) -> tuple[dict[str, np.ndarray], int]
         raise IngestError(path, f"not a readable .npz archive: {exc}", kind="corrupt") from None
     with archive:
         _missing(path, mapping, list(archive.files), "array")
-        time = np.asarray(archive[mapping.time_column])
+        time = _member(path, archive, mapping.time_column)
         if time.ndim != 1:
             raise IngestError(path, f"array {mapping.time_column!r} has shape {time.shape}, "
                               "expected one value per row (n,)", field=mapping.time_column)
@@ -144,7 +149,7 @@ def _read_npz(path: Path, mapping: Mapping) -> tuple[dict[str, np.ndarray], int]
         out = {mapping.time_column: time.astype(np.float64)}
         for prefix, names in mapping.columns.items():
             if len(names) == 1:
-                arr = np.asarray(archive[names[0]])
+                arr = _member(path, archive, names[0])
                 if arr.shape != (n, JOINTS):
                     raise IngestError(path, f"array {names[0]!r} has shape {arr.shape}, expected "
                                       f"({n}, {JOINTS}) (mapping {mapping.path.name} "
@@ -152,7 +157,7 @@ def _read_npz(path: Path, mapping: Mapping) -> tuple[dict[str, np.ndarray], int]
                 out.update({f"{names[0]}[{j}]": arr[:, j].astype(np.float64) for j in range(JOINTS)})
                 continue
             for name in names:
-                arr = np.asarray(archive[name])
+                arr = _member(path, archive, name)
                 if arr.shape != (n,):
                     raise IngestError(path, f"array {name!r} has shape {arr.shape}, expected "
                                       f"({n},) like {mapping.time_column!r}", field=name)
@@ -160,11 +165,50 @@ def _read_npz(path: Path, mapping: Mapping) -> tuple[dict[str, np.ndarray], int]
     return out, n
 
 
+def _member(path: Path, archive: Any, name: str) -> np.ndarray:
+    """Array `name` of the archive, refused (naming it) when its bytes do not read back (a
+    bad CRC, a zlib error, pickled objects) or it holds anything but real numbers (text,
+    complex: a cast would drop the imaginary part)."""
+    try:
+        arr = np.asarray(archive[name])
+    except Exception as exc:  # zipfile.BadZipFile, zlib.error, ValueError (object arrays)
+        text = str(exc).splitlines()[0] if str(exc) else ""
+        raise IngestError(path, f"array {name!r} cannot be read: {type(exc).__name__}: {text} "
+                          "(expected a numeric array saved with numpy.savez)", field=name,
+                          kind="corrupt") from None
+    if arr.dtype.kind not in "iuf":
+        raise IngestError(path, f"array {name!r} holds {arr.dtype} values, expected real "
+                          "numbers (integer or floating point)", field=name)
+    return arr
+
+
 _READ = {"csv": _read_csv, "parquet": _read_parquet, "npz": _read_npz}
 
 
-def _source(data: dict[str, np.ndarray], names: tuple[str, ...], j: int) -> np.ndarray:
+def _source(data: dict[str, Any], names: tuple[str, ...], j: int) -> Any:
     return data[f"{names[0]}[{j}]"] if len(names) == 1 else data[names[j]]
+
+
+def _values(column: Any) -> tuple[np.ndarray, np.ndarray | None]:
+    """(float64 values, null mask or None) of a numpy array or an Arrow column: an empty CSV
+    cell or a null Parquet cell stays null ("not recorded"), never NaN."""
+    if isinstance(column, np.ndarray):
+        return column, None
+    column = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    nulls = column.is_null().to_numpy(zero_copy_only=False) if column.null_count else None
+    return column.fill_null(0.0).to_numpy(zero_copy_only=False), nulls
+
+
+def _empty_cells(data: dict[str, Any], kind: str) -> list[str]:
+    """A reason per column holding empty (null) cells: stored as null, "not recorded"."""
+    out = []
+    for name, column in data.items():
+        if not isinstance(column, np.ndarray) and column.null_count:
+            first = int(np.flatnonzero(_values(column)[1])[0])
+            where = f"line {first + 2}" if kind == "csv" else f"row {first}"
+            out.append(f"column {name!r}: {column.null_count} empty cells, first at {where}, "
+                       "stored as null (not recorded)")
+    return out
 
 
 def _frames(path: Path, mapping: Mapping, data: dict[str, np.ndarray],
@@ -172,7 +216,14 @@ def _frames(path: Path, mapping: Mapping, data: dict[str, np.ndarray],
     """Canonical columns (without `seq`) and the reasons worth saying about them."""
     if n == 0:
         raise IngestError(path, "no rows", kind="empty")
-    t = data[mapping.time_column] * mapping.time_scale
+    t, empty = _values(data[mapping.time_column])
+    if empty is not None:
+        row = int(np.flatnonzero(empty)[0])
+        raise IngestError(path, f"time column {mapping.time_column!r} is empty at "
+                          f"{'line ' + str(row + 2) if file_kind(path) == 'csv' else 'row ' + str(row)}"
+                          ": expected a time on every row", field=mapping.time_column,
+                          line=row + 2 if file_kind(path) == "csv" else None)
+    t = t * mapping.time_scale
     if mapping.steps:
         t = np.cumsum(t) - t[0]
     cols: dict[str, Any] = {"t_s": t}
@@ -181,8 +232,9 @@ def _frames(path: Path, mapping: Mapping, data: dict[str, np.ndarray],
     for prefix, names in mapping.columns.items():
         scale = mapping.angle_scale if prefix in _ANGLE_PREFIXES else 1.0
         for j in range(JOINTS):
-            values = _source(data, names, j)
-            cols[f"{prefix}{j + 1}"] = values * scale if scale != 1.0 else values
+            values, nulls = _values(_source(data, names, j))
+            values = values * scale if scale != 1.0 else values
+            cols[f"{prefix}{j + 1}"] = pa.array(values, mask=nulls) if nulls is not None else values
     reasons = [f"time from column {mapping.time_column!r} ({mapping.clock} clock)"]
     reasons += _constants(path, mapping, cols, n)
     return pa.table({k: pa.array(v) for k, v in cols.items()}), reasons
