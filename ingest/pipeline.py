@@ -81,6 +81,8 @@ def ingest_runs(lake: Lake, path: Path, reader: SourceReader, options: ReadOptio
         chosen = select(path, options)
     except IngestError as err:
         return [rejected(lake, path, err, reader.name)]
+    except Exception as exc:  # a library's error the reader did not foresee: still one line
+        return [rejected(lake, path, unforeseen(path, exc), reader.name)]
     return [ingest_one(lake, path, reader, o, replace=replace, raw_codec=raw_codec)
             for o in chosen]
 
@@ -93,11 +95,21 @@ def ingest_one(lake: Lake, path: Path, reader: SourceReader, options: ReadOption
         if path.is_file():
             raw.start_primary(path)
         return _ingest(lake, path, reader, options, replace, raw)
-    except IngestError as err:
+    except Exception as exc:  # IngestError, or a library's error the reader did not foresee
+        err = exc if isinstance(exc, IngestError) else unforeseen(path, exc)
         return rejected(lake, path, err, reader.name,
                         [Path(options.mapping)] if options.mapping is not None else [])
     finally:
         raw.discard()
+
+
+def unforeseen(path: Path, exc: BaseException) -> IngestError:
+    """An error no reader check named (a library's own, on input it did not expect) as a
+    one-line IngestError naming the file and the library's words: the input is quarantined
+    and the next one ingested, never a traceback."""
+    text = str(exc).strip().splitlines()
+    return IngestError(path, f"cannot be read: {type(exc).__name__}: "
+                       f"{text[0] if text else '(no message)'}", kind="unforeseen")
 
 
 def _ingest(lake: Lake, path: Path, reader: SourceReader, options: ReadOptions,
