@@ -144,8 +144,21 @@ def frames_on_grid(path: Path, unit: IngestUnit) -> pa.Table:
                             f"period {period * 1e3:.4g} ms")
     else:
         unit.run_fields.setdefault("tick_grid", "recorded")
-    frames = conform_frames(frames)
-    stale = pa.array(stale_mask(frames))
+    return with_stale(conform_frames(frames))
+
+
+def with_stale(frames: pa.Table, before: pa.Table | None = None) -> pa.Table:
+    """Canonical `frames` with their `stale` column: the reader's own flag (if it set one)
+    or'ed with `stale_mask`. `before`: the last rows (two suffice) of the frames before
+    these, when a run comes a chunk at a time; its first rows are judged beside them, so the
+    column is the one of the whole run."""
+    mask = stale_mask(frames)
+    if before is not None and before.num_rows and frames.num_rows:
+        judged = _Q + _DQ + _TAU
+        head = frames.slice(0, 2).select(judged)
+        joined = pa.concat_tables([before.select(judged), head]).combine_chunks()
+        mask[: head.num_rows] = stale_mask(joined)[before.num_rows:]
+    stale = pa.array(mask)
     given = frames.column("stale")
     if given.null_count < len(given):
         stale = pc.or_(pc.fill_null(given, False), stale)
