@@ -17,8 +17,10 @@ and after any point, or `nan`, `-nan`, `inf`, `-inf`.
 Its value is exact by Clinger's fast path: with the significant digits as an integer
 m ≤ 2^53 and the decimal exponent e in [-22, 22], m and 10^|e| are both exact doubles, so
 the one IEEE multiplication or division m·10^e rounds correctly, as every correctly-rounding
-parser (polars', Arrow's) does. A cell outside that range (more than 15-16 significant
-digits, |e| > 22, e.g. 1e-300) declines the whole file. `nan` is the quiet NaN
+parser (polars', Arrow's) does. A cell outside that range (a mantissa over 2^53, |e| > 22:
+the recorder writes numerical zeros such as `-2.96984659087e-18`) is read by the C kernel with
+the C library's `strtod`, correctly rounded too (glibc, musl), if it gives a normal finite
+double, else the whole file is declined; numba's kernel declines the file. `nan` is the quiet NaN
 0x7ff8000000000000, `-nan` the same with the sign bit (as polars reads them); `-0` is -0.0.
 An integer cell is `[-]digits` within its column's type. Lines end in `\\n` (no `\\r`),
 every line has the header's number of fields, no cell is empty and no space is allowed.
