@@ -13,7 +13,7 @@ from pathlib import Path
 
 from twinlake.ingest.samples import SampleSpec, write_sample
 
-N = 20_000
+N = 12_000
 CHILD = """
 import sys
 from twinlake.ingest import decimal_csv, frame_stream

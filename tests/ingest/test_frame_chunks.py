@@ -15,15 +15,15 @@ from twinlake.ingest.pipeline import ingest_paths
 from twinlake.ingest.registry import ReadOptions
 from twinlake.ingest.samples import SampleSpec, write_sample
 
-ROWS = 3000
+ROWS = 2000
 REPEATED = [f"{p}{j}" for p in ("q", "dq", "tau_J") for j in range(7)]
 
 
-def _recording(path, *, stale_every: int = 37, gain_at: int = 1777):
+def _recording(path, *, stale_every: int = 37, gain_at: int = 1277):
     """A sample with gaps, an idle lead-in, NaN torques, a stale repeat every `stale_every`
     rows (q, dq, tau_J of the row before) and one gain change."""
     write_sample(path, SampleSpec(rows=ROWS, seed=5, gap_at=(400, 1500), idle_rows=120,
-                                  nan_tau_rows=(9, 2222)))
+                                  nan_tau_rows=(9, 1822)))
     lines = path.read_text().split("\n")
     header = lines[0].split(",")
     cols = [header.index(c) for c in REPEATED]
@@ -54,8 +54,8 @@ def _run_dir(lake_dir, run):
 
 def test_chunks_give_the_whole_read_bytes_and_run_row(tmp_path, monkeypatch):
     path = _recording(tmp_path / "rec.csv")
-    [whole] = _ingest(path, tmp_path / "whole", monkeypatch, 1 << 30, 1000)
-    [chunked] = _ingest(path, tmp_path / "chunked", monkeypatch, 1 << 16, 1000)
+    [whole] = _ingest(path, tmp_path / "whole", monkeypatch, 1 << 30, 700)
+    [chunked] = _ingest(path, tmp_path / "chunked", monkeypatch, 1 << 16, 700)
     assert whole.status == chunked.status == "published", (whole.message, chunked.message)
     a, b = _run_dir(tmp_path / "whole", "rec"), _run_dir(tmp_path / "chunked", "rec")
     assert (a / "frames.parquet").read_bytes() == (b / "frames.parquet").read_bytes()
@@ -69,12 +69,12 @@ def test_chunks_give_the_whole_read_bytes_and_run_row(tmp_path, monkeypatch):
 def test_a_line_the_compiled_reader_declines_mid_file_is_read_the_general_way(tmp_path, monkeypatch):
     path = _recording(tmp_path / "rec.csv")
     lines = path.read_text().split("\n")
-    cells = lines[2500].split(",")
+    cells = lines[1700].split(",")
     cells[lines[0].split(",").index("dq3")] = "1e-300"  # beyond the compiled reader's exact range
-    lines[2500] = ",".join(cells)
+    lines[1700] = ",".join(cells)
     path.write_text("\n".join(lines))
-    [whole] = _ingest(path, tmp_path / "whole", monkeypatch, 1 << 30, 1000)
-    [chunked] = _ingest(path, tmp_path / "chunked", monkeypatch, 1 << 16, 1000)
+    [whole] = _ingest(path, tmp_path / "whole", monkeypatch, 1 << 30, 700)
+    [chunked] = _ingest(path, tmp_path / "chunked", monkeypatch, 1 << 16, 700)
     assert chunked.status == "published", chunked.message
     a, b = _run_dir(tmp_path / "whole", "rec"), _run_dir(tmp_path / "chunked", "rec")
     assert (a / "frames.parquet").read_bytes() == (b / "frames.parquet").read_bytes()
@@ -84,10 +84,10 @@ def test_a_line_the_compiled_reader_declines_mid_file_is_read_the_general_way(tm
 def test_an_error_late_in_the_file_names_its_line(tmp_path, monkeypatch, chunk_bytes):
     path = _recording(tmp_path / "rec.csv")
     lines = path.read_text().split("\n")
-    cells = lines[2700].split(",")
+    cells = lines[1900].split(",")
     cells[6] = "abc"
-    lines[2700] = ",".join(cells)
+    lines[1900] = ",".join(cells)
     path.write_text("\n".join(lines))
-    [out] = _ingest(path, tmp_path / "lake", monkeypatch, chunk_bytes, 1000)
-    assert out.status == "rejected" and "rec.csv:2701:" in out.message, out.message
+    [out] = _ingest(path, tmp_path / "lake", monkeypatch, chunk_bytes, 700)
+    assert out.status == "rejected" and "rec.csv:1901:" in out.message, out.message
     assert not (tmp_path / "lake" / "runs").exists()
