@@ -152,3 +152,12 @@ def test_a_namespace_mapped_twice_is_a_usage_error(tmp_path, lake, ingest):
     res = ingest(bag, "--robot-map", "left=a", "--robot-map", "left=b")
     assert res.exit_code == 2 and "'left' is given more than once" in res.output
     assert not lake.runs_dir.exists() and frames_of is not None
+
+
+def test_a_value_refused_in_a_bag_names_its_frame_and_time(tmp_path, lake, ingest):
+    m = motion(N, 0.001)
+    m["q"][10, 3] = 9.0  # far outside J4's range
+    msgs = joint_states(TS, _times(), NAMES, m)
+    bag = write_ros2(tmp_path / "bag", TS, [Topic("/joint_states", JOINT_STATE, msgs)])
+    _refused(ingest(bag, "--robot", "fr3"), lake, "field 'q4'", "outside the joint's physical limits",
+             "at frame 10 (t_s 0.010000 s)")
