@@ -59,7 +59,7 @@ def sqlite_truncation(path: Path) -> str | None:
     integrity_check passes a file cut inside its last page (it reads the missing bytes as
     zeros), so the size is checked against the header: a whole number of pages of the header's
     page size, at least its page count (when the count is valid: offset 92 equals the change
-    counter at 24, www.sqlite.org/fileformat.html §1.3)."""
+    counter at 24: "The Database Header", https://www.sqlite.org/fileformat.html)."""
     size = path.stat().st_size
     with path.open("rb") as fh:
         head = fh.read(100)
