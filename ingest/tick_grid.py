@@ -122,6 +122,19 @@ def tick_period_s(seq: np.ndarray, t_s: np.ndarray) -> float | None:
     return float(np.median(dt[ok] / ds[ok])) if ok.any() else None
 
 
+def grid_from_time(path: Path, t_s: np.ndarray) -> tuple[np.ndarray, str]:
+    """(seq, the run's reason saying so): `rebuild_seq(t_s)`, or IngestError naming why not
+    (for a reader that rebuilds the grid of a whole run itself, then gives its frames with
+    `seq` a chunk at a time, `run_fields["tick_grid"] = "rebuilt"`)."""
+    try:
+        seq, period = rebuild_seq(t_s)
+    except ValueError as exc:
+        raise IngestError(path, f"cannot rebuild the tick grid from the time: {exc}",
+                          field="t_s") from None
+    return seq, (f"no robot tick counter: tick grid rebuilt from t_s at its median period "
+                 f"{period * 1e3:.4g} ms")
+
+
 def frames_on_grid(path: Path, unit: IngestUnit) -> pa.Table:
     """The unit's frames in canonical form with their tick grid and `stale` flags, for every
     source alike. A reader without the robot's own tick counter leaves `seq` out: the grid is
@@ -133,15 +146,10 @@ def frames_on_grid(path: Path, unit: IngestUnit) -> pa.Table:
         if "t_s" not in frames.column_names:
             raise IngestError(path, "no tick counter and no time column: cannot place the rows "
                               "on a tick grid", field="t_s")
-        try:
-            seq, period = rebuild_seq(frames.column("t_s").to_numpy(zero_copy_only=False))
-        except ValueError as exc:
-            raise IngestError(path, f"cannot rebuild the tick grid from the time: {exc}",
-                              field="t_s") from None
+        seq, reason = grid_from_time(path, frames.column("t_s").to_numpy(zero_copy_only=False))
         frames = frames.append_column("seq", pa.array(seq, pa.int64()))
         unit.run_fields["tick_grid"] = "rebuilt"
-        unit.reasons.append(f"no robot tick counter: tick grid rebuilt from t_s at its median "
-                            f"period {period * 1e3:.4g} ms")
+        unit.reasons.append(reason)
     else:
         unit.run_fields.setdefault("tick_grid", "recorded")
     return with_stale(conform_frames(frames))

@@ -19,16 +19,19 @@ from __future__ import annotations
 import csv
 import json
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from ...catalog import JOINTS
 from ..registry import Detection, IngestError, IngestUnit, RawFile, ReadOptions, register
 from ..source_io import read_header, read_typed_csv
+from ..tick_grid import grid_from_time
 from .mapping import SIGNALS, Mapping, load_mapping
 
 JOINT_IMPEDANCE = 2
@@ -59,9 +62,15 @@ class MappedLogReader:
             raise IngestError(path, "a mapped log needs --mapping MAP.toml")
         mapping = load_mapping(Path(options.mapping))
         kind = file_kind(path)
-        data, n = _READ[kind](path, mapping)
-        frames, reasons = _frames(path, mapping, data, n)
-        reasons += _empty_cells(data, kind)
+        more = None
+        if kind == "csv" and path.stat().st_size >= CHUNK_BYTES:
+            frames, more, reasons = _csv_chunks(path, mapping)
+        else:
+            data, n = _READ[kind](path, mapping)
+            frames, reasons = _frames(path, mapping, data, n)
+            seq, grid = grid_from_time(path, frames.column("t_s").to_numpy())
+            frames = frames.append_column("seq", pa.array(seq, pa.int64()))
+            reasons += [grid] + _empty_cells(data, kind)
         run = mapping.run
         fields: dict[str, Any] = {
             "source_format": f"mapped_{kind}",
@@ -72,12 +81,13 @@ class MappedLogReader:
             "mapping_file": mapping.path.name,
             "mapping_toml": mapping.text,
             "time_clock": mapping.clock,
+            "tick_grid": "rebuilt",
         }
         return IngestUnit(robot=options.robot or run.get("robot"),
                           run=options.run or run.get("run") or path.name.split(".")[0],
                           frames=frames, raw_files=[RawFile(path, "recording"),
                                                     RawFile(mapping.path, "mapping")],
-                          run_fields=fields, reasons=reasons,
+                          run_fields=fields, reasons=reasons, more_frames=more,
                           first_line=2 if kind == "csv" else None)
 
 
@@ -105,7 +115,7 @@ def _csv_header(path: Path) -> list[str]:
     return next(csv.reader([",".join(line)])) if line else []
 
 
-def _read_csv(path: Path, mapping: Mapping) -> tuple[dict[str, np.ndarray], int]:
+def _check_csv_columns(path: Path, mapping: Mapping) -> None:
     header = _csv_header(path)
     _missing(path, mapping, header, "column")
     for prefix, names in mapping.columns.items():
@@ -113,6 +123,10 @@ def _read_csv(path: Path, mapping: Mapping) -> tuple[dict[str, np.ndarray], int]
             raise IngestError(path, f"mapping {mapping.path.name} [columns.{_KEY_OF[prefix]}]: "
                               f"{names[0]!r} is one name; a CSV needs a pattern with {{i}} or "
                               f"{{j}}, or a list of {JOINTS} names", kind="mapping")
+
+
+def _read_csv(path: Path, mapping: Mapping) -> tuple[dict[str, np.ndarray], int]:
+    _check_csv_columns(path, mapping)
     wanted = mapping.source_columns()
     table = read_typed_csv(path, {c: pa.float64() for c in wanted})
     return {c: table.column(c) for c in wanted}, table.num_rows
@@ -182,6 +196,62 @@ def _member(path: Path, archive: Any, name: str) -> np.ndarray:
     return arr
 
 
+CHUNK_BYTES = 32 << 20
+"""A mapped CSV this large is read a block of this many bytes at a time (`_csv_chunks`)."""
+
+
+def _csv_chunks(path: Path, mapping: Mapping) -> tuple[pa.Table, Iterator[pa.Table], list[str]]:
+    """(first frames, the rest, reasons) of a large mapped CSV in bounded memory: the time
+    column first, whole (the tick grid needs the run's median period), then the mapped
+    columns a block at a time (Arrow's streaming reader, the values of `read_typed_csv`).
+    The empty-cell reasons are added to `reasons` once the last block is read."""
+    _check_csv_columns(path, mapping)
+    time = _arrow_stream(path, [mapping.time_column])
+    t_s = _time_s(path, mapping, pa.concat_arrays(
+        [b.column(0) for b in time] or [pa.array([], pa.float64())]))
+    del time
+    pa.default_memory_pool().release_unused()  # the parse buffers of that pass, given back
+    if t_s.size == 0:
+        raise IngestError(path, "no rows", kind="empty")
+    seq, grid = grid_from_time(path, t_s)
+    reasons: list[str] = []
+
+    def frames() -> Iterator[pa.Table]:
+        row, nulls = 0, {}
+        for batch in _arrow_stream(path, mapping.source_columns()):
+            n = batch.num_rows
+            data = {name: batch.column(name) for name in batch.schema.names}
+            table, said = _frames(path, mapping, data, n, t_s[row:row + n])
+            if not row:
+                reasons.extend(said + [grid])
+            for name, column in data.items():
+                if column.null_count:
+                    first = int(np.flatnonzero(column.is_null().to_numpy(zero_copy_only=False))[0])
+                    count, at = nulls.get(name, (0, row + first))
+                    nulls[name] = (count + column.null_count, at)
+            yield table.append_column("seq", pa.array(seq[row:row + n], pa.int64()))
+            row += n
+        reasons.extend(f"column {name!r}: {count} empty cells, first at line {at + 2}, stored "
+                       "as null (not recorded)" for name, (count, at) in nulls.items())
+
+    rest = frames()
+    return next(rest), rest, reasons
+
+
+def _arrow_stream(path: Path, columns: list[str]) -> Iterator[pa.RecordBatch]:
+    """The `columns` of the CSV as float64 record batches of `CHUNK_BYTES` of the file; a
+    value Arrow cannot read is named (line, column) by `read_typed_csv` reading it whole."""
+    convert = pacsv.ConvertOptions(column_types={c: pa.float64() for c in columns},
+                                   include_columns=columns, null_values=[""],
+                                   strings_can_be_null=True, quoted_strings_can_be_null=True)
+    read = pacsv.ReadOptions(use_threads=False, block_size=CHUNK_BYTES)
+    try:
+        yield from pacsv.open_csv(path, read_options=read, convert_options=convert)
+    except pa.ArrowInvalid as exc:
+        read_typed_csv(path, {c: pa.float64() for c in columns})  # raises naming the line
+        raise IngestError(path, f"cannot read the CSV: {str(exc).splitlines()[0]}") from None
+
+
 _READ = {"csv": _read_csv, "parquet": _read_parquet, "npz": _read_npz}
 
 
@@ -211,12 +281,9 @@ def _empty_cells(data: dict[str, Any], kind: str) -> list[str]:
     return out
 
 
-def _frames(path: Path, mapping: Mapping, data: dict[str, np.ndarray],
-            n: int) -> tuple[pa.Table, list[str]]:
-    """Canonical columns (without `seq`) and the reasons worth saying about them."""
-    if n == 0:
-        raise IngestError(path, "no rows", kind="empty")
-    t, empty = _values(data[mapping.time_column])
+def _time_s(path: Path, mapping: Mapping, column: Any) -> np.ndarray:
+    """`t_s` of the whole run from its time column (× unit, cumulated when `steps`)."""
+    t, empty = _values(column)
     if empty is not None:
         row = int(np.flatnonzero(empty)[0])
         raise IngestError(path, f"time column {mapping.time_column!r} is empty at "
@@ -224,8 +291,16 @@ def _frames(path: Path, mapping: Mapping, data: dict[str, np.ndarray],
                           ": expected a time on every row", field=mapping.time_column,
                           line=row + 2 if file_kind(path) == "csv" else None)
     t = t * mapping.time_scale
-    if mapping.steps:
-        t = np.cumsum(t) - t[0]
+    return np.cumsum(t) - t[0] if mapping.steps else t
+
+
+def _frames(path: Path, mapping: Mapping, data: dict[str, np.ndarray],
+            n: int, t: np.ndarray | None = None) -> tuple[pa.Table, list[str]]:
+    """Canonical columns (without `seq`) and the reasons worth saying about them; `t`: the
+    rows' `t_s` when computed already (a chunk of a run)."""
+    if n == 0:
+        raise IngestError(path, "no rows", kind="empty")
+    t = _time_s(path, mapping, data[mapping.time_column]) if t is None else t
     cols: dict[str, Any] = {"t_s": t}
     if mapping.clock == "robot":
         cols["robot_time_s"] = t

@@ -91,3 +91,32 @@ def test_an_error_late_in_the_file_names_its_line(tmp_path, monkeypatch, chunk_b
     [out] = _ingest(path, tmp_path / "lake", monkeypatch, chunk_bytes, 700)
     assert out.status == "rejected" and "rec.csv:1901:" in out.message, out.message
     assert not (tmp_path / "lake" / "runs").exists()
+
+
+def test_a_mapped_csv_in_blocks_gives_the_whole_read_bytes_and_run_row(tmp_path, monkeypatch):
+    """The mapped reader's blocks (time column first, for the grid's median period): the same
+    frames.parquet and run row as one read, an empty cell named once with its first line."""
+    from twinlake.ingest.mapped import reader as mapped
+
+    path = _recording(tmp_path / "rec.csv")
+    lines = path.read_text().split("\n")
+    header = lines[0].split(",")
+    for i in (700, 1600):
+        cells = lines[i].split(",")
+        cells[header.index("dq2")] = ""
+        lines[i] = ",".join(cells)
+    path.write_text("\n".join(lines))
+    mapping = tmp_path / "map.toml"
+    mapping.write_text('[time]\ncolumn = "t_s"\nunit = "s"\n\n[columns]\nq = "q{i}"\n'
+                       'dq = "dq{i}"\ntau_measured = "tau_J{i}"\n')
+    outcomes = []
+    for name, block in (("whole", 1 << 30), ("blocks", 1 << 16)):
+        monkeypatch.setattr(mapped, "CHUNK_BYTES", block)
+        monkeypatch.setattr(frame_stream, "ROW_GROUP_ROWS", 700)
+        outcomes += ingest_paths(Lake(tmp_path / name), [path], ReadOptions(robot="r", mapping=mapping))
+    assert [o.status for o in outcomes] == ["published"] * 2, [o.message for o in outcomes]
+    a, b = _run_dir(tmp_path / "whole", "rec"), _run_dir(tmp_path / "blocks", "rec")
+    assert (a / "frames.parquet").read_bytes() == (b / "frames.parquet").read_bytes()
+    row_a, row_b = (pq.read_table(d / "run.parquet").to_pylist()[0] for d in (a, b))
+    assert row_a == row_b and row_a["tick_grid"] == "rebuilt"
+    assert "column 'dq2': 2 empty cells, first at line 701, stored as null (not recorded)" in row_a["reasons"]
