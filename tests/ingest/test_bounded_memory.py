@@ -44,12 +44,20 @@ print(json.dumps(peaks))
 MAPPING = '[time]\ncolumn = "t_s"\nunit = "s"\n\n[columns]\nq = "q{i}"\ndq = "dq{i}"\ntau_measured = "tau_J{i}"\n'
 
 
-@pytest.mark.parametrize("mapped", [False, True], ids=["csv_v2", "mapped_csv"])
-def test_peak_memory_of_an_ingest_does_not_grow_with_the_rows(tmp_path: Path, mapped: bool):
-    big = write_sample(tmp_path / "big.csv", SampleSpec(rows=4 * N, seed=3))
+@pytest.fixture(scope="module")
+def recordings(tmp_path_factory) -> tuple[Path, Path]:
+    """(N rows, 4N rows) of one recording: the small one is the big one's first N rows."""
+    d = tmp_path_factory.mktemp("memory")
+    big = write_sample(d / "big.csv", SampleSpec(rows=4 * N, seed=3))
     lines = big.read_bytes().split(b"\n", N + 1)
-    small = tmp_path / "small.csv"
-    small.write_bytes(b"\n".join(lines[: N + 1]) + b"\n")  # the same recording's first N rows
+    small = d / "small.csv"
+    small.write_bytes(b"\n".join(lines[: N + 1]) + b"\n")
+    return small, big
+
+
+@pytest.mark.parametrize("mapped", [False, True], ids=["csv_v2", "mapped_csv"])
+def test_peak_memory_of_an_ingest_does_not_grow_with_the_rows(tmp_path: Path, recordings, mapped: bool):
+    small, big = recordings
     extra = []
     if mapped:  # the same file as a log of the user's own layout
         (tmp_path / "map.toml").write_text(MAPPING)
