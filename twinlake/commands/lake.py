@@ -30,6 +30,10 @@ def sql_command(
     query: Optional[str] = typer.Argument(None, help="SQL query over the lake's views."),
     file: Optional[Path] = typer.Option(None, "--file", "-f", help="Read the query from a .sql file."),
     fmt: str = typer.Option("table", "--format", help="Output format: table, csv or json."),
+    read: list[Path] = typer.Option(
+        [], "--read", metavar="PATH",
+        help="A file or directory outside the lake the query may read too (repeatable); "
+             "nothing else outside the lake is readable."),
     lake: Optional[Path] = LAKE,
 ) -> None:
     """Run SQL over the lake (views: runs, frames, targets, intervals, fits, ...)."""
@@ -42,7 +46,7 @@ def sql_command(
             query = file.read_text(encoding="utf-8")
         except OSError as exc:
             fail(f"{file}: cannot read: {exc.strerror}")
-    con = _connect(lake)
+    con = _connect(lake, read)
     try:
         rel = con.execute(query)
         columns = [d[0] for d in rel.description] if rel.description else []
@@ -85,11 +89,11 @@ def rebuild_command(lake: Optional[Path] = LAKE) -> None:
           f"{len(index.schemas)} schemas")
 
 
-def _connect(lake: Optional[Path]):
+def _connect(lake: Optional[Path], readable: tuple[Path, ...] | list[Path] = ()):
     from ..catalog import connect, resolve_lake
 
     try:
-        return connect(resolve_lake(lake))
+        return connect(resolve_lake(lake), readable=readable)
     except Exception as exc:
         fail(f"cannot open the catalog: {str(exc).splitlines()[0]}")
 
