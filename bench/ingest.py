@@ -38,6 +38,14 @@ workers / serial (target >= 0.9).
 
     python bench/ingest.py --files 8 [--rows 100000] [--repeat 2]
 
+`--file recorder` measures a CSV v2 tiled from a `twinlake sim record` recording (the shape
+of the files users ingest, bench/ingest_files.py) instead of the synthetic one; `--memory ROWS`
+measures instead the peak RSS of one fresh `twinlake ingest` of a ROWS-row CSV v2 and of a
+tenth of it (target <= 600 MB for 3 600 000 rows, one hour at 1 kHz).
+
+    python bench/ingest.py --file recorder --repeat 0 --whole-process 5
+    python bench/ingest.py --memory 3600000
+
 The 1-minute load average is printed before and after (the machine may be shared).
 """
 
@@ -60,6 +68,9 @@ from twinlake.ingest import rawstore
 from twinlake.ingest.pipeline import ingest_paths
 from twinlake.ingest.registry import ReadOptions
 from twinlake.ingest.samples import SampleSpec, write_sample
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from ingest_files import peak_rss_mb, recorder_csv, tiled_csv  # noqa: E402
 
 
 def time_duckdb(csv: Path, out: Path) -> tuple[float, float]:
@@ -184,6 +195,38 @@ def bench_fan_out(args: argparse.Namespace, work: Path) -> None:
           f"2 workers / serial: {best['serial'] / best['2 workers']:.2f}x (target >= 0.9)")
 
 
+def bench_file(kind: str, rows: int, work: Path) -> Path:
+    """The `rows`-row CSV v2 of `--file` (made once per work directory)."""
+    csv = work / f"bench_{kind}.csv"
+    if csv.exists() and sum(1 for _ in open(csv, "rb")) - 1 == rows:
+        return csv
+    t0 = time.perf_counter()
+    if kind == "recorder":
+        tiled_csv(recorder_csv(work), rows, csv)
+    else:
+        write_sample(csv, SampleSpec(rows=rows, seed=1))
+    print(f"generated {csv} ({csv.stat().st_size / 1e6:.0f} MB, {rows} rows) "
+          f"in {time.perf_counter() - t0:.1f} s")
+    return csv
+
+
+def bench_memory(rows: int, work: Path) -> None:
+    """Peak RSS of one fresh `twinlake ingest` of a `rows`-row CSV v2 (tiled from a 100 000-row
+    sample) and of a tenth of it (target: <= 600 MB; the two alike: memory does not grow)."""
+    base = work / "memory_base.csv"
+    if not base.exists():
+        write_sample(base, SampleSpec(rows=100_000, seed=1))
+    for n in (rows // 10, rows):
+        csv = tiled_csv(base, n, work / f"memory_{n}.csv")
+        peak = peak_rss_mb(csv, work / f"memory-lake-{n}")
+        shutil.rmtree(work / f"memory-lake-{n}")
+        print(f"HEADLINE memory: one `twinlake ingest` of {n:,} rows "
+              f"({csv.stat().st_size / 1e6:.0f} MB) peaked at {peak:.0f} MB RSS "
+              f"(target <= 600 MB)", flush=True)
+        csv.unlink()
+    print(f"load average (1 min) at end: {os.getloadavg()[0]:.1f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=None, help="rows per recording (600 000; --files: 100 000)")
@@ -200,6 +243,11 @@ def main() -> None:
                              f"{rawstore.ARCHIVE_THREADS}, the pipeline's)")
     parser.add_argument("--whole-process", type=int, default=0, metavar="N",
                         help="also time N pairs of whole processes, start-up included")
+    parser.add_argument("--file", choices=["synthetic", "recorder"], default="synthetic",
+                        help="synthetic: samples.write_sample's CSV; recorder: tiled from a "
+                             "`twinlake sim record` recording")
+    parser.add_argument("--memory", type=int, default=0, metavar="ROWS",
+                        help="measure the peak RSS of one ingest of a ROWS-row CSV v2 instead")
     args = parser.parse_args()
     print(f"load average (1 min) at start: {os.getloadavg()[0]:.1f}")
     work = args.keep or Path(tempfile.mkdtemp(prefix="twinlake-bench-"))
@@ -210,13 +258,13 @@ def main() -> None:
         if args.keep is None:
             shutil.rmtree(work, ignore_errors=True)
         return
+    if args.memory:
+        bench_memory(args.memory, work)
+        if args.keep is None:
+            shutil.rmtree(work, ignore_errors=True)
+        return
     args.rows = args.rows or 600_000
-    csv = work / "bench_run.csv"
-    if not csv.exists() or sum(1 for _ in open(csv, "rb")) - 1 != args.rows:
-        t0 = time.perf_counter()
-        write_sample(csv, SampleSpec(rows=args.rows, seed=1))
-        print(f"generated {csv} ({csv.stat().st_size / 1e6:.0f} MB, {args.rows} rows) "
-              f"in {time.perf_counter() - t0:.1f} s")
+    csv = bench_file(args.file, args.rows, work)
     variants = [(c, t) for c in args.raw_codec for t in args.archive_threads
                 if c != "none" or t == args.archive_threads[0]]  # none compresses nothing
     duck, twin = [], {v: [] for v in variants}

@@ -5,9 +5,15 @@ with `allowed_directories` grants reading *and* writing inside those directories
 in-memory database cannot be opened read-only (a read-only database file still runs `COPY
 ... TO`). So a read-only connection is two things:
 
-- DuckDB's own `lock_configuration`: after the catalog is set up no setting can change,
-  except the few in `ALLOWED_SETTINGS`, which write nothing (so no `profiling_output`,
-  `log_query_path`, `temp_directory`, `secret_directory`, `enable_logging`, ...);
+- DuckDB's own settings, then `lock_configuration`: no extension is installed or loaded
+  on demand (`autoinstall_known_extensions` / `autoload_known_extensions` off, so a
+  `https://` or `s3://` path or `CREATE SECRET` never fetches httpfs nor creates
+  `~/.duckdb/`), and no file outside the lake (and the paths the caller names) is read
+  (`enable_external_access = false` with `allowed_directories` / `allowed_paths`: no
+  `read_csv('/etc/passwd')`, `read_text`, `read_blob`, `glob('/root/*')`, URL or
+  secret store). After that no setting can change, except the few in `ALLOWED_SETTINGS`,
+  which write nothing (so no `profiling_output`, `log_query_path`, `temp_directory`,
+  `secret_directory`, `enable_logging`, ...);
 - `ReadOnlyConnection`, a thin wrapper over the DuckDB connection that parses every SQL text
   with DuckDB's parser (`duckdb.extract_statements`) before running it and refuses the
   statement types that write files or reach outside the in-memory database
@@ -24,6 +30,7 @@ could with `open()`.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any
 
 import duckdb
@@ -50,10 +57,19 @@ class ReadOnlyRefused(duckdb.PermissionException):
     """A statement a read-only catalog connection does not run."""
 
 
-def lock(con: duckdb.DuckDBPyConnection) -> None:
-    """Lock `con`'s configuration (DuckDB `lock_configuration`) except `ALLOWED_SETTINGS`."""
+def lock(con: duckdb.DuckDBPyConnection, directories: Sequence[str],
+         paths: Sequence[str] = ()) -> None:
+    """Confine `con` to reading `directories` (and every file under them) and the single files
+    `paths` (absolute), with no extension installed or loaded on demand, then lock its
+    configuration (DuckDB `lock_configuration`) except `ALLOWED_SETTINGS`."""
+    con.execute("SET autoinstall_known_extensions = false")
+    con.execute("SET autoload_known_extensions = false")
+    con.execute("SET allowed_directories = ?", [list(directories)])
+    con.execute("SET allowed_paths = ?", [list(paths)])
+    con.execute("SET enable_external_access = false")
     con.execute("SET allowed_configs = ?", [list(ALLOWED_SETTINGS)])
     con.execute("SET lock_configuration = true")
+
 
 
 def check_sql(query: str) -> None:

@@ -25,7 +25,7 @@ from __future__ import annotations
 import os
 import re
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from functools import lru_cache
 from importlib import resources
@@ -149,15 +149,18 @@ def empty_table_sql(name: str, schema: pa.Schema) -> str:
     return f"CREATE TABLE {_quoted(name)} ({', '.join(columns + ['robot VARCHAR', 'run VARCHAR'])})"
 
 
-def connect(lake: Lake | str | Path, *, read_only: bool = True,
-            strict: bool = False) -> duckdb.DuckDBPyConnection | ReadOnlyConnection:
+def connect(lake: Lake | str | Path, *, read_only: bool = True, strict: bool = False,
+            readable: Sequence[str | Path] = ()) -> duckdb.DuckDBPyConnection | ReadOnlyConnection:
     """An in-process (in-memory) DuckDB connection with the lake's views.
 
     Views are bound to the files present when they are created: connect again to see
     tables that appeared later. `read_only` (the default): SQL through the connection can
     read but never write a file: the configuration is locked and file-writing statements
     (`COPY`, `EXPORT`, `ATTACH`, `INSTALL`/`LOAD`, ...) raise `ReadOnlyRefused`
-    (`catalog/read_only.py`); `read_only=False` gives the plain DuckDB connection. A failing
+    (`catalog/read_only.py`), and SQL reads only files under the lake and the files and
+    directories of `readable` (DuckDB's `allowed_directories` / `allowed_paths` with
+    `enable_external_access = false`), never installing or loading an extension;
+    `read_only=False` gives the plain DuckDB connection. A failing
     block of `views.sql` raises; a failing block of a later file is skipped with a warning
     (its views are missing) unless `strict`, so one broken view never takes the whole
     catalog down.
@@ -190,8 +193,21 @@ def connect(lake: Lake | str | Path, *, read_only: bool = True,
         con.execute(f"SET VARIABLE {var} = ?", [files])
     if not read_only:
         return con
-    lock(con)
+    directories, paths = _readable(root, readable)
+    lock(con, directories, paths)
     return ReadOnlyConnection(con)
+
+
+def _readable(root: Path, readable: Sequence[str | Path]) -> tuple[list[str], list[str]]:
+    """(directories, files) a read-only connection may read: the lake (as given and with
+    symbolic links resolved, since DuckDB compares the path a query names) and `readable`,
+    a directory admitting everything under it, a file (or a path not there yet) itself."""
+    directories = {str(root), str(root.resolve())}
+    paths: set[str] = set()
+    for item in readable:
+        path = Path(item).absolute()
+        (directories if path.is_dir() else paths).update({str(path), str(path.resolve())})
+    return sorted(directories), sorted(paths)
 
 
 _DROP_SCOPE = ("DROP VIEW IF EXISTS temp.frames", "DROP VIEW IF EXISTS temp.runs")

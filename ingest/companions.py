@@ -67,12 +67,19 @@ class Companions:
                                "payload_kg": _payload_kg(self.metadata)}
         if self.metadata is not None:
             out["metadata_json"] = json.dumps(self.metadata, sort_keys=True)
+            status = self.metadata.get("excitation_status")
+            if isinstance(status, str):  # twinlake's recorder: the excitation's end state
+                out.update(excitation_status=status, aborted=status in ABORTED_STATUSES)
         st = self.status
         if st is not None:
             out.update(complete=bool(st.get("complete")), status_written=_int(st, "written"),
                        status_discarded=_int(st, "discarded"),
                        status_dropped=_int(st, "dropped"), status_error=st.get("error") or "")
         return out
+
+
+ABORTED_STATUSES = ("aborted", "failed")
+"""`excitation_status` values of a run the client stopped before its plan ended."""
 
 
 def _int(d: dict, key: str) -> int | None:

@@ -17,8 +17,10 @@ and after any point, or `nan`, `-nan`, `inf`, `-inf`.
 Its value is exact by Clinger's fast path: with the significant digits as an integer
 m ≤ 2^53 and the decimal exponent e in [-22, 22], m and 10^|e| are both exact doubles, so
 the one IEEE multiplication or division m·10^e rounds correctly, as every correctly-rounding
-parser (polars', Arrow's) does. A cell outside that range (more than 15-16 significant
-digits, |e| > 22, e.g. 1e-300) declines the whole file. `nan` is the quiet NaN
+parser (polars', Arrow's) does. A cell outside that range (a mantissa over 2^53, |e| > 22:
+the recorder writes numerical zeros such as `-2.96984659087e-18`) is read by the C kernel with
+the C library's `strtod`, correctly rounded too (glibc, musl), if it gives a normal finite
+double, else the whole file is declined; numba's kernel declines the file. `nan` is the quiet NaN
 0x7ff8000000000000, `-nan` the same with the sign bit (as polars reads them); `-0` is -0.0.
 An integer cell is `[-]digits` within its column's type. Lines end in `\\n` (no `\\r`),
 every line has the header's number of fields, no cell is empty and no space is allowed.
@@ -26,6 +28,7 @@ every line has the header's number of fields, no cell is empty and no space is a
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 
@@ -67,7 +70,52 @@ def read_decimal_csv(buf: pa.Buffer, header: list[str], types: dict[str, pa.Data
     start = int(newline[0]) + 1
     if start == data.size:
         return None  # no rows: the caller says so, naming the line
-    spans = _spans(data, start, threads)
+    return _parse_span(data, start, data.size, header, types, threads)
+
+
+def read_decimal_chunks(data: np.ndarray, header: list[str], types: dict[str, pa.DataType],
+                        chunk_bytes: int, threads: int = 2,
+                        release: Callable[[int, int], None] | None = None
+                        ) -> Iterator[tuple[int, pa.Table | None]]:
+    """`(first byte, table)` of each span of whole lines of about `chunk_bytes` of `data`
+    (a whole CSV file as uint8, first line exactly `header`), in order, each parsed as
+    `read_decimal_csv` parses a file; the table is None (and the iteration ends) where a span
+    declines or the first line is not `header`: the caller parses from that byte on the
+    general way. `release(lo, hi)` after each span is parsed: its bytes are not read again."""
+    newline = np.flatnonzero(data[: 1 << 16] == 10)
+    if not newline.size or data[-1] != 10 or data[: newline[0]].tobytes() != \
+            ",".join(header).encode():
+        yield 0, None
+        return
+    lo = int(newline[0]) + 1
+    if lo == data.size:
+        yield lo, None  # no rows: the caller says so, naming the line
+        return
+    while lo < data.size:
+        hi = _line_end(data, min(lo + chunk_bytes, data.size))
+        table = _parse_span(data, lo, hi, header, types, threads)
+        yield lo, table
+        if table is None:
+            return
+        if release is not None:
+            release(lo, hi)
+        lo = hi
+
+
+def _line_end(data: np.ndarray, at: int) -> int:
+    """The first byte after the line end at or after `at` (`data.size` at the end)."""
+    while at < data.size:
+        ends = np.flatnonzero(data[at: at + (1 << 20)] == 10)
+        if ends.size:
+            return at + int(ends[0]) + 1
+        at += 1 << 20
+    return data.size
+
+
+def _parse_span(data: np.ndarray, start: int, stop: int, header: list[str],
+                types: dict[str, pa.DataType], threads: int) -> pa.Table | None:
+    """The table of the whole lines `data[start:stop]`, or None where any declines."""
+    spans = _spans(data, start, threads, stop)
     rows = sum(count for _, count, _ in spans)
     is_int = np.array([pa.types.is_integer(types[name]) for name in header])
     parse_rows = kernels()[1]
@@ -88,15 +136,17 @@ def read_decimal_csv(buf: pa.Buffer, header: list[str], types: dict[str, pa.Data
     return _table(header, types, is_int, floats, ints)
 
 
-def _spans(data: np.ndarray, start: int, threads: int) -> list[tuple[int, int, int]]:
+def _spans(data: np.ndarray, start: int, threads: int,
+           size: int | None = None) -> list[tuple[int, int, int]]:
     """(first byte, lines, first row) of up to `threads` spans of whole lines covering
-    data[start:], one per `_MIN_SPAN_BYTES` at least."""
-    size, count_newlines = data.size, kernels()[0]
+    data[start:size] (`size` None: to the end), one per `_MIN_SPAN_BYTES` at least."""
+    count_newlines = kernels()[0]
+    size = data.size if size is None else size
     pieces = max(1, min(threads, (size - start) // _MIN_SPAN_BYTES))
     cuts = [start]
     for k in range(1, pieces):
         at = start + (size - start) * k // pieces
-        ends = np.flatnonzero(data[at: at + (1 << 20)] == 10)  # the next line end
+        ends = np.flatnonzero(data[at: min(at + (1 << 20), size)] == 10)  # the next line end
         if ends.size:  # (no line ends within 1 MiB: no cut here)
             cuts.append(at + 1 + int(ends[0]))
     cuts = sorted(set(c for c in cuts if c < size)) + [size]

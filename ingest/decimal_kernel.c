@@ -1,6 +1,8 @@
 /* The compiled decimal CSV reader's two kernels in C: the same grammar, the same arithmetic
  * and the same results, bit for bit, as the numba kernels of ingest/decimal_numba.py (the
- * grammar and why each value is exact: ingest/decimal_csv.py). Built once per machine by
+ * grammar and why each value is exact: ingest/decimal_csv.py), except that a cell outside
+ * the exact fast path is taken here (strtod_cell) where numba's kernel declines the file.
+ * Built once per machine by
  * ingest/decimal_native.py with the system C compiler and loaded with ctypes, which
  * releases the GIL around each call; a process then pays a dlopen, not numba's import and
  * cache load.
@@ -44,11 +46,31 @@ static inline double quiet_nan(int negative)
     return nan.value;
 }
 
+/* A cell of the grammar outside the exact fast path (|e| > 22, a mantissa over 2^53: the
+ * recorder's numerical zeros such as -2.96984659087e-18) by the C library's strtod, which
+ * glibc and musl round correctly, as polars' and Arrow's parsers do, so the bits are theirs.
+ * 0 (decline) when strtod does not take exactly the cell (a locale whose decimal point is
+ * not '.'), or the value is not a normal finite double (subnormal, overflow: left to them). */
+static int strtod_cell(const uint8_t *data, int64_t start, int64_t stop, double *out)
+{
+    char text[48];
+    if (stop - start >= (int64_t)sizeof text)
+        return 0;
+    memcpy(text, data + start, (size_t)(stop - start));
+    text[stop - start] = '\0';
+    char *end = NULL;
+    double value = strtod(text, &end);
+    if (end != text + (stop - start) || !isnormal(value))
+        return 0;
+    *out = value;
+    return 1;
+}
+
 /* The cell at *pos as a double; *pos moves past it; 0 when outside the grammar. */
 static inline int float_cell(const uint8_t *data, int64_t *pos_io, const double *pow10,
                              double *out)
 {
-    int64_t pos = *pos_io;
+    int64_t cell = *pos_io, pos = *pos_io;
     int negative = data[pos] == '-';
     pos += negative;
     uint8_t first = data[pos];
@@ -113,7 +135,7 @@ static inline int float_cell(const uint8_t *data, int64_t *pos_io, const double 
         return 1;
     }
     if (mantissa > MAX_MANTISSA || exponent > 22 || exponent < -22)
-        return 0; /* outside the exact fast path */
+        return strtod_cell(data, cell, *pos_io, out); /* outside the exact fast path */
     double value = exponent >= 0 ? (double)mantissa * pow10[exponent]
                                  : (double)mantissa / pow10[-exponent];
     *out = negative ? -value : value;

@@ -36,11 +36,12 @@ import tempfile
 from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Any
 from pathlib import Path
 
 from ..catalog import Lake, clean_staging
-from .outcome import Outcome
-from .pipeline import ingest_runs
+from .outcome import Outcome, rejected
+from .pipeline import ingest_runs, unforeseen
 from .rawstore import DEFAULT_RAW_CODEC
 from .registry import ReadOptions, readers
 from .walk import ResultImporter, walk_inputs
@@ -147,7 +148,7 @@ class TaskQueue:
                  num_cpus: int, on_done: Callable[[int, int], None] | None) -> None:
         import ray
 
-        self._ray = ray
+        self._ray, self._lake = ray, lake
         self._remote = ray.remote(num_cpus=num_cpus, max_retries=0)(ingest_task)
         self._args = (str(lake.root), options, replace, raw_codec, num_cpus)
         self._workers, self._on_done = workers, on_done
@@ -174,14 +175,28 @@ class TaskQueue:
         if self._on_done is not None:
             self._on_done(len(self._done), len(self._inputs))
 
+    def _result(self, ref: Any, handle: int) -> list[Outcome]:
+        try:
+            return self._ray.get(ref)
+        except Exception as exc:  # RayTaskError, WorkerCrashedError, ...
+            path, name = self._inputs[handle]
+            return _task_failed(self._lake, path, name, exc)
+
     def outcomes(self, handle: int) -> list[Outcome]:
         while handle not in self._done:
             [ref], _ = self._ray.wait(list(self._running), num_returns=1)
             finished = self._running.pop(ref)
-            self._done[finished] = self._ray.get(ref)
+            self._done[finished] = self._result(ref, finished)
             self._start()
             self.report()
         return self._done[handle]
+
+
+def _task_failed(lake: Lake, path: Path, reader_name: str, exc: BaseException) -> list[Outcome]:
+    """The one-line outcome of a task that failed outside `ingest_runs`' own handling (its
+    worker died, Ray could not run it): the input quarantined, the others go on."""
+    cause = getattr(exc, "cause", None) or exc
+    return [rejected(lake, path, unforeseen(path, cause), reader_name)]
 
 
 def fan_out_paths(lake: Lake, paths: list[Path], options: ReadOptions = ReadOptions(), *, workers: int,

@@ -56,5 +56,6 @@ def rejected(lake: Lake, path: Path, err: IngestError, fmt: str | None,
     files = [path] + companion_candidates(path) if path.is_file() else [path]
     files += [f for f in also if f.is_file() and f not in files]
     qdir = quarantine(lake, files, reason)
-    return Outcome(str(path), "rejected", f"{err} (quarantined)", format=fmt,
+    one_line = " ".join(str(err).splitlines())  # a library's words may span lines
+    return Outcome(str(path), "rejected", f"{one_line} (quarantined)", format=fmt,
                    quarantine=str(qdir))

@@ -32,12 +32,9 @@ from .outcome import Outcome, rejected
 from .registry import IngestError, IngestUnit, ReadOptions, SourceReader, readers
 from .rawstore import DEFAULT_RAW_CODEC, RawStore
 from .runstats import flags_for, frame_stats, verdict_for
-from .tick_grid import frames_on_grid
-from .validate import validate_frames
+from .frame_stream import PARQUET_COMPRESSION, ROW_GROUP_ROWS, stream_frames
 from .walk import ResultImporter, walk_inputs
 
-PARQUET_COMPRESSION = "snappy"  # DuckDB's default too; ~20% faster to write than zstd
-ROW_GROUP_ROWS = 122_880  # DuckDB's own row-group size: lets one run's scan use every core
 
 
 def ingest_paths(lake: Lake, paths: list[Path], options: ReadOptions = ReadOptions(), *,
@@ -81,6 +78,8 @@ def ingest_runs(lake: Lake, path: Path, reader: SourceReader, options: ReadOptio
         chosen = select(path, options)
     except IngestError as err:
         return [rejected(lake, path, err, reader.name)]
+    except Exception as exc:  # a library's error the reader did not foresee: still one line
+        return [rejected(lake, path, unforeseen(path, exc), reader.name)]
     return [ingest_one(lake, path, reader, o, replace=replace, raw_codec=raw_codec)
             for o in chosen]
 
@@ -93,11 +92,21 @@ def ingest_one(lake: Lake, path: Path, reader: SourceReader, options: ReadOption
         if path.is_file():
             raw.start_primary(path)
         return _ingest(lake, path, reader, options, replace, raw)
-    except IngestError as err:
+    except Exception as exc:  # IngestError, or a library's error the reader did not foresee
+        err = exc if isinstance(exc, IngestError) else unforeseen(path, exc)
         return rejected(lake, path, err, reader.name,
                         [Path(options.mapping)] if options.mapping is not None else [])
     finally:
         raw.discard()
+
+
+def unforeseen(path: Path, exc: BaseException) -> IngestError:
+    """An error no reader check named (a library's own, on input it did not expect) as a
+    one-line IngestError naming the file and the library's words: the input is quarantined
+    and the next one ingested, never a traceback."""
+    text = str(exc).strip().splitlines()
+    return IngestError(path, f"cannot be read: {type(exc).__name__}: "
+                       f"{text[0] if text else '(no message)'}", kind="unforeseen")
 
 
 def _ingest(lake: Lake, path: Path, reader: SourceReader, options: ReadOptions,
@@ -106,18 +115,17 @@ def _ingest(lake: Lake, path: Path, reader: SourceReader, options: ReadOptions,
     naming_error = _check_names(path, reader, unit)
     if naming_error is not None:
         return naming_error
-    unit.frames = frames = frames_on_grid(path, unit)
-    raw.write_async("frames.parquet", lambda p: write_frames_parquet(frames, p))  # overlaps checks
-    validate_frames(path, frames, unit.run_fields.get("source_version"), unit.first_line)
+    # grid, stale flags, validation, statistics and frames.parquet, a chunk at a time (the
+    # Parquet writer's thread and the archive's overlap the checks)
+    stats = stream_frames(path, unit, raw.dir / "frames.parquet")
     for f in unit.raw_files:
         if f.path.is_file():
             raw.add(f.path, f.role)
-    stats = frame_stats(frames)  # before joining the archive thread: overlaps its tail
     # a directory, or a file read through a mapping: "the same bytes" is every kept file
     row = run_row(unit, raw.wait(), manifest_hash=path.is_dir() or options.mapping is not None,
                   stats=stats)
     base = Outcome(str(path), "published", "", format=reader.name, robot=unit.robot,
-                   run=unit.run, frame_count=frames.num_rows, verdict=row["verdict"],
+                   run=unit.run, frame_count=stats["frame_count"], verdict=row["verdict"],
                    flags=row["flags"], files=[str(f.path) for f in unit.raw_files])
     return _publish(lake, path, unit, row, raw, base, replace)
 
@@ -157,7 +165,7 @@ def _publish(lake: Lake, path: Path, unit: IngestUnit, row: dict, raw: RawStore,
     status = "replaced" if existing is not None else "published"
     flags = f" ({', '.join(row['flags'])})" if row["flags"] else ""
     return _with(base, status, f"{path.name}: {status} {unit.robot}/{unit.run}: "
-                 f"{unit.frames.num_rows} frames, verdict {row['verdict']}{flags}", target)
+                 f"{row['frame_count']} frames, verdict {row['verdict']}{flags}", target)
 
 
 def _with(base: Outcome, status: str, message: str, partition: Path) -> Outcome:

@@ -17,6 +17,7 @@ moves into the partition being published.
 from __future__ import annotations
 
 import hashlib
+import mmap
 import os
 import shutil
 import threading
@@ -73,21 +74,51 @@ def store_file(src: Path, raw_dir: Path, role: str, codec: str = DEFAULT_RAW_COD
         raise ValueError(f"raw codec {codec!r}: expected one of {', '.join(RAW_CODECS)}")
     dst = raw_dir / f"{src.name}{RAW_CODECS[codec]}"
     size = src.stat().st_size
-    data = pa.memory_map(str(src), "r").read_buffer() if size else pa.py_buffer(b"")
+    mapped = _MappedFile(src, size)
     digest = hashlib.sha256()
-    blocks = (data.slice(start, min(chunk_bytes, size - start))
+    blocks = (mapped.block(start, min(chunk_bytes, size - start))
               for start in range(0, size, chunk_bytes))
     if codec == "none":
         shutil.copyfile(src, dst)  # sendfile/copy_file_range: no user-space copy
         for block in blocks:
             digest.update(memoryview(block))
+            mapped.done(block)
     else:
         level = ZSTD_LEVEL if codec == "zstd" else None
         with open(dst, "wb") as out:
             for frame in _frames(blocks, pa.Codec(codec, level), digest, threads):
                 out.write(frame)
+                mapped.done_next()
     fsync_path(dst)
     return StoredFile(src.name, role, digest.hexdigest(), size, f"raw/{dst.name}")
+
+
+class _MappedFile:
+    """A file's memory map read once in order: each block's pages are dropped from this
+    process (`MADV_DONTNEED`; the page cache keeps them) once hashed and compressed, so the
+    archive's resident memory does not grow with the file."""
+
+    def __init__(self, src: Path, size: int) -> None:
+        self._map = None
+        if size:
+            with open(src, "rb") as fh:
+                self._map = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+        self._spans: deque = deque()
+
+    def block(self, start: int, length: int) -> pa.Buffer:
+        self._spans.append((start, length))
+        return pa.py_buffer(memoryview(self._map)[start:start + length])
+
+    def done_next(self) -> None:
+        """The oldest block handed out is hashed and compressed: drop its pages."""
+        start, length = self._spans.popleft()
+        lo = -(-start // mmap.PAGESIZE) * mmap.PAGESIZE  # a page shared with the next block stays
+        hi = (start + length) // mmap.PAGESIZE * mmap.PAGESIZE
+        if hi > lo:
+            self._map.madvise(mmap.MADV_DONTNEED, lo, hi - lo)
+
+    def done(self, _block: pa.Buffer) -> None:
+        self.done_next()
 
 
 def _frames(blocks: Iterator[pa.Buffer], codec: pa.Codec, digest, threads: int

@@ -9,6 +9,7 @@ does detect → read → validate → publish (or quarantine) for all of them.
 from __future__ import annotations
 
 import importlib
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -102,6 +103,9 @@ class IngestUnit:
     - `reasons`, `flags`: validation notes the reader already found (e.g. truncated).
     - `first_line`: the file line holding frames row 0 (2 for a CSV with one header line),
       so validation errors can name the line; None when rows do not map to lines.
+    - `more_frames`: a reader of large files gives `frames` a chunk at a time: the first
+      chunk in `frames`, the rest from this iterator (same columns, each with `seq`); the
+      pipeline then holds one chunk at a time (`frame_stream`).
     """
 
     robot: str | None
@@ -114,6 +118,7 @@ class IngestUnit:
     reasons: list[str] = field(default_factory=list)
     flags: list[str] = field(default_factory=list)
     first_line: int | None = None  # file line of frames row 0 (for error messages)
+    more_frames: Iterator[pa.Table] | None = None  # frames after `frames`, in row order
 
 
 @runtime_checkable

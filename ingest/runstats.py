@@ -25,6 +25,8 @@ _GAIN_COLS = ([f"K_joint{j}" for j in range(1, JOINTS + 1)]
               + ["filter_alpha", "joint_use_friction"])
 _TAU_J = [f"tau_J{j}" for j in range(1, JOINTS + 1)]
 _FLOAT_COLUMNS = [f.name for f in FRAME_SCHEMA if pa.types.is_floating(f.type)]
+_JUDGED = ["seq", "controller", "joint_reset_count", *_GAIN_COLS]
+"""The columns a chunk is judged with beside the last row of the chunk before it."""
 SAMPLE_FLAGS = ("nan_torque_sensor", "nonfinite", "stale_rows")
 """Flags about single samples, not the run: they do not turn the verdict to `flagged`."""
 
@@ -38,32 +40,90 @@ def _np(frames: pa.Table, name: str, fill: float = np.nan) -> np.ndarray:
 
 def frame_stats(frames: pa.Table) -> dict[str, Any]:
     """Counts, seq range, gaps, rates, controllers, gains and resets for run.parquet."""
-    seq = _np(frames, "seq")
-    t = _np(frames, "t_s")
-    step = np.diff(seq)
-    dt = np.diff(t)
-    period = frames.column("control_period_s").drop_null().to_numpy()
-    out: dict[str, Any] = {
-        "frame_count": int(len(seq)),
-        "seq_first": int(seq[0]),
-        "seq_last": int(seq[-1]),
-        "gap_count": int(np.count_nonzero(step > 1)),
-        "dropped": int(np.sum(step[step > 1] - 1)),
-        "duration_s": float(t[-1] - t[0]),
-        "rate_hz": float(1.0 / np.median(dt)) if dt.size and np.median(dt) > 0 else None,
-        "tick_period_s": tick_period_s(seq, t),
-        "stale_frames": int(pc.sum(frames.column("stale")).as_py() or 0),
-        "control_period_median_s": float(np.median(period)) if period.size else None,
-        "control_period_max_s": float(period.max()) if period.size else None,
-    }
-    out.update(_controller_stats(frames))
-    out.update(_gain_stats(frames))
-    masks = _nonfinite_masks(frames)  # one pass over the float columns for all three
-    out["nan_tau_J"] = _rows_any(masks, _TAU_J)
-    out["_non_finite_other"] = _rows_any(masks, [c for c in masks if c not in _TAU_J])
-    out["nonfinite_frames"] = [{"column": name, "frames": count}
-                               for name, (count, _) in masks.items()]
-    return out
+    stats = FrameStats()
+    stats.add(frames)
+    return stats.result()
+
+
+class FrameStats:
+    """`frame_stats` of a run's frames given in row order a chunk at a time (`add`), the same
+    numbers as over the whole table: per-row counts add up, and each chunk is judged with the
+    last row of the chunk before it prepended, so a change across a boundary (a seq gap, a
+    controller switch, a gain change) counts once. The medians need `seq`, `t_s` and
+    `control_period_s` whole: 24 bytes a row are kept, nothing else."""
+
+    def __init__(self) -> None:
+        self._seq: list[np.ndarray] = []
+        self._t: list[np.ndarray] = []
+        self._period: list[np.ndarray] = []
+        self._carry: pa.Table | None = None  # the last row so far (the columns judged here)
+        self._rows = 0
+        self._counts = dict.fromkeys(("gap_count", "dropped", "stale_frames", "controller_switches",
+                                      "resets", "nan_tau_J", "_non_finite_other"), 0)
+        self._controllers: dict[int, None] = {}
+        self._nonfinite = dict.fromkeys(_FLOAT_COLUMNS, 0)
+        self._gains = _GainChanges()
+
+    def add(self, frames: pa.Table) -> None:
+        """Count the next `frames` (canonical columns, rows after those added before)."""
+        if frames.num_rows == 0:
+            return
+        narrow = frames.select(_JUDGED)
+        ext = narrow if self._carry is None else pa.concat_tables([self._carry, narrow])
+        skip = 0 if self._carry is None else 1  # ext row `skip` is this chunk's first
+        # copies: a view would keep the chunk's whole parse buffer (every column) alive
+        self._seq.append(_np(frames, "seq").copy())
+        self._t.append(_np(frames, "t_s").copy())
+        self._period.append(frames.column("control_period_s").drop_null().to_numpy().copy())
+        step = np.diff(_np(ext, "seq"))
+        c = self._counts
+        c["gap_count"] += int(np.count_nonzero(step > 1))
+        c["dropped"] += int(np.sum(step[step > 1] - 1))
+        c["stale_frames"] += int(pc.sum(frames.column("stale")).as_py() or 0)
+        self._add_controllers(ext, skip)
+        self._gains.add(ext, self._rows - skip)
+        masks = _nonfinite_masks(frames)  # one pass over the float columns for all three
+        for name, (count, _) in masks.items():
+            self._nonfinite[name] += count
+        c["nan_tau_J"] += _rows_any(masks, _TAU_J)
+        c["_non_finite_other"] += _rows_any(masks, [m for m in masks if m not in _TAU_J])
+        self._rows += frames.num_rows
+        self._carry = narrow.slice(narrow.num_rows - 1, 1)
+
+    def _add_controllers(self, ext: pa.Table, skip: int) -> None:
+        ctrl = _np(ext, "controller")
+        switch_at = np.flatnonzero(ctrl[1:] != ctrl[:-1]) + 1
+        seen = ([int(ctrl[0])] if not skip else []) + [int(x) for x in ctrl[switch_at]]
+        self._controllers.update(dict.fromkeys(seen))
+        ji = ctrl == JOINT_IMPEDANCE
+        self._counts["controller_switches"] += int(switch_at.size)
+        # each entry into joint impedance, and each change of the reset count within it
+        self._counts["resets"] += int(np.count_nonzero(ji[switch_at])) + _changes(
+            _np(ext, "joint_reset_count"), np.flatnonzero(ji))
+
+    def result(self) -> dict[str, Any]:
+        seq, t = np.concatenate(self._seq), np.concatenate(self._t)
+        period = np.concatenate(self._period)
+        dt = np.diff(t)
+        out: dict[str, Any] = {
+            "frame_count": int(len(seq)), "seq_first": int(seq[0]), "seq_last": int(seq[-1]),
+            "gap_count": self._counts["gap_count"], "dropped": self._counts["dropped"],
+            "duration_s": float(t[-1] - t[0]),
+            "rate_hz": float(1.0 / np.median(dt)) if dt.size and np.median(dt) > 0 else None,
+            "tick_period_s": tick_period_s(seq, t),
+            "stale_frames": self._counts["stale_frames"],
+            "control_period_median_s": float(np.median(period)) if period.size else None,
+            "control_period_max_s": float(period.max()) if period.size else None,
+            "controllers": [c for c in self._controllers if c >= 0],
+            "controller_switches": self._counts["controller_switches"],
+            "resets": self._counts["resets"],
+        }
+        out.update(self._gains.result())
+        out["nan_tau_J"] = self._counts["nan_tau_J"]
+        out["_non_finite_other"] = self._counts["_non_finite_other"]
+        out["nonfinite_frames"] = [{"column": name, "frames": count}
+                                   for name, count in self._nonfinite.items() if count]
+        return out
 
 
 def nonfinite_counts(frames: pa.Table) -> list[dict[str, Any]]:
@@ -98,18 +158,6 @@ def _rows_any(masks: dict[str, tuple[int, pa.ChunkedArray]], names: list[str]) -
     return 0 if bad is None else int(pc.sum(bad).as_py() or 0)
 
 
-def _controller_stats(frames: pa.Table) -> dict[str, Any]:
-    ctrl = _np(frames, "controller")
-    switch_at = np.flatnonzero(ctrl[1:] != ctrl[:-1]) + 1
-    seen = [int(ctrl[0])] + [int(c) for c in ctrl[switch_at]]
-    order = [c for c in dict.fromkeys(seen) if c >= 0]
-    ji = ctrl == JOINT_IMPEDANCE
-    resets = int(np.count_nonzero(ji[switch_at]))  # each entry into joint impedance
-    if frames.column("joint_reset_count").null_count < frames.num_rows:
-        resets += _changes(_np(frames, "joint_reset_count"), np.flatnonzero(ji))
-    return {"controllers": order, "controller_switches": int(switch_at.size), "resets": resets}
-
-
 def _changes(values: np.ndarray, rows: np.ndarray) -> int:
     """Consecutive pairs of `rows` (adjacent ticks only) whose value differs."""
     if rows.size < 2:
@@ -118,25 +166,52 @@ def _changes(values: np.ndarray, rows: np.ndarray) -> int:
     return int(np.count_nonzero((v[1:] != v[:-1]) & (np.diff(rows) == 1)))
 
 
-def _gain_stats(frames: pa.Table) -> dict[str, Any]:
-    ji = np.flatnonzero(_np(frames, "controller") == JOINT_IMPEDANCE)
-    if ji.size == 0 or frames.column("K_joint1").null_count == frames.num_rows:
-        return {"K_joint": None, "D_joint": None, "filter_alpha": None,
-                "joint_use_friction": None, "gain_changes": 0}
-    first = [frames.column(c)[int(ji[0])].as_py() for c in _GAIN_COLS]
-    changed = np.zeros(max(ji.size - 1, 0), bool)
-    for name in _GAIN_COLS:
-        lo_hi = pc.min_max(frames.column(name))
-        if lo_hi["min"].as_py() == lo_hi["max"].as_py():
-            continue  # constant wherever present: no change (the common case)
-        v = _np(frames, name)[ji]
-        changed |= (v[1:] != v[:-1]) & (np.diff(ji) == 1)
-    friction = first[-1]
-    return {"K_joint": [float(x) for x in first[:JOINTS]],
-            "D_joint": [float(x) for x in first[JOINTS:2 * JOINTS]],
-            "filter_alpha": first[-2],
-            "joint_use_friction": None if friction is None else bool(friction),
-            "gain_changes": int(np.count_nonzero(changed))}
+class _GainChanges:
+    """The gains at the first joint-impedance tick and the ticks where any gain changed
+    between adjacent joint-impedance ticks, over chunks (row `offset` of `add`'s table is the
+    run's row `offset`; its row 0 may be the previous chunk's last). A gain column whose
+    values are one constant over the whole run counts no change (`min_max` over the run)."""
+
+    def __init__(self) -> None:
+        self.first: list | None = None
+        self.k_recorded = False
+        self.lows: dict[str, list] = {name: [] for name in _GAIN_COLS}
+        self.highs: dict[str, list] = {name: [] for name in _GAIN_COLS}
+        self.changed: dict[str, list[np.ndarray]] = {name: [] for name in _GAIN_COLS}
+
+    def add(self, ext: pa.Table, offset: int) -> None:
+        ji = np.flatnonzero(_np(ext, "controller") == JOINT_IMPEDANCE)
+        self.k_recorded |= ext.column("K_joint1").null_count < ext.num_rows
+        if ji.size and self.first is None:
+            self.first = [ext.column(c)[int(ji[0])].as_py() for c in _GAIN_COLS]
+        adjacent = np.diff(ji) == 1
+        for name in _GAIN_COLS:
+            lo_hi = pc.min_max(ext.column(name))
+            self.lows[name].append(lo_hi["min"].as_py())
+            self.highs[name].append(lo_hi["max"].as_py())
+            if ji.size < 2:
+                continue
+            v = _np(ext, name)[ji]
+            rows = ji[1:][(v[1:] != v[:-1]) & adjacent]
+            if rows.size:
+                self.changed[name].append(rows + offset)
+
+    def result(self) -> dict[str, Any]:
+        if self.first is None or not self.k_recorded:
+            return {"K_joint": None, "D_joint": None, "filter_alpha": None,
+                    "joint_use_friction": None, "gain_changes": 0}
+        changed: set[int] = set()
+        for name in _GAIN_COLS:
+            low, high = pc.min(pa.array(self.lows[name])), pc.max(pa.array(self.highs[name]))
+            if low.as_py() == high.as_py() or not self.changed[name]:
+                continue  # constant wherever present: no change (the common case)
+            changed.update(np.concatenate(self.changed[name]).tolist())
+        first, friction = self.first, self.first[-1]
+        return {"K_joint": [float(x) for x in first[:JOINTS]],
+                "D_joint": [float(x) for x in first[JOINTS:2 * JOINTS]],
+                "filter_alpha": first[-2],
+                "joint_use_friction": None if friction is None else bool(friction),
+                "gain_changes": len(changed)}
 
 
 def flags_for(stats: dict[str, Any], complete: bool | None) -> list[str]:

@@ -120,18 +120,39 @@ def rebuild_seq(t_s: np.ndarray) -> tuple[np.ndarray, float]:
     return seq, float(np.median(dt[ok] / steps[ok]))
 
 
-def time_order_reason(t_s: np.ndarray) -> str | None:
-    """A run reason when `t_s` repeats or steps back between consecutive rows (kept in file
-    order, never re-sorted), else None."""
-    dt = np.diff(np.asarray(t_s, dtype=np.float64))
-    repeats, back = np.flatnonzero(dt == 0), np.flatnonzero(dt < 0)
-    if not repeats.size and not back.size:
-        return None
-    parts = [f"{what} at {rows.size} row{'s' if rows.size != 1 else ''} (first row {int(rows[0]) + 1})"
-             for what, rows in (("repeats the previous row's time", repeats), ("steps back", back))
-             if rows.size]
-    return (f"t_s {' and '.join(parts)}: kept in file order, no tick counted as lost; the intervals "
-            "split there (time_repeat, clock_reversal)")
+class TimeOrder:
+    """Where `t_s` repeats or steps back between consecutive rows, counted a chunk at a time
+    (rows are kept in file order, never re-sorted); `reason()` is the run's reason, or None."""
+
+    def __init__(self) -> None:
+        self.counts = {"repeats the previous row's time": 0, "steps back": 0}
+        self.first: dict[str, int] = {}
+        self.rows = 0
+        self.last: float | None = None
+
+    def add(self, t_s: np.ndarray) -> None:
+        t = np.asarray(t_s, dtype=np.float64)
+        if t.size == 0:
+            return
+        dt = np.diff(t, prepend=t[0] if self.last is None else self.last)
+        at = {"repeats the previous row's time": dt == 0, "steps back": dt < 0}
+        if self.last is None:
+            at = {k: np.concatenate([[False], v[1:]]) for k, v in at.items()}
+        for what, mask in at.items():
+            rows = np.flatnonzero(mask)
+            if rows.size:
+                self.counts[what] += int(rows.size)
+                self.first.setdefault(what, self.rows + int(rows[0]))
+        self.rows += t.size
+        self.last = float(t[-1])
+
+    def reason(self) -> str | None:
+        parts = [f"{what} at {n} row{'s' if n != 1 else ''} (first row {self.first[what] + 1})"
+                 for what, n in self.counts.items() if n]
+        if not parts:
+            return None
+        return (f"t_s {' and '.join(parts)}: kept in file order, no tick counted as lost; the intervals "
+                "split there (time_repeat, clock_reversal)")
 
 
 def tick_period_s(seq: np.ndarray, t_s: np.ndarray) -> float | None:
@@ -141,6 +162,19 @@ def tick_period_s(seq: np.ndarray, t_s: np.ndarray) -> float | None:
     dt = np.diff(np.asarray(t_s, dtype=np.float64))
     ok = np.isfinite(dt) & (dt > 0) & (ds > 0)
     return float(np.median(dt[ok] / ds[ok])) if ok.any() else None
+
+
+def grid_from_time(path: Path, t_s: np.ndarray) -> tuple[np.ndarray, str]:
+    """(seq, the run's reason saying so): `rebuild_seq(t_s)`, or IngestError naming why not
+    (for a reader that rebuilds the grid of a whole run itself, then gives its frames with
+    `seq` a chunk at a time, `run_fields["tick_grid"] = "rebuilt"`)."""
+    try:
+        seq, period = rebuild_seq(t_s)
+    except ValueError as exc:
+        raise IngestError(path, f"cannot rebuild the tick grid from the time: {exc}",
+                          field="t_s") from None
+    return seq, (f"no robot tick counter: tick grid rebuilt from t_s at its median period "
+                 f"{period * 1e3:.4g} ms")
 
 
 def frames_on_grid(path: Path, unit: IngestUnit) -> pa.Table:
@@ -154,23 +188,27 @@ def frames_on_grid(path: Path, unit: IngestUnit) -> pa.Table:
         if "t_s" not in frames.column_names:
             raise IngestError(path, "no tick counter and no time column: cannot place the rows "
                               "on a tick grid", field="t_s")
-        try:
-            seq, period = rebuild_seq(frames.column("t_s").to_numpy(zero_copy_only=False))
-        except ValueError as exc:
-            raise IngestError(path, f"cannot rebuild the tick grid from the time: {exc}",
-                              field="t_s") from None
+        seq, reason = grid_from_time(path, frames.column("t_s").to_numpy(zero_copy_only=False))
         frames = frames.append_column("seq", pa.array(seq, pa.int64()))
         unit.run_fields["tick_grid"] = "rebuilt"
-        unit.reasons.append(f"no robot tick counter: tick grid rebuilt from t_s at its median "
-                            f"period {period * 1e3:.4g} ms")
+        unit.reasons.append(reason)
     else:
         unit.run_fields.setdefault("tick_grid", "recorded")
-    if "t_s" in frames.column_names:
-        reason = time_order_reason(frames.column("t_s").to_numpy(zero_copy_only=False))
-        if reason:
-            unit.reasons.append(reason)
-    frames = conform_frames(frames)
-    stale = pa.array(stale_mask(frames))
+    return with_stale(conform_frames(frames))
+
+
+def with_stale(frames: pa.Table, before: pa.Table | None = None) -> pa.Table:
+    """Canonical `frames` with their `stale` column: the reader's own flag (if it set one)
+    or'ed with `stale_mask`. `before`: the last rows (two suffice) of the frames before
+    these, when a run comes a chunk at a time; its first rows are judged beside them, so the
+    column is the one of the whole run."""
+    mask = stale_mask(frames)
+    if before is not None and before.num_rows and frames.num_rows:
+        judged = _Q + _DQ + _TAU
+        head = frames.slice(0, 2).select(judged)
+        joined = pa.concat_tables([before.select(judged), head]).combine_chunks()
+        mask[: head.num_rows] = stale_mask(joined)[before.num_rows:]
+    stale = pa.array(mask)
     given = frames.column("stale")
     if given.null_count < len(given):
         stale = pc.or_(pc.fill_null(given, False), stale)

@@ -189,6 +189,15 @@ def _where(first_line: int | None, index: int | None) -> int | None:
     return None if first_line is None or index is None else first_line + int(index)
 
 
+def _frame(frames: pa.Table, first_line: int | None, index: int | None) -> str:
+    """Where a violation is when the source has no lines (a bag, Parquet, `.npz`): the
+    frame's index and its `t_s`, else ""."""
+    if first_line is not None or index is None or not 0 <= int(index) < frames.num_rows:
+        return ""
+    t = frames.column("t_s")[int(index)].as_py() if "t_s" in frames.column_names else None
+    return f" at frame {int(index)}" + (f" (t_s {t:.6f} s)" if t is not None else "")
+
+
 def _first_failure(path: Path, cases: pl.DataFrame, frames: pa.Table,
                    first_line: int | None) -> IngestError:
     rows = cases.sort("index", nulls_last=True).to_dicts()
@@ -209,7 +218,8 @@ def _first_failure(path: Path, cases: pl.DataFrame, frames: pa.Table,
         msg = f"value {value} is not finite (expected a finite number)"  # polars: NaN ~ null
     elif check == "not_nullable":
         msg = "value missing (expected a number on every row)"
-    return IngestError(path, msg, line=_where(first_line, index), field=column, kind="value")
+    return IngestError(path, msg + _frame(frames, first_line, index),
+                       line=_where(first_line, index), field=column, kind="value")
 
 
 def _check_seq(path: Path, frames: pa.Table, first_line: int | None) -> None:
@@ -222,7 +232,7 @@ def _check_seq(path: Path, frames: pa.Table, first_line: int | None) -> None:
         i = int(bad[0]) + 1
         what = (f"duplicate seq {int(seq[i])}" if step[i - 1] == 0 else
                 f"seq not strictly increasing: {int(seq[i])} after {int(seq[i - 1])}")
-        raise IngestError(path, what,
+        raise IngestError(path, what + _frame(frames, first_line, i),
                           line=_where(first_line, i), field="seq", kind="seq")
 
 
@@ -234,6 +244,7 @@ def _check_joint_target_valid(path: Path, frames: pa.Table, first_line: int | No
     i = pc.index(pc.fill_null(mismatch, False), True).as_py()
     if i >= 0:
         raise IngestError(path, f"joint_target_valid={jtv[i].as_py()} with controller="
-                          f"{controller[i].as_py()} (1 only under joint impedance, 2)",
+                          f"{controller[i].as_py()} (1 only under joint impedance, 2)"
+                          + _frame(frames, first_line, i),
                           line=_where(first_line, i), field="joint_target_valid",
                           kind="consistency")

@@ -55,11 +55,11 @@ def convergence_note(rec) -> str | None:
 
 def gate_failure(rec) -> str | None:
     """The local gates' line, without its convergence note (said apart), when they did not
-    trust the local result and nothing searched further ('not trusted: ...; exploration off'),
+    accept the local result and nothing searched further ('not accepted: ...; exploration off'),
     else None. After a CMA-ES fallback the fit is what the fallback found: its adequacy and
     error bars speak for it."""
     gates = rec.extra.get("local_gates") or ""
-    if not gates.startswith("not trusted"):
+    if not gates.startswith(("not accepted", "not trusted")):  # the latter: fits stored before the rename
         return None
     note = convergence_note(rec)
     return gates.replace("; " + note, "") if note else gates

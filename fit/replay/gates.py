@@ -1,4 +1,4 @@
-"""The local result's gates: is a local-search optimum trusted? The noise floor the recording
+"""The local result's gates: is a local-search optimum accepted? The noise floor the recording
 leaves (`floor_loss`), the gates that judge the full-data loss against it and the starts'
 agreement (`gates`), and the one line that states every decision taken (`gate_verdict`, the
 fit's `local_gates`). The search that acts on them is fit/replay/local_search.py.
@@ -11,7 +11,7 @@ import numpy as np
 from ..trust.noise_floor import estimate_noise_floor
 
 AGREE_REL = 0.05  # starts whose cheap loss is within this of the best agree
-FLOOR_GATE = 2.0  # full loss / floor loss above this: the local result is not trusted
+FLOOR_GATE = 2.0  # full loss / floor loss above this: the local result is not accepted
 
 
 def floor_loss(data) -> tuple[float | None, str]:
@@ -32,9 +32,9 @@ def floor_loss(data) -> tuple[float | None, str]:
 def gates(start_losses: np.ndarray, full_loss: float, floor: float | None, floor_reason: str
           ) -> tuple[list[str], list[str]]:
     """(the failed gates' reasons, the passed decisions): the failed list is empty when the
-    local result is trusted. At the noise floor the result is trusted whatever the other starts
+    local result is accepted. At the noise floor the result is accepted whatever the other starts
     did (their disagreement is then noted, not judged); with no measurable floor the starts'
-    agreement decides; above the floor the result is not trusted."""
+    agreement decides; above the floor the result is not accepted."""
     losses = np.asarray(start_losses)
     agree = int(np.sum(losses <= losses.min() * (1.0 + AGREE_REL)))
     disagree = len(losses) >= 2 and agree < 2
@@ -52,14 +52,15 @@ def gates(start_losses: np.ndarray, full_loss: float, floor: float | None, floor
 
 
 def gate_verdict(state: dict, cma_note: str | None = None, loss: float | None = None) -> str:
-    """One line, every decision in it: 'trusted: <why>' or 'fallback to cma: <failed gates>;
-    <exploration>; <why CMA-ES stopped>; <a model question?>' ('not trusted: ...' when the
-    exploration is off)."""
+    """One line, every decision in it: 'accepted: <why>' or 'fallback to cma: <failed gates>;
+    <exploration>; <why CMA-ES stopped>; <a model question?>' ('not accepted: ...' when the
+    exploration is off). The words are the search's, about its local result; whether the fit
+    can be trusted is the fit's verdict (fit/trust/verdict.py), which reads this line too."""
     parts = list(state["failed"]) + list(state.get("notes", []))
     if not state["failed"]:
-        return "trusted: " + "; ".join(parts) if parts else "trusted"
+        return "accepted: " + "; ".join(parts) if parts else "accepted"
     if cma_note is None:
-        return "not trusted: " + "; ".join(parts) + "; exploration off (explore_s 0)"
+        return "not accepted: " + "; ".join(parts) + "; exploration off (explore_s 0)"
     floor = state["floor_loss"]
     if floor is not None and loss is not None and loss > FLOOR_GATE * floor:
         cma_note += (f"; a model question, not a search question: the loss stays {loss / floor:.1f}× the noise "

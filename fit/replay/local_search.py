@@ -38,9 +38,9 @@ MuJoCo's `mujoco.sysid` evaluates its Jacobian columns as one batch). The stages
    and the returned point's per-interval losses for the record, so neither is recomputed.
 3. **gates** (fit/replay/gates.py): a full loss at most `FLOOR_GATE` × the loss the noise alone would
    leave (`floor_loss`, from the noise floor of the recorded q and dq, fit/trust/noise_floor.py) is
-   trusted whatever the other starts did; with no measurable floor (stated) the starts decide
+   accepted whatever the other starts did; with no measurable floor (stated) the starts decide
    (at least two within `AGREE_REL` of the best cheap loss). Otherwise the result is not
-   trusted and the search explores within `explore_s` seconds (fit/replay/payoff.py): the disagreeing
+   accepted and the search explores within `explore_s` seconds (fit/replay/payoff.py): the disagreeing
    starts continue on the cheap windows (`_explore_starts`; a lower basin gets the full-data
    LM), then CMA-ES from the best local point (`FALLBACK_SIGMA`, the delay distribution
    centred on its delay) while it pays (payoff's stop rule), LM polishing its best only when
@@ -305,7 +305,7 @@ def local_seed(wd: Path, settings, seed: int, data, pool, cheap_pool_factory: Ca
     params, loss, jacobian = state["params"], state["loss"], state.get("jacobian")
     if not state["failed"] or settings.explore_s <= 0:
         return params, loss, history, gate_verdict(state), jacobian
-    bar.note("local result not trusted (" + "; ".join(state["failed"]) + "): CMA-ES from the best local point "
+    bar.note("local result not accepted (" + "; ".join(state["failed"]) + "): CMA-ES from the best local point "
              "while it pays")
     c_params, c_loss, c_rows = cma(params, space.delay_of(params), loss,
                                    payoff.cma_stop(loss, settings.explore_s, state.get("explore_s", 0.0)))

@@ -85,7 +85,7 @@ class ParameterStatus:
         (prior)', 'not identified (0.31)', '0.2 (fixed)'."""
         f = lambda v: format_number(v, digits)  # noqa: E731
         if self.status is Status.ESTIMATED:
-            return f(self.value) + (f" [{f(self.interval[0])}, {f(self.interval[1])}]" if self.interval else "")
+            return f(self.value) if self.interval is None else interval_text(self.value, *self.interval, digits)
         if self.status is Status.AT_BOUND:
             sign, bound = ("≥", self.lower) if self.side == "lower" else ("≤", self.upper)
             free = f" (unconstrained {f(self.unconstrained_value)})" if self.unconstrained_value is not None else ""
@@ -118,6 +118,19 @@ def format_number(v: float | None, digits: int = 4) -> str:
     if math.isinf(v):
         return "∞" if v > 0 else "−∞"
     return f"{v:.{digits}g}"
+
+
+def interval_text(value: float, low: float, high: float, digits: int = 4) -> str:
+    """'2.6995 [2.6980, 2.7010]': the interval to 2 significant digits of its half-width, the
+    value to the same decimals and never fewer than `digits` significant digits."""
+    half = (high - low) / 2.0
+    if not (math.isfinite(half) and half > 0 and math.isfinite(value)) or max(abs(value), abs(low), abs(high)) >= 1e6:
+        return f"{format_number(value, digits)} [{format_number(low, digits)}, {format_number(high, digits)}]"
+    places = max(0, 1 - math.floor(math.log10(half)))
+    shown = max(places, digits - 1 - math.floor(math.log10(abs(value)))) if value != 0 else places
+    if shown > 9:
+        return f"{format_number(value, digits)} [{format_number(low, digits)}, {format_number(high, digits)}]"
+    return f"{value:.{shown}f} [{low:.{places}f}, {high:.{places}f}]"
 
 
 def bound_side(value: float, lower: float, upper: float, unconstrained_value: float | None = None,
@@ -233,4 +246,4 @@ def count(statuses: Iterable[ParameterStatus]) -> dict[str, int]:
 
 
 __all__ = ["AT_BOUND_FRACTION", "NO_INTERVAL", "ParameterStatus", "Status", "T95_NORMAL", "UNIDENTIFIED_HALF_WIDTH",
-           "bound_side", "classify", "count", "format_number", "statuses_from_identifiability"]
+           "bound_side", "classify", "count", "format_number", "interval_text", "statuses_from_identifiability"]

@@ -70,7 +70,7 @@ class Evidence:
     checks: tuple[Check, ...]
     statuses: tuple[ParameterStatus, ...]
     convergence: str | None = None  # the "not converged: ..." note of the local search
-    gate_failure: str | None = None  # the local gates' line when they did not trust the result
+    gate_failure: str | None = None  # the local gates' line when they did not accept the result
     agreement: Agreement | None = None
     seed_spread: tuple[str, ...] = ()
 
@@ -173,7 +173,7 @@ def _caveats(ev: Evidence) -> list[str]:
     if ev.convergence:
         out.append(ev.convergence)
     if ev.gate_failure:
-        out.append(f"the search's gates did not trust the local result: {ev.gate_failure}")
+        out.append(f"the search's gates did not accept its local result: {ev.gate_failure}")
     out += _parameter_caveats(ev.statuses)
     if ev.agreement is not None and ev.agreement.disagreeing:
         a = ev.agreement

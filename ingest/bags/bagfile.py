@@ -47,9 +47,34 @@ def bag_kind(path: Path) -> tuple[str | None, str]:
         return "mcap", "MCAP file"
     if head.startswith(ROS1_MAGIC[:13]):
         return "ros1", "ROS 1 bag (#ROSBAG V2.0)"
-    if head.startswith(SQLITE_MAGIC) and _has_messages_table(path):
+    if head.startswith(SQLITE_MAGIC) and (path.suffix == ".db3" or _has_messages_table(path)):
         return "sqlite3", "rosbag2 sqlite3 storage file"
+    if head.startswith(SQLITE_MAGIC):
+        return None, "a SQLite database without rosbag2's messages and topics tables"
     return None, "not a bag (no MCAP, SQLite rosbag2 or #ROSBAG header)"
+
+
+def sqlite_truncation(path: Path) -> str | None:
+    """Why the SQLite file `path` is shorter than its header says, else None. SQLite's own
+    integrity_check passes a file cut inside its last page (it reads the missing bytes as
+    zeros), so the size is checked against the header: a whole number of pages of the header's
+    page size, at least its page count (when the count is valid: offset 92 equals the change
+    counter at 24: "The Database Header", https://www.sqlite.org/fileformat.html)."""
+    size = path.stat().st_size
+    with path.open("rb") as fh:
+        head = fh.read(100)
+    if len(head) < 100:
+        return f"{size} bytes: shorter than SQLite's 100-byte header"
+    page = int.from_bytes(head[16:18], "big")
+    page = 65536 if page == 1 else page
+    pages, counter, valid_for = (int.from_bytes(head[i:i + 4], "big") for i in (28, 24, 92))
+    if page < 512 or page & (page - 1):
+        return f"its header's page size {page} is not a power of two from 512 to 65536"
+    if size % page:
+        return f"{size} bytes is not a whole number of its {page}-byte pages (truncated)"
+    if counter == valid_for and size < pages * page:
+        return f"{size} bytes, its header says {pages} pages of {page} bytes (truncated)"
+    return None
 
 
 def _listed_in_directory(path: Path) -> Path | None:
@@ -87,6 +112,29 @@ def bag_files(path: Path, kind: str) -> list[RawFile]:
     return files
 
 
+def _check_storage_files(path: Path, kind: str) -> None:
+    """Refuse a metadata.yaml listing a file twice, and a truncated SQLite storage file."""
+    files = [f.path for f in bag_files(path, kind) if f.role == "recording"]
+    if kind == "rosbag2_dir":
+        from ruamel.yaml import YAML
+
+        info = YAML(typ="safe").load((path / "metadata.yaml").read_text())
+        names = [Path(n).name for n in ((info or {}).get("rosbag2_bagfile_information", {})
+                                         .get("relative_file_paths", []) or [])]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise IngestError(path, f"metadata.yaml lists {', '.join(twice)} more than once in "
+                              "relative_file_paths: expected each storage file once",
+                              field="relative_file_paths")
+    for f in files:
+        if f.suffix == ".db3":
+            why = sqlite_truncation(f)
+            if why is not None:
+                which = "SQLite storage file" if f == path else f"storage file {f.name}"
+                raise IngestError(path, f"{which} is damaged: {why}; expected a whole SQLite "
+                                  "database (the missing bytes would be read as data)")
+
+
 @dataclass
 class TypeSource:
     """Where a message type's definition came from: `bag`, `rosbags store`, or a kept
@@ -107,6 +155,7 @@ class OpenBag(AbstractContextManager):
             raise IngestError(path, f"{kind} content but the name ends {path.suffix!r}: rosbags "
                               f"opens a lone storage file by its suffix; rename it to "
                               f"{path.stem}{_SUFFIX[kind]}")
+        _guard(path, "read the storage files of", lambda: _check_storage_files(path, kind))
         self._reader = _guard(path, "open", lambda: _open_reader(path, self.ros))
         self.connections = list(self._reader.connections)
         self.storage, self.compression = _storage(self._reader, kind)

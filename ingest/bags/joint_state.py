@@ -53,6 +53,20 @@ def arm_joints(names: tuple[str, ...]) -> dict[str, list[int]]:
     return {k: v for k, v in arms.items() if sum(i >= 0 for i in v) >= MIN_ARM_JOINTS}
 
 
+def duplicate_joints(names: tuple[str, ...]) -> str | None:
+    """The first arm joint name (`<prefix>joint<j>`) that `names` holds twice, else None: a
+    message naming a joint twice has no one value for it."""
+    seen: set[tuple[str, int]] = set()
+    for name in names:
+        m = JOINT_RE.match(name)
+        if m:
+            key = (arm_key(m["prefix"]), int(m["j"]))
+            if key in seen:
+                return name
+            seen.add(key)
+    return None
+
+
 def getter(ros: int) -> attrgetter:
     """One C call per message: (sec, nanosec, seq, name, position, velocity, effort)."""
     seq = "header.seq" if ros == 1 else "header.stamp.sec"  # ROS 2 has no seq: ignored
@@ -82,7 +96,7 @@ def batch_columns(rows: list[tuple], wanted: dict[str, str]) -> dict[str, dict[s
         groups.setdefault(key, []).append(i)
     for key, idx in groups.items():
         index = np.asarray(idx)
-        joints = arm_joints(key)
+        joints = _group_joints(key, wanted, idx[0])
         for f, fi in zip(FIELDS, (4, 5, 6)):
             full, matrix = _field_matrix([cols[fi][i] for i in idx], len(key), f, idx)
             rows_full = index[full]
@@ -98,6 +112,21 @@ def batch_columns(rows: list[tuple], wanted: dict[str, str]) -> dict[str, dict[s
     for arm in out.values():
         arm.update(head)
     return out
+
+
+def _group_joints(names: tuple, wanted: dict[str, str], first: int) -> dict[str, list[int]]:
+    """`arm_joints(names)`, or Malformed (at batch index `first`) when `names` holds a joint
+    twice or names none of a wanted arm's joints (the topic's names changed part-way: its
+    values would be lost)."""
+    twice = duplicate_joints(names)
+    if twice is not None:
+        raise Malformed(first, f"names {twice} twice (names {list(names)}): expected each joint once")
+    joints = arm_joints(names)
+    missing = sorted(arm or "(no prefix)" for arm, jkey in wanted.items() if jkey not in joints)
+    if missing:
+        raise Malformed(first, f"names {list(names)}: none of the joints of arm "
+                        f"{', '.join(missing)} that the topic's first messages name")
+    return joints
 
 
 def _field_matrix(values: list, width: int, field: str,

@@ -20,7 +20,7 @@ from .arm_run import build_arm_run
 from .bagfile import OpenBag, bag_files, bag_kind
 from .decoding import decode_streams
 from .definitions import versions_tried
-from .joint_state import arm_joints
+from .joint_state import arm_joints, duplicate_joints
 from .topics import ROBOT_STATES, Arm, Stream, classify, group_arms
 
 SOURCE_FORMAT = "ros_bag"
@@ -40,9 +40,11 @@ class BagReader:
         with _open(path) as bag:
             arms, _ = _arms(bag, options)
         _check_robot_map(path, options, arms)
-        return [dataclasses.replace(options, select=key, robot=_robot(options, key),
-                                    run=_run_id(path, options, key, len(arms)))
-                for key in arms]
+        chosen = [dataclasses.replace(options, select=key, robot=_robot(options, key),
+                                      run=_run_id(path, options, key, len(arms)))
+                  for key in arms]
+        _check_distinct(path, chosen)
+        return chosen
 
     def read(self, path: Path, options: ReadOptions) -> IngestUnit:
         kind, _ = bag_kind(path)
@@ -50,6 +52,7 @@ class BagReader:
             arms, skipped = _arms(bag, options)
             arm = _chosen(path, arms, options.select)
             decoded = decode_streams(bag, [arm.primary, *arm.others, *arm.targets])
+            _check_counts(bag, decoded)
             frames, streams, fields = build_arm_run(arm, decoded, bag.ros, _values(options.kp),
                                                     _values(options.kd))
             fields |= {"source_format": SOURCE_FORMAT, "source_version": bag.ros,
@@ -117,9 +120,10 @@ def _arms(bag: OpenBag, options: ReadOptions) -> tuple[dict[str, Arm], list[dict
     arms = group_arms(usable)
     if not arms:
         have = ", ".join(f"{c.topic} ({c.msgtype})" for c in bag.connections) or "none"
+        why = "".join(f"; {r['topic']}: {r['reason']}" for r in skipped)
         raise IngestError(bag.path, "no robot state stream: expected a sensor_msgs/msg/JointState "
                           "topic naming arm joints or a franka_msgs robot state (topics: "
-                          f"{have})")
+                          f"{have}{why})")
     attached = {id(s) for a in arms.values() for s in [a.primary, *a.others, *a.targets]}
     skipped += [{"topic": s.topic, "msgtype": s.msgtype, "reason": "belongs to no arm"}
                 for s in usable if id(s) not in attached]
@@ -127,19 +131,37 @@ def _arms(bag: OpenBag, options: ReadOptions) -> tuple[dict[str, Arm], list[dict
 
 
 def _joint_arms(bag: OpenBag, s: Stream) -> bool:
-    """Set the arm keys of a JointState stream from its first message's names."""
+    """Set the arm keys of a JointState stream from the names of its first message that names
+    arm joints (among its first `NAMING_MESSAGES`): a first message that names none is then
+    refused by the decoding, naming it, rather than the whole topic being left out."""
     decode = bag.decoder(s.msgtype)
-    first = None
-    for _, _, raw in bag.messages(s.connections):
-        first = decode(raw)
-        break
-    joints = arm_joints(tuple(first.name)) if first is not None else {}
+    joints: dict[str, list[int]] = {}
+    for i, (_, t, raw) in enumerate(bag.messages(s.connections)):
+        try:
+            names = tuple(decode(raw).name)
+        except Exception as exc:  # the library's SerdeError
+            raise IngestError(bag.path, f"topic {s.topic}: message {i} (receive time {t} ns) "
+                              f"does not decode as {s.msgtype}: {type(exc).__name__}: "
+                              f"{str(exc).splitlines()[0] if str(exc) else ''}",
+                              field=s.topic) from None
+        duplicated = duplicate_joints(names)
+        if duplicated:
+            raise IngestError(bag.path, f"topic {s.topic}: message {i} (receive time {t} ns) "
+                              f"names {duplicated} twice (names {list(names)}): expected each "
+                              "joint once", field=s.topic)
+        joints = arm_joints(names)
+        if joints or i + 1 >= NAMING_MESSAGES:
+            break
     if len(joints) == 1:
         s.arm_keys, s.prefixes = [s.namespace], {s.namespace: next(iter(joints))}
     else:
         s.prefixes = {"/".join(p for p in (s.namespace, j) if p): j for j in sorted(joints)}
         s.arm_keys = list(s.prefixes)
     return bool(joints)
+
+
+NAMING_MESSAGES = 16
+"""How many first messages of a JointState topic are searched for its arms' joint names."""
 
 
 def _chosen(path: Path, arms: dict[str, Arm], select: str | None) -> Arm:
@@ -151,7 +173,37 @@ def _chosen(path: Path, arms: dict[str, Arm], select: str | None) -> Arm:
                       f"{'choose one' if select is None else f'not {select!r}'} (one run per arm)")
 
 
+def _check_counts(bag: OpenBag, decoded: dict) -> None:
+    """Refuse a stream whose messages are not as many as the bag's index says (a rosbag2
+    directory: its metadata.yaml; a split file listed twice, or missing messages)."""
+    for topic, d in decoded.items():
+        if len(d.receive_ns) != d.stream.count:
+            where = "metadata.yaml" if bag.kind == "rosbag2_dir" else "the bag's index"
+            raise IngestError(bag.path, f"topic {topic}: {where} lists {d.stream.count} "
+                              f"messages, the storage holds {len(d.receive_ns)}: expected the "
+                              "same (a split file listed twice or missing, or a damaged bag)",
+                              field=topic)
+
+
+def _check_distinct(path: Path, chosen: list[ReadOptions]) -> None:
+    """Refuse arms whose namespaces become the same robot/run ids (`/a-b` and `/a/b`): the
+    second would be taken for the first, already ingested."""
+    seen: dict[tuple, str] = {}
+    for o in chosen:
+        key = (o.robot, o.run)
+        if key in seen:
+            raise IngestError(path, f"arms {seen[key]!r} and {o.select!r} both become run "
+                              f"{o.robot}/{o.run}: name them apart with --robot-map NS=ID",
+                              kind="usage")
+        seen[key] = o.select
+
+
 def _check_robot_map(path: Path, options: ReadOptions, arms: dict[str, Arm]) -> None:
+    names = [ns for ns, _ in options.robot_map]
+    twice = sorted({ns for ns in names if names.count(ns) > 1})
+    if twice:
+        raise IngestError(path, f"--robot-map names {', '.join(map(repr, twice))} more than once: "
+                          "expected one NS=ID per arm", kind="usage")
     unknown = [ns for ns, _ in options.robot_map if ns not in arms]
     if unknown:
         raise IngestError(path, f"--robot-map names {', '.join(map(repr, unknown))}; the bag's "

@@ -68,7 +68,10 @@ def classify(connections: list[Any], target_topic: str | None,
             skipped.append(_row(topic, msgtype, f"unknown type: {undecodable[msgtype]}"))
         elif kind is None:
             skipped.append(_row(topic, msgtype, "not a stream twinlake reads"))
-        elif count:
+        elif not count:
+            skipped.append(_row(topic, msgtype, "the bag's index lists no messages on it "
+                                "(message_count 0)"))
+        else:
             streams.append(Stream(topic, msgtype, kind, conns, count, topic_namespace(topic)))
     return streams, skipped
 

@@ -9,10 +9,13 @@ is 0. Everything else is kept exactly as parsed (`q1` is `q0` bit for bit).
 
 from __future__ import annotations
 
+import mmap
 import re
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
@@ -59,6 +62,8 @@ _INT_TYPES = {"seq": pa.int64(), "controller": pa.int32(), "schema_version": pa.
 _MARKERS = ("q0", "dq0", "tau_J0", "tau_cmd0")
 _JOINT_BLOCK = [f.name for f in FRAME_SCHEMA][FRAME_SCHEMA.get_field_index("q_target1"):
                                               FRAME_SCHEMA.get_field_index("joint_reset_count") + 1]
+CHUNK_BYTES = 32 << 20
+"""Bytes of the file parsed at a time by `frame_chunks` (~38 000 lines of a CSV v2)."""
 DECIMAL_MIN_BYTES = 128 << 20
 """A file this large loads the compiled decimal reader (`decimal_table`) in any case."""
 _DECIMAL_MODULE = f"{__package__.rpartition('.')[0]}.decimal_csv"
@@ -109,17 +114,22 @@ class Fr3CsvReader:
         header = read_header(path)
         version = check_header(path, header)
         companions = find_companions(path)
-        frames, truncated = parse_frames(path, header, version, options.allow_partial)
+        chunks, truncated = frame_chunks(path, header, version, options.allow_partial)
         unit = IngestUnit(
             robot=options.robot or companions.robot_id,
             # the file's own name, as the user chose it (the recording ID stays in the run row)
             run=options.run or companions.declared_run or path.stem,
-            frames=frames,
+            frames=next(chunks), more_frames=chunks,
             raw_files=[RawFile(path, "recording")] + companions.raw_files(),
             run_fields=_run_fields(path, version, companions),
             reasons=list(companions.notes),
             first_line=2,
         )
+        if unit.run_fields.get("aborted"):
+            unit.flags.append("aborted")
+            unit.reasons.append(f"the excitation ended {unit.run_fields['excitation_status']!r} "
+                                f"({companions.metadata_path.name}: excitation_status): the "
+                                "recording stops where the client stopped its plan")
         if truncated:
             unit.run_fields["complete"] = False
             unit.flags.append("truncated")
@@ -184,6 +194,64 @@ def parse_frames(path: Path, header: list[str], version: int,
     if table.num_rows == 0:
         raise IngestError(path, "no data rows after the header", line=2, kind="empty")
     return canonical_frames(table, version), truncated
+
+
+def frame_chunks(path: Path, header: list[str], version: int,
+                 allow_partial: bool) -> tuple[Iterator[pa.Table], bool]:
+    """`(chunks, truncated)`: the canonical frames of `parse_frames`, a span of about
+    `CHUNK_BYTES` of the file at a time where the compiled decimal reader serves (as
+    `decimal_table` decides; each span's pages are dropped from this process once parsed,
+    so memory does not grow with the file), else the whole table as one chunk. A span it
+    declines and every line after it are parsed the general way (its errors name the line)."""
+    size = path.stat().st_size
+    if size == 0 or (size < DECIMAL_MIN_BYTES and _DECIMAL_MODULE not in sys.modules
+                     and not decimal_native.is_built()):
+        frames, truncated = parse_frames(path, header, version, allow_partial)
+        return iter([frames]), truncated
+    with open(path, "rb") as fh:
+        mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+    data = np.frombuffer(mm, dtype=np.uint8)
+    truncated = data[-1] != 10
+    if truncated:  # parse_frames refuses it, or keeps the complete lines
+        frames, truncated = parse_frames(path, header, version, allow_partial)
+        return iter([frames]), truncated
+    return _decimal_chunks(path, mm, data, header, version), False
+
+
+def _decimal_chunks(path: Path, mm: mmap.mmap, data: np.ndarray, header: list[str],
+                    version: int) -> Iterator[pa.Table]:
+    from ..decimal_csv import read_decimal_chunks  # here: it may build the C kernels
+
+    def release(lo: int, hi: int) -> None:
+        lo, hi = lo // mmap.PAGESIZE * mmap.PAGESIZE, hi // mmap.PAGESIZE * mmap.PAGESIZE
+        if hi > lo:
+            mm.madvise(mmap.MADV_DONTNEED, lo, hi - lo)
+
+    rows = 0
+    for lo, table in read_decimal_chunks(data, header, _column_types(header), CHUNK_BYTES,
+                                         release=release):
+        if table is None:
+            yield from _rest_general(path, data, lo, header, version, rows)
+            return
+        rows += table.num_rows
+        yield canonical_frames(table, version)
+
+
+def _rest_general(path: Path, data: np.ndarray, lo: int, header: list[str], version: int,
+                  rows: int) -> Iterator[pa.Table]:
+    """The lines from byte `lo` on (row `rows` on), parsed the general way: the whole file by
+    `parse_frames` when nothing was parsed yet, else Arrow's reader over the header and the
+    rest, whose errors name the file's own line."""
+    if rows == 0:
+        yield parse_frames(path, header, version, False)[0]
+        return
+    rest = pa.py_buffer(",".join(header).encode() + b"\n" + data[lo:].tobytes())
+    try:
+        table = _read_csv(path, rest, header)
+    except IngestError as err:
+        raise IngestError(path, err.message, field=err.field, kind=err.kind,
+                          line=None if err.line is None else err.line + rows) from None
+    yield canonical_frames(table, version)
 
 
 def decimal_table(buf: pa.Buffer, header: list[str]) -> pa.Table | None:

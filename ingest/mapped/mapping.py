@@ -83,9 +83,15 @@ def load_mapping(path: Path) -> Mapping:
     """Read and check the mapping TOML at `path` (errors name the file and the key)."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        data = path.read_bytes()
     except OSError as exc:
         raise _refuse(path, "", f"cannot read the mapping: {exc.strerror or exc}") from None
+    try:  # a UTF-8 byte-order mark, as some editors write, is not TOML text: skipped
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        utf16 = " (it looks like UTF-16)" if data[:2] in (b"\xff\xfe", b"\xfe\xff") else ""
+        raise _refuse(path, "", f"not UTF-8 text: byte 0x{data[exc.start]:02x} at offset "
+                      f"{exc.start}{utf16}; expected a UTF-8 TOML file") from None
     try:
         table = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

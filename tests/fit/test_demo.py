@@ -157,12 +157,12 @@ def test_low_coverage_names_its_likely_cause_with_only_this_runs_numbers():
         coverage_cause(cover, gates, console)
         return console.export_text()
 
-    assert printed(30, "trusted") == ""  # 94 %: nothing to explain
-    assert "stopped at its cap" in printed(14, "trusted: ...; not converged: the full-data LM reached its cap")
-    dither = printed(18, "trusted: at the noise floor")
+    assert printed(30, "accepted") == ""  # 94 %: nothing to explain
+    assert "stopped at its cap" in printed(14, "accepted: ...; not converged: the full-data LM reached its cap")
+    dither = printed(18, "accepted: at the noise floor")
     assert "dithers the friction" in dither and f"{binom.cdf(18, 32, 0.95):.2g}" in dither
     assert "18 or fewer of 32" in dither
-    assert "16 or fewer of 20" in printed(16, "trusted", n=20)  # the run's own counts, nothing else
+    assert "16 or fewer of 20" in printed(16, "accepted", n=20)  # the run's own counts, nothing else
 
 
 def test_the_demo_prints_no_figure_measured_elsewhere():

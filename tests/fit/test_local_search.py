@@ -69,7 +69,7 @@ def test_local_recovers_two_joints_and_the_delay(synth_lake, monkeypatch):
     assert rec.params.motor_delay_ms == synth.TRUTH.motor_delay_ms
     stages = [h["stage"] for h in rec.history]
     assert stages[0] == "local-cheap" and "local-full" in stages and "cma" not in stages
-    assert rec.extra["method"] == "local" and rec.extra["local_gates"].startswith("trusted")
+    assert rec.extra["method"] == "local" and rec.extra["local_gates"].startswith("accepted")
     assert load_fit(synth_lake, "local-recover").extra["local_gates"] == rec.extra["local_gates"]
 
 

@@ -29,6 +29,8 @@ def test_an_identified_parameter_inside_its_bounds_is_estimated_with_its_interva
     assert st.status is Status.ESTIMATED
     assert st.interval == pytest.approx((0.4799 - 1.96 * 0.004, 0.4799 + 1.96 * 0.004), rel=1e-4)
     assert st.display() == "0.4799 [0.4721, 0.4877]"
+    near = classify("mu_viscous_j2", 2.6995, 0.0, 4.0, stderr=0.00077)  # the value to the interval's decimals
+    assert near.display() == "2.6995 [2.6980, 2.7010]"
 
 
 @pytest.mark.parametrize("stderr", [math.inf, math.nan, 0.0, None, 0.6])

@@ -72,8 +72,14 @@ def lake(tmp_path_factory) -> Path:
     return root
 
 
-def test_a_fit_at_the_floor_converged_identified_and_validated_is_trusted(lake):
-    res = _run(lake, "good", "train", FREE)
+@pytest.fixture(scope="module")
+def good(lake):
+    """`fit run` of fit `good` (its CLI result)."""
+    return _run(lake, "good", "train", FREE)
+
+
+def test_a_fit_at_the_floor_converged_identified_and_validated_is_trusted(lake, good):
+    res = good
     assert res.stdout.startswith("verdict: usable with caveats")  # first, before the adequacy lines
     assert "not validated on held-out runs" in " ".join(res.stdout.split()[:20])
     val = _cli("fit", "validate", "good", "--runs", "r/hold", "--lake", str(lake))
@@ -91,7 +97,7 @@ def test_a_fit_at_the_floor_converged_identified_and_validated_is_trusted(lake):
     assert "q RMSE fitted [mrad]" in text
 
 
-def test_the_latest_verdict_wins_and_a_tie_goes_to_the_larger_stamp(lake):
+def test_the_latest_verdict_wins_and_a_tie_goes_to_the_larger_stamp(lake, good):
     rec = load_fit(lake, "good")
     before = stored_verdicts(lake)["good"]
     ev = Evidence("good", "replay", (), ())
@@ -132,7 +138,7 @@ def test_an_unknown_flange_payload_is_not_trusted_and_refused_for_export(lake, t
     assert np.array_equal(load_params(tmp_path / "p.json").to_vector(), load_fit(lake, "payload").vector)
 
 
-def test_a_parameter_at_a_bound_and_one_unresolved_give_caveats_naming_them(lake):
+def test_a_parameter_at_a_bound_and_one_unresolved_give_caveats_naming_them(lake, good):
     free = {"mu_viscous_j1": "3.3:4", "mu_viscous_j2": "0:4", "armature_j7": "0.0795:0.0815"}  # truth 3.1, 2.7, 0.08
     _run(lake, "bound", "train", free)
     verdict = current_verdict(lake, load_fit(lake, "bound")).verdict
@@ -183,3 +189,12 @@ def test_the_lm_cap_caveat_is_in_show_report_and_list_alike(lake, tmp_path):
     for reason in verdict.reasons:
         assert flat(reason) in flat(shown) and flat(reason) in flat(head)
     assert cap in as_json["cap"]["reasons"] and cap in verdict.line()
+
+
+def test_rendered_sql_tables_keep_bracketed_units(lake):
+    """rich reads "[mrad]" as markup and drops it unless escaped: `twinlake sql`'s table keeps it,
+    in a name and in a value."""
+    res = _cli("sql", "select 'q RMSE [mrad]' as label, 0.5 as \"EE RMSE [mm]\", 'armature [kg·m²]' as unit",
+               "--lake", str(lake))
+    assert res.exit_code == 0, res.output
+    assert "q RMSE [mrad]" in res.stdout and "EE RMSE [mm]" in res.stdout and "armature [kg·m²]" in res.stdout

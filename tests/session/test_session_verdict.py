@@ -43,6 +43,15 @@ def test_show_report_and_list_agree_on_the_verdict_and_the_lm_cap_caveat(readme_
     capped = "not converged" in (load_fit(readme_session.lake, fit).extra.get("local_gates") or "")
     for text in (_flat(shown.stdout), head, line):
         assert ("not converged: the full-data LM reached its cap" in text) == capped
+    # the other route's fit on the same training run was compared in the verdict's evidence
+    from twinlake.catalog import connect
+
+    evidence = json.loads(connect(readme_session.lake).execute(
+        "SELECT evidence_json FROM fit_verdicts WHERE fit = ?", [fit]).fetchone()[0])
+    assert evidence["agreement"]["other_fit"] == readme_session.fit_torque
+    assert evidence["agreement"]["other_method"] == "torque"
+    disagreeing = evidence["agreement"]["disagreeing"]
+    assert (readme_session.fit_torque in " ".join(verdict.verdict.reasons)) == bool(disagreeing)
     # the README's export line ran: the fit was not 'not trusted', and the profile carries the verdict
     profile = json.loads((readme_session.root / "fr3_left.json").read_text())
     assert profile["provenance"]["verdict"]["level"] in ("trusted", "usable with caveats")

@@ -116,6 +116,9 @@ def _bag_options(target_topic: Optional[str], kp: list[str], kd: list[str],
         ns, sep, robot_id = item.partition("=")
         if not sep or not robot_id:
             raise ValueError(f"--robot-map {item!r}: expected NAMESPACE=ROBOT_ID")
+        if any(have == ns.strip("/") for have, _ in pairs):
+            raise ValueError(f"--robot-map {ns.strip('/')!r} is given more than once: expected one "
+                             "NAMESPACE=ROBOT_ID per arm")
         pairs.append((ns.strip("/"), robot_id))
     return {"target_topic": target_topic, "kp": _seven(kp, "--kp"), "kd": _seven(kd, "--kd"),
             "robot_map": tuple(pairs)}

@@ -30,6 +30,10 @@ def sql_command(
     query: Optional[str] = typer.Argument(None, help="SQL query over the lake's views."),
     file: Optional[Path] = typer.Option(None, "--file", "-f", help="Read the query from a .sql file."),
     fmt: str = typer.Option("table", "--format", help="Output format: table, csv or json."),
+    read: list[Path] = typer.Option(
+        [], "--read", metavar="PATH",
+        help="A file or directory outside the lake the query may read too (repeatable); "
+             "nothing else outside the lake is readable."),
     lake: Optional[Path] = LAKE,
 ) -> None:
     """Run SQL over the lake (views: runs, frames, targets, intervals, fits, ...)."""
@@ -42,7 +46,7 @@ def sql_command(
             query = file.read_text(encoding="utf-8")
         except OSError as exc:
             fail(f"{file}: cannot read: {exc.strerror}")
-    con = _connect(lake)
+    con = _connect(lake, read)
     try:
         rel = con.execute(query)
         columns = [d[0] for d in rel.description] if rel.description else []
@@ -85,11 +89,11 @@ def rebuild_command(lake: Optional[Path] = LAKE) -> None:
           f"{len(index.schemas)} schemas")
 
 
-def _connect(lake: Optional[Path]):
+def _connect(lake: Optional[Path], readable: tuple[Path, ...] | list[Path] = ()):
     from ..catalog import connect, resolve_lake
 
     try:
-        return connect(resolve_lake(lake))
+        return connect(resolve_lake(lake), readable=readable)
     except Exception as exc:
         fail(f"cannot open the catalog: {str(exc).splitlines()[0]}")
 
@@ -120,13 +124,14 @@ def _emit(columns: list[str], rows: list[tuple], fmt: str) -> None:
 
 def _table(columns: list[str], rows: list[tuple]) -> None:
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     table = Table(show_lines=False)
     for c in columns:
-        table.add_column(c, overflow="fold")
+        table.add_column(escape(c), overflow="fold")  # a value or name like "[mrad]" is text, not markup
     for row in rows:
-        table.add_row(*("NULL" if v is None else repr(v) if isinstance(v, float) else str(v)
+        table.add_row(*(escape("NULL" if v is None else repr(v) if isinstance(v, float) else str(v))
                         for v in row))
     Console(width=max(120, 12 * len(columns))).print(table)
     print(f"({len(rows)} row{'s' if len(rows) != 1 else ''})")
@@ -266,13 +271,14 @@ def _json_rows(table: pa.Table) -> list[dict]:
 
 def _print_table(table: pa.Table, min_duration_s: float, skipped: int) -> None:
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     out = Table(show_lines=False)
     for c in TABLE_COLUMNS:
         out.add_column(c, justify="right" if c not in ("robot", "run", "start_reason", "end_reason") else "left")
     for row in table.select(list(TABLE_COLUMNS)).to_pylist():
-        cells = [_cell(c, row[c]) for c in TABLE_COLUMNS]
+        cells = [escape(_cell(c, row[c])) for c in TABLE_COLUMNS]
         out.add_row(*cells)
     console = Console(width=140)
     console.print(out)
