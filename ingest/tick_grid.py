@@ -147,7 +147,7 @@ class TimeOrder:
         self.last = float(t[-1])
 
     def reason(self) -> str | None:
-        parts = [f"{what} at {n} row{'s' if n != 1 else ''} (first row {self.first[what] + 1})"
+        parts = [f"{what} at {n} row{'s' if n != 1 else ''} (first row {self.first[what]})"
                  for what, n in self.counts.items() if n]
         if not parts:
             return None
