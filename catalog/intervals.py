@@ -267,8 +267,8 @@ def store_run_intervals(directory: str | Path, robot: str, run: str,
 WRITER_MEMORY_LIMIT = "200MB"
 """DuckDB's memory limit while computing a run's stored intervals at publish. The query's
 window sorts the whole run (~200 bytes a row unbounded: ~950 MB for a one-hour 1 kHz run); with
-the limit it spills instead, so an ingest's peak does not grow with the run. A run of ~600 000
-rows or fewer fits without spilling (bench/RESULTS.md, "Ingest in bounded memory")."""
+the limit it spills instead, so an ingest's peak does not grow with the run (bench/RESULTS.md,
+"Ingest in bounded memory")."""
 
 
 def _default_intervals(frames_path: str, runs_path: str, robot: str, run: str,
