@@ -18,7 +18,6 @@ import hashlib
 import json
 import math
 import os
-import threading
 import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
@@ -248,26 +247,35 @@ def _long_enough(duration_s: pa.ChunkedArray, min_duration_s: float) -> pa.Chunk
     return pc.or_(pc.is_nan(filled), pc.greater_equal(filled, min_duration_s))
 
 
-def store_run_intervals(directory: str | Path, robot: str, run: str) -> Path | None:
+def store_run_intervals(directory: str | Path, robot: str, run: str,
+                        spill_dir: str | Path | None = None) -> Path | None:
     """Compute the default-rule intervals of the run whose files are in `directory` (a staged
     partition) with sql/clean_intervals_run.sql and store them there (`intervals.parquet`,
-    catalog/stored_intervals.py). Returns its path; None (nothing stored, any older file
-    there removed) when a file is missing or lacks a canonical column, or the query fails
-    (with a warning): readers then query."""
+    catalog/stored_intervals.py). The query holds at most `WRITER_MEMORY_LIMIT` in DuckDB and
+    spills beyond it to `spill_dir` (an empty directory the caller removes; None: DuckDB's
+    default, beside the process's working directory). Returns the stored file's path; None
+    (nothing stored, any older file there removed) when a file is missing or lacks a canonical
+    column, or the query fails (with a warning): readers then query."""
     from .stored_intervals import write_stored_intervals
 
     def compute(frames_path: str, runs_path: str) -> pa.Table | None:
-        return _default_intervals(frames_path, runs_path, robot, run)
+        return _default_intervals(frames_path, runs_path, robot, run, spill_dir)
 
     return write_stored_intervals(directory, robot, run, rules_version(), compute)
 
 
-_WRITER_LOCK = threading.Lock()
+WRITER_MEMORY_LIMIT = "200MB"
+"""DuckDB's memory limit while computing a run's stored intervals at publish. The query's
+window sorts the whole run (~200 bytes a row unbounded: ~950 MB for a one-hour 1 kHz run); with
+the limit it spills instead, so an ingest's peak does not grow with the run (bench/RESULTS.md,
+"Ingest in bounded memory")."""
 
 
-def _default_intervals(frames_path: str, runs_path: str, robot: str, run: str) -> pa.Table | None:
-    """The one-run query's rows for these two files under the default rules, on the
-    process's writer connection; None for files lacking a canonical column or on an error."""
+def _default_intervals(frames_path: str, runs_path: str, robot: str, run: str,
+                       spill_dir: str | Path | None) -> pa.Table | None:
+    """The one-run query's rows for these two files under the default rules, on a private
+    connection limited to `WRITER_MEMORY_LIMIT`; None for files lacking a canonical column or
+    on an error."""
     import duckdb
 
     from .sql import _both_canonical
@@ -277,26 +285,32 @@ def _default_intervals(frames_path: str, runs_path: str, robot: str, run: str) -
     params = {**run_query_params(robot, run, DEFAULT_RULES),
               "frames_files": [frames_path], "runs_files": [runs_path]}
     try:
-        with _WRITER_LOCK:
-            return _writer_connection().sql(_one_run_query(), params=params).to_arrow_table()
+        con = _writer_connection(spill_dir)
+        try:
+            return con.sql(_one_run_query(), params=params).to_arrow_table()
+        finally:
+            con.close()
     except duckdb.Error as exc:
         warnings.warn(f"{robot}/{run}: intervals not stored ({str(exc).splitlines()[0]}); "
                       "readers query them", stacklevel=3)
         return None
 
 
-@lru_cache(maxsize=1)
-def _writer_connection():
-    """A private in-memory DuckDB connection with the `clean_intervals` macro, made on the
-    first publish of the process and kept (a second publish does not define it again). The
-    macro binds over empty canonical tables `frames` / `runs`, which the one-run query's
-    CTEs shadow. Used under `_WRITER_LOCK`."""
+def _writer_connection(spill_dir: str | Path | None):
+    """A private in-memory DuckDB connection with the `clean_intervals` macro, its memory
+    limited to `WRITER_MEMORY_LIMIT` and spilling to `spill_dir`; one per publish (~40 ms to
+    make), so each spills where its own lake's staging is. The macro binds over empty
+    canonical tables `frames` / `runs`, which the one-run query's CTEs shadow."""
     import duckdb
 
     from .schema import FRAME_SCHEMA, RUN_SCHEMA
     from .sql import empty_table_sql
 
-    con = duckdb.connect(":memory:")
+    config = {"memory_limit": WRITER_MEMORY_LIMIT}
+    if spill_dir is not None:
+        config["temp_directory"] = str(spill_dir)
+    con = duckdb.connect(":memory:", config=config)
+    con.execute("SET enable_progress_bar = false")  # a long spill must not draw on stderr
     con.execute(empty_table_sql("frames", FRAME_SCHEMA))
     con.execute(empty_table_sql("runs", RUN_SCHEMA))
     ensure_interval_sql(con)

@@ -158,7 +158,7 @@ def publish_partition(
         write_fn(staged)
         if not any(staged.iterdir()):
             raise ValueError(f"write_fn left the partition {rel} empty")
-        _store_intervals(rel, staged)
+        _store_intervals(lk, rel, staged)
         fsync_tree(staged)
         target.parent.mkdir(parents=True, exist_ok=True)
         _move_into_place(staged, target, replace)
@@ -170,10 +170,11 @@ def publish_partition(
     return target
 
 
-def _store_intervals(rel: Path, staged: Path) -> None:
+def _store_intervals(lake: Lake, rel: Path, staged: Path) -> None:
     """A run partition (`runs/robot=<robot>/run=<run>`): its default-rule intervals computed
     from the staged files and written beside them (`intervals.store_run_intervals`), so they are
-    published, or replaced, with the run."""
+    published, or replaced, with the run. The query spills to a directory of its own under
+    `_staging/` (removed after it; an orphan of a killed process goes with `clean_staging`)."""
     parts = rel.parts
     if len(parts) != 3 or parts[0] != "runs":
         return
@@ -182,7 +183,11 @@ def _store_intervals(rel: Path, staged: Path) -> None:
         return
     from .intervals import store_run_intervals
 
-    store_run_intervals(staged, robot, run)
+    spill = new_staging_dir(lake, "spill")
+    try:
+        store_run_intervals(staged, robot, run, spill_dir=spill)
+    finally:
+        shutil.rmtree(spill, ignore_errors=True)
 
 
 def _update_file_index(lake: Lake, rel: Path) -> None:

@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..catalog import FRAME_SCHEMA, JOINTS
-from .tick_grid import tick_period_s
+from .run_medians import RunMedians
 
 JOINT_IMPEDANCE = 2
 _GAIN_COLS = ([f"K_joint{j}" for j in range(1, JOINTS + 1)]
@@ -49,13 +49,13 @@ class FrameStats:
     """`frame_stats` of a run's frames given in row order a chunk at a time (`add`), the same
     numbers as over the whole table: per-row counts add up, and each chunk is judged with the
     last row of the chunk before it prepended, so a change across a boundary (a seq gap, a
-    controller switch, a gain change) counts once. The medians need `seq`, `t_s` and
-    `control_period_s` whole: 24 bytes a row are kept, nothing else."""
+    controller switch, a gain change) counts once. The medians keep 17 bytes a row
+    (`run_medians.RunMedians`), nothing else grows with the run."""
 
     def __init__(self) -> None:
-        self._seq: list[np.ndarray] = []
-        self._t: list[np.ndarray] = []
-        self._period: list[np.ndarray] = []
+        self._medians = RunMedians()
+        self._period_max: float | None = None  # NaN once any period is NaN, as ndarray.max
+        self._ends: list[tuple[int, float]] = []  # (seq, t_s) of the first and the last row
         self._carry: pa.Table | None = None  # the last row so far (the columns judged here)
         self._rows = 0
         self._counts = dict.fromkeys(("gap_count", "dropped", "stale_frames", "controller_switches",
@@ -71,10 +71,16 @@ class FrameStats:
         narrow = frames.select(_JUDGED)
         ext = narrow if self._carry is None else pa.concat_tables([self._carry, narrow])
         skip = 0 if self._carry is None else 1  # ext row `skip` is this chunk's first
-        # copies: a view would keep the chunk's whole parse buffer (every column) alive
-        self._seq.append(_np(frames, "seq").copy())
-        self._t.append(_np(frames, "t_s").copy())
-        self._period.append(frames.column("control_period_s").drop_null().to_numpy().copy())
+        seq, t = _np(frames, "seq"), _np(frames, "t_s")
+        period = frames.column("control_period_s").drop_null().to_numpy()
+        self._medians.add(seq, t, period)
+        if period.size:
+            top = period.max()
+            self._period_max = float(top if self._period_max is None
+                                     else np.maximum(self._period_max, top))
+        self._ends[1:] = [(int(seq[-1]), float(t[-1]))]
+        if len(self._ends) == 1:
+            self._ends.insert(0, (int(seq[0]), float(t[0])))
         step = np.diff(_np(ext, "seq"))
         c = self._counts
         c["gap_count"] += int(np.count_nonzero(step > 1))
@@ -102,18 +108,17 @@ class FrameStats:
             _np(ext, "joint_reset_count"), np.flatnonzero(ji))
 
     def result(self) -> dict[str, Any]:
-        seq, t = np.concatenate(self._seq), np.concatenate(self._t)
-        period = np.concatenate(self._period)
-        dt = np.diff(t)
+        (seq_first, t_first), (seq_last, t_last) = self._ends
+        medians = self._medians.result()
         out: dict[str, Any] = {
-            "frame_count": int(len(seq)), "seq_first": int(seq[0]), "seq_last": int(seq[-1]),
+            "frame_count": self._rows, "seq_first": seq_first, "seq_last": seq_last,
             "gap_count": self._counts["gap_count"], "dropped": self._counts["dropped"],
-            "duration_s": float(t[-1] - t[0]),
-            "rate_hz": float(1.0 / np.median(dt)) if dt.size and np.median(dt) > 0 else None,
-            "tick_period_s": tick_period_s(seq, t),
+            "duration_s": float(t_last - t_first),
+            "rate_hz": medians["rate_hz"],
+            "tick_period_s": medians["tick_period_s"],
             "stale_frames": self._counts["stale_frames"],
-            "control_period_median_s": float(np.median(period)) if period.size else None,
-            "control_period_max_s": float(period.max()) if period.size else None,
+            "control_period_median_s": medians["control_period_median_s"],
+            "control_period_max_s": self._period_max,
             "controllers": [c for c in self._controllers if c >= 0],
             "controller_switches": self._counts["controller_switches"],
             "resets": self._counts["resets"],
