@@ -4,25 +4,17 @@ file (a real DuckDB over a real lake; `read_only=False` shows each refused state
 from __future__ import annotations
 
 import duckdb
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
-from twinlake.catalog import FRAME_SCHEMA, RUN_SCHEMA, Lake, ReadOnlyRefused, connect
+from null_run import null_run_lake
+
+from twinlake.catalog import RUN_SCHEMA, Lake, ReadOnlyRefused, connect
 
 
 @pytest.fixture
 def lake(tmp_path) -> Lake:
-    lake = Lake(tmp_path / "lake")
-    d = lake.run_dir("fr3", "r1")
-    d.mkdir(parents=True)
-    cols = {f.name: pa.nulls(5, f.type) for f in FRAME_SCHEMA}
-    cols["seq"] = pa.array(range(5), pa.int64())
-    pq.write_table(pa.table(cols), d / "frames.parquet")
-    row = {name: None for name in RUN_SCHEMA.names} | {"frame_count": 5}
-    pq.write_table(pa.Table.from_pylist([row], schema=RUN_SCHEMA), d / "run.parquet")
-    return lake
+    return null_run_lake(tmp_path / "lake", 5)
 
 
 def _files(lake: Lake) -> dict[str, bytes | None]:
