@@ -43,6 +43,21 @@ def quarantined(lake: Lake) -> list[dict]:
     return [json.loads((d / "reason.json").read_text()) for d in sorted(qdir.iterdir())]
 
 
+def refused_one_line(result, lake: Lake, *words: str) -> str:
+    """The one-line refusal of a CLI ingest (a typer `Result`): exit 1, no traceback, exactly one
+    line saying "quarantined" that holds each of `words`, nothing published, one input in
+    quarantine. Returns that line."""
+    assert result.exit_code == 1, result.output
+    assert "Traceback" not in result.output
+    lines = [x for x in result.output.splitlines() if "quarantined" in x]
+    assert len(lines) == 1, result.output
+    for word in words:
+        assert word in lines[0], (word, lines[0])
+    assert not lake.runs_dir.exists() or not any(lake.runs_dir.rglob("frames.parquet"))
+    assert len(quarantined(lake)) == 1
+    return lines[0]
+
+
 def edit_cell(path, line_no: int, column: str, value: str) -> None:
     """Replace one cell of a CSV file in place: line `line_no` (1-based, the header is line 1),
     the column named `column` in the header, by the text `value`."""

@@ -10,10 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from twinlake.catalog import Lake
 
 from bag_writers import JOINT_STATE, T0_NS, Topic, joint_states, motion, store, write_ros2
-from ingest_helpers import frames_of, quarantined, runs_of
+from ingest_helpers import frames_of, refused_one_line, runs_of
 
 N = 1000
 NAMES = [f"fr3_joint{j}" for j in range(1, 8)]
@@ -40,19 +39,6 @@ def _write_raw(path: Path, topic: str, messages: list, *, mcap: bool = False) ->
     return path
 
 
-def _refused(result, lake: Lake, *words: str) -> str:
-    """The one-line refusal of a bag: exit 1, quarantined, nothing published."""
-    assert result.exit_code == 1, result.output
-    assert "Traceback" not in result.output
-    line = [x for x in result.output.splitlines() if "quarantined" in x]
-    assert len(line) == 1, result.output
-    for word in words:
-        assert word in line[0], (word, line[0])
-    assert not lake.runs_dir.exists() or not any(lake.runs_dir.rglob("frames.parquet"))
-    assert len(quarantined(lake)) == 1
-    return line[0]
-
-
 GARBAGE = b"\x00\x01\x00\x00" + bytes(range(7))
 
 
@@ -61,7 +47,7 @@ def test_a_first_message_that_does_not_decode_is_refused_naming_it(tmp_path, lak
     msgs = _states()
     msgs[0] = (msgs[0][0], GARBAGE)
     bag = _write_raw(tmp_path / "bag", "/joint_states", msgs, mcap=mcap)
-    _refused(ingest(bag, "--robot", "fr3"), lake, "bag", "topic /joint_states", "message 0",
+    refused_one_line(ingest(bag, "--robot", "fr3"), lake, "bag", "topic /joint_states", "message 0",
              f"receive time {T0_NS} ns", "does not decode as sensor_msgs/msg/JointState")
 
 
@@ -74,37 +60,37 @@ def test_a_truncated_sqlite3_bag_is_refused_not_published_with_garbage(tmp_path,
     bag = write_ros2(tmp_path / "bag", TS, [Topic("/joint_states", JOINT_STATE, _states())])
     (db3,) = bag.glob("*.db3")
     _cut_last_byte(db3)
-    _refused(ingest(bag, "--robot", "fr3"), lake, "bag:", f"storage file {db3.name} is damaged",
+    refused_one_line(ingest(bag, "--robot", "fr3"), lake, "bag:", f"storage file {db3.name} is damaged",
              "not a whole number", "pages (truncated)")
     lone = tmp_path / "lone.db3"
     shutil.copy(db3, lone)
     shutil.rmtree(lake.root)
-    _refused(ingest(lone, "--robot", "fr3"), lake, "lone.db3:", "SQLite storage file is damaged")
+    refused_one_line(ingest(lone, "--robot", "fr3"), lake, "lone.db3:", "SQLite storage file is damaged")
 
 
 def test_namespaces_that_become_the_same_id_are_refused_naming_both(tmp_path, lake, ingest):
     a, b = _states(), joint_states(TS, _times(700), NAMES, motion(700, 0.001, seed=1))
     bag = write_ros2(tmp_path / "bag", TS, [Topic("/a-b/joint_states", JOINT_STATE, a),
                                             Topic("/a/b/joint_states", JOINT_STATE, b)])
-    _refused(ingest(bag), lake, "arms 'a-b' and 'a/b' both become run a-b/bag-a-b", "--robot-map")
+    refused_one_line(ingest(bag), lake, "arms 'a-b' and 'a/b' both become run a-b/bag-a-b", "--robot-map")
     res = ingest(bag, "--robot-map", "a-b=left", "--robot-map", "a/b=right")
     assert res.exit_code == 0, res.output
     assert sorted((r["robot"], r["frame_count"]) for r in runs_of(lake)) == [("left", 1000), ("right", 700)]
 
 
-def test_a_split_listed_twice_in_metadata_is_refused(tmp_path, lake, ingest):
+def test_a_split_listed_twice_in_metadata_isrefused_one_line(tmp_path, lake, ingest):
     bag = write_ros2(tmp_path / "bag", TS, [Topic("/joint_states", JOINT_STATE, _states())])
     meta = bag / "metadata.yaml"
     text = meta.read_text()
     meta.write_text(text.replace("  - bag.db3\n", "  - bag.db3\n  - bag.db3\n", 1))
-    _refused(ingest(bag, "--robot", "fr3"), lake, "metadata.yaml lists bag.db3 more than once")
+    refused_one_line(ingest(bag, "--robot", "fr3"), lake, "metadata.yaml lists bag.db3 more than once")
 
 
-def test_a_message_count_unlike_the_storage_is_refused(tmp_path, lake, ingest):
+def test_a_message_count_unlike_the_storage_isrefused_one_line(tmp_path, lake, ingest):
     bag = write_ros2(tmp_path / "bag", TS, [Topic("/joint_states", JOINT_STATE, _states())])
     meta = bag / "metadata.yaml"
     meta.write_text(meta.read_text().replace(f"message_count: {N}", f"message_count: {N - 10}"))
-    _refused(ingest(bag, "--robot", "fr3"), lake, "topic /joint_states",
+    refused_one_line(ingest(bag, "--robot", "fr3"), lake, "topic /joint_states",
              f"metadata.yaml lists {N - 10} messages, the storage holds {N}")
 
 
@@ -112,7 +98,7 @@ def test_a_topic_listed_with_no_messages_is_named_with_why(tmp_path, lake, inges
     bag = write_ros2(tmp_path / "bag", TS, [Topic("/joint_states", JOINT_STATE, _states())])
     meta = bag / "metadata.yaml"
     meta.write_text(meta.read_text().replace(f"message_count: {N}", "message_count: 0"))
-    _refused(ingest(bag, "--robot", "fr3"), lake, "/joint_states: the bag's index lists no "
+    refused_one_line(ingest(bag, "--robot", "fr3"), lake, "/joint_states: the bag's index lists no "
              "messages on it (message_count 0)")
 
 
@@ -120,12 +106,12 @@ def test_a_topic_listed_with_no_messages_is_named_with_why(tmp_path, lake, inges
     (["fr3_joint3", *NAMES], "fr3_joint3"),
     (["fr3_joint1", "fr3_joint1", *NAMES[2:]], "fr3_joint1"),
 ], ids=["joint3-first", "joint1-twice-no-joint2"])
-def test_a_joint_named_twice_is_refused(tmp_path, lake, ingest, names, twice):
+def test_a_joint_named_twice_isrefused_one_line(tmp_path, lake, ingest, names, twice):
     m = {k: v[:, [2, *range(7)]][:, :len(names)] for k, v in motion(N, 0.001).items()}
     m["q"][:, 0] += 1.0  # the first fr3_joint3 is another value than the second
     msgs = joint_states(TS, _times(), names, m)
     bag = write_ros2(tmp_path / "bag", TS, [Topic("/joint_states", JOINT_STATE, msgs)])
-    _refused(ingest(bag, "--robot", "fr3"), lake, "topic /joint_states", "message 0",
+    refused_one_line(ingest(bag, "--robot", "fr3"), lake, "topic /joint_states", "message 0",
              f"names {twice} twice", "expected each joint once")
 
 
@@ -134,7 +120,7 @@ def test_joint_names_that_change_part_way_are_refused_naming_the_message(tmp_pat
     other = joint_states(TS, _times(), [f"arm_j{j}" for j in range(1, 8)], motion(N, 0.001))
     msgs[500:] = other[500:]
     bag = write_ros2(tmp_path / "bag", TS, [Topic("/joint_states", JOINT_STATE, msgs)])
-    _refused(ingest(bag, "--robot", "fr3"), lake, "topic /joint_states", "message 500",
+    refused_one_line(ingest(bag, "--robot", "fr3"), lake, "topic /joint_states", "message 500",
              f"receive time {T0_NS + 500 * 1_000_000} ns", "arm_j1", "none of the joints")
 
 
@@ -143,7 +129,7 @@ def test_a_first_message_without_names_is_refused_naming_it_not_the_topic(tmp_pa
     empty = joint_states(TS, _times(1), [], {k: np.zeros((1, 0)) for k in ("q", "dq", "tau")})
     msgs[0] = empty[0]
     bag = write_ros2(tmp_path / "bag", TS, [Topic("/joint_states", JOINT_STATE, msgs)])
-    _refused(ingest(bag, "--robot", "fr3"), lake, "topic /joint_states", "message 0",
+    refused_one_line(ingest(bag, "--robot", "fr3"), lake, "topic /joint_states", "message 0",
              "names []", "none of the joints")
 
 
@@ -159,5 +145,5 @@ def test_a_value_refused_in_a_bag_names_its_frame_and_time(tmp_path, lake, inges
     m["q"][10, 3] = 9.0  # far outside J4's range
     msgs = joint_states(TS, _times(), NAMES, m)
     bag = write_ros2(tmp_path / "bag", TS, [Topic("/joint_states", JOINT_STATE, msgs)])
-    _refused(ingest(bag, "--robot", "fr3"), lake, "field 'q4'", "outside the joint's physical limits",
+    refused_one_line(ingest(bag, "--robot", "fr3"), lake, "field 'q4'", "outside the joint's physical limits",
              "at frame 10 (t_s 0.010000 s)")

@@ -13,7 +13,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from ingest_helpers import frames_of, quarantined, runs_of
+from ingest_helpers import frames_of, refused_one_line, runs_of
 
 N = 400
 HOME = np.array([0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785])
@@ -40,18 +40,6 @@ def _csv_text(n: int = N) -> str:
     return ",".join(header) + "\n" + "\n".join(",".join(repr(float(v)) for v in r) for r in rows) + "\n"
 
 
-def _refused(result, lake, *words: str) -> str:
-    assert result.exit_code == 1, result.output
-    assert "Traceback" not in result.output
-    lines = [x for x in result.output.splitlines() if "quarantined" in x]
-    assert len(lines) == 1, result.output
-    for word in words:
-        assert word in lines[0], (word, lines[0])
-    assert not lake.runs_dir.exists() or not any(lake.runs_dir.rglob("frames.parquet"))
-    assert len(quarantined(lake)) == 1
-    return lines[0]
-
-
 def _npz(inbox: Path, name: str, **change) -> Path:
     t, q, dq = _motion()
     arrays = {"t": t, "q": q, "dq": dq} | change
@@ -65,9 +53,9 @@ def _npz(inbox: Path, name: str, **change) -> Path:
     ("text.npz", {"q": np.full((N, 7), "x")}, ("array 'q' holds <U1 values", "expected real numbers")),
     ("complex.npz", {"q": _motion()[1] + 0.5j}, ("array 'q' holds complex128 values", "expected real numbers")),
 ], ids=["object", "text", "complex"])
-def test_an_npz_array_that_is_not_real_numbers_is_refused(inbox, lake, ingest, name, change, words):
+def test_an_npz_array_that_is_not_real_numbers_isrefused_one_line(inbox, lake, ingest, name, change, words):
     path = _npz(inbox, name, **change)
-    _refused(ingest(path, "--mapping", _mapping(inbox, NPZ_MAPPING), "--robot", "fr3"), lake,
+    refused_one_line(ingest(path, "--mapping", _mapping(inbox, NPZ_MAPPING), "--robot", "fr3"), lake,
              f"{name}:", *words)
 
 
@@ -76,7 +64,7 @@ def test_an_npz_with_a_corrupt_member_is_refused_naming_it(inbox, lake, ingest):
     data = bytearray(path.read_bytes())
     data[300] ^= 0xFF  # inside the first member's bytes: its CRC-32 no longer matches
     path.write_bytes(bytes(data))
-    _refused(ingest(path, "--mapping", _mapping(inbox, NPZ_MAPPING), "--robot", "fr3"), lake,
+    refused_one_line(ingest(path, "--mapping", _mapping(inbox, NPZ_MAPPING), "--robot", "fr3"), lake,
              "crc.npz:", "array 't' cannot be read", "Bad CRC-32")
 
 
@@ -84,10 +72,10 @@ def test_an_npz_with_a_corrupt_member_is_refused_naming_it(inbox, lake, ingest):
     (NPZ_MAPPING.encode("utf-16"), ("map.toml:", "not UTF-8 text: byte 0xff at offset 0", "UTF-16")),
     (b"\xff\xfe\x00bad", ("map.toml:", "not UTF-8 text", "expected a UTF-8 TOML file")),
 ], ids=["utf16", "bytes"])
-def test_a_mapping_that_is_not_utf8_is_refused(inbox, lake, ingest, data, words):
+def test_a_mapping_that_is_not_utf8_isrefused_one_line(inbox, lake, ingest, data, words):
     mapping = inbox / "map.toml"
     mapping.write_bytes(data)
-    _refused(ingest(_npz(inbox, "log.npz"), "--mapping", mapping, "--robot", "fr3"), lake, *words)
+    refused_one_line(ingest(_npz(inbox, "log.npz"), "--mapping", mapping, "--robot", "fr3"), lake, *words)
 
 
 def test_a_byte_order_mark_is_not_part_of_the_first_name(inbox, lake, ingest):
@@ -105,7 +93,7 @@ def test_a_header_not_in_utf8_is_named_as_such(inbox, lake, ingest):
     log = inbox / "latin.csv"
     log.write_bytes(text.encode("latin-1"))
     mapping = _mapping(inbox, CSV_MAPPING.replace("time_ms", "time_\u00b5s").replace('"ms"', '"us"'))
-    _refused(ingest(log, "--mapping", mapping, "--robot", "fr3"), lake, "latin.csv:",
+    refused_one_line(ingest(log, "--mapping", mapping, "--robot", "fr3"), lake, "latin.csv:",
              "names column 'time_\u00b5s'", "its header is not UTF-8 text", "save it as UTF-8")
 
 
@@ -139,7 +127,7 @@ def test_a_null_parquet_cell_is_null_and_a_bad_value_names_its_frame(inbox, lake
     assert any("'dq2': 1 empty cells, first at row 5" in r for r in runs_of(lake)[0]["reasons"])
     cols["q4"] = pa.array(np.where(np.arange(N) == 37, 9.0, q[:, 3]))
     pq.write_table(pa.table(cols), inbox / "far.parquet")
-    _refused(ingest(inbox / "far.parquet", "--mapping", mapping, "--robot", "fr3",
+    refused_one_line(ingest(inbox / "far.parquet", "--mapping", mapping, "--robot", "fr3",
                     lake_dir=tmp_path / "lake2"), type(lake)(tmp_path / "lake2"),
              "far.parquet:", "'q4'", "outside the joint's physical limits", "at frame 37 (t_s 0.037000 s)")
 
