@@ -40,8 +40,8 @@ def quasi_static_record(settings, runs: list, signal: str, rigid, start: Dynamic
             f"residual {', '.join(f'J{j + 1} {s:.3g}' for j, s in enumerate(qs.sigma_nm))} N·m; the dynamic parameters "
             "are not identified at this rate")
     torque = {"signal": signal, "meaning": MEANING[signal], "sample_rate_hz": qs.rate_hz, "rows": qs.rows,
-              "quasi_static": {"poses": qs.poses, "reason": qs.reason, "not_identified": list(ident["parameters"][0:0])
-                               + [e["name"] for e in ident["parameters"] if "unidentifiable" in e["flags"]],
+              "quasi_static": {"poses": qs.poses, "reason": qs.reason, "not_identified": [e["name"] for e in ident["parameters"]
+                                                  if "unidentifiable" in e["flags"]],
                                "sigma_nm": [finite(v) for v in qs.sigma_nm],
                                "estimate": {n: finite(v) for n, v in zip(NAMES, qs.x)},
                                "stderr": {n: finite(v) for n, v in zip(NAMES, qs.stderr)}},

@@ -191,7 +191,7 @@ def fit_torque(lake: Path, settings: TorqueFitSettings, *, fit_id: str | None = 
     rate = sample_rate_hz(runs)
     if rate < LOW_RATE_HZ:  # e.g. franka_ros' 30 Hz robot state: quasi-static rows only
         rec = quasi_static_record(settings, runs, signal, rigid, start, rate,
-                                  fit_id or f"fit-{datetime.now(timezone.utc).strftime('%Y%m%dT%H%M%S')}-{settings.digest()[:8]}",
+                                  fit_id or _new_fit_id(settings),
                                   _stored_settings(settings, settings.friction_law), time.perf_counter() - t0)
         if publish:
             publish_fit(lake, rec)
@@ -247,7 +247,7 @@ def fit_torque(lake: Path, settings: TorqueFitSettings, *, fit_id: str | None = 
                   delay_undetermined=sol.extra["delay_undetermined"], holdout_replay=[r.to_dict() for r in replays], standstill=standstill_summary(flat, spec))
     wall = time.perf_counter() - t0
     rec = FitRecord(
-        fit_id=fit_id or f"fit-{datetime.now(timezone.utc).strftime('%Y%m%dT%H%M%S')}-{settings.digest()[:8]}",
+        fit_id=fit_id or _new_fit_id(settings),
         fit_source="twinlake", created_utc=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         status="completed", best_loss=float(np.mean(train_score.rmse_raw_nm ** 2)),  # mean square torque residual [N·m²]
         params=params, seed=None, settings=_stored_settings(settings, spec.law), runs=uses,
@@ -286,6 +286,11 @@ def _damping(runs: list[RunSamples]) -> np.ndarray | None:
     (then noise_bias leaves out the velocity-feedback term)."""
     found = [r.damping_nms_rad for r in runs]
     return None if any(d is None for d in found) else np.mean(found, axis=0)
+
+
+def _new_fit_id(settings: TorqueFitSettings) -> str:
+    """A new torque fit's id: `fit-<UTC time to the second>-<settings digest[:8]>`."""
+    return f"fit-{datetime.now(timezone.utc).strftime('%Y%m%dT%H%M%S')}-{settings.digest()[:8]}"
 
 
 def _stored_settings(settings: TorqueFitSettings, law: str) -> dict:
