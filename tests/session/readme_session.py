@@ -13,8 +13,9 @@ CliRunner; `fit run` starts or joins the process's local Ray), with only these c
 - an `excite` that aborts is retried as the README says (start the daemon again, remove the
   output directory, run the line again), at most `RETRIES` times.
 
-Every line must exit 0 but the two that judge a fit (`VERDICTS`: `fit compare`, `fit
-validate`), whose exit says whether the fit passed: their outcome is kept for the tests that
+Every line must exit 0 but the three that act on a fit's judgement (`VERDICTS`: `fit compare`,
+`fit validate`, and `fit export`, which refuses a fit whose verdict is *not trusted*), whose exit
+says whether the fit passed: their outcome is kept for the tests that
 judge it. The result, `Session`, keeps each line's exit code, stdout and stderr,
 the lake (absolute path), the fit ids and the run names; tests over it (tests/session and
 others, e.g. a verdict test) read the lake, never write to it.
@@ -35,7 +36,7 @@ README = Path(__file__).resolve().parents[2] / "README.md"
 SECTION = "## A session with your own robot"
 SECONDS = "4"
 RETRIES = 2
-VERDICTS = (("fit", "compare"), ("fit", "validate"))
+VERDICTS = (("fit", "compare"), ("fit", "validate"), ("fit", "export"))
 FIT_ID = re.compile(r"\bfit-\d{8}T\d{6}-[0-9a-f]{8}\b")
 
 
