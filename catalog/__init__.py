@@ -10,6 +10,7 @@ sql/clean_intervals.sql), the selection of recorded data (`parse_selector`, `res
 `FRAME_SCHEMA`, `RUN_SCHEMA` and the ordered `SQL_FILES`.
 """
 
+from ..contracts.lazy import lazy_exports
 from .durable import atomic_write_bytes, atomic_write_text
 from .lake import Lake, check_id, resolve_lake, sha256_file
 from .publish import (
@@ -24,25 +25,14 @@ from .schema import FRAME_SCHEMA, JOINTS, RAW_FILE_TYPE, RUN_SCHEMA
 # The DuckDB side (connect, the read-only connection, intervals, selection) is imported on
 # first use (PEP 562): a process that only writes the lake (`twinlake ingest`) imports duckdb
 # only to store a published run's intervals (catalog/stored_intervals.py), never pandas.
-_LAZY = {
-    "ReadOnlyConnection": "read_only", "ReadOnlyRefused": "read_only",
-    "SQL_FILES": "sql", "connect": "sql", "load_sql": "sql",
-    "clean_intervals": "intervals",
-    **{name: "selection" for name in ("IntervalFrames", "IntervalRef", "RunSelector", "SelectionError",
-                                      "interval_frames", "parse_selector", "pick_interval", "resolve_intervals",
-                                      "resolve_run", "run_frames", "run_intervals")},
-}
-
-
-def __getattr__(name: str):
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'twinlake.catalog' has no attribute {name!r}")
-    from importlib import import_module
-
-    value = getattr(import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
+__getattr__, __dir__, _ = lazy_exports(__name__, globals(), {
+    "read_only": ("ReadOnlyConnection", "ReadOnlyRefused"),
+    "sql": ("SQL_FILES", "connect", "load_sql"),
+    "intervals": ("clean_intervals",),
+    "selection": ("IntervalFrames", "IntervalRef", "RunSelector", "SelectionError", "interval_frames",
+                  "parse_selector", "pick_interval", "resolve_intervals", "resolve_run", "run_frames",
+                  "run_intervals"),
+})
 
 
 __all__ = [

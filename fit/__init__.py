@@ -8,14 +8,14 @@ Public face (see fit/README.md):
   driver:     FitSettings, run_fit, resume via run_fit(..., resume=True)
   records:    FitRecord, IntervalUse, SeedResult, load_fit, list_fits, publish_fit
 
-The names are imported on first use (PEP 562, sim/lazy.py), so that a user of the fit
+The names are imported on first use (PEP 562, contracts/lazy.py), so that a user of the fit
 records alone (`fit list`, `fit show`) does not pay for cma, scipy and MuJoCo:
 `from twinlake.fit import run_fit` works as before.
 """
 
 from __future__ import annotations
 
-from ..sim.lazy import lazy_exports
+from ..contracts.lazy import lazy_exports
 
 __getattr__, __dir__, __all__ = lazy_exports(__name__, globals(), {
     "replay.intervals": ("IntervalRef", "resolve"),
