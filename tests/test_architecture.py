@@ -173,3 +173,14 @@ def test_the_resolver_sees_relative_imports(tmp_path) -> None:
     (pkg / "a.py").write_text("from ..catalog import Lake\nfrom .b import x\nfrom . import c\n")
     found = _imports("twinlake.fit.a", pkg / "a.py")
     assert {"twinlake.catalog", "twinlake.catalog.Lake", "twinlake.fit.b", "twinlake.fit.c"} <= found
+
+
+def test_the_root_uses_fit_only_through_its_public_face():
+    """The commands import `twinlake.fit`'s names (fit/__init__.py), never its inner modules, so
+    fit's sub-packages can be rearranged without touching a command."""
+    inner = []
+    for src, targets in _graph().items():
+        if _folder(src) != ROOT:
+            continue
+        inner += [f"{src} -> {t}" for t in sorted(targets) if t.startswith(f"{ROOT}.fit.")]
+    assert not inner, "import these from twinlake.fit instead:\n" + "\n".join(inner)

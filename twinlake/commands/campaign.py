@@ -96,9 +96,9 @@ def run_cmd(
 def _fit_verdict(root: Path, fit: str) -> dict | None:
     """The fit's current verdict (fit/records/verdict_record.py) as JSON, None when the fit is not
     in the lake (run_campaign then says so)."""
-    from ..fit.records.record import load_fit
-    from ..fit.records.show import verdict_json
-    from ..fit.records.verdict_record import current_verdict
+    from ..fit import load_fit
+    from ..fit import verdict_json
+    from ..fit import current_verdict
 
     try:
         return verdict_json(current_verdict(root, load_fit(root, fit)))

@@ -32,9 +32,9 @@ def _torque_held_out(root, fit: str, runs: list[str], max_floor_ratio: float, as
     left to replay and whether a scored one failed."""
     from ..catalog import connect
     from ..catalog.selection import parse_selector, resolve_run, run_intervals
-    from ..fit.replay import needs
-    from ..fit.records.record import load_fit
-    from ..fit.torque.held_out import held_out_scores, is_torque_fit
+    from ..fit import missing_in_run
+    from ..fit import load_fit
+    from ..fit import held_out_scores, is_torque_fit
 
     try:
         rec = load_fit(root, fit)
@@ -47,7 +47,7 @@ def _torque_held_out(root, fit: str, runs: list[str], max_floor_ratio: float, as
                 sel = parse_selector(text)
                 row = resolve_run(con, sel.run, sel.robot)
                 clean = run_intervals(con, row["robot"], sel.run)
-                if not clean or needs.missing_in_run(con, row["robot"], sel.run, clean[0]["seq_first"]):
+                if not clean or missing_in_run(con, row["robot"], sel.run, clean[0]["seq_first"]):
                     scored.append(text)
         finally:
             con.close()
@@ -70,8 +70,8 @@ def _store_torque_validation(root, rec, result, max_floor_ratio: float) -> tuple
     from datetime import datetime, timezone
 
     from ..catalog import PartitionExists
-    from ..fit.records.validation_record import publish_validation_record
-    from ..fit.torque.held_out import torque_validation
+    from ..fit import publish_validation_record
+    from ..fit import torque_validation
 
     # microseconds, as a replayed validation's: `fit_validations` picks the latest by this stamp, and
     # two validations of one run within a second (a pass, then a stricter fail) must not tie
@@ -104,7 +104,7 @@ def validate_cmd(
     from rich.table import Table
 
     from ..catalog import resolve_lake
-    from ..fit.trust.validate import Thresholds, validate_fit
+    from ..fit import Thresholds, validate_fit
     from ..progress import Stages
     from ..option_lists import split_values
 
@@ -147,7 +147,7 @@ def validate_cmd(
         table.add_row(*(escape(c) for c in (f"{r['robot']}/{r['run']}", r["sim_label"], milli(r["q_rmse_all_rad"]),
                                              ratio, milli(r["dq_rmse_all_rad_s"]), milli(r["ee_pos_rmse_3d_m"]),
                                              r["verdict"] or "—", "new" if r["new"] else "already stored")))
-    from ..fit.records.show import console as stdout_console
+    from ..fit import console as stdout_console
 
     stdout_console().print(table)  # not a terminal: wide enough not to truncate the run names
     for r in rows:
@@ -163,8 +163,8 @@ def validate_cmd(
 def _new_verdict(root, fit: str, as_json: bool) -> None:
     """A validation arrived: the fit's verdict is decided again and appended (fit/records/verdict_record.py);
     said on stderr after the table (with --json only stored: `fit show --json` has it)."""
-    from ..fit.records.record import load_fit
-    from ..fit.records.verdict_record import record_verdict
+    from ..fit import load_fit
+    from ..fit import record_verdict
 
     verdict = record_verdict(root, load_fit(root, fit), "fit validate")
     if not as_json:
@@ -191,8 +191,8 @@ def quick_cmd(
 ) -> None:
     """A first-order per-joint fit (inertia, viscous damping, Coulomb friction) with standard errors; gap report against the profile."""
     from ..catalog import resolve_lake
-    from ..fit.trust.gap_report import quick_fit_run
-    from ..fit.trust.quick import QuickFitRefused
+    from ..fit import quick_fit_run
+    from ..fit import QuickFitRefused
 
     root = resolve_lake(lake)
     try:
@@ -234,8 +234,8 @@ def report_cmd(
 ) -> None:
     """Write a self-contained HTML report of a fit (plots embedded; PNGs beside it)."""
     from ..catalog import resolve_lake
-    from ..fit.records.report import render_report
-    from ..fit.records.report_lake import report_data_from_lake
+    from ..fit import render_report
+    from ..fit import report_data_from_lake
     from ..progress import Stages
 
     try:

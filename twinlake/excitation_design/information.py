@@ -32,8 +32,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..fit.replay.space import ParameterSpace
-from ..fit.torque.friction_basis import VELOCITY_SCALE_RAD_S
+from ..fit import ParameterSpace
+from ..fit import VELOCITY_SCALE_RAD_S
 from ..sim.params import LAYOUT, DynamicsParams
 
 # the per-joint, continuous groups the joint-local surrogate expresses: the layout's per-joint
