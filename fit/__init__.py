@@ -32,7 +32,7 @@ __getattr__, __dir__, __all__ = lazy_exports(__name__, globals(), {
     "run": ("FitSettings", "run_fit"),
     # the torque route
     "torque": ("TorqueFitSettings", "fit_torque"),
-    "torque.friction_basis": ("VELOCITY_SCALE_RAD_S",),
+    "torque.model.friction_basis": ("VELOCITY_SCALE_RAD_S",),
     "torque.held_out": ("held_out_scores", "is_torque_fit", "torque_validation"),
     # trust: validation, error bars, verdicts, the quick fit
     "trust.compare": ("compare_fits", "comparison_json"),

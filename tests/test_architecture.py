@@ -184,3 +184,30 @@ def test_the_root_uses_fit_only_through_its_public_face():
             continue
         inner += [f"{src} -> {t}" for t in sorted(targets) if t.startswith(f"{ROOT}.fit.")]
     assert not inner, "import these from twinlake.fit instead:\n" + "\n".join(inner)
+
+
+# fit/torque's sub-packages, lowest floor first: each may import only the floors below it
+# (function-level imports count); the route and held_out.py at the top compose them.
+TORQUE_FLOORS = ("inputs", "model", "estimation", "scores", "low_rate")
+
+
+def _torque_floor(module: str) -> int | None:
+    prefix = f"{ROOT}.fit.torque"
+    if module != prefix and not module.startswith(prefix + "."):
+        return None
+    parts = module[len(prefix) + 1:].split(".") if module != prefix else []
+    return TORQUE_FLOORS.index(parts[0]) if parts and parts[0] in TORQUE_FLOORS \
+        else len(TORQUE_FLOORS)
+
+
+def test_the_torque_route_imports_only_down_its_floors():
+    wrong = []
+    for src, targets in _graph().items():
+        a = _torque_floor(src)
+        if a is None:
+            continue
+        for dst in targets:
+            b = _torque_floor(dst)
+            if b is not None and b > a:
+                wrong.append(f"{src} -> {dst}")
+    assert not wrong, "fit/torque imports up its floors " + str(TORQUE_FLOORS) + ":\n" + "\n".join(wrong)

@@ -20,12 +20,12 @@ from pathlib import Path
 import numpy as np
 
 from ...sim.load import EndLoad
-from .derivatives import segments
-from .equations import build, with_rest_rule
-from .regressor import RigidBodyModel
-from .residuals import MAX_FLOOR_RATIO, TorqueScore, adequacy_line, score
+from .inputs.derivatives import segments
+from .model.equations import build, with_rest_rule
+from .model.regressor import RigidBodyModel
+from .scores.residuals import MAX_FLOOR_RATIO, TorqueScore, adequacy_line, score
 from .route import TorqueFitSettings, decimation, equation_spec, read_samples
-from .soft_friction import RestRule
+from .model.soft_friction import RestRule
 
 
 TORQUE_SOURCE = "twinlake_torque"

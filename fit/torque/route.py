@@ -4,7 +4,7 @@ an ordinary fit record (`fits/fit=<id>/`, method = torque) published by fit/reco
 `TorqueFitSettings` is stored as the fit's settings_json (method "torque"); `torque_json`
 in fit.parquet holds what the route did and found (signal and its meaning, filter, gaps,
 delay scan, weights, base parameters, every β with its stated error bar (`stderr`: HAC plus,
-under Stribeck, the rest rule's systematic part, fit/torque/systematic.py), the HAC and i.i.d.
+under Stribeck, the rest rule's systematic part, fit/torque/estimation/systematic.py), the HAC and i.i.d.
 ones beside it, the systematic shifts, the velocity-noise correction of the armature
 (noise_bias.py), the constraints, train and held-out torque scores, adequacy). `train_floor_ratio` /
 `holdout_floor_ratio` are the torque residual over the torque noise floor (residuals.py);
@@ -41,20 +41,20 @@ from ...catalog.selection import parse_selector, pick_interval, resolve_run, run
 from ...sim import DynamicsParams
 from ...sim.params import MAX_DELAY_MS
 from ..records.record import FitRecord, IntervalUse, publish_fit
-from .derivatives import FilterSpec, cutoff_from_spectrum, segments
-from .equations import EquationSpec, build, with_rest_rule
-from .friction_basis import check_law
-from .regressor import RigidBodyModel
-from .replay_check import replay_holdout
-from .residuals import adequacy_line, nominal_line, score
-from .findings import causes, delay_edge, delay_undetermined, standstill_summary
-from .low_rate import LOW_RATE_HZ, quasi_static_record, sample_rate_hz
-from .signal_check import check as check_signal
-from .signals import MEANING, RunSamples, choose_signal, samples
-from .soft_friction import CREEP_MARGIN, FrictionConstraint
-from .solve import solve_at_level
-from .systematic import error_bar_note
-from .twin_params import dynamics_params, finite, identifiability_json
+from .inputs.derivatives import FilterSpec, cutoff_from_spectrum, segments
+from .model.equations import EquationSpec, build, with_rest_rule
+from .model.friction_basis import check_law
+from .model.regressor import RigidBodyModel
+from .scores.replay_check import replay_holdout
+from .scores.residuals import adequacy_line, nominal_line, score
+from .scores.findings import causes, delay_edge, delay_undetermined, standstill_summary
+from .low_rate.record import LOW_RATE_HZ, quasi_static_record, sample_rate_hz
+from .inputs.signal_check import check as check_signal
+from .inputs.signals import MEANING, RunSamples, choose_signal, samples
+from .model.soft_friction import CREEP_MARGIN, FrictionConstraint
+from .estimation.solve import solve_at_level
+from .estimation.systematic import error_bar_note
+from .estimation.twin_params import dynamics_params, finite, identifiability_json
 
 PRESETS = ("+payload", "+asymmetry", "+bias", "+links")
 

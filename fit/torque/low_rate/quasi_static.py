@@ -24,8 +24,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import optimize
 
-from ...sim import LAYOUT
-from .base_params import analyse
+from ....sim import LAYOUT
+from ..estimation.base_params import analyse
 
 LOW_RATE_HZ = 200.0  # below this sample rate the route is quasi-static
 STILL_RAD_S = 0.01  # every joint under this speed: a quasi-static row

@@ -8,11 +8,11 @@ from datetime import datetime, timezone
 
 import numpy as np
 
-from ...sim import LAYOUT, DynamicsParams
-from ..records.record import FitRecord, IntervalUse
+from ....sim import LAYOUT, DynamicsParams
+from ...records.record import FitRecord, IntervalUse
 from .quasi_static import LOW_RATE_HZ, NAMES, entries, sample_rate_hz, solve
-from .signals import MEANING
-from .twin_params import finite
+from ..inputs.signals import MEANING
+from ..estimation.twin_params import finite
 
 
 def _params(start: DynamicsParams, x: np.ndarray) -> DynamicsParams:
