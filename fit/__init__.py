@@ -22,6 +22,8 @@ from __future__ import annotations
 from ..contracts.lazy import lazy_exports
 
 __getattr__, __dir__, __all__ = lazy_exports(__name__, globals(), {
+    # what a fit refuses, and why (the CLI maps a SettingError to its flag)
+    "errors": ("DataError", "FitError", "FitNotFound", "ModelError", "RecordError", "SettingError"),
     # the replay search
     "replay.intervals": ("IntervalRef", "resolve"),
     "replay.needs": ("missing_in_run",),

@@ -36,6 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..errors import DataError, SettingError
 from ...catalog import connect
 from ...catalog.selection import parse_selector, pick_interval, resolve_run, run_frames, run_intervals
 from ...sim import DynamicsParams
@@ -99,7 +100,7 @@ def read_samples(lake: Path, selector: str, torque: str | None) -> tuple[RunSamp
     finally:
         con.close()
     if frames.num_rows == 0:
-        raise ValueError(f"run selector {selector!r}: no frames")
+        raise DataError(f"run selector {selector!r}: no frames")
     signal = choose_signal(frames, torque, f"run {row['robot']}/{sel.run}")
     return samples(frames, signal, robot=row["robot"], run=sel.run, interval_index=sel.interval_index,
                    run_row=row), signal
@@ -110,10 +111,10 @@ def equation_spec(settings: TorqueFitSettings, signal: str, rigid: RigidBodyMode
     law = check_law(settings.friction_law)
     unknown = [p for p in settings.params if p not in PRESETS]
     if unknown:
-        raise ValueError(f"--params {unknown[0]!r}: the torque route accepts {', '.join(PRESETS)}")
+        raise SettingError("params", repr(unknown[0]), f"the torque route accepts {', '.join(PRESETS)}")
     if signal == "commanded" and "+links" in settings.params:
-        raise ValueError("--params +links: the links' inertials are seen by the measured torques only "
-                         "(--torque measured); the commanded torque never carries the links' gravity")
+        raise SettingError("params", "+links", "the links' inertials are seen by the measured torques "
+                           "only (tau_J); the commanded torque never carries the links' gravity")
     if signal == "commanded":
         groups = ("armature", "mu_viscous", "friction")
         groups += ("coulomb_asymmetry",) * ("+asymmetry" in settings.params) + ("tau_bias",) * ("+bias" in settings.params)
@@ -149,7 +150,8 @@ def _configured(settings: TorqueFitSettings, runs: list[RunSamples]):
         return EndLoad(**{k: v for k, v in settings.configured_load.items()})
     loads = {json.dumps((load_from_metadata(r.metadata, r.label) or NO_LOAD).to_json()) for r in runs}
     if len(loads) > 1:
-        raise ValueError("the train runs state different configured loads; fit them separately or pass --configured-load")
+        raise SettingError("configured_load", None, "the train runs state different configured loads: fit them "
+                           "separately or state the one they carried")
     return EndLoad(**json.loads(loads.pop())) if loads else NO_LOAD
 
 
@@ -165,7 +167,7 @@ def _equations(runs, spec, rigid, fspec):
         segs, report = segments(r.seq, r.q, r.dq, r.tau, cutoff_hz=fspec.cutoff_hz, trim_s=fspec.trim_s,
                                 max_fill_ticks=fspec.max_fill_ticks, guard_ticks=fspec.guard_ticks)
         if not segs:
-            raise ValueError(f"{r.label}: no segment long enough to filter ({report.to_dict()})")
+            raise DataError(f"{r.label}: no segment long enough to filter ({report.to_dict()})")
         gaps[r.label] = report.to_dict()
         out.append([build(s, spec, rigid, decimation(fspec.cutoff_hz)) for s in segs])
     return out, gaps
@@ -177,12 +179,13 @@ def fit_torque(lake: Path, settings: TorqueFitSettings, *, fit_id: str | None = 
     t0 = time.perf_counter()
     lake = Path(lake)
     if not settings.train:
-        raise ValueError("give at least one --train [ROBOT/]RUN[:INTERVAL]")
+        raise SettingError("train", None, "give at least one [ROBOT/]RUN[:INTERVAL]")
     start = DynamicsParams.nominal() if start is None else start
     train = [read_samples(lake, s, settings.torque) for s in settings.train]
     signals = {sig for _, sig in train}
     if len(signals) > 1:
-        raise ValueError(f"the train runs would use different torques ({sorted(signals)}); pass --torque")
+        raise SettingError("torque", None, f"the train runs would use different torques ({sorted(signals)}): "
+                           "choose one")
     signal = signals.pop()
     settings.torque = signal
     runs = [r for r, _ in train]

@@ -14,7 +14,7 @@ from typing import Optional
 import typer
 
 from . import validation
-from ..options import LAKE, fail
+from ..options import LAKE, error_text, fail
 
 fit_app = typer.Typer(help="Fit dynamics parameters, inspect and export fits.", no_args_is_help=True)
 
@@ -104,7 +104,7 @@ def run_cmd(
             rec = run_fit(root, settings, fit_id=fit_id, workers=workers, address=address,
                           progress=sys.stderr.isatty() or not as_json)
     except ValueError as exc:
-        fail(str(exc))
+        fail(error_text(exc))
     _print_fit(root, rec, as_json)
 
 
@@ -152,7 +152,7 @@ def _torque_run(root, train, holdout, params, friction_law, configured_load, tor
         start = load_fit(root, start_from).params if start_from else None
         rec = fit_torque(root, settings, fit_id=fit_id, start=start)
     except ValueError as exc:
-        fail(str(exc))
+        fail(error_text(exc))
     _print_fit(root, rec, as_json)
 
 
@@ -228,7 +228,7 @@ def show_cmd(fit: str = typer.Argument(..., help="Fit id (see `twinlake fit list
     try:
         rec = load_fit(root, fit)
     except ValueError as exc:
-        fail(str(exc))
+        fail(error_text(exc))
     validations = fit_validations(root, fit)
     designs = fit_design_checks(root, rec)
     verdict = current_verdict(root, rec, validations)
@@ -268,7 +268,7 @@ def export_cmd(fit: str = typer.Argument(..., help="Fit id."),
                  "`--force` exports it anyway (the file says it is not trusted)")
         path = export_fit(rec, fmt, out or Path(default_name(rec, fmt)), verdict)
     except ValueError as exc:
-        fail(str(exc))
+        fail(error_text(exc))
     if verdict.verdict.level is not Level.TRUSTED:
         typer.echo(f"note: the fit's verdict is '{verdict.verdict.level.value}': "
                    f"{'; '.join(verdict.verdict.reasons)}", err=True)
@@ -298,7 +298,7 @@ def compare_cmd(fit_a: str = typer.Argument(..., help="First fit id (e.g. a repl
         for rec in (rec_a, rec_b):  # a comparison arrived: each fit's verdict gets a new row
             record_verdict(root, rec, f"fit compare {fit_a} {fit_b}")
     except ValueError as exc:
-        fail(str(exc))
+        fail(error_text(exc))
     if as_json:
         typer.echo(comparison_json(cmp))
     else:

@@ -11,7 +11,7 @@ from typing import Optional
 
 import typer
 
-from ..options import LAKE, fail
+from ..options import LAKE, error_text, fail
 
 
 def _finite(value: float) -> float | None:
@@ -53,7 +53,7 @@ def _torque_held_out(root, fit: str, runs: list[str], max_floor_ratio: float, as
             con.close()
         results = held_out_scores(root, rec, scored, max_floor_ratio or float("inf")) if scored else []
     except ValueError as exc:
-        fail(str(exc))
+        fail(error_text(exc))
     for r in results:
         vid, new = _store_torque_validation(root, rec, r, max_floor_ratio or float("inf"))
         if as_json:
@@ -122,7 +122,7 @@ def validate_cmd(
             outs = validate_fit(resolve_lake(lake), fit, runs, thresholds, nominal=params,
                                 allow_train=allow_train)
     except ValueError as exc:
-        fail(str(exc))
+        fail(error_text(exc))
     rows = [{"validation": o.validation_id, "robot": o.robot, "run": o.run, "sim_label": o.sim_label,
              "q_rmse_all_rad": (o.metrics_doc.get("joints") or {}).get("pos_rmse_all_rad"),
              "dq_rmse_all_rad_s": (o.metrics_doc.get("joints") or {}).get("vel_rmse_all_rad_s"),
@@ -202,7 +202,7 @@ def quick_cmd(
     except QuickFitRefused as exc:
         fail(f"quick fit of {run} J{joint} refused: {exc}")
     except ValueError as exc:
-        fail(str(exc))
+        fail(error_text(exc))
     robot_run = report.run_label.split(" ")[0]
     robot, _, run_id = robot_run.partition("/")
     name = f"quick_j{joint}.fit.md"
@@ -246,5 +246,5 @@ def report_cmd(
             stages.stage("plotting")
             page = render_report(data, out)
     except ValueError as exc:
-        fail(str(exc))
+        fail(error_text(exc))
     typer.echo(str(page))

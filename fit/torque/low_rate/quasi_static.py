@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import optimize
 
+from ...errors import DataError
 from ....sim import LAYOUT
 from ..estimation.base_params import analyse
 
@@ -70,7 +71,7 @@ def _rows(runs, rigid):
         taus.append(r.tau[still])
     q, tau = np.vstack(qs), np.vstack(taus)
     if len(q) < 3:
-        raise ValueError("low-rate robot state: fewer than 3 rows at rest (every |dq| < "
+        raise DataError("low-rate robot state: fewer than 3 rows at rest (every |dq| < "
                          f"{STILL_RAD_S} rad/s): nothing quasi-static to identify")
     zeros = np.zeros_like(q)
     y_full = rigid.regressor(q, zeros, zeros, gravity=True)
