@@ -11,7 +11,7 @@ import pytest
 from twinlake.catalog import Lake
 from twinlake.ingest import decimal_csv, frame_stream
 from twinlake.ingest.fr3_stack import recording_csv
-from twinlake.ingest.pipeline import ingest_paths
+from twinlake.ingest import ingest_paths
 from twinlake.ingest.registry import ReadOptions
 from twinlake.ingest.samples import SampleSpec, write_sample
 
