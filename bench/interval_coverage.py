@@ -213,35 +213,105 @@ def t95(dof: int) -> float:
     return float(stats.t.ppf(0.975, max(int(dof), 1)))
 
 
-def summarise(rows: list[dict], draws: int = 2000) -> dict:
-    """Per method: coverage and RMS standardised error overall and per group, and a bootstrap
-    over replicates on the overall coverage."""
+LOOP_VARIANTS = {  # offline variants from each row's stored loop-noise block, beside the stored methods
+    "loop: corrected θ̂ − bias, HAC + loop + loop/B": "corrected",
+    "loop: HAC + loop + bias²": "bias2",
+    "loop: max(HAC, bootstrap total)": "max",
+}
+
+
+def method_columns(row: dict) -> dict[str, tuple[np.ndarray, np.ndarray, int]]:
+    """Per method, (estimate − truth (k,), stderr (k,), dof) of one row: the stored methods and,
+    when the fit stored its loop-noise bootstrap, the LOOP_VARIANTS computed from it."""
+    err = np.array(row["estimate"]) - np.array(row["truth"])
+    out = {}
+    for method, m in row["methods"].items():
+        out[method] = (err, np.array([np.nan if v is None else v for v in m["stderr"]], dtype=float),
+                       m.get("dof", 10**6))
+    ln = row.get("loop_noise")
+    base = row["methods"].get("hac_without_loop_noise")
+    if ln and base:
+        hac = np.array([np.nan if v is None else v for v in base["stderr"]], dtype=float)
+        loop, total = np.array(ln["stderr_loop"]), np.array(ln["stderr_total"])
+        bias, dof = np.array(ln["bias"]), base.get("dof", 10**6)
+        for label, kind in LOOP_VARIANTS.items():
+            if kind == "corrected":
+                out[label] = (err - bias, np.sqrt(hac ** 2 + loop ** 2 * (1 + 1 / ln["draws"])), dof)
+            elif kind == "bias2":
+                out[label] = (err, np.sqrt(hac ** 2 + loop ** 2 + bias ** 2), dof)
+            else:
+                out[label] = (err, np.maximum(hac, total), dof)
+    return out
+
+
+def estimated_counts(row: dict) -> tuple[int, int]:
+    """(estimated with the stored default intervals, estimated with the measurement-noise HAC
+    alone) among the row's free parameters, by parameter_status.classify (the one rule): the
+    same values and bounds, each covariance's interval and `unidentifiable` flags."""
+    from twinlake.fit.trust.parameter_status import Status, classify
     from twinlake.sim import LAYOUT
 
+    ln, base = row.get("loop_noise") or {}, row["methods"].get("hac_without_loop_noise")
+    flagged = {n for n, f in row.get("flags", {}).items() if "unidentifiable" in f}
+    out = []
+    for method, weak in ((row["default"], flagged), ("hac_without_loop_noise", set(ln.get("unidentifiable_without", [])))):
+        m = row["methods"].get(method, base)
+        if m is None:
+            return len(row.get("estimated", [])), len(row.get("estimated", []))
+        t = t95(m.get("dof", 10**6))
+        count = 0
+        for n, v, se in zip(row["names"], row["estimate"], m["stderr"]):
+            i = LAYOUT.index(n)
+            st = classify(n, v, *LAYOUT.bounds[i], stderr=float("inf") if se is None else se, t95=t,
+                          unidentified="flagged" if n in weak else None)
+            count += st.status == Status.ESTIMATED
+        out.append(count)
+    return out[0], out[1]
+
+
+def wilson(hits: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    """Wilson score interval of a proportion hits/n (as if the n were independent)."""
+    if n == 0:
+        return float("nan"), float("nan")
+    p = hits / n
+    centre, half = (p + z * z / (2 * n)) / (1 + z * z / n), z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return float(centre - half), float(centre + half)
+
+
+def summarise(rows: list[dict], draws: int = 2000, estimated_only: bool = False) -> dict:
+    """Per method: coverage and RMS standardised error overall and per group, a bootstrap over
+    replicates on the overall coverage and a Wilson interval as if the parameter-replicates were
+    independent. `estimated_only`: count only each replicate's parameters whose status is
+    *estimated* (rows that stored it)."""
+    from twinlake.sim import LAYOUT
+
+    columns = [method_columns(r) for r in rows]
     out = {}
-    for method in rows[0]["methods"]:
-        inside, z, groups = [], [], []
-        for r in rows:
-            m = r["methods"][method]
-            se = np.array([np.nan if s is None else s for s in m["stderr"]], dtype=float)
-            err = np.array(r["estimate"]) - np.array(r["truth"])
+    for method in columns[0]:
+        inside, z, groups, mask = [], [], [], []
+        for r, cols in zip(rows, columns):
+            err, se, dof = cols[method]
             zz = err / se
-            inside.append(np.abs(zz) <= t95(m.get("dof", 10**6)))
+            inside.append(np.abs(zz) <= t95(dof))
             z.append(zz)
             groups.append([LAYOUT.group_of(n).name for n in r["names"]])
-        inside_a, z_a = np.array(inside, dtype=float), np.array(z)
+            keep = set(r.get("estimated") or r["names"]) if estimated_only else set(r["names"])
+            mask.append([n in keep for n in r["names"]])
+        inside_a, z_a, mask_a = np.array(inside, dtype=float), np.array(z), np.array(mask)
         rng = np.random.default_rng(0)
         pick = rng.integers(0, len(rows), size=(draws, len(rows)))
-        boot = inside_a[pick].mean(axis=(1, 2))
+        boot = np.array([inside_a[p][mask_a[p]].mean() for p in pick])
         per_group = {}
         for g in dict.fromkeys(groups[0]):
-            cols = [i for i, x in enumerate(groups[0]) if x == g]
-            per_group[g] = {"coverage": float(inside_a[:, cols].mean()),
-                            "rms_z": float(np.sqrt(np.nanmean(z_a[:, cols] ** 2)))}
-        out[method] = {"K": len(rows), "coverage": float(inside_a.mean()),
+            cols = np.array([x == g for x in groups[0]])[None] & mask_a
+            per_group[g] = {"coverage": float(inside_a[cols].mean()) if cols.any() else float("nan"),
+                            "rms_z": float(np.sqrt(np.nanmean(z_a[cols] ** 2))) if cols.any() else float("nan")}
+        hits, n = int(inside_a[mask_a].sum()), int(mask_a.sum())
+        out[method] = {"K": len(rows), "n": n, "coverage": hits / n,
                        "coverage_ci95": [float(np.percentile(boot, 2.5)), float(np.percentile(boot, 97.5))],
-                       "rms_z": float(np.sqrt(np.nanmean(z_a ** 2))), "groups": per_group,
-                       "bandwidth_ticks_median": float(np.median([r["methods"][method].get("bandwidth_ticks", 1)
+                       "wilson_ci95": list(wilson(hits, n)),
+                       "rms_z": float(np.sqrt(np.nanmean(z_a[mask_a] ** 2))), "groups": per_group,
+                       "bandwidth_ticks_median": float(np.median([r["methods"].get(method, {}).get("bandwidth_ticks", 1)
                                                                   for r in rows]))}
     return out
 
@@ -277,21 +347,34 @@ def bandwidth_sensitivity(rows: list[dict], raw: Path, factors=(0.25, 0.5, 1.0, 
 
 
 def print_summary(rows: list[dict], raw: Path | None = None) -> None:
-    s = summarise(rows)
     walls = [r["wall_s"] for r in rows]
     bars = [r["error_bars_s"] or 0.0 for r in rows]
     print(f"{rows[0]['family']}: K = {len(rows)} replicates, fit wall {np.median(walls):.0f} s median "
-          f"(load {np.median([r['load'] for r in rows]):.1f}), error bars {np.median(bars):.2f} s median; "
-          f"delay right in {sum(r['delay'][0] == r['delay'][1] for r in rows)} of {len(rows)}")
-    for method, m in s.items():
-        lo, hi = m["coverage_ci95"]
-        print(f"  {method:24s} coverage {100 * m['coverage']:5.1f} % [{100 * lo:.1f}, {100 * hi:.1f}] "
-              f"RMS z {m['rms_z']:.2f}  (bandwidth {m['bandwidth_ticks_median']:.0f} ticks)")
-        print("      " + "; ".join(f"{g} {100 * v['coverage']:.0f} % / {v['rms_z']:.2f}" for g, v in m["groups"].items()))
+          f"(load {np.median([r['load'] for r in rows]):.1f}), error bars (with the loop-noise bootstrap) "
+          f"{np.median(bars):.2f} s median; delay right in "
+          f"{sum(r['delay'][0] == r['delay'][1] for r in rows)} of {len(rows)}")
+    with_status = all("estimated" in r for r in rows)
+    for estimated_only in ((False, True) if with_status else (False,)):
+        s = summarise(rows, estimated_only=estimated_only)
+        print("  over the parameters whose status is estimated" if estimated_only else "  over every free parameter")
+        for method, m in s.items():
+            lo, hi = m["coverage_ci95"]
+            wl, wh = m["wilson_ci95"]
+            print(f"    {method:46s} {100 * m['coverage']:5.1f} % of {m['n']} [bootstrap over replicates "
+                  f"{100 * lo:.1f}, {100 * hi:.1f}; as if independent (Wilson) {100 * wl:.1f}, {100 * wh:.1f}] "
+                  f"RMS z {m['rms_z']:.2f}")
+            print("        " + "; ".join(f"{g} {100 * v['coverage']:.0f} % / {v['rms_z']:.2f}"
+                                         for g, v in m["groups"].items()))
+    if with_status:
+        est = [len([n for n in r["estimated"] if n in r["names"]]) for r in rows]
+        counts = np.array([estimated_counts(r) for r in rows])
+        print(f"  estimated parameters per replicate (stored statuses): {min(est)}..{max(est)} (mean {np.mean(est):.1f}) "
+              f"of {len(rows[0]['names'])}; by classify: default {counts[:, 0].sum()}, measurement-noise HAC alone "
+              f"{counts[:, 1].sum()} over the {len(rows)} replicates")
     if raw is not None:
         for label, v in bandwidth_sensitivity(rows, raw).items():
             print(f"  HAC {label:24s} coverage {100 * v['coverage']:5.1f} % RMS z {v['rms_z']:.2f} (K {v['K']})")
-    print(json.dumps(s))
+    print(json.dumps(summarise(rows, estimated_only=with_status)))
 
 
 def main() -> None:

@@ -350,7 +350,8 @@ def _full_lm(pool, combine, settings, data, z: np.ndarray, delay: int, offsets, 
         from ..trust.loop_noise import bootstrap
 
         note(f"closed-loop noise: {draws} noisy replays at the optimum")
-        jac["loop_noise"] = bootstrap(pool, data, params, last["jac"], int(settings.seed), draws)
+        jac["loop_noise"] = loop = bootstrap(pool, data, params, last["jac"], int(settings.seed), draws)
+        jac["seconds"] += 0.0 if loop is None else loop.seconds  # counted in the fit's error_bars_s
     return params, loss, jac, unconverged
 
 

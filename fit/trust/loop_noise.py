@@ -56,14 +56,15 @@ class LoopNoise:
     seconds: float
 
     def to_json(self, ranges: np.ndarray) -> dict:
-        """In the parameters' units (`ranges` (k,) the bound ranges of the free parameters)."""
+        """In the parameters' units (`ranges` (k,) the bound ranges of the free parameters); no
+        wall time (stored JSON is the same bytes for the same inputs: it is in the fit's
+        `error_bars_s`)."""
         r = np.asarray(ranges, dtype=np.float64)
         return {"draws": int(self.draws), "bias": (self.bias * r).tolist(),
                 "bias_stderr": (self.bias_stderr * r).tolist(),
                 "stderr_loop": (np.sqrt(np.clip(np.diag(self.cov_loop), 0, None)) * r).tolist(),
                 "stderr_total": (np.sqrt(np.clip(np.diag(self.cov_total), 0, None)) * r).tolist(),
-                "q_std_rad": self.q_std_rad.tolist(), "dq_std_rad_s": self.dq_std_rad_s.tolist(),
-                "seconds": float(self.seconds)}
+                "q_std_rad": self.q_std_rad.tolist(), "dq_std_rad_s": self.dq_std_rad_s.tolist()}
 
 
 def recording_noise(data) -> tuple[np.ndarray, np.ndarray] | None:
