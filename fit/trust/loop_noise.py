@@ -113,13 +113,14 @@ def bootstrap(pool, data, params: np.ndarray, jac: np.ndarray, seed: int, draws:
     loop = res[0][None] - res[1:]  # (g − x_b)/scale, since both residuals subtract the same recording
     meas = -measurement_rows(data, seeds[1:], *noise)
     q, r = np.linalg.qr(jac)
-    solve = lambda d: -np.linalg.solve(r, q.T @ d.T).T  # noqa: E731  (B, k) Gauss–Newton steps
-    step_loop, step_meas = solve(loop), solve(meas)
+    r_inv = np.linalg.pinv(r)  # a direction J does not see (a zero column) gets no step
+    step_loop, step_meas = -(r_inv @ (q.T @ loop.T)).T, -(r_inv @ (q.T @ meas.T)).T  # (B, k) Gauss–Newton steps
     step = step_loop + step_meas
-    cov_loop, cov_total = np.cov(step_loop, rowvar=False), np.cov(step, rowvar=False)
+    cov_loop = np.atleast_2d(np.cov(step_loop, rowvar=False))
+    cov_total = np.atleast_2d(np.cov(step, rowvar=False))
     bias = step_loop.mean(axis=0)
-    return LoopNoise(bias, np.sqrt(np.clip(np.diag(cov_loop), 0, None) / draws), np.atleast_2d(cov_loop),
-                     np.atleast_2d(cov_total), int(draws), noise[0], noise[1], time.perf_counter() - t0)
+    return LoopNoise(bias, np.sqrt(np.clip(np.diag(cov_loop), 0, None) / draws), cov_loop, cov_total, int(draws),
+                     noise[0], noise[1], time.perf_counter() - t0)
 
 
 def with_loop_noise(main, loop: LoopNoise):

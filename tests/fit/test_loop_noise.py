@@ -77,3 +77,16 @@ def test_no_measurable_noise_gives_no_bootstrap():
     quiet = replace(data, inputs=[replace(inp, q_ref=still, dq_ref=np.zeros_like(still))])
     assert recording_noise(quiet) is None
     assert bootstrap(LocalPool(quiet), quiet, TRUTH.to_vector(), np.ones((5600, 3)), seed=0) is None
+
+
+def test_one_free_parameter_and_a_column_the_data_do_not_see():
+    data = _data()
+    x = TRUTH.to_vector()
+    lo, hi = DEFAULT_BOUNDS[:, 0], DEFAULT_BOUNDS[:, 1]
+    jac, _ = fd_jacobian(FitProblem(data).residuals, x, FREE, lo, hi)
+    jac_z = jac * (hi - lo)[FREE]
+    one = bootstrap(LocalPool(data), data, x, jac_z[:, :1], seed=1, draws=3)
+    assert one.cov_loop.shape == (1, 1) and one.cov_loop[0, 0] > 0
+    blind = np.hstack([jac_z, np.zeros((len(jac_z), 1))])  # a parameter no residual depends on
+    res = bootstrap(LocalPool(data), data, x, blind, seed=1, draws=3)
+    assert np.all(np.isfinite(res.bias)) and res.bias[3] == 0.0 and res.cov_loop[3, 3] == 0.0
