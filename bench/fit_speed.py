@@ -169,9 +169,8 @@ def loop_noise_ratio(args) -> None:
                 load0, t0 = os.getloadavg()[0], time.perf_counter()
                 rec = run_fit(root / "lake", settings, fit_id=f"loop-{draws}-{k}", workers=args.workers, progress=False)
                 walls[draws].append(time.perf_counter() - t0)
-                loop = (rec.identifiability or {}).get("loop_noise") or {}
-                print(f"  loop_noise_draws {draws:2d}: wall {walls[draws][-1]:.1f} s (bootstrap "
-                      f"{loop.get('seconds', 0.0):.1f} s), load {load0:.1f} -> {os.getloadavg()[0]:.1f}", flush=True)
+                print(f"  loop_noise_draws {draws:2d}: wall {walls[draws][-1]:.1f} s (error bars, with the bootstrap "
+                      f"if on: {rec.extra['error_bars_s']:.1f} s), load {load0:.1f} -> {os.getloadavg()[0]:.1f}", flush=True)
         ray.shutdown()
     ratio = float(np.median(walls[on]) / np.median(walls[0]))
     print(f"3 × {args.seconds:g} s runs, {args.workers} workers: median wall {np.median(walls[on]):.1f} s with "

@@ -365,7 +365,17 @@ def print_summary(rows: list[dict], raw: Path | None = None) -> None:
                   f"RMS z {m['rms_z']:.2f}")
             print("        " + "; ".join(f"{g} {100 * v['coverage']:.0f} % / {v['rms_z']:.2f}"
                                          for g, v in m["groups"].items()))
-    if with_status:
+    if with_status:  # the default's misses by joint, over estimated parameters
+        miss: dict[str, list[int]] = {}
+        for r in rows:
+            err, se, dof = method_columns(r)[r["default"]]
+            for n, e, sd in zip(r["names"], err, se):
+                if n in r["estimated"]:
+                    acc = miss.setdefault(n.rsplit("_", 1)[-1], [0, 0])
+                    acc[0] += int(abs(e / sd) > t95(dof))
+                    acc[1] += 1
+        print("  default's intervals missing the truth, by joint (estimated only): "
+              + ", ".join(f"{j} {m}/{n}" for j, (m, n) in sorted(miss.items())))
         est = [len([n for n in r["estimated"] if n in r["names"]]) for r in rows]
         counts = np.array([estimated_counts(r) for r in rows])
         print(f"  estimated parameters per replicate (stored statuses): {min(est)}..{max(est)} (mean {np.mean(est):.1f}) "
