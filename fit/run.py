@@ -79,7 +79,7 @@ class FitSettings:
     @property
     def configured_end_load(self):
         """`configured_load` as a twinlake.sim EndLoad (None: from each run's metadata)."""
-        from ..sim.load import load_from_json
+        from ..sim.arm_model.load import load_from_json
 
         return None if self.configured_load is None else load_from_json(self.configured_load, "configured_load")
 

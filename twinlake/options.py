@@ -34,10 +34,10 @@ LAKE = typer.Option(None, "--lake", help=LAKE_HELP, parser=_lake_option, metavar
 command resolves `$TWINLAKE_LAKE`, else `./lake`, with `twinlake.catalog.resolve_lake`)."""
 
 TRUE_PAYLOAD = typer.Option(None, "--payload", help="True payload at the flange MASS[,X,Y,Z] (kg; CoM m in the flange frame; default: the truth profile's).")
-"""`--payload`: the simulated robot's true payload (parse with twinlake.sim.load.parse_load)."""
+"""`--payload`: the simulated robot's true payload (parse with twinlake.sim.arm_model.load.parse_load)."""
 
 TRUE_FRICTION_LAW = typer.Option("stribeck", "--friction-law", help="The true plant's friction law: stribeck (FrankaTwin's, default), tanh (smooth Coulomb) or sigmoid (Gaz et al. 2019).")
-"""`--friction-law`: the simulated robot's true friction law (twinlake.sim.plant.FRICTION_LAWS)."""
+"""`--friction-law`: the simulated robot's true friction law (twinlake.sim.arm_model.plant.FRICTION_LAWS)."""
 
 USAGE_ERROR = 2
 """Exit status of a usage error (a bad option value, an unknown run or fit), as click's own."""

@@ -13,7 +13,7 @@ every interval, divided by its scale and multiplied by √(w_b / (Σw · S_b · 
 
 Each interval replays with its own recorded gains (K, D, EMA α, friction flag), so runs with
 different gains can be mixed, and with its run's configured end-effector load (the firmware's
-gravity compensation, `twinlake.sim.load`): the one given to the fit (`--configured-load`),
+gravity compensation, `twinlake.sim.arm_model.load`): the one given to the fit (`--configured-load`),
 else the one its run's metadata states (`configured_load`), else none.
 """
 
@@ -55,7 +55,7 @@ class ProblemData:
     refs: list[IntervalRef]
     model_path: str | None = None
     use_ema: bool = True
-    friction_law: str = "stribeck"  # the plant's friction law (twinlake.sim.plant.FRICTION_LAWS)
+    friction_law: str = "stribeck"  # the plant's friction law (twinlake.sim.arm_model.plant.FRICTION_LAWS)
 
     @property
     def configured_loads(self) -> dict[str, dict]:
@@ -127,10 +127,10 @@ def run_metadata(lake, runs: list[tuple[str | None, str]]) -> list[dict | None]:
 
 def configured_loads(lake, refs: list[IntervalRef], override=None) -> list:
     """Per interval, the EndLoad it replays with: `override` if given, else its run's metadata
-    `configured_load` (twinlake.sim.load.load_from_metadata), else none (also when the metadata
+    `configured_load` (twinlake.sim.arm_model.load.load_from_metadata), else none (also when the metadata
     is unreadable: ingest keeps it verbatim). ValueError naming the run when its metadata states
     a malformed load."""
-    from ...sim.load import NO_LOAD, load_from_metadata
+    from ...sim.arm_model.load import NO_LOAD, load_from_metadata
 
     if override is not None:
         return [override] * len(refs)

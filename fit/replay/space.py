@@ -9,7 +9,7 @@ them; so the default fit searches FrankaTwin's 29. Continuous parameters are sea
 (`lo + z·(hi − lo)`); the layout's integer parameters are whole 1 kHz ticks searched as
 categorical choices (see fit/replay/search.py): the shared delay among `delay_choices` and, when freed
 (`+joint-delay`), each joint's delay offset among `offset_choices(j)` (its delay is
-clip(motor_delay_ms + offset_j, 0, 4) ms, twinlake.sim.params.joint_delay_ticks).
+clip(motor_delay_ms + offset_j, 0, 4) ms, twinlake.sim.arm_model.params.joint_delay_ticks).
 
 Spec syntax (`--params`, repeatable, comma-separated items; or a JSON file of the same):
 
@@ -42,7 +42,7 @@ from typing import Any, Iterable
 import numpy as np
 
 from ...contracts.jsonfile import read_json_object
-from ...sim.params import LAYOUT, MAX_DELAY_MS
+from ...sim.arm_model.params import LAYOUT, MAX_DELAY_MS
 from ..trust.parameter_status import bound_side
 
 # the search's categorical coordinates (fit/replay/search.py): the shared delay and its per-joint offsets
@@ -67,7 +67,7 @@ PRESETS: dict[str, Preset] = {
     "+asymmetry": Preset(free=("coulomb_asymmetry",)),
     "+bias": Preset(free=("tau_bias",)),
     "+joint-delay": Preset(free=("motor_delay_offset_ms",)),
-    # the links as they are (twinlake.sim.links): each link's mass scale, the firmware keeping the model's
+    # the links as they are (twinlake.sim.arm_model.links): each link's mass scale, the firmware keeping the model's
     "+links": Preset(free=("link_mass_scale",)),
     "+load-friction": Preset(free=("coulomb_load_per_nm",)),
     # the smooth law has one Coulomb level (mu_static): dynamic_ratio has no effect, so it is frozen
@@ -76,7 +76,7 @@ PRESETS: dict[str, Preset] = {
     "+sigmoid-friction": Preset(free=("sigmoid_phi2", "sigmoid_phi3"), freeze=(("dynamic_ratio", 1.0),),
                                 friction_law="sigmoid"),
 }
-FRICTION_LAWS = ("stribeck", "tanh", "sigmoid")  # twinlake.sim.plant.FRICTION_LAWS (checked by a test)
+FRICTION_LAWS = ("stribeck", "tanh", "sigmoid")  # twinlake.sim.arm_model.plant.FRICTION_LAWS (checked by a test)
 
 
 def select(selector: str) -> list[int]:
