@@ -50,15 +50,16 @@ def fail(message: str, code: int = USAGE_ERROR) -> NoReturn:
 
 
 def error_text(exc: Exception) -> str:
-    """An exception's one-line message as the command line says it: a fit's `SettingError` with
-    the option that sets it (`--torque 'x': expected ...`; a setting is its option's name with
-    '_' for '-'), a missing fit with where to look; any other exception as it reads."""
-    from .fit import FitNotFound, SettingError
+    """An exception's one-line message as the command line says it: a fit's error with each
+    setting it names as the option that sets it (`--torque 'x': expected ...`, `try --method
+    torque: ...`; a setting is its option's name with '_' for '-'), a missing fit with where to
+    look; any other exception as it reads."""
+    from .fit import FitError, FitNotFound
 
-    if isinstance(exc, SettingError):
-        return exc.text(f"--{exc.setting.replace('_', '-')}")
     if isinstance(exc, FitNotFound):
         return f"{exc} (see `twinlake fit list`)"
+    if isinstance(exc, FitError):
+        return exc.text(lambda setting: f"--{setting.replace('_', '-')}")
     return str(exc)
 
 

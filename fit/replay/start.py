@@ -22,6 +22,7 @@ from __future__ import annotations
 import mujoco
 import numpy as np
 
+from ..errors import SettingError
 from ...sim.arm_model.params import LAYOUT
 
 CONFIGURATIONS = 96
@@ -42,8 +43,8 @@ def start_vector(record, q_rad: np.ndarray | None = None, model_path: str | None
     if link_thetas(record) is None:
         return vector
     if q_rad is None or len(q_rad) == 0:
-        raise ValueError(f"fit {record.fit_id}: a +links torque fit starts a replay fit only at "
-                         "recorded configurations (the replay fit's --train)")
+        raise SettingError("train", None, f"fit {record.fit_id}: a +links torque fit starts a replay fit only "
+                           "at recorded configurations (the replay fit's training runs)")
     identified = mujoco.MjModel.from_xml_string(model_xml(record))
     scales, mass_kg, com_m = weight_match(identified, np.asarray(q_rad, dtype=np.float64), sensor_offsets_nm(record),
                                           model_path)
