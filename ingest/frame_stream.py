@@ -111,7 +111,7 @@ def stream_frames(path: Path, unit: IngestUnit, out: Path) -> dict:
 
 def _each_chunk(path: Path, unit: IngestUnit, writer: FramesWriter) -> dict:
     version = unit.run_fields.get("source_version")
-    stats, before, line = FrameStats(), None, unit.first_line
+    stats, before, line, rows = FrameStats(), None, unit.first_line, 0
     order = TimeOrder()
     for k, chunk in enumerate(_chunks(unit)):
         if k == 0:
@@ -120,14 +120,15 @@ def _each_chunk(path: Path, unit: IngestUnit, writer: FramesWriter) -> dict:
             if "seq" not in chunk.column_names:
                 raise IngestError(path, "a chunk of frames without seq", field="seq")
             chunk = with_stale(_conform(chunk), before)
-        validate_frames(path, chunk, version, line)
-        _check_order(path, before, chunk, line)
+        validate_frames(path, chunk, version, line, rows)
+        _check_order(path, before, chunk, line, rows)
         writer.put(chunk)
         stats.add(chunk)
         if "t_s" in chunk.column_names:
             order.add(chunk.column("t_s").to_numpy(zero_copy_only=False))
         before = chunk.slice(max(chunk.num_rows - 2, 0))
         line = None if line is None else line + chunk.num_rows
+        rows += chunk.num_rows
     unit.more_frames = None
     if (reason := order.reason()) is not None:
         unit.reasons.append(reason)
@@ -146,7 +147,8 @@ def _conform(chunk: pa.Table) -> pa.Table:
     return conform_frames(chunk)
 
 
-def _check_order(path: Path, before: pa.Table | None, chunk: pa.Table, line: int | None) -> None:
+def _check_order(path: Path, before: pa.Table | None, chunk: pa.Table, line: int | None,
+                 rows: int) -> None:
     """seq strictly increasing across a chunk boundary (`validate` checks within a chunk)."""
     if before is None or not before.num_rows or not chunk.num_rows:
         return
@@ -154,4 +156,5 @@ def _check_order(path: Path, before: pa.Table | None, chunk: pa.Table, line: int
     if first <= last:
         what = f"duplicate seq {first}" if first == last else \
             f"seq not strictly increasing: {first} after {last}"
-        raise IngestError(path, what, line=line, field="seq", kind="seq")
+        raise IngestError(path, what + ("" if line is not None else f" at frame {rows}"),
+                          line=line, field="seq", kind="seq")
