@@ -35,8 +35,8 @@ class FramesWriter:
 
     AHEAD = 1
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
+    def __init__(self, path: Path, contiguous: bool = False) -> None:
+        self.path, self.contiguous = path, contiguous
         self._queue: queue.Queue = queue.Queue(maxsize=self.AHEAD)
         self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._run, name="twinlake-frames", daemon=True)
@@ -67,11 +67,11 @@ class FramesWriter:
                 full = pending.num_rows // ROW_GROUP_ROWS * ROW_GROUP_ROWS
                 if full:
                     writer = writer or self._open(pending.schema)
-                    _write_groups(writer, pending.slice(0, full))
+                    _write_groups(writer, pending.slice(0, full), self.contiguous)
                     pending = pending.slice(full)
             if pending is not None and (pending.num_rows or writer is None):
                 writer = writer or self._open(pending.schema)
-                _write_groups(writer, pending)
+                _write_groups(writer, pending, self.contiguous)
             if writer is not None:
                 writer.close()
         except BaseException as exc:  # noqa: BLE001  raised in the ingest's thread
@@ -86,13 +86,32 @@ class FramesWriter:
                                 use_dictionary=False)
 
 
-def _write_groups(writer: pq.ParquetWriter, table: pa.Table) -> None:
+def _write_groups(writer: pq.ParquetWriter, table: pa.Table, contiguous: bool = False) -> None:
     """Row groups of `ROW_GROUP_ROWS` rows, as a write of the whole table slices them. A
     group spanning two chunks is written as it is, not copied: a column of 8-byte values in
     a group is 983 040 bytes, under the writer's 1 MiB data page, so it is one page whichever
-    batches the writer is handed (checked: the same bytes as one `pq.write_table`)."""
+    batches the writer is handed (checked: the same bytes as one `pq.write_table`).
+    `contiguous`: each group copied into one piece first, for a table with wider columns
+    (strings), whose pages the writer cuts where the pieces' batches end."""
     for start in range(0, table.num_rows, ROW_GROUP_ROWS):
-        writer.write_table(table.slice(start, ROW_GROUP_ROWS), row_group_size=ROW_GROUP_ROWS)
+        group = table.slice(start, ROW_GROUP_ROWS)
+        writer.write_table(group.combine_chunks() if contiguous else group,
+                           row_group_size=ROW_GROUP_ROWS)
+
+
+def write_chunks(chunks: Iterator[pa.Table], out: Path) -> None:
+    """A table given a chunk at a time (`IngestUnit.extra_chunks`) written to `out` as
+    `FramesWriter` writes frames, each row group in one piece: the bytes of one write of the
+    whole table (`pipeline.write_parquet`) when no group holds pieces of two chunks, and the
+    same bytes however the table is chunked."""
+    writer = FramesWriter(out, contiguous=True)
+    try:
+        for chunk in chunks:
+            writer.put(chunk)
+    except BaseException:
+        writer.abandon()
+        raise
+    writer.close()
 
 
 def stream_frames(path: Path, unit: IngestUnit, out: Path) -> dict:

@@ -84,28 +84,28 @@ def _state_columns(kind: str, columns: dict, arm_key: str) -> dict[str, pa.Array
 @dataclass
 class ArmRun:
     """One arm's run: its frames (the first chunk, the rest from `more_frames`), the
-    `streams` table (None without other streams) and the run fields."""
+    `streams` table's chunks (None without other streams; each chunk with the table's whole
+    schema) and the run fields."""
 
     frames: pa.Table
     more_frames: Iterator[pa.Table]
-    streams: pa.Table | None
+    streams: Iterator[pa.Table] | None
     fields: dict[str, Any]
 
 
 def build_arm_run(arm: Arm, decoded: dict[str, Decoded], ros: int, kp: list[float] | None,
                   kd: list[float] | None, spills: SpillDir) -> ArmRun:
-    """One arm's run; its frames are built `CHUNK_MESSAGES` at a time from the spilled
-    columns, and `spills` is removed once the last chunk is built."""
+    """One arm's run; its frames and streams are built `CHUNK_MESSAGES` at a time from the
+    spilled columns, and `spills` is removed once the last chunk of both is built."""
     prim = decoded[arm.primary.topic]
     time_ns, time_source = time_of(prim.stamp_ns, prim.receive_ns)
     origin = int(time_ns[0])
+    others = [decoded[s.topic] for s in arm.others + arm.targets]
     rates = [_stream_row(prim, origin, "primary")]
-    tables = []
-    for s in arm.others + arm.targets:
-        table, row = _stream_table(decoded[s.topic], arm.key, origin)
-        tables.append(table)
-        rates.append(row)
-    streams = _uniform(pa.concat_tables(tables, promote_options="default")) if tables else None
+    rates += [_stream_row(d, origin, "target" if d.stream.kind == "target" else "secondary")
+              for d in others]
+    spills.users = 2 if others else 1
+    streams = _streams_chunks(others, arm.key, origin, spills) if others else None
     recorded = seq_recorded(prim.seq, ros)
     plan = _FramePlan(prim, arm.key, time_ns, origin, recorded,
                       decoded[arm.targets[0].topic] if arm.targets else None, kp, kd)
@@ -154,7 +154,7 @@ def _frame_chunks(plan: _FramePlan, spills: SpillDir) -> Iterator[pa.Table]:
         for lo in range(0, max(n, 1), CHUNK_MESSAGES):
             yield _frames(plan, lo, min(lo + CHUNK_MESSAGES, n))
     finally:
-        spills.cleanup()
+        spills.release()
 
 
 def _frames(plan: _FramePlan, lo: int, hi: int) -> pa.Table:
@@ -182,12 +182,29 @@ STREAM_JOINT_COLUMNS = ("q", "dq", "tau_J", "q_target", "dq_target")
 views over it bind whatever streams a lake holds."""
 
 
-def _uniform(table: pa.Table) -> pa.Table:
+def _streams_chunks(streams: list[Decoded], arm_key: str, origin: int,
+                    spills: SpillDir) -> Iterator[pa.Table]:
+    """The `streams` table's rows, stream after stream, `CHUNK_MESSAGES` at a time, each chunk
+    with the whole table's columns (those of every stream, in order of first appearance, then
+    `STREAM_JOINT_COLUMNS`; null where a stream has none)."""
+    try:
+        schema = _uniform(pa.unify_schemas([_stream_rows(d, arm_key, origin, 0, 0).schema
+                                            for d in streams]))
+        for d in streams:
+            for lo in range(0, d.count, CHUNK_MESSAGES):
+                rows = _stream_rows(d, arm_key, origin, lo, min(lo + CHUNK_MESSAGES, d.count))
+                yield pa.table([rows.column(f.name) if f.name in rows.column_names else
+                                pa.nulls(rows.num_rows, f.type) for f in schema], schema=schema)
+    finally:
+        spills.release()
+
+
+def _uniform(schema: pa.Schema) -> pa.Schema:
     for prefix in STREAM_JOINT_COLUMNS:
         for j in range(1, JOINTS + 1):
-            if f"{prefix}{j}" not in table.column_names:
-                table = table.append_column(f"{prefix}{j}", pa.nulls(table.num_rows, pa.float64()))
-    return table
+            if f"{prefix}{j}" not in schema.names:
+                schema = schema.append(pa.field(f"{prefix}{j}", pa.float64()))
+    return schema
 
 
 def _stream_row(d: Decoded, origin: int, role: str) -> dict[str, Any]:
@@ -197,25 +214,25 @@ def _stream_row(d: Decoded, origin: int, role: str) -> dict[str, Any]:
             "rate_hz": rate_hz((time_ns - origin) / 1e9), "time_source": source}
 
 
-def _stream_table(d: Decoded, arm_key: str, origin: int) -> tuple[pa.Table, dict[str, Any]]:
-    """A secondary stream as rows of the `streams` table: topic, kind, seq (index in the
-    topic), t_s (same origin as frames), stamp_ns, receive_ns, then its columns."""
+def _stream_rows(d: Decoded, arm_key: str, origin: int, lo: int, hi: int) -> pa.Table:
+    """Messages [lo, hi) of a secondary stream as rows of the `streams` table: topic, kind,
+    seq (index in the topic), t_s (same origin as frames), stamp_ns, receive_ns, then its
+    columns."""
     time_ns, _ = time_of(d.stamp_ns, d.receive_ns)
-    n = time_ns.size
+    n = hi - lo
     cols = {"topic": pa.array([d.stream.topic] * n, pa.string()),
             "kind": pa.array([d.stream.kind] * n, pa.string()),
-            "seq": pa.array(np.arange(n, dtype=np.int64)),
-            "t_s": pa.array((time_ns - origin) / 1e9),
-            "stamp_ns": pa.array(d.stamp_ns, pa.int64()),
-            "receive_ns": pa.array(d.receive_ns, pa.int64())}
-    values = d.columns()
+            "seq": pa.array(np.arange(lo, hi, dtype=np.int64)),
+            "t_s": pa.array((time_ns[lo:hi] - origin) / 1e9),
+            "stamp_ns": pa.array(d.stamp_ns[lo:hi], pa.int64()),
+            "receive_ns": pa.array(d.receive_ns[lo:hi], pa.int64())}
+    values = d.columns(lo, hi)
     if d.stream.kind == "target":
         cols |= _joint_arrays("q_target", values["q_target"])
         cols |= _joint_arrays("dq_target", values["dq_target"])
     else:
         cols |= _state_columns(d.stream.kind, values, arm_key)
-    role = "target" if d.stream.kind == "target" else "secondary"
-    return pa.table(cols), _stream_row(d, origin, role)
+    return pa.table(cols)
 
 
 def _target_times(d: Decoded, origin: int) -> np.ndarray:

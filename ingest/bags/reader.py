@@ -76,7 +76,7 @@ class BagReader:
         streams = built.streams
         return IngestUnit(robot=robot, run=run, frames=built.frames, raw_files=bag_files(path, kind),
                           run_fields=fields, reasons=reasons, flags=flags,
-                          extra_tables={"streams": streams} if streams is not None else {},
+                          extra_chunks={"streams": streams} if streams is not None else {},
                           more_frames=built.more_frames)
 
 

@@ -81,14 +81,20 @@ class Spill:
 
 class SpillDir:
     """The temporary directory of one bag reading's spills; `cleanup` removes it (also done
-    when the object is collected)."""
+    when the object is collected), `release` once the last of its `users` readers is done."""
 
     def __init__(self) -> None:
         self._tmp = tempfile.TemporaryDirectory(prefix="twinlake-bag-")
         self.path = Path(self._tmp.name)
+        self.users = 1
 
     def spill(self, name: str) -> Spill:
         return Spill(self.path, name)
+
+    def release(self) -> None:
+        self.users -= 1
+        if self.users <= 0:
+            self.cleanup()
 
     def cleanup(self) -> None:
         self._tmp.cleanup()

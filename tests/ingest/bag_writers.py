@@ -238,12 +238,14 @@ def _as_dict(msg):
     return msg
 
 
-def write_state_bag(path: Path, n: int, msgtype: str = ROS2_STATE, *, mcap: bool = True) -> Path:
+def write_state_bag(path: Path, n: int, msgtype: str = ROS2_STATE, *, mcap: bool = True,
+                    copies: int = 1) -> Path:
     """A rosbag2 bag of `n` franka_ros2 robot states (or JointStates) at 1 kHz by rosbags'
     writer, quickly: one message serialised by rosbags (`robot_states`, `joint_states`), its
     stamp and measured positions rewritten per message in the serialised bytes (found by
     their values), so 100 000 messages take a second rather than the minute serialising
-    each object takes."""
+    each object takes. `copies` > 1: the same messages also on `/joint_state_publisher/..`
+    topics of the same arm (the run's other streams)."""
     from rosbags.rosbag2 import StoragePlugin, Writer
 
     ts = store(2)
@@ -267,7 +269,9 @@ def write_state_bag(path: Path, n: int, msgtype: str = ROS2_STATE, *, mcap: bool
     block[:, at_q:at_q + 56] = np.ascontiguousarray(q).view(np.uint8)
     plugin = StoragePlugin.MCAP if mcap else StoragePlugin.SQLITE3
     with Writer(path, version=9, storage_plugin=plugin) as w:
-        conn = w.add_connection(topic, msgtype, typestore=ts)
+        conns = [w.add_connection(topic if k == 0 else f"/joint_state_publisher{topic}_{k}",
+                                  msgtype, typestore=ts) for k in range(copies)]
         for t, row in zip(times.tolist(), block):
-            w.write(conn, t, row.tobytes())
+            for conn in conns:
+                w.write(conn, t, row.tobytes())
     return path
