@@ -179,7 +179,8 @@ def run_replicate(family: str, rep: int, seconds: float, workers: int, raw: Path
                                         **{f"scores{b}": g for b, g in enumerate(jac["scores"])})
 
         t0 = time.perf_counter()
-        rec = run_fit(root / "lake", settings, fit_id=fit_id, workers=workers, progress=False, on_generation=keep)
+        rec = run_fit(root / "lake", settings, fit_id=fit_id, workers=workers, progress=False, on_generation=keep,
+                      nthread=2 if workers == 0 else 1)  # --workers 0: in-process, the engine's two threads
         wall = time.perf_counter() - t0
     ident = rec.identifiability
     cov = ident["covariance"]
@@ -410,7 +411,8 @@ def main() -> None:
     os.environ.setdefault("RAY_AUTH_MODE", "token")  # before Ray's import (as fit/run.py does)
     import ray
 
-    ray.init(num_cpus=max(args.workers, 1), include_dashboard=False, logging_level=logging.WARNING, log_to_driver=False)
+    if args.workers > 0:  # --workers 0 fits in-process (the same bytes: results never depend on the workers)
+        ray.init(num_cpus=args.workers, include_dashboard=False, logging_level=logging.WARNING, log_to_driver=False)
     for rep in range(args.start, args.start + args.replicates):
         if (args.family, rep) in done:
             continue
@@ -418,7 +420,8 @@ def main() -> None:
         with out.open("a") as fh:
             fh.write(json.dumps(row) + "\n")
         print(f"replicate {rep}: wall {row['wall_s']:.0f} s, load {row['load']:.1f}", flush=True)
-    ray.shutdown()
+    if ray.is_initialized():
+        ray.shutdown()
     print_summary([json.loads(x) for x in out.read_text().splitlines() if json.loads(x)["family"] == args.family])
 
 

@@ -279,6 +279,12 @@ def method_line(stored: dict | None) -> str:
         ratio = diag / np.array([np.nan if v is None else v for v in iid["stderr"]], dtype=np.float64)
         if np.any(np.isfinite(ratio)):
             line += f"; {np.nanmedian(ratio):.2g}× the iid Gauss–Newton errors (median)"
+    alone = (stored.get("alternatives") or {}).get("hac_without_loop_noise")  # fit/trust/loop_noise.WITHOUT
+    if alone:
+        ratio = diag / np.array([np.nan if v is None else v for v in alone["stderr"]], dtype=np.float64)
+        if np.any(np.isfinite(ratio)):
+            line += (f"; plus the spread the controller's noisy measurements cause (noisy replays at the optimum): "
+                     f"{np.nanmedian(ratio):.2g}× the sandwich alone (median)")
     return line
 
 __all__ = ["BLOCK_BOOTSTRAP", "CovarianceEstimate", "HAC", "IID", "METHODS", "Segment", "andrews_bandwidth",

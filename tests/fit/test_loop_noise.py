@@ -90,3 +90,15 @@ def test_one_free_parameter_and_a_column_the_data_do_not_see():
     blind = np.hstack([jac_z, np.zeros((len(jac_z), 1))])  # a parameter no residual depends on
     res = bootstrap(LocalPool(data), data, x, blind, seed=1, draws=3)
     assert np.all(np.isfinite(res.bias)) and res.bias[3] == 0.0 and res.cov_loop[3, 3] == 0.0
+
+
+def test_fit_show_names_the_loop_noise_term_with_its_widening():
+    from twinlake.fit.trust.covariance import method_line
+
+    stored = {"method": "hac_bartlett_andrews", "bandwidth_ticks": 20, "dof": 500,
+              "matrix": [[4.0, 0.0], [0.0, 9.0]],
+              "alternatives": {"hac_without_loop_noise": {"stderr": [1.0, 2.0]}}}
+    line = method_line(stored)
+    assert "noisy replays at the optimum" in line and "1.8× the sandwich alone" in line  # median of 2 and 1.5
+    del stored["alternatives"]["hac_without_loop_noise"]
+    assert "noisy" not in method_line(stored)
