@@ -67,7 +67,7 @@ import duckdb
 
 from twinlake.catalog import Lake
 from twinlake.ingest import rawstore
-from twinlake.ingest.pipeline import ingest_paths
+from twinlake.ingest import ingest_paths
 from twinlake.ingest.registry import ReadOptions
 from twinlake.ingest.samples import SampleSpec, write_sample
 

@@ -39,7 +39,7 @@ from rosbags.typesys.base import Nodetype
 
 from twinlake.catalog import Lake
 from twinlake.ingest.bags.definitions import KEPT, ROBOT_STATE_ROS2
-from twinlake.ingest.pipeline import ingest_paths
+from twinlake.ingest import ingest_paths
 from twinlake.ingest.registry import ReadOptions
 
 TOPIC = "/franka_robot_state_broadcaster/robot_state"
