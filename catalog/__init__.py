@@ -1,6 +1,7 @@
 """twinlake.catalog: the lake on disk and the DuckDB catalog over it.
 
-Public API (stable; other folders use only these): `resolve_lake`, `Lake`,
+Public API (stable; other folders use only these): `resolve_lake`, `open_lake`,
+`lake_location`, `parse_location`, `LakeLocation`, `ObjectStorageLake`, `published_file`, `Lake`,
 `publish_partition`, `PartitionExists`, `quarantine`, `sha256_file`, `atomic_write_bytes`,
 `atomic_write_text`, `connect` (read-only by default: `ReadOnlyConnection`,
 `ReadOnlyRefused`), `load_sql`, `clean_intervals` (the clean gap-free intervals of
@@ -11,7 +12,9 @@ sql/clean_intervals.sql), the selection of recorded data (`parse_selector`, `res
 """
 
 from .durable import atomic_write_bytes, atomic_write_text
-from .lake import Lake, check_id, resolve_lake, sha256_file
+from .lake import Lake, ObjectStorageLake, check_id, lake_location, open_lake, resolve_lake, sha256_file
+from .location import LakeLocation, parse_location
+from .object_publish import published_file
 from .publish import (
     PartitionExists,
     clean_staging,
@@ -29,7 +32,8 @@ _LAZY = {
     "SQL_FILES": "sql", "connect": "sql", "load_sql": "sql",
     "clean_intervals": "intervals",
     **{name: "selection" for name in ("IntervalFrames", "IntervalRef", "RunSelector", "SelectionError",
-                                      "interval_frames", "parse_selector", "pick_interval", "resolve_intervals",
+                                      "interval_frames",
+    "lake_location", "parse_selector", "pick_interval", "resolve_intervals",
                                       "resolve_run", "run_frames", "run_intervals")},
 }
 
@@ -51,6 +55,8 @@ __all__ = [
     "IntervalRef",
     "JOINTS",
     "Lake",
+    "LakeLocation",
+    "ObjectStorageLake",
     "PartitionExists",
     "RAW_FILE_TYPE",
     "RUN_SCHEMA",
@@ -66,11 +72,15 @@ __all__ = [
     "clean_staging",
     "connect",
     "interval_frames",
+    "lake_location",
     "load_sql",
     "new_staging_dir",
+    "open_lake",
+    "parse_location",
     "parse_selector",
     "pick_interval",
     "publish_partition",
+    "published_file",
     "quarantine",
     "resolve_intervals",
     "resolve_lake",
