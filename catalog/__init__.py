@@ -1,7 +1,8 @@
 """twinlake.catalog: the lake on disk and the DuckDB catalog over it.
 
 Public API (stable; other folders use only these): `resolve_lake`, `open_lake`,
-`lake_location`, `parse_location`, `LakeLocation`, `ObjectStorageLake`, `published_file`, `Lake`,
+`lake_location`, `parse_location`, `LakeLocation`, `ObjectStorageLake`, `published_file`,
+`current_version` (the commit log's latest version), `Lake`,
 `publish_partition`, `PartitionExists`, `quarantine`, `sha256_file`, `atomic_write_bytes`,
 `atomic_write_text`, `connect` (read-only by default: `ReadOnlyConnection`,
 `ReadOnlyRefused`), `load_sql`, `clean_intervals` (the clean gap-free intervals of
@@ -13,6 +14,7 @@ sql/clean_intervals.sql), the selection of recorded data (`parse_selector`, `res
 
 from .durable import atomic_write_bytes, atomic_write_text
 from .lake import Lake, ObjectStorageLake, check_id, lake_location, open_lake, resolve_lake, sha256_file
+from .local_log import current_version
 from .location import LakeLocation, parse_location
 from .object_publish import published_file
 from .publish import (
@@ -71,6 +73,7 @@ __all__ = [
     "clean_intervals",
     "clean_staging",
     "connect",
+    "current_version",
     "interval_frames",
     "lake_location",
     "load_sql",

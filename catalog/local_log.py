@@ -23,6 +23,22 @@ def local_log(lake: Lake) -> CommitLog:
     return CommitLog(LocalStore(Path(lake.root)))
 
 
+def lake_log(lake: Lake) -> CommitLog:
+    """The commit log of any lake: local, or on object storage."""
+    if lake.remote:
+        from .object_store import store_for
+
+        return CommitLog(store_for(lake.location))
+    return local_log(lake)
+
+
+def current_version(lake: Lake | str | Path) -> int:
+    """The lake's latest version (0: nothing committed yet): what a reader starting now sees,
+    and what a fit records as the version it read (`twinlake sql --as-of`)."""
+    lk = lake if isinstance(lake, Lake) else Lake(Path(lake))
+    return max(lake_log(lk).versions(), default=0)
+
+
 def append_local_commit(lake: Lake, rel: Path, replace: bool) -> int:
     """Append the version of partition `rel` (just published, or replaced); returns it."""
     partition = rel.as_posix()
