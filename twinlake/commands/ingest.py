@@ -37,7 +37,7 @@ def ingest_command(
     robot_map: list[str] = typer.Option([], "--robot-map", help="Bags: NAMESPACE=ROBOT_ID per arm (a bag of two arms is two runs)."),
     mapping: Optional[Path] = typer.Option(
         None, "--mapping", help="A mapping TOML: read every file given as a log of your own layout (CSV, Parquet, .npz; docs/formats.md)."),
-    workers: int = typer.Option(0, "--workers", min=0, help="Ingest the inputs as Ray tasks, N at a time, one CPU each (0: one after another in this process). Raw files and lake on a filesystem every node sees (docs/ray.md)."),
+    workers: int = typer.Option(0, "--workers", min=0, help="Ingest the inputs as Ray tasks, N at a time, one CPU each (0: one after another in this process). Raw files (and a local lake) on a filesystem every node sees; an s3:// lake needs none (docs/ray.md)."),
     address: Optional[str] = typer.Option(None, "--address", help="With --workers: run the tasks on this Ray cluster (default: a local Ray)."),
 ) -> None:
     """Ingest fr3_stack 1 kHz recording CSVs (v2, legacy v1) and other known formats into the lake.
