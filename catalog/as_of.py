@@ -21,7 +21,7 @@ def index_as_of(lake: Lake, index: FileIndex, version: int) -> FileIndex:
     """`index` keeping only the run partitions committed at or before `version`."""
     log = local_log(lake)
     snap = log.snapshot(version)
-    later = log.read([v for v in log.versions() if v > version])
+    later = log.read(log.versions(after=version))
     _refuse_replaced(snap, later, version)
     keep = {rel: entry for rel, entry in index.partitions.items() if rel in snap.partitions}
     return FileIndex(partitions=keep, schemas=index.schemas)

@@ -24,6 +24,10 @@ from datetime import datetime, timezone
 from .object_store import Store
 
 LOG_DIR = "_log"
+CHECKPOINT_DIR = f"{LOG_DIR}/_checkpoints"
+CHECKPOINT_EVERY = 100
+"""A writer that commits a version divisible by this also writes the snapshot at it, so a
+reader reads one checkpoint and the entries after it, not the whole log."""
 _DIGITS = 20
 
 
@@ -76,6 +80,17 @@ class Snapshot:
         self.partitions[commit.partition] = commit
         self.committed_dirs.add(commit.data_dir)
 
+    def to_json(self) -> bytes:
+        body = {"version": self.version, "committed_dirs": sorted(self.committed_dirs),
+                "partitions": [json.loads(c.to_json()) for _, c in sorted(self.partitions.items())]}
+        return json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
+
+    @classmethod
+    def from_json(cls, data: bytes) -> Snapshot:
+        body = json.loads(data)
+        commits = [Commit.from_json(json.dumps(c).encode()) for c in body["partitions"]]
+        return cls(body["version"], {c.partition: c for c in commits}, set(body["committed_dirs"]))
+
 
 class PartitionCommitted(FileExistsError):
     """Another writer committed the partition first (and `replace` was not asked for)."""
@@ -83,6 +98,15 @@ class PartitionCommitted(FileExistsError):
     def __init__(self, partition: str, version: int) -> None:
         super().__init__(f"partition {partition} is already committed (version {version})")
         self.partition, self.version = partition, version
+
+
+def _versions(names: list[str]) -> list[int]:
+    out = []
+    for name in names:
+        stem, _, ext = name.partition(".")
+        if ext == "json" and len(stem) == _DIGITS and stem.isdigit():
+            out.append(int(stem))
+    return sorted(out)
 
 
 def entry_name(version: int) -> str:
@@ -95,14 +119,29 @@ class CommitLog:
     def __init__(self, store: Store) -> None:
         self.store = store
 
-    def versions(self) -> list[int]:
-        """Every committed version, ascending (one listing of `_log/`)."""
-        out = []
-        for name in self.store.list_names(LOG_DIR):
-            stem, dot, ext = name.partition(".")
-            if ext == "json" and len(stem) == _DIGITS and stem.isdigit():
-                out.append(int(stem))
-        return sorted(out)
+    def versions(self, after: int = 0) -> list[int]:
+        """The committed versions above `after`, ascending (one listing of `_log/`, starting
+        past `after`'s entry)."""
+        return _versions(self.store.list_names(LOG_DIR, after=entry_name(after).rpartition("/")[2] if after else ""))
+
+    def latest(self) -> int:
+        """The latest committed version (0: none), listing only past the latest checkpoint."""
+        base = max(_versions(self.store.list_names(CHECKPOINT_DIR)), default=0)
+        return max(self.versions(after=base), default=base)
+
+    def _checkpoint(self, as_of: int | None, above: int) -> Snapshot | None:
+        """The latest checkpoint at or below `as_of` (None: any) and above version `above`."""
+        usable = [v for v in _versions(self.store.list_names(CHECKPOINT_DIR))
+                  if v > above and (as_of is None or v <= as_of)]
+        for v in reversed(usable):
+            data = self.store.read(f"{CHECKPOINT_DIR}/{v:0{_DIGITS}d}.json")
+            if data is not None:
+                return Snapshot.from_json(data)
+        return None
+
+    def write_checkpoint(self, snap: Snapshot) -> None:
+        """Store `snap` as the checkpoint of its version (only if absent: any writer may)."""
+        self.store.put_new(f"{CHECKPOINT_DIR}/{snap.version:0{_DIGITS}d}.json", snap.to_json())
 
     def read(self, versions: list[int]) -> list[Commit]:
         """The entries of `versions` (fetched concurrently: one GET each on object storage)."""
@@ -122,7 +161,9 @@ class CommitLog:
         `since` (a snapshot read before, updated in place and returned) when given.
         ValueError if `as_of` is above the latest version."""
         snap = since if since is not None else Snapshot()
-        versions = [v for v in self.versions() if v > snap.version and (as_of is None or v <= as_of)]
+        if as_of is None or as_of > snap.version:
+            snap = self._checkpoint(as_of, snap.version) or snap
+        versions = [v for v in self.versions(after=snap.version) if as_of is None or v <= as_of]
         for commit in self.read(versions):
             snap.apply(commit)
         if as_of is not None and as_of > snap.version:
@@ -142,6 +183,9 @@ class CommitLog:
             entry = Commit(snap.version + 1, partition, data_dir, files, replace=have is not None,
                            created_utc=datetime.now(timezone.utc).isoformat())
             if self.store.put_new(entry_name(entry.version), entry.to_json()):
+                if entry.version % CHECKPOINT_EVERY == 0:
+                    snap.apply(entry)
+                    self.write_checkpoint(snap)
                 return entry
             snap = self.snapshot(since=snap)  # lost that version to another writer: catch up
             if snap.version < entry.version:  # a listing behind the write: read the winner itself
@@ -150,10 +194,12 @@ class CommitLog:
     def append(self, partition: str, data_dir: str, files: tuple[LogFile, ...], *, replace: bool) -> Commit:
         """Append one version without reading the entries (a local lake, whose partition is
         visible already: nothing to check); the next free version, retried when taken."""
-        latest = max(self.versions(), default=0)
+        latest = self.latest()
         while True:
             entry = Commit(latest + 1, partition, data_dir, files, replace=replace,
                            created_utc=datetime.now(timezone.utc).isoformat())
             if self.store.put_new(entry_name(entry.version), entry.to_json()):
+                if entry.version % CHECKPOINT_EVERY == 0:  # the last checkpoint + 100 entries
+                    self.write_checkpoint(self.snapshot(as_of=entry.version))
                 return entry
-            latest = max(self.versions(), default=entry.version)
+            latest = max(self.versions(after=latest), default=entry.version)

@@ -36,7 +36,7 @@ def current_version(lake: Lake | str | Path) -> int:
     """The lake's latest version (0: nothing committed yet): what a reader starting now sees,
     and what a fit records as the version it read (`twinlake sql --as-of`)."""
     lk = lake if isinstance(lake, Lake) else Lake(Path(lake))
-    return max(lake_log(lk).versions(), default=0)
+    return lake_log(lk).latest()
 
 
 def append_local_commit(lake: Lake, rel: Path, replace: bool) -> int:

@@ -72,10 +72,11 @@ class LocalStore:
         except FileNotFoundError:
             return None
 
-    def list_names(self, relative_dir: str) -> list[str]:
-        """Names directly under `relative_dir` (files and directories), sorted; [] if absent."""
+    def list_names(self, relative_dir: str, after: str = "") -> list[str]:
+        """Names directly under `relative_dir` (files and directories) sorting after `after`,
+        sorted; [] if absent."""
         try:
-            return sorted(e for e in os.listdir(self.root / relative_dir) if not e.startswith("."))
+            return sorted(e for e in os.listdir(self.root / relative_dir) if not e.startswith(".") and e > after)
         except FileNotFoundError:
             return []
 
@@ -132,13 +133,15 @@ class S3Store:
             raise self._error(exc) from None
         return body["Body"].read()
 
-    def list_names(self, relative_dir: str) -> list[str]:
-        """Names directly under `relative_dir` (objects and common prefixes), sorted."""
+    def list_names(self, relative_dir: str, after: str = "") -> list[str]:
+        """Names directly under `relative_dir` (objects and common prefixes) sorting after
+        `after` (S3 `StartAfter`: the listing starts there), sorted."""
         prefix = self.location.key(relative_dir).rstrip("/") + "/"
         names: set[str] = set()
         paginator = self.client.get_paginator("list_objects_v2")
+        start = {"StartAfter": prefix + after} if after else {}
         try:
-            for page in paginator.paginate(Bucket=self.location.bucket, Prefix=prefix, Delimiter="/"):
+            for page in paginator.paginate(Bucket=self.location.bucket, Prefix=prefix, Delimiter="/", **start):
                 names.update(o["Key"][len(prefix):] for o in page.get("Contents", []))
                 names.update(p["Prefix"][len(prefix):].rstrip("/") for p in page.get("CommonPrefixes", []))
         except Exception as exc:

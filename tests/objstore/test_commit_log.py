@@ -11,7 +11,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from twinlake.catalog import open_lake
-from twinlake.catalog.commit_log import CommitLog, LogFile, PartitionCommitted, entry_name
+from twinlake.catalog.commit_log import CommitLog, LogFile, PartitionCommitted, Snapshot, entry_name
 from twinlake.catalog.object_publish import STAGING_DIR, _write_lease, reclaim_staging, upload_tree
 from twinlake.catalog.object_store import LocalStore, store_for
 
@@ -80,3 +80,20 @@ def test_expired_leases_are_reclaimed_committed_data_never(s3_lake, tmp_path):
     assert store.list_names("runs/robot=r/run=a") == ["c-kept"]
     assert store.list_names("runs/robot=r/run=a/c-kept") == ["frames.parquet", "raw"]
     assert store.list_names(STAGING_DIR) == []
+
+
+def test_checkpoints_give_the_same_snapshots(store, monkeypatch):
+    from twinlake.catalog import commit_log
+
+    monkeypatch.setattr(commit_log, "CHECKPOINT_EVERY", 3)
+    log = CommitLog(store)
+    for i in range(7):
+        log.commit(f"runs/robot=r/run=x{i % 5}", f"runs/robot=r/run=x{i % 5}/c-{i}", FILES, replace=True)
+    assert store.list_names(commit_log.CHECKPOINT_DIR) == [entry_name(3)[5:], entry_name(6)[5:]]
+    assert log.latest() == 7 and log.versions(after=5) == [6, 7]
+    for as_of in (None, 2, 3, 5, 6):
+        got, want = log.snapshot(as_of), Snapshot()
+        for commit in log.read(list(range(1, (as_of or 7) + 1))):  # the fold of every entry
+            want.apply(commit)
+        assert (got.version, got.partitions, got.committed_dirs) == (want.version, want.partitions,
+                                                                     want.committed_dirs), as_of

@@ -25,7 +25,7 @@ from twinlake.catalog.object_publish import reclaim_staging
 from twinlake.catalog.object_store import store_for
 from twinlake.ingest.samples import SampleSpec, complete_status, write_sample
 
-ROWS = 20_000
+ROWS = 10_000
 
 
 @pytest.fixture(scope="module")
