@@ -25,6 +25,7 @@ import pyarrow.parquet as pq
 
 from .commit_log import CommitLog, Snapshot
 from .lake import Lake
+from .location import parse_location
 from .object_store import S3Store, store_for
 from .read_only import ReadOnlyConnection, lock
 from .sql_files import INDEXED_VIEWS, readable_paths, new_catalog_connection, run_sql_files
@@ -63,6 +64,8 @@ def connect_store(lake: Lake, *, read_only: bool = True, strict: bool = False,
     index = SnapshotIndex(snap)
     con = new_catalog_connection(lake.location.uri)
     con.execute("SET VARIABLE lake_version = ?", [snap.version])
+    con.execute("SET VARIABLE lake_store = ?", [lake.location.uri])
+    _remember(lake.location.uri, snap)
     for view, pattern in INDEXED_VIEWS:
         dataset = _dataset(store, index, pattern)
         if dataset is not None:
@@ -94,3 +97,34 @@ def _dataset(store: S3Store, index: SnapshotIndex, pattern: str) -> ds.Dataset |
     schema = schema.append(pa.field("robot", pa.string())).append(pa.field("run", pa.string()))
     return ds.FileSystemDataset.from_paths(paths, schema=schema, format=ds.ParquetFileFormat(),
                                            filesystem=store.fs, partitions=partitions)
+
+
+_SNAPSHOTS: dict[tuple[str, int], Snapshot] = {}
+
+
+def _remember(uri: str, snap: Snapshot) -> None:
+    """Keep the snapshots of the last few connections (what `committed_intervals` reads)."""
+    _SNAPSHOTS[(uri, snap.version)] = snap
+    while len(_SNAPSHOTS) > 4:
+        _SNAPSHOTS.pop(next(iter(_SNAPSHOTS)))
+
+
+def committed_intervals(con, robot: str, run: str, rules: str) -> pa.Table | None:
+    """The stored default-rule intervals of run `robot`/`run` of `con`'s object-storage lake,
+    at the connection's version, when they match `rules` and the commit's files
+    (stored_intervals.read_committed_intervals); None otherwise (not such a connection, no
+    such run, no valid file): the caller queries."""
+    from .stored_intervals import SOURCES, read_committed_intervals
+
+    try:
+        ((uri, version),) = con.execute(
+            "SELECT getvariable('lake_store'), getvariable('lake_version')").fetchall()
+    except Exception:  # not a connection of this module
+        return None
+    snap = _SNAPSHOTS.get((uri, version))
+    commit = None if snap is None else snap.partitions.get(f"runs/robot={robot}/run={run}")
+    if commit is None:
+        return None
+    sizes = {f.name: f.size_bytes for f in commit.files if f.name in SOURCES}
+    store = store_for(parse_location(uri))
+    return read_committed_intervals(store.fs, store.path(commit.data_dir), robot, run, rules, sizes)

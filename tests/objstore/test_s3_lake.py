@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 
 from twinlake.catalog import connect, open_lake
 from twinlake.catalog.commit_log import CommitLog
+from twinlake.catalog.intervals import DEFAULT_RULES, _query, run_query_params, stored_run_intervals
 from twinlake.catalog.object_store import store_for
 from twinlake.cli import app
 from twinlake.ingest.samples import SampleSpec, complete_status, write_sample
@@ -77,6 +78,12 @@ def test_the_catalog_of_a_bucket_stays_locked(s3_lake, tmp_path, monkeypatch):
     con = connect(open_lake(s3_lake))
     rows = con.execute("select count(*) from clean_intervals('fr3a', 'run001')").fetchall()
     assert rows[0][0] >= 1
+    # the run's intervals.parquet, stored at publish, is served from the bucket: the same rows
+    # as the rules' query over the Arrow datasets
+    stored = stored_run_intervals(con, "fr3a", "run001", DEFAULT_RULES)
+    queried = _query(con, "fr3a", "run001", run_query_params("fr3a", "run001", DEFAULT_RULES))
+    assert stored is not None and stored.num_rows == rows[0][0]
+    assert stored.to_pylist() == queried.to_pylist()
     for query in (f"select * from read_parquet('{s3_lake}/runs/*/*/*/frames.parquet')",
                   "select * from read_csv('/etc/passwd')", "INSTALL httpfs"):
         with pytest.raises(Exception, match="(?i)permission|refused|disabled|not allowed"):
