@@ -14,9 +14,7 @@ sql/clean_intervals.sql), the selection of recorded data (`parse_selector`, `res
 
 from .durable import atomic_write_bytes, atomic_write_text
 from .lake import Lake, ObjectStorageLake, check_id, lake_location, open_lake, resolve_lake, sha256_file
-from .local_log import current_version
 from .location import LakeLocation, parse_location
-from .object_publish import published_file
 from .publish import (
     PartitionExists,
     clean_staging,
@@ -33,6 +31,7 @@ _LAZY = {
     "ReadOnlyConnection": "read_only", "ReadOnlyRefused": "read_only",
     "SQL_FILES": "sql", "connect": "sql", "load_sql": "sql",
     "clean_intervals": "intervals",
+    "current_version": "local_log", "published_file": "object_publish",
     **{name: "selection" for name in ("IntervalFrames", "IntervalRef", "RunSelector", "SelectionError",
                                       "interval_frames",
     "lake_location", "parse_selector", "pick_interval", "resolve_intervals",
