@@ -12,6 +12,7 @@ sql/clean_intervals.sql), the selection of recorded data (`parse_selector`, `res
 `FRAME_SCHEMA`, `RUN_SCHEMA` and the ordered `SQL_FILES`.
 """
 
+from ..contracts.lazy import lazy_exports
 from .durable import atomic_write_bytes, atomic_write_text
 from .lake import Lake, ObjectStorageLake, check_id, lake_location, open_lake, resolve_lake, sha256_file
 from .location import LakeLocation, parse_location
@@ -27,27 +28,16 @@ from .schema import FRAME_SCHEMA, JOINTS, RAW_FILE_TYPE, RUN_SCHEMA
 # The DuckDB side (connect, the read-only connection, intervals, selection) is imported on
 # first use (PEP 562): a process that only writes the lake (`twinlake ingest`) imports duckdb
 # only to store a published run's intervals (catalog/stored_intervals.py), never pandas.
-_LAZY = {
-    "ReadOnlyConnection": "read_only", "ReadOnlyRefused": "read_only",
-    "SQL_FILES": "sql", "connect": "sql", "load_sql": "sql",
-    "clean_intervals": "intervals",
-    "current_version": "local_log", "published_file": "object_publish",
-    **{name: "selection" for name in ("IntervalFrames", "IntervalRef", "RunSelector", "SelectionError",
-                                      "interval_frames",
-    "lake_location", "parse_selector", "pick_interval", "resolve_intervals",
-                                      "resolve_run", "run_frames", "run_intervals")},
-}
-
-
-def __getattr__(name: str):
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'twinlake.catalog' has no attribute {name!r}")
-    from importlib import import_module
-
-    value = getattr(import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
+__getattr__, __dir__, _ = lazy_exports(__name__, globals(), {
+    "read_only": ("ReadOnlyConnection", "ReadOnlyRefused"),
+    "sql": ("SQL_FILES", "connect", "load_sql"),
+    "intervals": ("clean_intervals",),
+    "local_log": ("current_version",),
+    "object_publish": ("published_file",),
+    "selection": ("IntervalFrames", "IntervalRef", "RunSelector", "SelectionError", "interval_frames",
+                  "parse_selector", "pick_interval", "resolve_intervals", "resolve_run", "run_frames",
+                  "run_intervals"),
+})
 
 
 __all__ = [

@@ -4,14 +4,14 @@ Public face: the recording client (`Fr3Client`, `request_recording`, `RecordingS
 `RecordingError`, `RecordingTimeout`), the recording manager and CSV v2 writer, the wire
 codecs, the excitation planner, the real-time daemon and the offline recorder.
 
-The names are imported on first use (PEP 562, sim/lazy.py), so that a user of the
+The names are imported on first use (PEP 562, contracts/lazy.py), so that a user of the
 client alone (`twinlake record`) does not pay for the simulator: `from twinlake.daemon import
 Fr3Daemon` works as before.
 """
 
 from __future__ import annotations
 
-from ..sim.lazy import lazy_exports
+from ..contracts.lazy import lazy_exports
 
 _MODULES = {
     "client": ("ClientState", "Fr3Client", "RecordingError", "RecordingTimeout", "request_recording"),

@@ -14,30 +14,10 @@ from __future__ import annotations
 
 import numpy as np
 
-SCHEMA_VERSION = 2
-_J = range(7)
+from ..contracts.csv_v2 import COLUMNS, SCHEMA_VERSION
+from ..contracts.csv_v2 import INTEGER_COLUMNS as INT_COLUMNS
 
-LEGACY_COLUMNS: tuple[str, ...] = (
-    ("seq", "t_s")
-    + tuple(f"q{i}" for i in _J) + tuple(f"dq{i}" for i in _J)
-    + tuple(f"tau_J{i}" for i in _J) + tuple(f"tau_cmd{i}" for i in _J)
-    + ("ee_px", "ee_py", "ee_pz", "ee_qx", "ee_qy", "ee_qz", "ee_qw")
-    + ("tgt_px", "tgt_py", "tgt_pz", "tgt_qx", "tgt_qy", "tgt_qz", "tgt_qw")
-    + ("controller",)
-)
-APPENDED_COLUMNS: tuple[str, ...] = (
-    ("schema_version", "joint_target_valid")
-    + tuple(f"q_target{i}" for i in _J) + tuple(f"q_target_filtered{i}" for i in _J)
-    + tuple(f"K_joint{i}" for i in _J) + tuple(f"D_joint{i}" for i in _J)
-    + ("filter_alpha", "joint_use_friction", "joint_reset_count", "robot_time_s", "control_period_s")
-)
-COLUMNS: tuple[str, ...] = LEGACY_COLUMNS + APPENDED_COLUMNS
 FRAME_WIDTH = len(COLUMNS)
-assert FRAME_WIDTH == 80 and len(LEGACY_COLUMNS) == 45
-
-INT_COLUMNS = frozenset(
-    {"seq", "controller", "schema_version", "joint_target_valid", "joint_use_friction", "joint_reset_count"}
-)
 HEADER = ",".join(COLUMNS) + "\n"
 _SPECS = tuple("%d" if c in INT_COLUMNS else "%.12g" for c in COLUMNS)
 _ROW_FORMAT = ",".join(_SPECS) + "\n"

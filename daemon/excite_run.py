@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..sim.jsonfile import read_json_object
+from ..contracts.jsonfile import read_json_object
 
 from .client import DEFAULT_D_JOINT, DEFAULT_FILTER_ALPHA, DEFAULT_K_JOINT, ClientState, Fr3Client
 from .companions import recording_meta, write_companions

@@ -1,27 +1,58 @@
 """twinlake.fit: population-based system identification on Ray, fit records in the lake.
 
-Public face (see fit/README.md):
+Public face (see fit/README.md; the root package's commands use only these names):
   objective:  FitProblem (.residuals, .loss, .interval_losses), LossScales, ProblemData, build_data
   data:       IntervalRef, resolve (RUN[:INTERVAL] selectors → clean intervals)
-  space:      ParameterSpace, parse_space (freeze / re-bound groups or joints)
+  space:      ParameterSpace, parse_space (freeze / re-bound groups or joints), start_vector
   search:     MixedSearch (CMA-ES + categorical delay, best-ever, exact resume)
   driver:     FitSettings, run_fit, resume via run_fit(..., resume=True)
-  records:    FitRecord, IntervalUse, SeedResult, load_fit, list_fits, publish_fit
+  torque:     TorqueFitSettings, fit_torque, held_out_scores, torque_validation
+  trust:      validate_fit, Thresholds, compare_fits, identifiability_summary, quick_fit_run,
+              Level, Status (a verdict's level, a parameter's status)
+  records:    FitRecord, IntervalUse, SeedResult, load_fit, list_fits, publish_fit, export_fit,
+              render_report, print_fit, current_verdict, record_verdict, import_results
 
-The names are imported on first use (PEP 562, sim/lazy.py), so that a user of the fit
+The names are imported on first use (PEP 562, contracts/lazy.py), so that a user of the fit
 records alone (`fit list`, `fit show`) does not pay for cma, scipy and MuJoCo:
 `from twinlake.fit import run_fit` works as before.
 """
 
 from __future__ import annotations
 
-from ..sim.lazy import lazy_exports
+from ..contracts.lazy import lazy_exports
 
 __getattr__, __dir__, __all__ = lazy_exports(__name__, globals(), {
+    # what a fit refuses, and why (the CLI maps a SettingError to its flag)
+    "errors": ("DataError", "FitError", "FitNotFound", "ModelError", "RecordError", "SettingError"),
+    # the replay search
     "replay.intervals": ("IntervalRef", "resolve"),
+    "replay.needs": ("missing_in_run",),
     "replay.objective": ("FitProblem", "LossScales", "ProblemData", "build_data"),
-    "records.record": ("FitRecord", "IntervalUse", "SeedResult", "list_fits", "load_fit", "publish_fit"),
-    "run": ("FitSettings", "run_fit"),
     "replay.search": ("MixedSearch",),
     "replay.space": ("ParameterSpace", "parse_space"),
+    "replay.start": ("recorded_configurations", "start_vector"),
+    "run": ("FitSettings", "run_fit"),
+    # the torque route
+    "torque": ("TorqueFitSettings", "fit_torque"),
+    "torque.model.friction_basis": ("VELOCITY_SCALE_RAD_S",),
+    "torque.held_out": ("held_out_scores", "is_torque_fit", "torque_validation"),
+    # trust: validation, error bars, verdicts, the quick fit
+    "trust.compare": ("compare_fits", "comparison_json"),
+    "trust.gap_report": ("quick_fit_run",),
+    "trust.identifiability": ("identifiability_summary",),
+    "trust.parameter_status": ("Status",),
+    "trust.quick": ("QuickFitRefused",),
+    "trust.validate": ("Thresholds", "validate_fit"),
+    "trust.verdict": ("Level",),
+    # records: the lake's fits, validations and verdicts, and what reads them
+    "records.design_check": ("design_lines", "fit_design_checks", "realised_half_widths"),
+    "records.export": ("FORMATS", "default_name", "export_fit", "export_notes"),
+    "records.frankatwin_import": ("import_results",),
+    "records.record": ("FitRecord", "IntervalUse", "SeedResult", "list_fits", "load_fit", "publish_fit"),
+    "records.report": ("render_report",),
+    "records.report_lake": ("report_data_from_lake",),
+    "records.show": ("adequacy_lines", "console", "fit_summary", "fit_validations", "print_fit", "verdict_json"),
+    "records.statuses": ("fit_statuses",),
+    "records.validation_record": ("publish_validation_record",),
+    "records.verdict_record": ("current_verdict", "record_verdict", "record_with_other_route", "stored_verdicts"),
 })

@@ -4,6 +4,7 @@ Public API: `ingest_paths` (the pipeline), the plug-in point (`register`, `reade
 `SourceReader`, `Detection`, `IngestUnit`, `RawFile`, `ReadOptions`, `IngestError`).
 """
 
+from ..contracts.lazy import lazy_exports
 from .registry import (
     FORMAT_MODULES,
     Detection,
@@ -17,16 +18,8 @@ from .registry import (
     register,
 )
 
-_LAZY = {"ingest_paths", "ingest_one", "Outcome"}  # the pipeline imports pandera: load on use
-
-
-def __getattr__(name: str):
-    if name in _LAZY:
-        from . import pipeline
-
-        return getattr(pipeline, name)
-    raise AttributeError(f"module 'twinlake.ingest' has no attribute {name!r}")
-
+# the pipeline imports pandera: load it on use
+__getattr__, __dir__, _ = lazy_exports(__name__, globals(), {"pipeline": ("Outcome", "ingest_one", "ingest_paths")})
 
 __all__ = [
     "Outcome",

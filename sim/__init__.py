@@ -10,7 +10,7 @@ Public face (see sim/README.md):
   one arm:      SimFR3, JointImpedanceCommand, IdleCommand, TickOutput
   replay:       ReplayInput, ReplayResult, replay_reference, PopulationEngine, PopulationResult
 
-The names are imported on first use (PEP 562, sim/lazy.py), so that a user of the
+The names are imported on first use (PEP 562, contracts/lazy.py), so that a user of the
 parameters alone does not pay for MuJoCo or numba: `from twinlake.sim import SimFR3` works as before.
 """
 
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .lazy import lazy_exports
+from ..contracts.lazy import lazy_exports
 
 DEMO_PROFILE_PATH = Path(__file__).resolve().parent / "profiles" / "demo_robot.json"
 

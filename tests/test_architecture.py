@@ -1,5 +1,5 @@
 """The import graph between the repository's folders follows the declared layering
-(docs/architecture.md): catalog and sim on the ground floor, ingest and daemon above them, fit
+(docs/architecture.md): contracts below everything, catalog and sim on the ground floor, ingest and daemon above them, fit
 above those, the root package `twinlake/` composing commands. The test reads every module's
 imports with `ast` (nothing is imported), so it fails as soon as an arrow runs the wrong way
 or a circle appears inside a folder."""
@@ -12,18 +12,19 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-FOLDERS = ("catalog", "sql", "sim", "ingest", "daemon", "fit", "campaign")
+FOLDERS = ("contracts", "catalog", "sql", "sim", "ingest", "daemon", "fit", "campaign")
 ROOT = "twinlake"
 
 # folder -> the folders of ours it may import (the root package composes; it may use anything)
 ALLOWED: dict[str, set[str]] = {
-    "catalog": set(),
+    "contracts": set(),
+    "catalog": {"contracts"},
     "sql": set(),
-    "sim": set(),
-    "ingest": {"catalog", "sql"},
-    "daemon": {"sim", "catalog"},
-    "fit": {"catalog", "sql", "sim", "ingest"},
-    "campaign": {"catalog", "sql", "sim", "fit", "daemon"},
+    "sim": {"contracts"},
+    "ingest": {"contracts", "catalog", "sql"},
+    "daemon": {"contracts", "sim", "catalog"},
+    "fit": {"contracts", "catalog", "sql", "sim", "ingest"},
+    "campaign": {"contracts", "catalog", "sql", "sim", "fit", "daemon"},
 }
 # the one entry point into the root from a folder: `python -m twinlake.ingest`
 ENTRY_POINTS = {"twinlake.ingest.__main__"}
@@ -172,3 +173,41 @@ def test_the_resolver_sees_relative_imports(tmp_path) -> None:
     (pkg / "a.py").write_text("from ..catalog import Lake\nfrom .b import x\nfrom . import c\n")
     found = _imports("twinlake.fit.a", pkg / "a.py")
     assert {"twinlake.catalog", "twinlake.catalog.Lake", "twinlake.fit.b", "twinlake.fit.c"} <= found
+
+
+def test_the_root_uses_fit_only_through_its_public_face():
+    """The commands import `twinlake.fit`'s names (fit/__init__.py), never its inner modules, so
+    fit's sub-packages can be rearranged without touching a command."""
+    inner = []
+    for src, targets in _graph().items():
+        if _folder(src) != ROOT:
+            continue
+        inner += [f"{src} -> {t}" for t in sorted(targets) if t.startswith(f"{ROOT}.fit.")]
+    assert not inner, "import these from twinlake.fit instead:\n" + "\n".join(inner)
+
+
+# fit/torque's sub-packages, lowest floor first: each may import only the floors below it
+# (function-level imports count); the route and held_out.py at the top compose them.
+TORQUE_FLOORS = ("inputs", "model", "estimation", "scores", "low_rate")
+
+
+def _torque_floor(module: str) -> int | None:
+    prefix = f"{ROOT}.fit.torque"
+    if module != prefix and not module.startswith(prefix + "."):
+        return None
+    parts = module[len(prefix) + 1:].split(".") if module != prefix else []
+    return TORQUE_FLOORS.index(parts[0]) if parts and parts[0] in TORQUE_FLOORS \
+        else len(TORQUE_FLOORS)
+
+
+def test_the_torque_route_imports_only_down_its_floors():
+    wrong = []
+    for src, targets in _graph().items():
+        a = _torque_floor(src)
+        if a is None:
+            continue
+        for dst in targets:
+            b = _torque_floor(dst)
+            if b is not None and b > a:
+                wrong.append(f"{src} -> {dst}")
+    assert not wrong, "fit/torque imports up its floors " + str(TORQUE_FLOORS) + ":\n" + "\n".join(wrong)

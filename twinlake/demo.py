@@ -127,7 +127,7 @@ def ingest_runs(lake: Path, made: list[tuple[str, SyntheticRecording]], console:
 
 def holdout_rmse(lake: Path, holdout: list[str], candidates: dict) -> dict[str, np.ndarray]:
     """Per-joint held-out q RMSE [rad] (7,) of each named parameter set, over all samples."""
-    from .fit.replay.objective import FitProblem
+    from .fit import FitProblem
 
     problem = FitProblem.from_lake(lake, holdout)
     names = list(candidates)
@@ -164,9 +164,9 @@ def _new_fit_id(lake: Path, stem: str) -> str:
 def screen_fit(lake: Path, train: list[str], holdout: list[str], cfg: DemoConfig, stem: str, *,
                address: str | None, progress: bool, console: Console) -> tuple[str, list[str]]:
     """A short fit of FrankaTwin's 29 (no payload): its id and model-adequacy lines, printed."""
-    from .fit.run import FitSettings, run_fit
-    from .fit.records.show import adequacy_lines
-    from .fit.replay.space import parse_space
+    from .fit import FitSettings, run_fit
+    from .fit import adequacy_lines
+    from .fit import parse_space
 
     settings = FitSettings(train=train, holdout=holdout, space=parse_space([]).to_json(),
                            population=cfg.population, generations=cfg.screen_generations, seed=cfg.seed,
@@ -182,7 +182,7 @@ def screen_fit(lake: Path, train: list[str], holdout: list[str], cfg: DemoConfig
 
 def print_verdict(lake: Path, rec, console: Console):
     """Decide the fit's verdict, store it (verdicts/fit=<id>/) and print it; returns it."""
-    from .fit.records.verdict_record import record_verdict
+    from .fit import record_verdict
 
     verdict = record_verdict(lake, rec, "demo")
     console.print(f"  {verdict.line()}", highlight=False, markup=False)
@@ -192,10 +192,10 @@ def print_verdict(lake: Path, rec, console: Console):
 def run_demo(lake: Path, out: Path, cfg: DemoConfig = DemoConfig(), *, address: str | None = None,
              console: Console | None = None, progress: bool = True) -> dict:
     """The whole demo; returns a JSON-able summary (fit id, parameters, RMSEs)."""
-    from .fit.records.record import load_fit
-    from .fit.records.statuses import fit_statuses
-    from .fit.run import FitSettings, run_fit
-    from .fit.replay.space import parse_space
+    from .fit import load_fit
+    from .fit import fit_statuses
+    from .fit import FitSettings, run_fit
+    from .fit import parse_space
     from .sim import DEMO_PROFILE_PATH, DynamicsParams, load_params
 
     console = console or Console(stderr=True, width=110)

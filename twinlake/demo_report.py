@@ -27,7 +27,7 @@ DRAWN_SHOWN = 3  # drawn parameters named per episode
 def truth_in_intervals(truth, statuses) -> tuple[dict[str, dict], dict[str, list[str]]]:
     """({name: {low, high, truth, inside}} over the estimated parameters with an interval,
     {status label: [names]} of the freed parameters left out, and why)."""
-    from .fit.trust.parameter_status import Status
+    from .fit import Status
     from .sim import LAYOUT
 
     values = dict(zip(LAYOUT.names, truth.to_vector().tolist()))
@@ -144,7 +144,7 @@ def episode_lines(summaries: list[dict], statuses=()) -> list[str]:
     """One line per episode that did not complete (at most MAX_EPISODE_LINES, then a count):
     its outcome, the guard that fired, when, on which joint and the value it saw, and the
     drawn parameters furthest from the fit in the fit's standard errors (estimated ones)."""
-    from .fit.trust.parameter_status import Status
+    from .fit import Status
 
     bars = {st.name: (st.value, st.stderr) for st in statuses
             if st.status is Status.ESTIMATED and st.stderr and np.isfinite(st.stderr)}

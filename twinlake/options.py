@@ -54,6 +54,19 @@ def fail(message: str, code: int = USAGE_ERROR) -> NoReturn:
     raise typer.Exit(code)
 
 
+def error_text(exc: Exception) -> str:
+    """An exception's one-line message as the command line says it: a fit's `SettingError` with
+    the option that sets it (`--torque 'x': expected ...`; a setting is its option's name with
+    '_' for '-'), a missing fit with where to look; any other exception as it reads."""
+    from .fit import FitNotFound, SettingError
+
+    if isinstance(exc, SettingError):
+        return exc.text(f"--{exc.setting.replace('_', '-')}")
+    if isinstance(exc, FitNotFound):
+        return f"{exc} (see `twinlake fit list`)"
+    return str(exc)
+
+
 def check_lake_env() -> None:
     """Refuse, as one line (exit 2), a `$TWINLAKE_LAKE` that is a URI of a scheme a lake cannot
     have: every command resolves the lake from it when `--lake` is absent, so an entry point

@@ -16,6 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..errors import RecordError
+
 @dataclass(frozen=True)
 class HalfWidthCheck:
     """One designed parameter: predicted and realised relative 95 % half-widths (fractions;
@@ -84,7 +86,7 @@ def check_design(section: dict, identifiability: dict | None, robot: str, run: s
     identifiability. Raises ValueError naming the run if the section has no predictions."""
     predicted = section.get("predicted_half_width_rel")
     if not isinstance(predicted, dict) or not predicted:
-        raise ValueError(f"{robot}/{run}: metadata design section has no predicted_half_width_rel")
+        raise RecordError(f"{robot}/{run}: metadata design section has no predicted_half_width_rel")
     realised = realised_half_widths(identifiability)
     rows = tuple(HalfWidthCheck(name, float("inf") if pred is None else float(pred), *realised.get(name, (None, False)))
                  for name, pred in predicted.items())  # None: a confirmation found no finite interval

@@ -34,6 +34,7 @@ import json
 import math
 from pathlib import Path
 
+from ..errors import RecordError, SettingError
 from .record import FitRecord
 from ...sim import LAYOUT, save_profile, to_frankatwin_decoded
 from ...sim.fr3 import FLANGE_OFFSET_M
@@ -200,7 +201,7 @@ def randomization_doc(rec: FitRecord) -> dict:
     """
     ident = rec.identifiability
     if not ident or not ident.get("parameters"):
-        raise ValueError(f"fit {rec.fit_id}: no stored error bars (identifiability_json is empty); "
+        raise RecordError(f"fit {rec.fit_id}: no stored error bars (identifiability_json is empty); "
                          "a posterior needs them (use a twinlake fit, or declared ranges)")
     from .statuses import fit_statuses, intervals_agree
 
@@ -264,7 +265,7 @@ def export_fit(rec: FitRecord, fmt: str, out: Path, verdict=None) -> Path:
     `StoredVerdict`) and every parameter's status; returns the path written. A FrankaTwin
     import's own file goes out byte for byte (its notes say the verdict is not in it)."""
     if fmt not in FORMATS:
-        raise ValueError(f"--format {fmt!r}: expected one of {', '.join(FORMATS)}")
+        raise SettingError("format", repr(fmt), f"expected one of {', '.join(FORMATS)}")
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     trust = verdict_doc(rec, verdict)

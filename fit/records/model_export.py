@@ -25,6 +25,7 @@ import xml.etree.ElementTree as ET
 
 import numpy as np
 
+from ..errors import ModelError
 from .record import FitRecord
 from ...sim.fr3 import FLANGE_OFFSET_M
 from ...sim.model import FR3_MODEL_PATH
@@ -51,13 +52,13 @@ def inertial_attributes(theta: np.ndarray) -> dict[str, str]:
     ValueError when θ is not a body MuJoCo can load (mass ≤ 0 or inertia not positive definite)."""
     m = float(theta[0])
     if not m > 0:
-        raise ValueError(f"body mass {m:g} kg: expected > 0")
+        raise ModelError(f"body mass {m:g} kg: expected > 0")
     c = theta[1:4] / m
     ixx, ixy, iyy, ixz, iyz, izz = theta[4:10]
     i_o = np.array([[ixx, ixy, ixz], [ixy, iyy, iyz], [ixz, iyz, izz]], dtype=np.float64)
     i_c = i_o - m * (c @ c * np.eye(3) - np.outer(c, c))
     if np.linalg.eigvalsh(i_c).min() <= 0:
-        raise ValueError(f"inertia about the centre of mass {i_c.round(9).tolist()} kg·m²: not positive definite")
+        raise ModelError(f"inertia about the centre of mass {i_c.round(9).tolist()} kg·m²: not positive definite")
     full = (i_c[0, 0], i_c[1, 1], i_c[2, 2], i_c[0, 1], i_c[0, 2], i_c[1, 2])
     return {"pos": " ".join(f"{v:.9g}" for v in c), "mass": f"{m:.9g}", "fullinertia": " ".join(f"{v:.9g}" for v in full)}
 
@@ -86,7 +87,7 @@ def model_xml(rec: FitRecord) -> str:
             try:
                 attrs = inertial_attributes(theta)
             except ValueError as exc:
-                raise ValueError(f"fit {rec.fit_id}: link {i}: {exc}") from None
+                raise ModelError(f"fit {rec.fit_id}: link {i}: {exc}") from None
             for old in body.findall("inertial"):
                 body.remove(old)
             body.insert(0, ET.Element("inertial", attrs))

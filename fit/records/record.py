@@ -44,6 +44,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ..errors import FitNotFound, RecordError
 from ...catalog import Lake, publish_partition
 from ...sim import LAYOUT, PARAM_NAMES, DynamicsParams, save_profile
 
@@ -282,9 +283,9 @@ def _read_row(path: Path) -> dict[str, Any]:
     try:
         rows = pq.read_table(path).to_pylist()
     except (OSError, pa.ArrowInvalid) as exc:
-        raise ValueError(f"{path}: cannot read fit row ({exc})") from None
+        raise RecordError(f"{path}: cannot read fit row ({exc})") from None
     if len(rows) != 1:
-        raise ValueError(f"{path}: expected exactly one row, found {len(rows)}")
+        raise RecordError(f"{path}: expected exactly one row, found {len(rows)}")
     return rows[0]
 
 
@@ -294,16 +295,16 @@ def load_fit(lake: Lake | str | Path, fit_id: str) -> FitRecord:
     lk = lake if isinstance(lake, Lake) else Lake(Path(lake))
     directory = lk.fit_dir(fit_id)
     if not (directory / "fit.parquet").is_file():
-        raise ValueError(f"fit {fit_id!r}: no {directory / 'fit.parquet'} (see `twinlake fit list`)")
+        raise FitNotFound(f"fit {fit_id!r}: no {directory / 'fit.parquet'} (no such fit in this lake)")
     row = _with_later_groups(_read_row(directory / "fit.parquet"))
     missing = [n for n in ("fit_source", "best_loss", *PARAM_NAMES) if n not in row]
     if missing:
-        raise ValueError(f"{directory / 'fit.parquet'}: missing column(s) {', '.join(missing)}")
+        raise RecordError(f"{directory / 'fit.parquet'}: missing column(s) {', '.join(missing)}")
     params = DynamicsParams.from_vector([row[n] for n in PARAM_NAMES])
     try:
         settings = json.loads(row.get("settings_json") or "{}")
     except json.JSONDecodeError as exc:
-        raise ValueError(f"{directory / 'fit.parquet'}: settings_json is not JSON ({exc.msg})") from None
+        raise RecordError(f"{directory / 'fit.parquet'}: settings_json is not JSON ({exc.msg})") from None
     history = pq.read_table(directory / "history.parquet").to_pylist() if (directory / "history.parquet").is_file() else []
     runs = []
     if (directory / "runs.parquet").is_file():

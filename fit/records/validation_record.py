@@ -20,6 +20,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ..errors import RecordError
 from ...catalog import Lake, publish_partition
 
 VALIDATION_COLUMNS = pa.schema([
@@ -48,13 +49,13 @@ class ValidationRecord:
         """ValueError naming what is wrong when `row` breaks the validation.parquet contract."""
         where = f"validation {self.validation_id}: validation.parquet"
         if self.row.num_rows != 1:
-            raise ValueError(f"{where}: expected one row, got {self.row.num_rows}")
+            raise RecordError(f"{where}: expected one row, got {self.row.num_rows}")
         for want in VALIDATION_COLUMNS:
             index = self.row.schema.get_field_index(want.name)
             if index < 0:
-                raise ValueError(f"{where}: missing column {want.name!r}")
+                raise RecordError(f"{where}: missing column {want.name!r}")
             if self.row.schema.field(index).type != want.type:
-                raise ValueError(f"{where}: column {want.name!r} is {self.row.schema.field(index).type}, "
+                raise RecordError(f"{where}: column {want.name!r} is {self.row.schema.field(index).type}, "
                                  f"expected {want.type}")
 
 

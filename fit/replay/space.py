@@ -41,7 +41,7 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from ...sim.jsonfile import read_json_object
+from ...contracts.jsonfile import read_json_object
 from ...sim.params import LAYOUT, MAX_DELAY_MS
 from ..trust.parameter_status import bound_side
 

@@ -19,13 +19,14 @@ from pathlib import Path
 
 import numpy as np
 
+from ..errors import DataError, RecordError
 from ...sim.load import EndLoad
-from .derivatives import segments
-from .equations import build, with_rest_rule
-from .regressor import RigidBodyModel
-from .residuals import MAX_FLOOR_RATIO, TorqueScore, adequacy_line, score
+from .inputs.derivatives import segments
+from .model.equations import build, with_rest_rule
+from .model.regressor import RigidBodyModel
+from .scores.residuals import MAX_FLOOR_RATIO, TorqueScore, adequacy_line, score
 from .route import TorqueFitSettings, decimation, equation_spec, read_samples
-from .soft_friction import RestRule
+from .model.soft_friction import RestRule
 
 
 TORQUE_SOURCE = "twinlake_torque"
@@ -52,12 +53,12 @@ def is_torque_fit(rec) -> bool:
 def held_out_scores(lake: Path, rec, selectors: list[str], max_floor_ratio: float = MAX_FLOOR_RATIO) -> list[HeldOutScore]:
     """Score the torque fit `rec` on each selector's run; ValueError for a fit that is not one."""
     if not is_torque_fit(rec):
-        raise ValueError(f"fit {rec.fit_id}: not a torque fit (--method torque)")
+        raise RecordError(f"fit {rec.fit_id}: not a torque fit")
     known = TorqueFitSettings.__dataclass_fields__
     settings = TorqueFitSettings(**{k: v for k, v in rec.settings.items() if k in known})
     torque = json.loads(rec.extra["torque_json"])
     if "quasi_static" in torque:
-        raise ValueError(f"fit {rec.fit_id}: a quasi-static torque fit (low-rate robot state) has no dynamic "
+        raise RecordError(f"fit {rec.fit_id}: a quasi-static torque fit (low-rate robot state) has no dynamic "
                          "equations to score held-out runs with; validate it on runs at rest by refitting them")
     rigid = RigidBodyModel.load(settings.model_path)
     configured = EndLoad(**settings.configured_load) if settings.configured_load else None
@@ -67,7 +68,7 @@ def held_out_scores(lake: Path, rec, selectors: list[str], max_floor_ratio: floa
     spec = equation_spec(settings, settings.torque, rigid, configured)
     names = [b["name"] for b in torque["beta"]]
     if names != spec.names():
-        raise ValueError(f"fit {rec.fit_id}: its stored parameters do not match its settings' equations")
+        raise RecordError(f"fit {rec.fit_id}: its stored parameters do not match its settings' equations")
     beta = np.array([b["value"] for b in torque["beta"]])
     filt = torque["filter"]
     rule = _rest_rule(rec.fit_id, spec.law, torque, spec.signal)
@@ -77,7 +78,7 @@ def held_out_scores(lake: Path, rec, selectors: list[str], max_floor_ratio: floa
         segs, _ = segments(run.seq, run.q, run.dq, run.tau, cutoff_hz=filt["cutoff_hz"], trim_s=filt["trim_s"],
                            max_fill_ticks=filt["max_fill_ticks"], guard_ticks=filt["guard_ticks"])
         if not segs:
-            raise ValueError(f"{run.label}: no segment long enough to filter")
+            raise DataError(f"{run.label}: no segment long enough to filter")
         eqs = [with_rest_rule(build(s, spec, rigid, decimation(filt["cutoff_hz"])), rule) for s in segs]
         s = score(eqs, beta, int(torque["delay_ms"]), filt["cutoff_hz"])
         line, ok = adequacy_line(f"held-out {run.label}", s, max_floor_ratio)
@@ -92,7 +93,7 @@ def _rest_rule(fit_id: str, law: str, torque: dict, signal: str = "commanded") -
     if law != "stribeck" or (signal == "measured" and torque.get("rest_rule") is None):
         return None
     if not isinstance(torque.get("rest_rule"), dict):
-        raise ValueError(f"fit {fit_id}: a Stribeck torque fit stored without its rest rule "
+        raise RecordError(f"fit {fit_id}: a Stribeck torque fit stored without its rest rule "
                          "(made by an older twinlake); run the torque fit again to score held-out runs")
     return RestRule.from_dict(torque["rest_rule"])
 

@@ -4,7 +4,7 @@ an ordinary fit record (`fits/fit=<id>/`, method = torque) published by fit/reco
 `TorqueFitSettings` is stored as the fit's settings_json (method "torque"); `torque_json`
 in fit.parquet holds what the route did and found (signal and its meaning, filter, gaps,
 delay scan, weights, base parameters, every β with its stated error bar (`stderr`: HAC plus,
-under Stribeck, the rest rule's systematic part, fit/torque/systematic.py), the HAC and i.i.d.
+under Stribeck, the rest rule's systematic part, fit/torque/estimation/systematic.py), the HAC and i.i.d.
 ones beside it, the systematic shifts, the velocity-noise correction of the armature
 (noise_bias.py), the constraints, train and held-out torque scores, adequacy). `train_floor_ratio` /
 `holdout_floor_ratio` are the torque residual over the torque noise floor (residuals.py);
@@ -36,25 +36,26 @@ from pathlib import Path
 
 import numpy as np
 
+from ..errors import DataError, SettingError
 from ...catalog import connect
 from ...catalog.selection import parse_selector, pick_interval, resolve_run, run_frames, run_intervals
 from ...sim import DynamicsParams
 from ...sim.params import MAX_DELAY_MS
 from ..records.record import FitRecord, IntervalUse, publish_fit
-from .derivatives import FilterSpec, cutoff_from_spectrum, segments
-from .equations import EquationSpec, build, with_rest_rule
-from .friction_basis import check_law
-from .regressor import RigidBodyModel
-from .replay_check import replay_holdout
-from .residuals import adequacy_line, nominal_line, score
-from .findings import causes, delay_edge, delay_undetermined, standstill_summary
-from .low_rate import LOW_RATE_HZ, quasi_static_record, sample_rate_hz
-from .signal_check import check as check_signal
-from .signals import MEANING, RunSamples, choose_signal, samples
-from .soft_friction import CREEP_MARGIN, FrictionConstraint
-from .solve import solve_at_level
-from .systematic import error_bar_note
-from .twin_params import dynamics_params, finite, identifiability_json
+from .inputs.derivatives import FilterSpec, cutoff_from_spectrum, segments
+from .model.equations import EquationSpec, build, with_rest_rule
+from .model.friction_basis import check_law
+from .model.regressor import RigidBodyModel
+from .scores.replay_check import replay_holdout
+from .scores.residuals import adequacy_line, nominal_line, score
+from .scores.findings import causes, delay_edge, delay_undetermined, standstill_summary
+from .low_rate.record import LOW_RATE_HZ, quasi_static_record, sample_rate_hz
+from .inputs.signal_check import check as check_signal
+from .inputs.signals import MEANING, RunSamples, choose_signal, samples
+from .model.soft_friction import CREEP_MARGIN, FrictionConstraint
+from .estimation.solve import solve_at_level
+from .estimation.systematic import error_bar_note
+from .estimation.twin_params import dynamics_params, finite, identifiability_json
 
 PRESETS = ("+payload", "+asymmetry", "+bias", "+links")
 
@@ -99,7 +100,7 @@ def read_samples(lake: Path, selector: str, torque: str | None) -> tuple[RunSamp
     finally:
         con.close()
     if frames.num_rows == 0:
-        raise ValueError(f"run selector {selector!r}: no frames")
+        raise DataError(f"run selector {selector!r}: no frames")
     signal = choose_signal(frames, torque, f"run {row['robot']}/{sel.run}")
     return samples(frames, signal, robot=row["robot"], run=sel.run, interval_index=sel.interval_index,
                    run_row=row), signal
@@ -110,10 +111,10 @@ def equation_spec(settings: TorqueFitSettings, signal: str, rigid: RigidBodyMode
     law = check_law(settings.friction_law)
     unknown = [p for p in settings.params if p not in PRESETS]
     if unknown:
-        raise ValueError(f"--params {unknown[0]!r}: the torque route accepts {', '.join(PRESETS)}")
+        raise SettingError("params", repr(unknown[0]), f"the torque route accepts {', '.join(PRESETS)}")
     if signal == "commanded" and "+links" in settings.params:
-        raise ValueError("--params +links: the links' inertials are seen by the measured torques only "
-                         "(--torque measured); the commanded torque never carries the links' gravity")
+        raise SettingError("params", "+links", "the links' inertials are seen by the measured torques "
+                           "only (tau_J); the commanded torque never carries the links' gravity")
     if signal == "commanded":
         groups = ("armature", "mu_viscous", "friction")
         groups += ("coulomb_asymmetry",) * ("+asymmetry" in settings.params) + ("tau_bias",) * ("+bias" in settings.params)
@@ -149,7 +150,8 @@ def _configured(settings: TorqueFitSettings, runs: list[RunSamples]):
         return EndLoad(**{k: v for k, v in settings.configured_load.items()})
     loads = {json.dumps((load_from_metadata(r.metadata, r.label) or NO_LOAD).to_json()) for r in runs}
     if len(loads) > 1:
-        raise ValueError("the train runs state different configured loads; fit them separately or pass --configured-load")
+        raise SettingError("configured_load", None, "the train runs state different configured loads: fit them "
+                           "separately or state the one they carried")
     return EndLoad(**json.loads(loads.pop())) if loads else NO_LOAD
 
 
@@ -165,7 +167,7 @@ def _equations(runs, spec, rigid, fspec):
         segs, report = segments(r.seq, r.q, r.dq, r.tau, cutoff_hz=fspec.cutoff_hz, trim_s=fspec.trim_s,
                                 max_fill_ticks=fspec.max_fill_ticks, guard_ticks=fspec.guard_ticks)
         if not segs:
-            raise ValueError(f"{r.label}: no segment long enough to filter ({report.to_dict()})")
+            raise DataError(f"{r.label}: no segment long enough to filter ({report.to_dict()})")
         gaps[r.label] = report.to_dict()
         out.append([build(s, spec, rigid, decimation(fspec.cutoff_hz)) for s in segs])
     return out, gaps
@@ -177,12 +179,13 @@ def fit_torque(lake: Path, settings: TorqueFitSettings, *, fit_id: str | None = 
     t0 = time.perf_counter()
     lake = Path(lake)
     if not settings.train:
-        raise ValueError("give at least one --train [ROBOT/]RUN[:INTERVAL]")
+        raise SettingError("train", None, "give at least one [ROBOT/]RUN[:INTERVAL]")
     start = DynamicsParams.nominal() if start is None else start
     train = [read_samples(lake, s, settings.torque) for s in settings.train]
     signals = {sig for _, sig in train}
     if len(signals) > 1:
-        raise ValueError(f"the train runs would use different torques ({sorted(signals)}); pass --torque")
+        raise SettingError("torque", None, f"the train runs would use different torques ({sorted(signals)}): "
+                           "choose one")
     signal = signals.pop()
     settings.torque = signal
     runs = [r for r, _ in train]

@@ -32,6 +32,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ..errors import DataError
 from .noise_floor import NoiseFloor, estimate_noise_floor
 from ..replay.residual import GRAVITY_STEP_S, MAX_SHIFT_MS, STILL_RAD_S, ResidualSegment, Signature  # noqa: F401 (public here too)
 
@@ -194,7 +195,7 @@ def assess(segments: Sequence[ResidualSegment], params, *, model=None,
     from .signatures import residual_signatures
 
     if not segments:
-        raise ValueError("model adequacy: no samples to assess")
+        raise DataError("model adequacy: no samples to assess")
     floor = floor or estimate_noise_floor([s.q_real_rad for s in segments],
                                           [s.dq_real_rad_s for s in segments if s.dq_real_rad_s is not None] or None)
     res = np.concatenate([s.q_real_rad - s.q_sim_rad for s in segments])

@@ -41,6 +41,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..errors import FitError, SettingError
+
 HAC = "hac_bartlett_andrews"
 IID = "gauss_newton_iid"
 BLOCK_BOOTSTRAP = "moving_block_bootstrap"
@@ -105,7 +107,7 @@ def tick_scores(jac: np.ndarray, resid: np.ndarray, segments: Sequence[Segment])
     m, k = jac.shape
     total = sum(s.ticks * s.rows_per_tick for s in segments)
     if total != m or resid.shape != (m,):
-        raise ValueError(f"covariance: segments cover {total} rows, jac has {m} and resid {resid.shape}")
+        raise FitError(f"covariance: segments cover {total} rows, jac has {m} and resid {resid.shape}")
     blocks: dict[int, np.ndarray] = {}
     row = 0
     for s in segments:
@@ -113,7 +115,7 @@ def tick_scores(jac: np.ndarray, resid: np.ndarray, segments: Sequence[Segment])
         g = (jac[row:row + n] * resid[row:row + n, None]).reshape(s.ticks, s.rows_per_tick, k).sum(1)
         if s.block in blocks:
             if len(blocks[s.block]) != s.ticks:
-                raise ValueError(f"covariance: block {s.block} has segments of {len(blocks[s.block])} and {s.ticks} ticks")
+                raise FitError(f"covariance: block {s.block} has segments of {len(blocks[s.block])} and {s.ticks} ticks")
             blocks[s.block] = blocks[s.block] + g
         else:
             blocks[s.block] = g
@@ -205,7 +207,7 @@ def from_scores(bread: np.ndarray, scores: Sequence[np.ndarray], sigma2: float, 
     if method == IID:
         return CovarianceEstimate(IID, sigma2 * np.linalg.pinv(bread), 1, max(rows - k, 1), ticks, sigma2)
     if method not in METHODS:
-        raise ValueError(f"covariance method {method!r}: expected one of {', '.join(METHODS)}")
+        raise SettingError("covariance method", repr(method), f"expected one of {', '.join(METHODS)}")
     L = andrews_bandwidth(scores) if bandwidth is None else int(bandwidth)
     omega = bartlett_long_run(scores, L) if method == HAC else block_bootstrap_long_run(scores, L, seed=seed)
     dof = max(int(ticks / L) - k, 1)

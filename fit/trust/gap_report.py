@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..errors import DataError, SettingError
 from .quick import (MAX_CONDITION_NUMBER, WINDOW_FRAMES, FirstOrderModel, JointSamples, QuickFitResult,
                     fit_first_order, output_error_rms)
 
@@ -121,7 +122,7 @@ def quick_fit_run(lake, run: str, joint: int, *, profile=None, profile_label: st
     from ...sim import DynamicsParams
 
     if not 1 <= joint <= 7:
-        raise ValueError(f"--joint {joint}: expected a joint number 1..7")
+        raise SettingError("joint", str(joint), "expected a joint number 1..7")
     refs = resolve(lake, [run], min_duration_s=min_duration_s)
     tables = read_frames(lake, refs)
     need = ["t_s", f"dq{joint}", f"tau_cmd{joint}"] + [f"q{k}" for k in range(1, 8)]
@@ -130,10 +131,10 @@ def quick_fit_run(lake, run: str, joint: int, *, profile=None, profile_label: st
     for i, (ref, table) in enumerate(zip(refs, tables)):
         for n in need:
             if n not in table.column_names:
-                raise ValueError(f"run {ref.robot}/{ref.run}: frames have no column {n!r}")
+                raise DataError(f"run {ref.robot}/{ref.run}: frames have no column {n!r}")
             arr = table.column(n).to_numpy(zero_copy_only=False).astype(np.float64)
             if n != "t_s" and np.all(np.isnan(arr)):
-                raise ValueError(f"run {ref.robot}/{ref.run}: column {n!r} was not recorded (all null)")
+                raise DataError(f"run {ref.robot}/{ref.run}: column {n!r} was not recorded (all null)")
             cols[n].append(arr)
         segment.append(np.full(table.num_rows, i))
     c = {n: np.concatenate(v) for n, v in cols.items()}

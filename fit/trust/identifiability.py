@@ -43,6 +43,7 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import FitError, RecordError, SettingError
 from ...sim.params import LAYOUT
 from . import covariance as covmod
 from .parameter_status import UNIDENTIFIED_HALF_WIDTH, bound_side
@@ -155,7 +156,7 @@ def fd_jacobian(residuals: ResidualFn, x: np.ndarray, free_idx: Sequence[int], l
     k = len(free_idx)
     h = rel_step * (upper[free_idx] - lower[free_idx])
     if np.any(h <= 0):
-        raise ValueError("fd_jacobian: every free parameter needs upper bound > lower bound")
+        raise SettingError("bounds", None, "every free parameter needs an upper bound above its lower bound")
     plus = np.tile(x, (k, 1))
     minus = np.tile(x, (k, 1))
     up_ok = x[free_idx] + h <= upper[free_idx]
@@ -166,7 +167,7 @@ def fd_jacobian(residuals: ResidualFn, x: np.ndarray, free_idx: Sequence[int], l
     batch = np.vstack([x[None, :], plus, minus])
     r = np.asarray(residuals(batch), dtype=np.float64)
     if r.shape[0] != 2 * k + 1:
-        raise ValueError(f"residuals returned {r.shape[0]} rows for a population of {2 * k + 1}")
+        raise FitError(f"residuals returned {r.shape[0]} rows for a population of {2 * k + 1}")
     denom = plus[rows, free_idx] - minus[rows, free_idx]
     jac = (r[1:k + 1] - r[k + 1:]).T / denom[None, :]
     return jac, r[0]
@@ -294,7 +295,7 @@ def identifiability_summary(problem: Any, best: np.ndarray, *, free: Sequence[st
     free_names = [n for n in (names if free is None else free) if n not in DISCRETE_NAMES]
     unknown = [n for n in free_names if n not in names]
     if unknown:
-        raise ValueError(f"identifiability: unknown parameter name(s) {unknown}; expected names of LAYOUT.names")
+        raise SettingError("free", str(unknown), "unknown parameter name(s); expected names of LAYOUT.names")
     free_idx = [names.index(n) for n in free_names]
     if segments is None and getattr(problem, "data", None) is not None:
         segments = covmod.replay_segments([len(inp.q_ref) for inp in problem.data.inputs])
@@ -329,7 +330,7 @@ def identifiability_for_fit(lake: Any, rec: Any, seed_records: Sequence[Any] = (
     from ..replay.space import ParameterSpace
 
     if not rec.train:
-        raise ValueError(f"fit {rec.fit_id}: no training intervals recorded (imported fit?); no Jacobian to take")
+        raise RecordError(f"fit {rec.fit_id}: no training intervals recorded (imported fit?); no Jacobian to take")
     s = rec.settings or {}
     space = ParameterSpace.from_json(s["space"]) if "space" in s else ParameterSpace()
     refs = [IntervalRef(u.robot, u.run, int(u.interval_index), int(u.seq_first), int(u.seq_last), u.run_sha256)

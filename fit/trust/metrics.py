@@ -21,6 +21,8 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import DataError, FitError
+
 SCHEMA_VERSION = 1
 TIME_ATOL_S = 1e-4
 
@@ -109,7 +111,7 @@ def compute_metrics(real: Trajectory, sim: Trajectory, des_pos_m: np.ndarray | N
     """
     t = np.asarray(real.t_s, dtype=np.float64)
     if len(t) == 0:
-        raise ValueError("real trajectory has no samples: expected at least one row")
+        raise DataError("real trajectory has no samples: expected at least one row")
 
     def on_real(values: np.ndarray | None) -> np.ndarray | None:
         return None if values is None else align_to_real_time(t, sim.t_s, values)
@@ -150,7 +152,7 @@ def metrics_document(metrics: dict[str, Any], *, created_utc: str, real_csv: str
                            "sim_csv": sim_csv, "real_sidecar": real_sidecar, "sim_sidecar": sim_sidecar}
     for key, value in (extra or {}).items():
         if key in doc or key in ("num_samples", "duration_s", "ee", "joints", "tracking", "out_dir", "metrics_path"):
-            raise ValueError(f"metrics extra key {key!r} collides with a metrics.json key")
+            raise FitError(f"metrics extra key {key!r} collides with a metrics.json key")
         doc[key] = _clean(value)
     for key in ("num_samples", "duration_s", "ee", "joints", "tracking"):
         doc[key] = metrics[key]

@@ -26,6 +26,8 @@ from dataclasses import asdict, dataclass
 from enum import Enum
 from typing import Any
 
+from ..errors import FitError
+
 AT_BOUND_FRACTION = 0.005  # of the bound range: the one at-bound tolerance (replay, trust, report, export)
 UNIDENTIFIED_HALF_WIDTH = 0.5  # of the bound range: a wider 95 % half-width is "not identified"
 T95_NORMAL = 1.959963984540054
@@ -70,7 +72,7 @@ class ParameterStatus:
 
     def __post_init__(self) -> None:
         if self.interval is not None and self.status is not Status.ESTIMATED:
-            raise ValueError(f"{self.name}: a two-sided interval is only for an estimated parameter, "
+            raise FitError(f"{self.name}: a two-sided interval is only for an estimated parameter, "
                              f"not one that is {self.status.label}")
 
     @property

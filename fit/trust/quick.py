@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..errors import DataError, FitError, SettingError
 from . import covariance as covmod
 
 WINDOW_FRAMES = 10
@@ -48,7 +49,7 @@ MAX_RELATIVE_STANDARD_ERROR = 0.10
 _SINGULAR_CONDITION = 1e10
 
 
-class QuickFitRefused(ValueError):
+class QuickFitRefused(FitError):
     """The quick fit will not return numbers it cannot stand behind; the message says why."""
 
 
@@ -70,11 +71,11 @@ class JointSamples:
         n = len(self.t_s)
         for name in ("torque_nm", "velocity_rad_s"):
             if len(getattr(self, name)) != n:
-                raise ValueError(f"JointSamples.{name} has {len(getattr(self, name))} rows, expected {n} (as t_s)")
+                raise DataError(f"JointSamples.{name} has {len(getattr(self, name))} rows, expected {n} (as t_s)")
         if self.segment is not None and len(self.segment) != n:
-            raise ValueError(f"JointSamples.segment has {len(self.segment)} rows, expected {n} (as t_s)")
+            raise DataError(f"JointSamples.segment has {len(self.segment)} rows, expected {n} (as t_s)")
         if self.delay_frames < 0:
-            raise ValueError(f"JointSamples.delay_frames is {self.delay_frames}, expected >= 0")
+            raise SettingError("delay_ms", str(self.delay_frames), "expected a delay >= 0 (1 kHz frames)")
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ..errors import RecordError, SettingError
 from ...catalog import Lake, PartitionExists
 from .adequacy import DEFAULT_MAX_FLOOR_RATIO, Adequacy, ResidualSegment, assess
 from .metrics import Trajectory, compute_metrics, dumps, metrics_document
@@ -56,7 +57,7 @@ class Thresholds:
     def __post_init__(self) -> None:
         for name, value in asdict(self).items():
             if value is not None and not value > 0:
-                raise ValueError(f"threshold --{name.replace('_', '-')}: expected a number > 0, got {value}")
+                raise SettingError(name, repr(value), "expected a threshold > 0")
 
     @property
     def declared(self) -> bool:
@@ -236,7 +237,7 @@ def validate_fit(lake: Lake | str | Path, fit_id: str, runs: list[str], threshol
     outcomes = []
     for (robot, run), (refs, real, sims, des_pos, des_quat, segments) in replays.items():
         if not allow_train and ((robot, run) in trained or (None, run) in trained):
-            raise ValueError(f"run {robot}/{run} was used to train fit {fit_id}: validation needs held-out runs")
+            raise SettingError("runs", f"{robot}/{run}", f"was used to train fit {fit_id}: validation needs held-out runs")
         intervals = [{"interval_index": r.interval_index, "seq_first": r.seq_first, "seq_last": r.seq_last}
                      for r in refs]
         floor = estimate_noise_floor([s.q_real_rad for s in segments[0]], [s.dq_real_rad_s for s in segments[0]])
@@ -296,7 +297,7 @@ def load_trajectory(lake: Lake | str | Path, validation: str) -> dict[str, np.nd
     root = lake.root if isinstance(lake, Lake) else Path(lake)
     path = root / "validations" / f"validation={validation}" / "trajectory.parquet"
     if not path.is_file():
-        raise ValueError(f"validation {validation!r}: no {path}")
+        raise RecordError(f"validation {validation!r}: no {path}")
     t = pq.read_table(path)
     get = lambda p: np.column_stack([t.column(f"{p}{j}").to_numpy() for j in _J])  # noqa: E731
     return {"t_s": t.column("t_s").to_numpy(), "q_real": get("q"), "dq_real": get("dq"), "q_sim": get("q_sim"),

@@ -20,7 +20,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
-from ...catalog import FRAME_SCHEMA, JOINTS
+from ...catalog import FRAME_SCHEMA
+from ...contracts.csv_v2 import COLUMNS, LEGACY_COLUMNS
 from ..companions import Companions, find_companions
 from .. import decimal_native
 from ..csv_integers import as_double, float_text_in_int_column, integral_to_int
@@ -34,25 +35,12 @@ from ..registry import (
 )
 
 FORMAT = "fr3_stack_csv"
-_J = range(JOINTS)
 _POSE = ("px", "py", "pz", "qx", "qy", "qz", "qw")
 
-V1_COLUMNS: tuple[str, ...] = (
-    ("seq", "t_s")
-    + tuple(f"{p}{j}" for p in ("q", "dq", "tau_J", "tau_cmd") for j in _J)
-    + tuple(f"ee_{s}" for s in _POSE)
-    + tuple(f"tgt_{s}" for s in _POSE)
-    + ("controller",)
-)
+V1_COLUMNS = LEGACY_COLUMNS
 """The 45 legacy columns, in file order."""
 
-V2_COLUMNS: tuple[str, ...] = (
-    V1_COLUMNS
-    + ("schema_version", "joint_target_valid")
-    + tuple(f"{p}{j}" for p in ("q_target", "q_target_filtered", "K_joint", "D_joint") for j in _J)
-    + ("filter_alpha", "joint_use_friction", "joint_reset_count", "robot_time_s",
-       "control_period_s")
-)
+V2_COLUMNS = COLUMNS
 """The 80 columns of CSV v2, in file order."""
 
 _JOINT_NAME = re.compile(r"^(q|dq|tau_J|tau_cmd|q_target|q_target_filtered|K_joint|D_joint)([0-6])$")

@@ -29,11 +29,11 @@ def test_no_folder_holds_command_line_code():
         assert not root_uses, f"{path} imports the root's {sorted(root_uses)}"
 
 
-def test_help_loads_no_folder_but_the_catalog():
+def test_help_loads_no_folder_but_the_catalog_and_its_contracts():
     code = ("import sys, twinlake.cli; print(' '.join(sorted({m.split('.')[1] for m in sys.modules "
             "if m.startswith('twinlake.')})), '|', ' '.join(m for m in ('mujoco', 'numba', 'zmq', 'capnp', "
             "'ray', 'cma', 'scipy', 'pandera') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     ours, heavy = (part.split() for part in out.stdout.split("|"))
-    assert set(ours) <= ROOT_MODULES | {"catalog"}, ours  # catalog: the intervals' rule names
+    assert set(ours) <= ROOT_MODULES | {"catalog", "contracts"}, ours  # catalog: the intervals' rule names
     assert heavy == [], heavy

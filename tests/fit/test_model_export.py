@@ -21,7 +21,7 @@ from twinlake.cli import app
 from twinlake.fit.records.model_export import link_thetas
 from twinlake.fit.records.record import load_fit
 from twinlake.fit.torque import TorqueFitSettings, fit_torque
-from twinlake.fit.torque.regressor import RigidBodyModel
+from twinlake.fit.torque.model.regressor import RigidBodyModel
 from twinlake.sim.model import FR3_MODEL_PATH, PAYLOAD_BODY, load_model
 
 

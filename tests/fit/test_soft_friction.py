@@ -1,4 +1,4 @@
-"""The rest rule's model of MuJoCo's friction-loss constraint (fit/torque/soft_friction.py),
+"""The rest rule's model of MuJoCo's friction-loss constraint (fit/torque/model/soft_friction.py),
 checked against MuJoCo itself on the FR3 model: the regulariser and reference damping it
 computes are the solver's own, and its optimality condition tells, row by row, whether the
 solver's friction force sits at its level against the motion (−sign(q̇)·mu_s, what the
@@ -9,7 +9,7 @@ from __future__ import annotations
 import mujoco
 import numpy as np
 
-from twinlake.fit.torque.soft_friction import FrictionConstraint, RestRule
+from twinlake.fit.torque.model.soft_friction import FrictionConstraint, RestRule
 from twinlake.sim import load_model
 from twinlake.sim.model import arm_index
 

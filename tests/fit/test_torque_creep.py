@@ -1,4 +1,4 @@
-"""The torque route on a joint that never breaks away (fit/torque/solve.py, `creeping`): a gentle
+"""The torque route on a joint that never breaks away (fit/torque/estimation/solve.py, `creeping`): a gentle
 1° multisine of the twin under the default truth, where J7's commanded torque stays under its
 1.0 N·m breakaway level (the README session's J7, 0.58 N·m at most), so J7 creeps through the
 whole run. Its rows carry the friction-loss constraint's −(q̈ + b·q̇)/R, not a level: the route
@@ -17,10 +17,10 @@ import pytest
 from torque_runs import twin_runs
 
 from twinlake.fit.records.statuses import fit_statuses
-from twinlake.fit.torque.findings import DELAY_CHI2_95, delay_undetermined
+from twinlake.fit.torque.scores.findings import DELAY_CHI2_95, delay_undetermined
 from twinlake.fit.torque.route import TorqueFitSettings, fit_torque
-from twinlake.fit.torque.soft_friction import FrictionConstraint
-from twinlake.fit.torque.solve import CREEP_SHARE, creeping
+from twinlake.fit.torque.model.soft_friction import FrictionConstraint
+from twinlake.fit.torque.estimation.solve import CREEP_SHARE, creeping
 from twinlake.fit.trust.parameter_status import Status
 
 J7_GROUPS = ("armature", "mu_static", "dynamic_ratio", "mu_viscous")

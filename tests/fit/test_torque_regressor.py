@@ -9,8 +9,8 @@ import mujoco
 import numpy as np
 import pytest
 
-from twinlake.fit.torque.estimate import (from_log_cholesky, hac_long_run, is_physical, to_log_cholesky)
-from twinlake.fit.torque.regressor import RigidBodyModel
+from twinlake.fit.torque.estimation.estimate import (from_log_cholesky, hac_long_run, is_physical, to_log_cholesky)
+from twinlake.fit.torque.model.regressor import RigidBodyModel
 from twinlake.sim.model import FR3_MODEL_PATH, load_model
 
 
@@ -103,7 +103,7 @@ def test_bartlett_block_sum_is_the_kernel_weighted_autocovariance_sum():
 
 
 def test_base_parameters_name_the_unidentifiable_combinations_and_hold_them_at_nominal():
-    from twinlake.fit.torque.base_params import analyse
+    from twinlake.fit.torque.estimation.base_params import analyse
 
     rng = np.random.default_rng(0)
     a = rng.normal(size=(300, 3))

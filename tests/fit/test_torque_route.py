@@ -22,7 +22,7 @@ from twinlake.cli import app
 from twinlake.fit.trust.compare import compare_fits
 from twinlake.fit.records.record import load_fit
 from twinlake.fit.torque import TorqueFitSettings, fit_torque
-from twinlake.fit.torque.regressor import RigidBodyModel
+from twinlake.fit.torque.model.regressor import RigidBodyModel
 from twinlake.sim import PARAM_NAMES, load_params
 from twinlake.sim.model import FR3_MODEL_PATH
 

@@ -22,8 +22,8 @@ from twinlake.cli import app
 from twinlake.fit.records.record import load_fit
 from twinlake.fit.records.statuses import fit_statuses
 from twinlake.fit.torque import TorqueFitSettings, fit_torque
-from twinlake.fit.torque.findings import DELAY_CHI2_95
-from twinlake.fit.torque.regressor import RigidBodyModel
+from twinlake.fit.torque.scores.findings import DELAY_CHI2_95
+from twinlake.fit.torque.model.regressor import RigidBodyModel
 from twinlake.fit.trust.parameter_status import Status
 
 STIFF = dict(friction_law="stribeck", coulomb_neg_nm=(0.90, 1.00, 0.75, 0.80, 0.45, 0.35, 0.22), dynamic_ratio=(0.6,) * 7)
@@ -243,9 +243,9 @@ def test_links_on_a_pc_logged_run_predict_a_second_one_better_than_nominal(plant
 def test_the_bounded_solve_keeps_every_bounded_entry_inside_the_layout_box():
     """β̂ past both kinds of bound (a viscous coefficient of 14.7 with bounds [0, 5]; a payload
     whose centre of mass is 8.7 m off): the weighted nearest β inside, at the bounds."""
-    from twinlake.fit.torque.equations import EquationSpec
-    from twinlake.fit.torque.estimate import constrain, mass_com_inertia
-    from twinlake.fit.torque.solve import body_blocks, bounds
+    from twinlake.fit.torque.model.equations import EquationSpec
+    from twinlake.fit.torque.estimation.estimate import constrain, mass_com_inertia
+    from twinlake.fit.torque.estimation.solve import body_blocks, bounds
 
     spec = EquationSpec("measured", "tanh", ("mu_viscous", "friction", "tau_offset"), payload=True, links=False)
     names = spec.names()

@@ -1,4 +1,4 @@
-"""The torque route's systematic (rest-rule) error bar (fit/torque/systematic.py): on planted
+"""The torque route's systematic (rest-rule) error bar (fit/torque/estimation/systematic.py): on planted
 equations it is large when the rows a variant drops carry a bias and small when they carry only
 noise; end to end it is non-zero under the Stribeck law, zero under tanh, and the stated
 covariance stays symmetric positive semi-definite and no narrower than the HAC one."""
@@ -12,9 +12,9 @@ import pytest
 
 import torque_runs
 from twinlake.fit.torque import TorqueFitSettings, fit_torque
-from twinlake.fit.torque.equations import SegmentEquations
-from twinlake.fit.torque.soft_friction import REST_VARIANTS
-from twinlake.fit.torque.systematic import rest_systematic
+from twinlake.fit.torque.model.equations import SegmentEquations
+from twinlake.fit.torque.model.soft_friction import REST_VARIANTS
+from twinlake.fit.torque.estimation.systematic import rest_systematic
 from twinlake.sim import PARAM_NAMES
 
 
@@ -100,8 +100,8 @@ def test_stribeck_bars_carry_a_systematic_part_and_tanh_bars_none(stribeck_lake)
 def test_velocity_noise_matches_the_filtered_noise_it_models():
     """σ from the recorded-minus-filtered dq, and q̈'s noise variance v = σ² f_s² Σ(Δh)², against
     white noise pushed through the route's own filter and forward difference."""
-    from twinlake.fit.torque.derivatives import lowpass
-    from twinlake.fit.torque.noise_bias import filter_autocorrelation, velocity_noise
+    from twinlake.fit.torque.inputs.derivatives import lowpass
+    from twinlake.fit.torque.estimation.noise_bias import filter_autocorrelation, velocity_noise
 
     rng = np.random.default_rng(3)
     sigma = np.array([1e-3, 2e-3, 5e-4, 1e-3, 1e-3, 3e-3, 1e-3])

@@ -8,6 +8,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
+from twinlake.fit import SettingError
+from twinlake.options import error_text
 import synth
 from typer.testing import CliRunner
 
@@ -117,8 +120,9 @@ def test_validating_twice_is_a_no_op_that_says_so(lake):
 def test_refuses_a_training_run_and_bad_thresholds(lake):
     with pytest.raises(ValueError, match="used to train fit exact"):
         validate_fit(lake, "exact", ["t1"], Thresholds())
-    with pytest.raises(ValueError, match="max-q-rmse-rad"):
+    with pytest.raises(SettingError, match="max_q_rmse_rad -1.0") as bad:
         Thresholds(max_q_rmse_rad=-1.0)
+    assert error_text(bad.value).startswith("--max-q-rmse-rad -1.0: expected")  # as the CLI says it
 
 
 def test_no_thresholds_means_no_verdict_and_the_floor_is_checked_by_default(lake):

@@ -1,5 +1,5 @@
 """The README session's two routes (tests/session/readme_session.py) through `fit compare
-FIT_TORQUE FIT`. J7 never breaks away on these gentle runs (fit/torque/solve.py, `creeping`): the
+FIT_TORQUE FIT`. J7 never breaks away on these gentle runs (fit/torque/estimation/solve.py, `creeping`): the
 torque route holds or flags its parameters, so compare lists them instead of testing them
 (tests/fit/test_torque_creep.py pins that fix on a recorded run of its own). Whether the
 estimated parameters then agree depends on the live daemon's realisation: the torque route's

@@ -8,9 +8,9 @@ import pytest
 import twinlake.sim
 
 SIM_DIR = Path(twinlake.sim.__file__).resolve().parent
-# imports of ours from outside sim, by module: none (sim is the ground floor); anything here is a
-# dependency the package docs do not allow
-OUTSIDE_SIM: dict[str, set[str]] = {}
+# imports of ours from outside sim, by module: only the shared ground below it (contracts: the lazy
+# public face, the JSON file reader); anything else is a dependency the package docs do not allow
+OUTSIDE_SIM: dict[str, set[str]] = {"__init__": {"..contracts.lazy"}, "params": {"..contracts.jsonfile"}}
 
 
 def imports_of(path: Path) -> tuple[set[str], set[str]]:

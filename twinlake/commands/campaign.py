@@ -8,7 +8,7 @@ from typing import Optional
 
 import typer
 
-from ..options import LAKE, fail
+from ..options import LAKE, error_text, fail
 
 campaign_app = typer.Typer(help="Randomisation campaigns: run the twin across its own uncertainty.",
                            no_args_is_help=True)
@@ -77,7 +77,7 @@ def run_cmd(
             report = run_campaign(resolve_lake(lake), req, workers=workers, address=address,
                                   progress=lambda done, total: stages.fraction(done / max(total, 1)))
     except ValueError as exc:
-        fail(str(exc))
+        fail(error_text(exc))
     if as_json:
         typer.echo(json.dumps({"fit_verdict": verdict,
                                **{k: (str(v) if isinstance(v, Path) else v) for k, v in vars(report).items()}}, indent=2))
@@ -96,9 +96,9 @@ def run_cmd(
 def _fit_verdict(root: Path, fit: str) -> dict | None:
     """The fit's current verdict (fit/records/verdict_record.py) as JSON, None when the fit is not
     in the lake (run_campaign then says so)."""
-    from ..fit.records.record import load_fit
-    from ..fit.records.show import verdict_json
-    from ..fit.records.verdict_record import current_verdict
+    from ..fit import load_fit
+    from ..fit import verdict_json
+    from ..fit import current_verdict
 
     try:
         return verdict_json(current_verdict(root, load_fit(root, fit)))

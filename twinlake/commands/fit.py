@@ -14,7 +14,7 @@ from typing import Optional
 import typer
 
 from . import validation
-from ..options import LAKE, fail
+from ..options import LAKE, error_text, fail
 
 fit_app = typer.Typer(help="Fit dynamics parameters, inspect and export fits.", no_args_is_help=True)
 
@@ -67,9 +67,9 @@ def run_cmd(
     """Fit the 29 FrankaTwin parameters (and any group --params frees) on clean intervals with
     the local-first search (or --method cma) on Ray; store the error bars at the optimum; publish fits/fit=<id>/."""
     from ..catalog import resolve_lake
-    from ..fit.replay.objective import LossScales
-    from ..fit.run import FitSettings, run_fit
-    from ..fit.replay.space import parse_space
+    from ..fit import LossScales
+    from ..fit import FitSettings, run_fit
+    from ..fit import parse_space
     from ..option_lists import split_values
 
     from .cluster import check_address
@@ -104,14 +104,14 @@ def run_cmd(
             rec = run_fit(root, settings, fit_id=fit_id, workers=workers, address=address,
                           progress=sys.stderr.isatty() or not as_json)
     except ValueError as exc:
-        fail(str(exc))
+        fail(error_text(exc))
     _print_fit(root, rec, as_json)
 
 
 def _print_fit(root, rec, as_json: bool) -> None:
     """A new fit's verdict (decided now and appended to the lake's verdicts), then its
     summary: JSON with --json, else what `fit show` prints."""
-    from ..fit.records.verdict_record import current_verdict, record_with_other_route
+    from ..fit import current_verdict, record_with_other_route
 
     record_with_other_route(root, rec, "fit run")
     verdict = current_verdict(root, rec, [])
@@ -123,8 +123,8 @@ def _print_fit(root, rec, as_json: bool) -> None:
 
 def _start_from(root, settings, fit: str) -> None:
     """Start the local search at fit `fit`'s parameters (one start)."""
-    from ..fit.records.record import load_fit
-    from ..fit.replay.start import recorded_configurations, start_vector
+    from ..fit import load_fit
+    from ..fit import recorded_configurations, start_vector
 
     if settings.method != "local":
         raise ValueError("--start-from: starts the local search (--method local)")
@@ -135,8 +135,8 @@ def _start_from(root, settings, fit: str) -> None:
 def _torque_run(root, train, holdout, params, friction_law, configured_load, torque, cutoff_hz, start_from,
                 model, fit_id, as_json) -> None:
     """`fit run --method torque` (fit/torque/route.py)."""
-    from ..fit.records.record import load_fit
-    from ..fit.torque import TorqueFitSettings, fit_torque
+    from ..fit import load_fit
+    from ..fit import TorqueFitSettings, fit_torque
     from ..option_lists import split_values
     from ..sim.load import parse_load
 
@@ -152,26 +152,26 @@ def _torque_run(root, train, holdout, params, friction_law, configured_load, tor
         start = load_fit(root, start_from).params if start_from else None
         rec = fit_torque(root, settings, fit_id=fit_id, start=start)
     except ValueError as exc:
-        fail(str(exc))
+        fail(error_text(exc))
     _print_fit(root, rec, as_json)
 
 
 def summary(rec, validations=None, verdict=None) -> dict:
     """JSON-able summary of a FitRecord, its verdict first (fit/records/show.py)."""
-    from ..fit.records.show import fit_summary
+    from ..fit import fit_summary
 
     return fit_summary(rec, validations, verdict)
 
 
 def _console():
-    from ..fit.records.show import console
+    from ..fit import console
 
     return console()
 
 
 def show_record(rec, validations=None, verdict=None) -> None:
     """Print a fit as rich tables, its verdict first (fit/records/show.py)."""
-    from ..fit.records.show import print_fit
+    from ..fit import print_fit
 
     print_fit(rec, validations, verdict)
 
@@ -184,9 +184,9 @@ def list_cmd(as_json: bool = typer.Option(False, "--json", help="JSON on stdout.
     from rich.table import Table
 
     from ..catalog import connect, resolve_lake
-    from ..fit.records.record import load_fit
-    from ..fit.records.show import verdict_json
-    from ..fit.records.verdict_record import current_verdict, stored_verdicts
+    from ..fit import load_fit
+    from ..fit import verdict_json
+    from ..fit import current_verdict, stored_verdicts
 
     root = resolve_lake(lake)
     con = connect(root)
@@ -219,16 +219,16 @@ def show_cmd(fit: str = typer.Argument(..., help="Fit id (see `twinlake fit list
     weak directions, the spread over seeds, the held-out runs it passed and, for training runs
     made by `twinlake excite --design`, the predicted beside the realised half-widths."""
     from ..catalog import resolve_lake
-    from ..fit.records.record import load_fit
-    from ..fit.records.design_check import design_lines, fit_design_checks
-    from ..fit.records.show import fit_validations
-    from ..fit.records.verdict_record import current_verdict
+    from ..fit import load_fit
+    from ..fit import design_lines, fit_design_checks
+    from ..fit import fit_validations
+    from ..fit import current_verdict
 
     root = resolve_lake(lake)
     try:
         rec = load_fit(root, fit)
     except ValueError as exc:
-        fail(str(exc))
+        fail(error_text(exc))
     validations = fit_validations(root, fit)
     designs = fit_design_checks(root, rec)
     verdict = current_verdict(root, rec, validations)
@@ -252,10 +252,10 @@ def export_cmd(fit: str = typer.Argument(..., help="Fit id."),
     """Export a fit as a profile JSON, FrankaTwin sysid_best_params.json, MJCF joint attributes, a whole MJCF model or a randomisation JSON.
     Every file carries the fit's verdict and each parameter's status; a 'not trusted' fit is refused (exit 2) unless --force."""
     from ..catalog import resolve_lake
-    from ..fit.records.export import FORMATS, default_name, export_fit, export_notes
-    from ..fit.records.record import load_fit
-    from ..fit.records.verdict_record import current_verdict
-    from ..fit.trust.verdict import Level
+    from ..fit import FORMATS, default_name, export_fit, export_notes
+    from ..fit import load_fit
+    from ..fit import current_verdict
+    from ..fit import Level
 
     if fmt not in FORMATS:
         fail(f"--format {fmt!r}: expected one of {', '.join(FORMATS)}")
@@ -268,7 +268,7 @@ def export_cmd(fit: str = typer.Argument(..., help="Fit id."),
                  "`--force` exports it anyway (the file says it is not trusted)")
         path = export_fit(rec, fmt, out or Path(default_name(rec, fmt)), verdict)
     except ValueError as exc:
-        fail(str(exc))
+        fail(error_text(exc))
     if verdict.verdict.level is not Level.TRUSTED:
         typer.echo(f"note: the fit's verdict is '{verdict.verdict.level.value}': "
                    f"{'; '.join(verdict.verdict.reasons)}", err=True)
@@ -286,10 +286,10 @@ def compare_cmd(fit_a: str = typer.Argument(..., help="First fit id (e.g. a repl
     """Compare two fits parameter by parameter (difference in combined standard errors, verdict,
     likely convention errors); exits 1 when they disagree."""
     from ..catalog import resolve_lake
-    from ..fit.trust.compare import compare_fits, comparison_json
-    from ..fit.records.record import load_fit
+    from ..fit import compare_fits, comparison_json
+    from ..fit import load_fit
 
-    from ..fit.records.verdict_record import record_verdict
+    from ..fit import record_verdict
 
     root = resolve_lake(lake)
     try:
@@ -298,7 +298,7 @@ def compare_cmd(fit_a: str = typer.Argument(..., help="First fit id (e.g. a repl
         for rec in (rec_a, rec_b):  # a comparison arrived: each fit's verdict gets a new row
             record_verdict(root, rec, f"fit compare {fit_a} {fit_b}")
     except ValueError as exc:
-        fail(str(exc))
+        fail(error_text(exc))
     if as_json:
         typer.echo(comparison_json(cmp))
     else:

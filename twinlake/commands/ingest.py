@@ -85,7 +85,7 @@ def _ingest(paths: list[Path], lake: Optional[Path], robot: Optional[str], run: 
     def results(folder: Path):
         """A directory's FrankaTwin result files become fits and validations (the fit
         folder's job, imported when a directory is ingested)."""
-        from ..fit.records.frankatwin_import import import_results
+        from ..fit import import_results
 
         return import_results(the_lake, [folder], robot, replace=replace)
 
@@ -215,7 +215,7 @@ def import_frankatwin(
     """Import FrankaTwin sysid_best_params.json (→ a fit) and metrics.json (→ a validation).
     Fits are imported before validations so a validation links to its fit."""
     from ..catalog import Lake, resolve_lake
-    from ..fit.records.frankatwin_import import import_results
+    from ..fit import import_results
 
     worst = 0
     for item in import_results(Lake(resolve_lake(lake)), paths, robot, replace=replace):

@@ -11,7 +11,7 @@ from typing import Optional
 
 import typer
 
-from ..options import LAKE, fail
+from ..options import LAKE, error_text, fail
 
 
 def _finite(value: float) -> float | None:
@@ -32,9 +32,9 @@ def _torque_held_out(root, fit: str, runs: list[str], max_floor_ratio: float, as
     left to replay and whether a scored one failed."""
     from ..catalog import connect
     from ..catalog.selection import parse_selector, resolve_run, run_intervals
-    from ..fit.replay import needs
-    from ..fit.records.record import load_fit
-    from ..fit.torque.held_out import held_out_scores, is_torque_fit
+    from ..fit import missing_in_run
+    from ..fit import load_fit
+    from ..fit import held_out_scores, is_torque_fit
 
     try:
         rec = load_fit(root, fit)
@@ -47,13 +47,13 @@ def _torque_held_out(root, fit: str, runs: list[str], max_floor_ratio: float, as
                 sel = parse_selector(text)
                 row = resolve_run(con, sel.run, sel.robot)
                 clean = run_intervals(con, row["robot"], sel.run)
-                if not clean or needs.missing_in_run(con, row["robot"], sel.run, clean[0]["seq_first"]):
+                if not clean or missing_in_run(con, row["robot"], sel.run, clean[0]["seq_first"]):
                     scored.append(text)
         finally:
             con.close()
         results = held_out_scores(root, rec, scored, max_floor_ratio or float("inf")) if scored else []
     except ValueError as exc:
-        fail(str(exc))
+        fail(error_text(exc))
     for r in results:
         vid, new = _store_torque_validation(root, rec, r, max_floor_ratio or float("inf"))
         if as_json:
@@ -70,8 +70,8 @@ def _store_torque_validation(root, rec, result, max_floor_ratio: float) -> tuple
     from datetime import datetime, timezone
 
     from ..catalog import PartitionExists
-    from ..fit.records.validation_record import publish_validation_record
-    from ..fit.torque.held_out import torque_validation
+    from ..fit import publish_validation_record
+    from ..fit import torque_validation
 
     # microseconds, as a replayed validation's: `fit_validations` picks the latest by this stamp, and
     # two validations of one run within a second (a pass, then a stricter fail) must not tie
@@ -104,7 +104,7 @@ def validate_cmd(
     from rich.table import Table
 
     from ..catalog import resolve_lake
-    from ..fit.trust.validate import Thresholds, validate_fit
+    from ..fit import Thresholds, validate_fit
     from ..progress import Stages
     from ..option_lists import split_values
 
@@ -122,7 +122,7 @@ def validate_cmd(
             outs = validate_fit(resolve_lake(lake), fit, runs, thresholds, nominal=params,
                                 allow_train=allow_train)
     except ValueError as exc:
-        fail(str(exc))
+        fail(error_text(exc))
     rows = [{"validation": o.validation_id, "robot": o.robot, "run": o.run, "sim_label": o.sim_label,
              "q_rmse_all_rad": (o.metrics_doc.get("joints") or {}).get("pos_rmse_all_rad"),
              "dq_rmse_all_rad_s": (o.metrics_doc.get("joints") or {}).get("vel_rmse_all_rad_s"),
@@ -147,7 +147,7 @@ def validate_cmd(
         table.add_row(*(escape(c) for c in (f"{r['robot']}/{r['run']}", r["sim_label"], milli(r["q_rmse_all_rad"]),
                                              ratio, milli(r["dq_rmse_all_rad_s"]), milli(r["ee_pos_rmse_3d_m"]),
                                              r["verdict"] or "—", "new" if r["new"] else "already stored")))
-    from ..fit.records.show import console as stdout_console
+    from ..fit import console as stdout_console
 
     stdout_console().print(table)  # not a terminal: wide enough not to truncate the run names
     for r in rows:
@@ -163,8 +163,8 @@ def validate_cmd(
 def _new_verdict(root, fit: str, as_json: bool) -> None:
     """A validation arrived: the fit's verdict is decided again and appended (fit/records/verdict_record.py);
     said on stderr after the table (with --json only stored: `fit show --json` has it)."""
-    from ..fit.records.record import load_fit
-    from ..fit.records.verdict_record import record_verdict
+    from ..fit import load_fit
+    from ..fit import record_verdict
 
     verdict = record_verdict(root, load_fit(root, fit), "fit validate")
     if not as_json:
@@ -191,8 +191,8 @@ def quick_cmd(
 ) -> None:
     """A first-order per-joint fit (inertia, viscous damping, Coulomb friction) with standard errors; gap report against the profile."""
     from ..catalog import resolve_lake
-    from ..fit.trust.gap_report import quick_fit_run
-    from ..fit.trust.quick import QuickFitRefused
+    from ..fit import quick_fit_run
+    from ..fit import QuickFitRefused
 
     root = resolve_lake(lake)
     try:
@@ -202,7 +202,7 @@ def quick_cmd(
     except QuickFitRefused as exc:
         fail(f"quick fit of {run} J{joint} refused: {exc}")
     except ValueError as exc:
-        fail(str(exc))
+        fail(error_text(exc))
     robot_run = report.run_label.split(" ")[0]
     robot, _, run_id = robot_run.partition("/")
     name = f"quick_j{joint}.fit.md"
@@ -234,8 +234,8 @@ def report_cmd(
 ) -> None:
     """Write a self-contained HTML report of a fit (plots embedded; PNGs beside it)."""
     from ..catalog import resolve_lake
-    from ..fit.records.report import render_report
-    from ..fit.records.report_lake import report_data_from_lake
+    from ..fit import render_report
+    from ..fit import report_data_from_lake
     from ..progress import Stages
 
     try:
@@ -246,5 +246,5 @@ def report_cmd(
             stages.stage("plotting")
             page = render_report(data, out)
     except ValueError as exc:
-        fail(str(exc))
+        fail(error_text(exc))
     typer.echo(str(page))

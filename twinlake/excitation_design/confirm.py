@@ -36,8 +36,8 @@ from pathlib import Path
 import numpy as np
 
 from ..daemon.excitation import Plan
-from ..fit.records.design_check import realised_half_widths
-from ..fit.replay.space import ParameterSpace
+from ..fit import realised_half_widths
+from ..fit import ParameterSpace
 from ..sim.params import DynamicsParams
 
 ROBOT = "design-confirm"
@@ -79,7 +79,7 @@ def _record(plan: Plan, anchor: np.ndarray, at: DynamicsParams, law: str, noise_
 def _problem(csv: Path, lake_dir: Path, law: str, nthread: int):
     """The FitProblem of the recording, as `fit run --train` builds it (default scales)."""
     from ..catalog import Lake
-    from ..fit.replay.objective import FitProblem, build_data
+    from ..fit import FitProblem, build_data
     from ..ingest import ReadOptions, ingest_paths
 
     for outcome in ingest_paths(Lake(lake_dir), [csv], ReadOptions(robot=ROBOT, run=RUN)):
@@ -93,7 +93,7 @@ def confirm(plan: Plan, anchor, at: DynamicsParams, space: ParameterSpace, *, no
     """Predicted relative 95 % half-widths of `space`'s free continuous parameters for a fit on
     `plan` streamed from `anchor` (7,) [rad], linearised at `at` (module docstring).
     `workdir`: keep the recording and scratch lake there (default: a temporary directory)."""
-    from ..fit.trust.identifiability import identifiability_summary
+    from ..fit import identifiability_summary
 
     anchor = np.asarray(anchor, dtype=np.float64)
     nthread = nthread or max(1, min(2, os.cpu_count() or 1))

@@ -25,7 +25,7 @@ import numpy as np
 
 from ..daemon.excitation import Q_LOWER, Q_UPPER, Plan
 from ..sim.params import DynamicsParams, load_params
-from ..fit.replay.space import parse_space
+from ..fit import parse_space
 from .candidates import DesignBounds
 from .information import NOISE_TAU_NM, RATE_HZ, choose
 from .search import Design, SearchSettings, design, predict
@@ -49,7 +49,7 @@ def linearisation_point(design_for: str | None, lake: Path | None) -> tuple[Dyna
         return DynamicsParams.nominal(), "nominal"
     if Path(design_for).is_file():
         return load_params(design_for), f"profile {design_for}"
-    from ..fit.records.record import load_fit
+    from ..fit import load_fit
 
     if lake is None:
         raise ValueError(f"--for {design_for!r}: not a file; a fit id needs --lake")

@@ -1,7 +1,7 @@
 """The design's surrogate for a fit's information: the torque route's joint-local equations
 evaluated analytically on a candidate reference q(t), q̇(t), q̈(t).
 
-Joint j's commanded torque (fit/torque/friction_basis.py) is
+Joint j's commanded torque (fit/torque/model/friction_basis.py) is
 
     τ_j = [rigid body, known] + armature_j·q̈ + sign(q̇)·mu_s·(e + r·(1 − e)) + mu_viscous_j·q̇
           + asym_j·tanh²(q̇/v_t) − bias_j,          e = exp(−(q̇/v_s)²), r = dynamic_ratio_j
@@ -10,7 +10,7 @@ Joint j's commanded torque (fit/torque/friction_basis.py) is
 is a column of the regressor; only joint j's own parameters enter joint j's row, so the
 Fisher information I = Σ_t s_t s_tᵀ / σ² is block-diagonal by joint and each joint is designed
 on its own. The torque route leaves out, under the Stribeck law, rows where the friction-loss
-constraint is not at its level (fit/torque/soft_friction.py: stuck, creeping or slowing toward
+constraint is not at its level (fit/torque/model/soft_friction.py: stuck, creeping or slowing toward
 rest); the replay fit, whose information the design is for, sees those samples (sticking or
 slipping is what the simulated position shows). So every row is kept by default
 (`rest_velocity_rad_s` 0); a positive `rest_velocity_rad_s` leaves out the rows slower than it,
@@ -32,8 +32,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..fit.replay.space import ParameterSpace
-from ..fit.torque.friction_basis import VELOCITY_SCALE_RAD_S
+from ..fit import ParameterSpace
+from ..fit import VELOCITY_SCALE_RAD_S
 from ..sim.params import LAYOUT, DynamicsParams
 
 # the per-joint, continuous groups the joint-local surrogate expresses: the layout's per-joint

@@ -175,4 +175,11 @@ def segments(seq: np.ndarray, q: np.ndarray, dq: np.ndarray, tau: np.ndarray, *,
     return out, report
 
 
-__all__ = ["FilterSpec", "GapReport", "Segment", "cutoff_from_spectrum", "lowpass", "segments", "stale_rows"]
+def high_frequency_share(cutoff_hz: float, rate_hz: float = 1000.0) -> float:
+    """The share of white noise's variance above the route's low-pass at cutoff_hz [Hz] (what
+    the recorded minus the filtered signal keeps of it): 1 − 2·f_c/f_s, at least 1e-6; dividing
+    that residual's variance by it gives the noise's own."""
+    return max(1e-6, 1.0 - 2.0 * cutoff_hz / rate_hz)
+
+
+__all__ = ["high_frequency_share", "FilterSpec", "GapReport", "Segment", "cutoff_from_spectrum", "lowpass", "segments", "stale_rows"]

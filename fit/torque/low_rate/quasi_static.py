@@ -24,8 +24,9 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import optimize
 
-from ...sim import LAYOUT
-from .base_params import analyse
+from ...errors import DataError
+from ....sim import LAYOUT
+from ..estimation.base_params import analyse
 
 LOW_RATE_HZ = 200.0  # below this sample rate the route is quasi-static
 STILL_RAD_S = 0.01  # every joint under this speed: a quasi-static row
@@ -70,7 +71,7 @@ def _rows(runs, rigid):
         taus.append(r.tau[still])
     q, tau = np.vstack(qs), np.vstack(taus)
     if len(q) < 3:
-        raise ValueError("low-rate robot state: fewer than 3 rows at rest (every |dq| < "
+        raise DataError("low-rate robot state: fewer than 3 rows at rest (every |dq| < "
                          f"{STILL_RAD_S} rad/s): nothing quasi-static to identify")
     zeros = np.zeros_like(q)
     y_full = rigid.regressor(q, zeros, zeros, gravity=True)

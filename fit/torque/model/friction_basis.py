@@ -28,6 +28,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...errors import SettingError
+
 VELOCITY_SCALE_RAD_S = 0.02  # the twin's v_s and v_t (sim/kernels.py)
 
 LAWS = ("stribeck", "tanh")
@@ -36,8 +38,8 @@ LAWS = ("stribeck", "tanh")
 def check_law(law: str) -> str:
     """The law name, or ValueError saying which laws the torque route can fit."""
     if law not in LAWS:
-        raise ValueError(f"friction law {law!r}: the torque route fits {', '.join(LAWS)} "
-                         "(the sigmoid law is not linear in its shape parameters)")
+        raise SettingError("friction_law", repr(law), f"the torque route fits {', '.join(LAWS)} "
+                           "(the sigmoid law is not linear in its shape parameters)")
     return law
 
 
@@ -70,7 +72,7 @@ def joint_columns(groups: tuple[str, ...], law: str, dq: np.ndarray, dq_next: np
         elif group == "tau_offset":
             out["tau_offset"] = np.ones_like(dq)
         else:
-            raise ValueError(f"unknown joint column group {group!r}")
+            raise SettingError("params", repr(group), "not a joint column group")
     return out
 
 

@@ -1,4 +1,4 @@
-"""Lazy public faces (PEP 562) for the sub-packages: import a name's module on first use.
+"""Lazy public faces (PEP 562) for the packages: import a name's module on first use.
 
 Every command imports the folders' code it runs when it runs (`twinlake --help` imports none of
 sim, daemon and fit). A package whose public face imported all its modules at once would make a

@@ -18,9 +18,9 @@ import json
 
 import numpy as np
 
-from ...sim import LAYOUT, DynamicsParams
-from ..trust.identifiability import UNIDENTIFIABLE_HALF_WIDTH
-from .regressor import RigidBodyModel
+from ....sim import LAYOUT, DynamicsParams
+from ...trust.identifiability import UNIDENTIFIABLE_HALF_WIDTH
+from ..model.regressor import RigidBodyModel
 from .solve import Solution
 
 PAYLOAD_NAMES = ("payload_mass", "payload_com_x", "payload_com_y", "payload_com_z",

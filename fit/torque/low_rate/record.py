@@ -8,11 +8,12 @@ from datetime import datetime, timezone
 
 import numpy as np
 
-from ...sim import LAYOUT, DynamicsParams
-from ..records.record import FitRecord, IntervalUse
+from ...errors import DataError
+from ....sim import LAYOUT, DynamicsParams
+from ...records.record import FitRecord, IntervalUse
 from .quasi_static import LOW_RATE_HZ, NAMES, entries, sample_rate_hz, solve
-from .signals import MEANING
-from .twin_params import finite
+from ..inputs.signals import MEANING
+from ..estimation.twin_params import finite
 
 
 def _params(start: DynamicsParams, x: np.ndarray) -> DynamicsParams:
@@ -27,9 +28,9 @@ def quasi_static_record(settings, runs: list, signal: str, rigid, start: Dynamic
     """The fit record of the quasi-static route on `runs` (module docstring); ValueError for
     commanded torques, which carry no equation at rest."""
     if signal != "measured":
-        raise ValueError(f"{runs[0].label}: robot state at {rate_hz:.0f} Hz (below {LOW_RATE_HZ:g} Hz) leaves only rows at "
+        raise DataError(f"{runs[0].label}: robot state at {rate_hz:.0f} Hz (below {LOW_RATE_HZ:g} Hz) leaves only rows at "
                          "rest, and a commanded torque at rest carries no equation (a stuck joint's friction is "
-                         "anywhere within its breakaway level): fit the measured torque (--torque measured, tau_J)")
+                         "anywhere within its breakaway level): fit the measured torque (tau_J)")
     qs = solve(runs, rigid, rate_hz)
     params = _params(start, qs.x)
     named = dict(zip(LAYOUT.names, LAYOUT.vector(LAYOUT.named(start)).tolist()))

@@ -21,9 +21,8 @@ None of those rows carries an equation for mu_s, and the zero-phase low-pass
 spreads their unmodelled force over `reach` ticks around them. Rows that satisfy the
 condition with a `margin` (the filtered q̈ and the estimated R are not exact) and lie
 `reach` ticks away from any row that does not are kept: they include the slow sliding just
-after a breakaway, where the Stribeck columns are largest. (Before, every row under
-|q̇| = 0.03 rad/s was left out and the breakaway level was 11–28 % off on five of seven
-joints of the project's plant; bench/RESULTS.md.)
+after a breakaway, where the Stribeck columns are largest (a fixed speed threshold would drop
+exactly those rows and leave the breakaway level to the fast band, where its column is small).
 
 On a real arm the condition reads: the joint is sliding, not stuck or creeping, judged by the
 twin it is being fitted to.
@@ -36,6 +35,8 @@ from dataclasses import dataclass
 
 import mujoco
 import numpy as np
+
+from ...errors import ModelError
 
 CREEP_MARGIN = 1.5  # rows must exceed the creep acceleration R·mu_s by this factor
 
@@ -71,7 +72,7 @@ class FrictionConstraint:
         mujoco.mj_setConst(m, mujoco.MjData(m))
         solref, solimp = m.dof_solref[dof_adr], m.dof_solimp[dof_adr]
         if np.any(solref[:, 0] <= 0):
-            raise ValueError("the arm's dof_solref uses the direct (negative) form: the torque route reads "
+            raise ModelError("the arm's dof_solref uses the direct (negative) form: the torque route reads "
                              "only the standard (timeconst, dampratio) form")
         timeconst = np.maximum(solref[:, 0], 2.0 * m.opt.timestep)
         d_min = np.clip(solimp[:, 0], mujoco.mjMINIMP, mujoco.mjMAXIMP)

@@ -48,9 +48,9 @@ class HoldoutReplay:
 
 
 def _lacking(lake: Path, selector: str) -> list[str]:
-    from ...catalog import connect
-    from ...catalog.selection import parse_selector, resolve_run
-    from ..replay.needs import missing_in_run
+    from ....catalog import connect
+    from ....catalog.selection import parse_selector, resolve_run
+    from ...replay.needs import missing_in_run
 
     sel = parse_selector(selector)
     con = connect(lake)
@@ -64,8 +64,8 @@ def _lacking(lake: Path, selector: str) -> list[str]:
 def replay_holdout(lake: Path, selectors: list[str], params, *, friction_law: str, model_path: str | None = None,
                    configured_load=None) -> list[HoldoutReplay]:
     """Each selector replayed with `params` (DynamicsParams) when it can be (HoldoutReplay)."""
-    from ..trust.adequacy import assess
-    from ..trust.validate import replay_runs
+    from ...trust.adequacy import assess
+    from ...trust.validate import replay_runs
 
     out = []
     for selector in selectors:

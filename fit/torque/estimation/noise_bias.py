@@ -28,9 +28,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .derivatives import lowpass
-from .equations import SegmentEquations
-from .residuals import high_frequency_share
+from ..inputs.derivatives import lowpass
+from ..model.equations import SegmentEquations
+from ..inputs.derivatives import high_frequency_share
 
 RATE_HZ = 1000.0
 

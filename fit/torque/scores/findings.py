@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .equations import STANDSTILL_SPEED_RAD_S
+from ..model.equations import STANDSTILL_SPEED_RAD_S
 
 DELAY_CHI2_95 = 3.84  # χ²(1) 95 % point: a delay scan step that raises the weighted residual sum less is unresolved
 

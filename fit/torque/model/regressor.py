@@ -25,7 +25,10 @@ from pathlib import Path
 
 import numpy as np
 
+from ...errors import ModelError
+
 GRAVITY_M_S2 = 9.81
+
 BODY_PARAMS = ("m", "mcx", "mcy", "mcz", "ixx", "ixy", "iyy", "ixz", "iyz", "izz")
 LINKS = 7
 
@@ -48,15 +51,15 @@ class RigidBodyModel:
         import mujoco
         import pinocchio as pin
 
-        from ...sim.model import FR3_MODEL_PATH, arm_index, load_model
+        from ....sim.model import FR3_MODEL_PATH, arm_index, load_model
 
         path = Path(mjcf) if mjcf is not None else FR3_MODEL_PATH
         try:
             model = pin.buildModelFromMJCF(str(path))
         except Exception as exc:  # pinocchio raises its own exception types
-            raise ValueError(f"{path}: Pinocchio cannot read this MJCF ({exc})") from None
+            raise ModelError(f"{path}: Pinocchio cannot read this MJCF ({exc})") from None
         if model.nv != LINKS:
-            raise ValueError(f"{path}: Pinocchio sees {model.nv} joints, expected {LINKS} (the arm only)")
+            raise ModelError(f"{path}: Pinocchio sees {model.nv} joints, expected {LINKS} (the arm only)")
         model.armature[:] = 0.0
         model.gravity.linear[:] = [0.0, 0.0, -GRAVITY_M_S2]
         theta = np.concatenate([model.inertias[i].toDynamicParameters() for i in range(1, model.njoints)])
@@ -64,7 +67,7 @@ class RigidBodyModel:
         arm = arm_index(mj)
         link7 = mj.jnt_bodyid[arm.jnt_ids[-1]]
         if mj.site_bodyid[arm.ee_site] != link7:
-            raise ValueError(f"{path}: the flange site 'ee' is not on joint 7's body")
+            raise ModelError(f"{path}: the flange site 'ee' is not on joint 7's body")
         rot = np.zeros(9)
         mujoco.mju_quat2Mat(rot, mj.site_quat[arm.ee_site])
         return cls(model, model.createData(), theta, rot.reshape(3, 3), mj.site_pos[arm.ee_site].copy())

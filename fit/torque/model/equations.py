@@ -27,7 +27,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from .derivatives import Segment, lowpass
+from ..inputs.derivatives import Segment, lowpass
 from .friction_basis import joint_columns
 from .regressor import BODY_PARAMS, LINKS, RigidBodyModel
 from .soft_friction import REST_VARIANTS, RestRule

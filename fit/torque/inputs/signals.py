@@ -29,6 +29,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from ...errors import DataError, SettingError
+
 SIGNALS = {"commanded": "tau_cmd", "measured": "tau_J"}
 MEANING = {
     "commanded": "fr3_stack tau_cmd: desired torque after the slew limit, without gravity (the firmware adds "
@@ -82,15 +84,15 @@ def has_signal(frames: pa.Table, signal: str) -> bool:
 def choose_signal(frames: pa.Table, requested: str | None, what: str) -> str:
     """The signal to fit: `requested` (checked) or the default; ValueError naming the run."""
     if requested is not None and requested not in SIGNALS:
-        raise ValueError(f"--torque {requested!r}: expected one of {', '.join(SIGNALS)}")
+        raise SettingError("torque", repr(requested), f"expected one of {', '.join(SIGNALS)}")
     if requested is not None:
         if not has_signal(frames, requested):
-            raise ValueError(f"{what}: has no {SIGNALS[requested]}1..7 values (--torque {requested})")
+            raise DataError(f"{what}: has no {SIGNALS[requested]}1..7 values (the {requested} torque)")
         return requested
     for signal in ("commanded", "measured"):
         if has_signal(frames, signal):
             return signal
-    raise ValueError(f"{what}: has neither tau_cmd1..7 nor tau_J1..7 values: the torque route needs joint torques")
+    raise DataError(f"{what}: has neither tau_cmd1..7 nor tau_J1..7 values: the torque route needs joint torques")
 
 
 def samples(frames: pa.Table, signal: str, *, robot: str, run: str, interval_index: int | None,

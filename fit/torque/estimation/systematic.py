@@ -25,9 +25,9 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from .equations import SegmentEquations, normal_equations, scores
+from ..model.equations import SegmentEquations, normal_equations, scores
 from .estimate import hac_long_run
-from .soft_friction import REST_VARIANTS
+from ..model.soft_friction import REST_VARIANTS
 
 
 @dataclass

@@ -20,7 +20,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .equations import LEVEL_COLUMNS, SegmentEquations
+from ..inputs.derivatives import high_frequency_share
+from ..model.equations import LEVEL_COLUMNS, SegmentEquations
 
 MAX_FLOOR_RATIO = 3.0
 
@@ -120,13 +121,6 @@ def score(eqs: list[SegmentEquations], beta: np.ndarray, delay: int, cutoff_hz: 
                        rows=int(sums["n"].sum()))
 
 
-def high_frequency_share(cutoff_hz: float, rate_hz: float = 1000.0) -> float:
-    """The share of white noise's variance above the route's low-pass at cutoff_hz [Hz] (what
-    the recorded minus the filtered signal keeps of it): 1 − 2·f_c/f_s, at least 1e-6; dividing
-    that residual's variance by it gives the noise's own."""
-    return max(1e-6, 1.0 - 2.0 * cutoff_hz / rate_hz)
-
-
 def nominal_line(fitted: TorqueScore, nominal: TorqueScore, causes: list[str]) -> tuple[str, bool | None]:
     """(text, passed): the fitted model against the nominal one on the same rows (every finite
     training row): the root mean of the joints' (raw RMSE / floor)²; worse than nominal fails
@@ -158,5 +152,5 @@ def adequacy_line(role: str, s: TorqueScore, max_ratio: float = MAX_FLOOR_RATIO)
             f"{100 * s.variance_explained_all:.2f} %", ok)
 
 
-__all__ = ["MAX_FLOOR_RATIO", "TorqueScore", "adequacy_line", "high_frequency_share", "level_part", "nominal_line",
+__all__ = ["MAX_FLOOR_RATIO", "TorqueScore", "adequacy_line", "level_part", "nominal_line",
            "score"]

@@ -40,10 +40,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .base_params import Identifiability, analyse
-from .equations import EquationSpec, SegmentEquations, normal_equations, scores, with_rest_rule
+from ..model.equations import EquationSpec, SegmentEquations, normal_equations, scores, with_rest_rule
 from .estimate import BodyBlock, bartlett_bandwidth, constrain, hac_covariance
 from .noise_bias import VelocityNoise, correction, velocity_noise
-from .soft_friction import CREEP_MARGIN, FrictionConstraint, RestRule
+from ..model.soft_friction import CREEP_MARGIN, FrictionConstraint, RestRule
 from .systematic import Systematic, rest_systematic
 
 
@@ -100,7 +100,7 @@ def bounds(names: list[str]) -> tuple[np.ndarray, np.ndarray]:
     """(lower, upper) (p,) of β's linear entries: the parameter layout's bounds for the twin's
     own names (armature, mu_static, mu_viscous, coulomb_asymmetry, tau_bias), mu_dynamic within
     mu_static's box, ±inf for the rest (sensor offsets, the bodies' θ: `body_blocks`)."""
-    from ...sim import LAYOUT
+    from ....sim import LAYOUT
 
     lower, upper = np.full(len(names), -np.inf), np.full(len(names), np.inf)
     known = dict(zip(LAYOUT.names, LAYOUT.bounds))
@@ -128,7 +128,7 @@ def body_blocks(spec: EquationSpec, flange_rotation: np.ndarray | None = None,
                 flange_position_m: np.ndarray | None = None) -> list[BodyBlock]:
     """The freed bodies' blocks; the flange payload with the layout's payload_mass,
     payload_com_* and payload_i* bounds in the flange frame (its pose in link 7's frame)."""
-    from ...sim import LAYOUT
+    from ....sim import LAYOUT
 
     out = []
     for i, body in enumerate(spec.bodies):

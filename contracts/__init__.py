@@ -1,0 +1,11 @@
+"""twinlake.contracts: the ground floor every folder may use; it imports nothing of ours.
+
+What more than one folder must agree on and no folder owns: the fr3_stack CSV v2 columns the
+daemon writes and ingest reads (`csv_v2`), a user's JSON object file read with one set of
+errors (`read_json_object`), and the lazy public faces of the packages (`lazy_exports`).
+"""
+
+from .jsonfile import read_json_object
+from .lazy import lazy_exports
+
+__all__ = ["lazy_exports", "read_json_object"]

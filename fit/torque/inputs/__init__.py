@@ -1,0 +1,1 @@
+"""The recorded signals the torque route reads: which torque, its meaning, filtering and derivatives."""
