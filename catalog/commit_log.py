@@ -17,6 +17,7 @@ entry after each publish's rename too, so its versions exist for `--as-of` and f
 from __future__ import annotations
 
 import json
+import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
@@ -188,8 +189,12 @@ class CommitLog:
                     self.write_checkpoint(snap)
                 return entry
             snap = self.snapshot(since=snap)  # lost that version to another writer: catch up
-            if snap.version < entry.version:  # a listing behind the write: read the winner itself
-                snap.apply(self.read([entry.version])[0])
+            if snap.version < entry.version:
+                winner = self.store.read(entry_name(entry.version))
+                if winner is not None:  # a listing behind the write: the winner itself
+                    snap.apply(Commit.from_json(winner))
+                else:  # S3's 409: a concurrent conditional write still in flight; try again
+                    time.sleep(0.05)
 
     def append(self, partition: str, data_dir: str, files: tuple[LogFile, ...], *, replace: bool) -> Commit:
         """Append one version without reading the entries (a local lake, whose partition is
