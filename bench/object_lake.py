@@ -17,11 +17,11 @@ machine: no network latency, moto's own per-request cost). In the same run:
              versions as writers leave it), then: a fresh snapshot (the latest checkpoint +
              the entries after it) against the peer fold of every entry (what a log without
              checkpoints reads), `connect`, one run's frames (`WHERE run = ...`), one commit
-  local log  the cost a local lake's publish now pays for its log entry: `--runs` tiny
+  local log  the cost a local lake's publish now pays for its log entry: `--local-runs` tiny
              partitions published, the time inside `append_local_commit` against the whole
-             publish
+             publish, over the first and the last tenth
 
-    python bench/object_lake.py [--minutes 1] [--repeat 3] [--runs 100,1000,10000]
+    python bench/object_lake.py [--minutes 1] [--repeat 3] [--runs 100,1000,10000] [--local-runs 1000]
 
 The 1-minute load average is printed before and after (the machine may be shared).
 """
@@ -165,6 +165,8 @@ def bench_log(sizes: list[int], work: Path) -> None:
 
 
 def bench_local_log(runs: int, work: Path) -> None:
+    """`runs` tiny partitions published into a local lake; the time inside
+    `append_local_commit` against the whole publish, over the first and the last tenth."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -172,7 +174,7 @@ def bench_local_log(runs: int, work: Path) -> None:
 
     lake = Lake(work / "locallog")
     table = pa.table({"x": [1]})
-    inside = [0.0]
+    inside, whole = [], []
     original = local_log.append_local_commit
 
     def timed(*a, **kw):
@@ -180,16 +182,21 @@ def bench_local_log(runs: int, work: Path) -> None:
         try:
             return original(*a, **kw)
         finally:
-            inside[0] += time.perf_counter() - t0
+            inside.append(time.perf_counter() - t0)
 
     local_log.append_local_commit = timed
-    t0 = time.perf_counter()
-    for i in range(runs):
-        publish_partition(lake, f"fits/fit=f{i:05d}", lambda d: pq.write_table(table, d / "fit.parquet"))
-    total = time.perf_counter() - t0
-    local_log.append_local_commit = original
-    print(f"local log: {runs} publishes {total:.2f} s, of which the log entries {inside[0]:.2f} s "
-          f"({inside[0] / total:.1%}; {inside[0] / runs * 1e3:.2f} ms per publish)")
+    try:
+        for i in range(runs):
+            t0 = time.perf_counter()
+            publish_partition(lake, f"fits/fit=f{i:05d}", lambda d: pq.write_table(table, d / "fit.parquet"))
+            whole.append(time.perf_counter() - t0)
+    finally:
+        local_log.append_local_commit = original
+    tenth = max(1, runs // 10)
+    for label, sl in (("first", slice(0, tenth)), ("last", slice(runs - tenth, runs))):
+        log_ms, pub_ms = sum(inside[sl]) / tenth * 1e3, sum(whole[sl]) / tenth * 1e3
+        print(f"local log, {label} {tenth} of {runs} publishes: log entry {log_ms:.2f} ms of a "
+              f"{pub_ms:.2f} ms publish ({log_ms / pub_ms:.0%})")
 
 
 def main() -> None:
@@ -197,6 +204,7 @@ def main() -> None:
     parser.add_argument("--minutes", type=float, default=1.0)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--runs", default="100,1000,10000")
+    parser.add_argument("--local-runs", type=int, default=1000, help="publishes of the local-log part")
     parser.add_argument("--skip-ingest", action="store_true")
     args = parser.parse_args()
     sizes = [int(x) for x in args.runs.split(",") if x]
@@ -207,7 +215,7 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as tmp:
             if not args.skip_ingest:
                 bench_ingest(args, Path(tmp))
-            bench_local_log(min(sizes) if sizes else 100, Path(tmp))
+            bench_local_log(args.local_runs, Path(tmp))
             bench_log(sizes, Path(tmp))
     finally:
         proc.terminate()

@@ -196,10 +196,13 @@ class CommitLog:
                 else:  # S3's 409: a concurrent conditional write still in flight; try again
                     time.sleep(0.05)
 
-    def append(self, partition: str, data_dir: str, files: tuple[LogFile, ...], *, replace: bool) -> Commit:
+    def append(self, partition: str, data_dir: str, files: tuple[LogFile, ...], *, replace: bool,
+               known: int | None = None) -> Commit:
         """Append one version without reading the entries (a local lake, whose partition is
-        visible already: nothing to check); the next free version, retried when taken."""
-        latest = self.latest()
+        visible already: nothing to check); the next free version, retried when taken.
+        `known`: a version known to exist (this process's last append), tried past without
+        a listing (a taken version only costs one refused create)."""
+        latest = self.latest() if known is None else known
         while True:
             entry = Commit(latest + 1, partition, data_dir, files, replace=replace,
                            created_utc=datetime.now(timezone.utc).isoformat())

@@ -43,7 +43,16 @@ def append_local_commit(lake: Lake, rel: Path, replace: bool) -> int:
     """Append the version of partition `rel` (just published, or replaced); returns it."""
     partition = rel.as_posix()
     log = local_log(lake)
-    return log.append(partition, partition, _files(lake.root / rel), replace=replace).version
+    root = str(Path(lake.root).absolute())
+    version = log.append(partition, partition, _files(lake.root / rel), replace=replace,
+                         known=_APPENDED.get(root)).version
+    _APPENDED[root] = version
+    return version
+
+
+_APPENDED: dict[str, int] = {}
+"""Per lake root, the version this process appended last: the next append starts past it
+instead of listing `_log/` (which grows with the lake)."""
 
 
 def _files(directory: Path) -> tuple[LogFile, ...]:
