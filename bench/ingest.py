@@ -41,10 +41,12 @@ workers / serial (target >= 0.9).
 `--file recorder` measures a CSV v2 tiled from a `twinlake sim record` recording (the shape
 of the files users ingest, bench/ingest_files.py) instead of the synthetic one; `--memory ROWS`
 measures instead the peak RSS of one fresh `twinlake ingest` of a ROWS-row CSV v2 and of a
-tenth of it (target <= 600 MB for 3 600 000 rows, one hour at 1 kHz).
+tenth of it (target <= 600 MB for 3 600 000 rows, one hour at 1 kHz); with `--workers N`,
+also the peak of each Ray worker ingesting one of N copies of the ROWS-row file at once, as
+`twinlake ingest --workers N` runs them (the same target per worker).
 
     python bench/ingest.py --file recorder --repeat 0 --whole-process 5
-    python bench/ingest.py --memory 3600000
+    python bench/ingest.py --memory 3600000 [--workers 2]
 
 The 1-minute load average is printed before and after (the machine may be shared).
 """
@@ -70,7 +72,7 @@ from twinlake.ingest.registry import ReadOptions
 from twinlake.ingest.samples import SampleSpec, write_sample
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from ingest_files import peak_rss_mb, recorder_csv, tiled_csv  # noqa: E402
+from ingest_files import peak_rss_mb, recorder_csv, tiled_csv, worker_peaks_mb  # noqa: E402
 
 
 def time_duckdb(csv: Path, out: Path) -> tuple[float, float]:
@@ -210,9 +212,11 @@ def bench_file(kind: str, rows: int, work: Path) -> Path:
     return csv
 
 
-def bench_memory(rows: int, work: Path) -> None:
+def bench_memory(rows: int, work: Path, workers: int) -> None:
     """Peak RSS of one fresh `twinlake ingest` of a `rows`-row CSV v2 (tiled from a 100 000-row
-    sample) and of a tenth of it (target: <= 600 MB; the two alike: memory does not grow)."""
+    sample) and of a tenth of it (target: <= 600 MB; the two alike: memory does not grow);
+    with `workers`, also the peak of each Ray worker when `workers` copies of the `rows`-row
+    file are ingested at once as under `--workers` (target: <= 600 MB each)."""
     base = work / "memory_base.csv"
     if not base.exists():
         write_sample(base, SampleSpec(rows=100_000, seed=1))
@@ -223,6 +227,12 @@ def bench_memory(rows: int, work: Path) -> None:
         print(f"HEADLINE memory: one `twinlake ingest` of {n:,} rows "
               f"({csv.stat().st_size / 1e6:.0f} MB) peaked at {peak:.0f} MB RSS "
               f"(target <= 600 MB)", flush=True)
+        if workers and n == rows:
+            peaks = worker_peaks_mb(csv, work / "memory-lake-workers", workers)
+            shutil.rmtree(work / "memory-lake-workers")
+            print(f"HEADLINE memory: {workers} copies under --workers {workers}, each Ray "
+                  f"worker peaked at {', '.join(f'{p:.0f}' for p in peaks)} MB RSS "
+                  f"(target <= 600 MB)", flush=True)
         csv.unlink()
     print(f"load average (1 min) at end: {os.getloadavg()[0]:.1f}")
 
@@ -248,6 +258,8 @@ def main() -> None:
                              "`twinlake sim record` recording")
     parser.add_argument("--memory", type=int, default=0, metavar="ROWS",
                         help="measure the peak RSS of one ingest of a ROWS-row CSV v2 instead")
+    parser.add_argument("--workers", type=int, default=0, metavar="N",
+                        help="with --memory: also each Ray worker's peak, N copies at once")
     args = parser.parse_args()
     print(f"load average (1 min) at start: {os.getloadavg()[0]:.1f}")
     work = args.keep or Path(tempfile.mkdtemp(prefix="twinlake-bench-"))
@@ -259,7 +271,7 @@ def main() -> None:
             shutil.rmtree(work, ignore_errors=True)
         return
     if args.memory:
-        bench_memory(args.memory, work)
+        bench_memory(args.memory, work, args.workers)
         if args.keep is None:
             shutil.rmtree(work, ignore_errors=True)
         return

@@ -9,11 +9,17 @@
 - `peak_rss_mb(csv, lake)`: the peak resident set of one fresh `python -m twinlake ingest`
   process (`getrusage(RUSAGE_CHILDREN).ru_maxrss`, in a child of its own so no other child
   counts).
+- `worker_peaks_mb(csv, lake, workers)`: the peak resident set of each Ray worker of
+  `twinlake ingest --workers N` ingesting N copies (hard links) of `csv` at once: on a local
+  Ray of N CPUs (in a child process of its own), N tasks of the fan-out's own task body
+  (`ingest.fanout.ingest_task`), each returning its worker's `getrusage(RUSAGE_SELF)
+  .ru_maxrss` (the worker's whole life: Ray's start-up, imports and the one ingest).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -79,3 +85,49 @@ def peak_rss_mb(csv: Path, lake: Path, *extra: str) -> float:
     out = subprocess.run([sys.executable, "-c", _MEASURE, str(csv), "--lake", str(lake),
                           "--robot", "bench", *extra], check=True, capture_output=True, text=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+_WORKERS = """
+import json, os, resource, sys
+from pathlib import Path
+os.environ.setdefault("RAY_AUTH_MODE", "token")
+import ray
+from twinlake.ingest.fanout import ingest_task
+from twinlake.ingest.registry import ReadOptions, detect
+
+def measured(*args):
+    statuses = [o.status for o in ingest_task(*args)]
+    return statuses, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, os.getpid()
+
+csvs, lake = [Path(p) for p in sys.argv[2:]], sys.argv[1]
+reader, _ = detect(csvs[0])
+ray.init(num_cpus=len(csvs), include_dashboard=False, log_to_driver=False, logging_level="WARNING")
+task = ray.remote(num_cpus=1, max_retries=0)(measured)
+refs = [task.remote(lake, str(c), reader.name, ReadOptions(robot="bench"), False, "zstd", 1) for c in csvs]
+print(json.dumps(ray.get(refs)))
+ray.shutdown()
+"""
+
+
+def worker_peaks_mb(csv: Path, lake: Path, workers: int) -> list[float]:
+    """Peak resident MB of each of `workers` Ray workers ingesting a copy of `csv` at once."""
+    folder = lake.parent / f"{lake.name}-inputs"
+    folder.mkdir(parents=True, exist_ok=True)
+    copies = []
+    for i in range(workers):
+        copy = folder / f"copy{i}{csv.suffix}"
+        copy.unlink(missing_ok=True)
+        os.link(csv, copy)
+        copies.append(str(copy))
+    try:
+        out = subprocess.run([sys.executable, "-c", _WORKERS, str(lake), *copies], check=True,
+                             capture_output=True, text=True)
+    finally:
+        for copy in copies:
+            Path(copy).unlink()
+        folder.rmdir()
+    results = json.loads(out.stdout.strip().splitlines()[-1])
+    bad = [r for r in results if r[0] != ["published"]]
+    if bad or len({r[2] for r in results}) != workers:
+        raise SystemExit(f"fan-out memory run: expected {workers} workers each publishing: {results}")
+    return [r[1] for r in results]

@@ -35,8 +35,8 @@ class FramesWriter:
 
     AHEAD = 1
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
+    def __init__(self, path: Path, contiguous: bool = False) -> None:
+        self.path, self.contiguous = path, contiguous
         self._queue: queue.Queue = queue.Queue(maxsize=self.AHEAD)
         self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._run, name="twinlake-frames", daemon=True)
@@ -67,11 +67,11 @@ class FramesWriter:
                 full = pending.num_rows // ROW_GROUP_ROWS * ROW_GROUP_ROWS
                 if full:
                     writer = writer or self._open(pending.schema)
-                    _write_groups(writer, pending.slice(0, full))
+                    _write_groups(writer, pending.slice(0, full), self.contiguous)
                     pending = pending.slice(full)
             if pending is not None and (pending.num_rows or writer is None):
                 writer = writer or self._open(pending.schema)
-                _write_groups(writer, pending)
+                _write_groups(writer, pending, self.contiguous)
             if writer is not None:
                 writer.close()
         except BaseException as exc:  # noqa: BLE001  raised in the ingest's thread
@@ -86,13 +86,32 @@ class FramesWriter:
                                 use_dictionary=False)
 
 
-def _write_groups(writer: pq.ParquetWriter, table: pa.Table) -> None:
+def _write_groups(writer: pq.ParquetWriter, table: pa.Table, contiguous: bool = False) -> None:
     """Row groups of `ROW_GROUP_ROWS` rows, as a write of the whole table slices them. A
     group spanning two chunks is written as it is, not copied: a column of 8-byte values in
     a group is 983 040 bytes, under the writer's 1 MiB data page, so it is one page whichever
-    batches the writer is handed (checked: the same bytes as one `pq.write_table`)."""
+    batches the writer is handed (checked: the same bytes as one `pq.write_table`).
+    `contiguous`: each group copied into one piece first, for a table with wider columns
+    (strings), whose pages the writer cuts where the pieces' batches end."""
     for start in range(0, table.num_rows, ROW_GROUP_ROWS):
-        writer.write_table(table.slice(start, ROW_GROUP_ROWS), row_group_size=ROW_GROUP_ROWS)
+        group = table.slice(start, ROW_GROUP_ROWS)
+        writer.write_table(group.combine_chunks() if contiguous else group,
+                           row_group_size=ROW_GROUP_ROWS)
+
+
+def write_chunks(chunks: Iterator[pa.Table], out: Path) -> None:
+    """A table given a chunk at a time (`IngestUnit.extra_chunks`) written to `out` as
+    `FramesWriter` writes frames, each row group in one piece: the bytes of one write of the
+    whole table (`pipeline.write_parquet`) when no group holds pieces of two chunks, and the
+    same bytes however the table is chunked."""
+    writer = FramesWriter(out, contiguous=True)
+    try:
+        for chunk in chunks:
+            writer.put(chunk)
+    except BaseException:
+        writer.abandon()
+        raise
+    writer.close()
 
 
 def stream_frames(path: Path, unit: IngestUnit, out: Path) -> dict:
@@ -111,7 +130,7 @@ def stream_frames(path: Path, unit: IngestUnit, out: Path) -> dict:
 
 def _each_chunk(path: Path, unit: IngestUnit, writer: FramesWriter) -> dict:
     version = unit.run_fields.get("source_version")
-    stats, before, line = FrameStats(), None, unit.first_line
+    stats, before, line, rows = FrameStats(), None, unit.first_line, 0
     order = TimeOrder()
     for k, chunk in enumerate(_chunks(unit)):
         if k == 0:
@@ -120,14 +139,15 @@ def _each_chunk(path: Path, unit: IngestUnit, writer: FramesWriter) -> dict:
             if "seq" not in chunk.column_names:
                 raise IngestError(path, "a chunk of frames without seq", field="seq")
             chunk = with_stale(_conform(chunk), before)
-        validate_frames(path, chunk, version, line)
-        _check_order(path, before, chunk, line)
+        validate_frames(path, chunk, version, line, rows)
+        _check_order(path, before, chunk, line, rows)
         writer.put(chunk)
         stats.add(chunk)
         if "t_s" in chunk.column_names:
             order.add(chunk.column("t_s").to_numpy(zero_copy_only=False))
         before = chunk.slice(max(chunk.num_rows - 2, 0))
         line = None if line is None else line + chunk.num_rows
+        rows += chunk.num_rows
     unit.more_frames = None
     if (reason := order.reason()) is not None:
         unit.reasons.append(reason)
@@ -146,7 +166,8 @@ def _conform(chunk: pa.Table) -> pa.Table:
     return conform_frames(chunk)
 
 
-def _check_order(path: Path, before: pa.Table | None, chunk: pa.Table, line: int | None) -> None:
+def _check_order(path: Path, before: pa.Table | None, chunk: pa.Table, line: int | None,
+                 rows: int) -> None:
     """seq strictly increasing across a chunk boundary (`validate` checks within a chunk)."""
     if before is None or not before.num_rows or not chunk.num_rows:
         return
@@ -154,4 +175,5 @@ def _check_order(path: Path, before: pa.Table | None, chunk: pa.Table, line: int
     if first <= last:
         what = f"duplicate seq {first}" if first == last else \
             f"seq not strictly increasing: {first} after {last}"
-        raise IngestError(path, what, line=line, field="seq", kind="seq")
+        raise IngestError(path, what + ("" if line is not None else f" at frame {rows}"),
+                          line=line, field="seq", kind="seq")

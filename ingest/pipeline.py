@@ -33,7 +33,7 @@ from .outcome import Outcome, rejected
 from .registry import IngestError, IngestUnit, ReadOptions, SourceReader, readers
 from .rawstore import DEFAULT_RAW_CODEC, RawStore
 from .runstats import flags_for, frame_stats, verdict_for
-from .frame_stream import PARQUET_COMPRESSION, ROW_GROUP_ROWS, stream_frames
+from .frame_stream import PARQUET_COMPRESSION, ROW_GROUP_ROWS, stream_frames, write_chunks
 from .walk import ResultImporter, walk_inputs
 
 
@@ -119,6 +119,8 @@ def _ingest(lake: Lake, path: Path, reader: SourceReader, options: ReadOptions,
     # grid, stale flags, validation, statistics and frames.parquet, a chunk at a time (the
     # Parquet writer's thread and the archive's overlap the checks)
     stats = stream_frames(path, unit, raw.dir / "frames.parquet")
+    for name, chunks in unit.extra_chunks.items():
+        write_chunks(chunks, raw.dir / f"{name}.parquet")
     for f in unit.raw_files:
         if f.path.is_file():
             raw.add(f.path, f.role)

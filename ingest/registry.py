@@ -99,7 +99,9 @@ class IngestUnit:
       computes the frame statistics, hashes and verdict.
     - `raw_files`: originals to keep; the first is the primary file (its hash identifies
       the run's bytes for "already ingested").
-    - `extra_tables`: more tables written as `<name>.parquet` in the partition.
+    - `extra_tables`: more tables written as `<name>.parquet` in the partition;
+      `extra_chunks` the same a chunk at a time (every chunk with the table's whole schema;
+      `frame_stream.write_chunks`).
     - `reasons`, `flags`: validation notes the reader already found (e.g. truncated).
     - `first_line`: the file line holding frames row 0 (2 for a CSV with one header line),
       so validation errors can name the line; None when rows do not map to lines.
@@ -115,6 +117,7 @@ class IngestUnit:
     targets: pa.Table | None = None
     run_fields: dict[str, Any] = field(default_factory=dict)
     extra_tables: dict[str, pa.Table] = field(default_factory=dict)
+    extra_chunks: dict[str, Iterator[pa.Table]] = field(default_factory=dict)
     reasons: list[str] = field(default_factory=list)
     flags: list[str] = field(default_factory=list)
     first_line: int | None = None  # file line of frames row 0 (for error messages)

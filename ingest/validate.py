@@ -161,18 +161,20 @@ def frame_schema(schema_version: int | None) -> pap.DataFrameSchema:
 
 
 def validate_frames(path: Path, frames: pa.Table, schema_version: int | None,
-                    first_line: int | None = 2) -> None:
+                    first_line: int | None = 2, first_frame: int = 0) -> None:
     """Raise IngestError for the first violation; `first_line` is the file line of row 0
-    (None when rows do not map to lines)."""
-    _check_seq(path, frames, first_line)
-    _check_joint_target_valid(path, frames, first_line)
+    (None when rows do not map to lines: the error names the frame, `first_frame` being
+    row 0's index in the run when the frames come a chunk at a time)."""
+    _check_seq(path, frames, first_line, first_frame)
+    _check_joint_target_valid(path, frames, first_line, first_frame)
     canon = frames.select([f.name for f in FRAME_SCHEMA if f.name in frames.column_names])
     if not passes_rules(canon, schema_version):
-        pandera_validate(path, canon, frames, schema_version, first_line)
+        pandera_validate(path, canon, frames, schema_version, first_line, first_frame)
 
 
 def pandera_validate(path: Path, canon: pa.Table, frames: pa.Table,
-                     schema_version: int | None, first_line: int | None) -> None:
+                     schema_version: int | None, first_line: int | None,
+                     first_frame: int = 0) -> None:
     """Validate `canon` by the pandera schema; IngestError naming the first failure."""
     import pandera.polars as pap
     import polars as pl
@@ -180,7 +182,7 @@ def pandera_validate(path: Path, canon: pa.Table, frames: pa.Table,
     try:
         frame_schema(schema_version).validate(pl.from_arrow(canon, rechunk=False), lazy=True)
     except pap.errors.SchemaErrors as exc:
-        raise _first_failure(path, exc.failure_cases, frames, first_line) from None
+        raise _first_failure(path, exc.failure_cases, frames, first_line, first_frame) from None
     except pap.errors.SchemaError as exc:
         raise IngestError(path, str(exc).splitlines()[0], kind="schema") from None
 
@@ -189,17 +191,17 @@ def _where(first_line: int | None, index: int | None) -> int | None:
     return None if first_line is None or index is None else first_line + int(index)
 
 
-def _frame(frames: pa.Table, first_line: int | None, index: int | None) -> str:
+def _frame(frames: pa.Table, first_line: int | None, index: int | None, first_frame: int = 0) -> str:
     """Where a violation is when the source has no lines (a bag, Parquet, `.npz`): the
     frame's index and its `t_s`, else ""."""
     if first_line is not None or index is None or not 0 <= int(index) < frames.num_rows:
         return ""
     t = frames.column("t_s")[int(index)].as_py() if "t_s" in frames.column_names else None
-    return f" at frame {int(index)}" + (f" (t_s {t:.6f} s)" if t is not None else "")
+    return f" at frame {first_frame + int(index)}" + (f" (t_s {t:.6f} s)" if t is not None else "")
 
 
 def _first_failure(path: Path, cases: pl.DataFrame, frames: pa.Table,
-                   first_line: int | None) -> IngestError:
+                   first_line: int | None, first_frame: int = 0) -> IngestError:
     rows = cases.sort("index", nulls_last=True).to_dicts()
     row = rows[0]
     column, check, index = row.get("column"), row.get("check"), row.get("index")
@@ -218,11 +220,11 @@ def _first_failure(path: Path, cases: pl.DataFrame, frames: pa.Table,
         msg = f"value {value} is not finite (expected a finite number)"  # polars: NaN ~ null
     elif check == "not_nullable":
         msg = "value missing (expected a number on every row)"
-    return IngestError(path, msg + _frame(frames, first_line, index),
+    return IngestError(path, msg + _frame(frames, first_line, index, first_frame),
                        line=_where(first_line, index), field=column, kind="value")
 
 
-def _check_seq(path: Path, frames: pa.Table, first_line: int | None) -> None:
+def _check_seq(path: Path, frames: pa.Table, first_line: int | None, first_frame: int = 0) -> None:
     seq = frames.column("seq").to_numpy()
     if len(seq) < 2:
         return
@@ -232,11 +234,12 @@ def _check_seq(path: Path, frames: pa.Table, first_line: int | None) -> None:
         i = int(bad[0]) + 1
         what = (f"duplicate seq {int(seq[i])}" if step[i - 1] == 0 else
                 f"seq not strictly increasing: {int(seq[i])} after {int(seq[i - 1])}")
-        raise IngestError(path, what + _frame(frames, first_line, i),
+        raise IngestError(path, what + _frame(frames, first_line, i, first_frame),
                           line=_where(first_line, i), field="seq", kind="seq")
 
 
-def _check_joint_target_valid(path: Path, frames: pa.Table, first_line: int | None) -> None:
+def _check_joint_target_valid(path: Path, frames: pa.Table, first_line: int | None,
+                              first_frame: int = 0) -> None:
     jtv, controller = frames.column("joint_target_valid"), frames.column("controller")
     if jtv.null_count == len(jtv):
         return
@@ -245,6 +248,6 @@ def _check_joint_target_valid(path: Path, frames: pa.Table, first_line: int | No
     if i >= 0:
         raise IngestError(path, f"joint_target_valid={jtv[i].as_py()} with controller="
                           f"{controller[i].as_py()} (1 only under joint impedance, 2)"
-                          + _frame(frames, first_line, i),
+                          + _frame(frames, first_line, i, first_frame),
                           line=_where(first_line, i), field="joint_target_valid",
                           kind="consistency")

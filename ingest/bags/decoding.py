@@ -4,6 +4,9 @@ into column arrays a batch at a time.
 Per message there is the library's deserialisation, one `attrgetter` call (C) picking the
 fields, and two list appends; every `BATCH_MESSAGES` messages the batch's rows become numpy
 arrays (`np.stack` of the library's arrays, one per field). No Python loop per field.
+Each stream keeps its stamps, seqs and receive times in memory (the run's time base is
+decided from them) and appends its other columns to a `spill.Spill`, read back a chunk of
+messages at a time: the memory of a reading does not grow with the bag's values.
 A message that does not decode, or a malformed one, is an IngestError naming the topic, the
 message's index in it and its receive time.
 """
@@ -20,19 +23,35 @@ from ..registry import IngestError
 from . import franka_state, joint_state, targets
 from .bagfile import OpenBag
 from .joint_state import Malformed
+from .spill import Spill, SpillDir
 from .topics import Stream
 
 BATCH_MESSAGES = 8192
 
 
+HEAD = ("sec", "nanosec", "seq")
+"""The per-message fields every stream's batch columns hold (a JointState stream's in each
+arm's columns: the same arrays)."""
+
+
 @dataclass
 class Decoded:
-    """A stream's messages as arrays: `receive_ns` (n,) int64, and `columns` (for a
-    JointState stream: arm key → columns; otherwise the columns)."""
+    """A stream's messages: `receive_ns`, `stamp_ns` (the header stamp, 0 where unset) and
+    `seq` (n,) int64 in memory, the rest in `spill`; `columns(lo, hi)` reads those rows (for
+    a JointState stream: arm key → columns; otherwise the columns)."""
 
     stream: Stream
     receive_ns: np.ndarray
-    columns: dict[str, Any]
+    stamp_ns: np.ndarray
+    seq: np.ndarray
+    spill: Spill
+
+    @property
+    def count(self) -> int:
+        return int(self.receive_ns.size)
+
+    def columns(self, lo: int = 0, hi: int | None = None) -> dict[str, Any]:
+        return self.spill.rows(lo, self.count if hi is None else hi)
 
 
 @dataclass
@@ -43,7 +62,8 @@ class _Collector:
     finish: Callable[[list[tuple]], dict]
     rows: list = field(default_factory=list)
     recv: list = field(default_factory=list)
-    parts: list = field(default_factory=list)
+    spill: Spill | None = None
+    heads: list = field(default_factory=list)
     recv_parts: list = field(default_factory=list)
     done: int = 0
 
@@ -51,7 +71,7 @@ class _Collector:
         if not self.rows:
             return
         try:
-            self.parts.append(self.finish(self.rows))
+            self.heads.append(_split_head(self.finish(self.rows), self.spill))
         except Malformed as exc:
             i = self.done + exc.index
             raise IngestError(path, f"topic {self.stream.topic}: message {i} (receive time "
@@ -62,9 +82,11 @@ class _Collector:
         self.rows, self.recv = [], []
 
 
-def decode_streams(bag: OpenBag, streams: list[Stream]) -> dict[str, Decoded]:
-    """Topic → Decoded for every stream, in one pass over the bag."""
+def decode_streams(bag: OpenBag, streams: list[Stream], spills: SpillDir) -> dict[str, Decoded]:
+    """Topic → Decoded for every stream, in one pass over the bag, the values in `spills`."""
     collectors = {s.topic: _collector(bag, s) for s in streams}
+    for k, c in enumerate(collectors.values()):
+        c.spill = spills.spill(f"stream{k}")
     by_conn = {c.id: collectors[s.topic] for s in streams for c in s.connections}
     path = bag.path
     col, t = None, 0
@@ -85,8 +107,23 @@ def decode_streams(bag: OpenBag, streams: list[Stream]) -> dict[str, Decoded]:
     out = {}
     for topic, c in collectors.items():
         c.flush(path)
-        out[topic] = Decoded(c.stream, _concat(c.recv_parts), _merge(c.parts))
+        c.spill.finish()
+        stamp, seq = (_concat([h[k] for h in c.heads]) for k in (0, 1))
+        out[topic] = Decoded(c.stream, _concat(c.recv_parts), stamp, seq, c.spill)
     return out
+
+
+def _split_head(batch: dict[str, Any], spill: Spill) -> tuple[np.ndarray, np.ndarray]:
+    """(stamp_ns, seq) of a batch's columns; the rest appended to `spill`."""
+    nested = [v for v in batch.values() if isinstance(v, dict)]
+    head = nested[0] if nested else batch
+    stamp = head["sec"].astype(np.int64) * 1_000_000_000 + head["nanosec"].astype(np.int64)
+    seq = head["seq"].astype(np.int64)
+    if nested:
+        spill.append({k: {c: v for c, v in arm.items() if c not in HEAD} for k, arm in batch.items()})
+    else:
+        spill.append({c: v for c, v in batch.items() if c not in HEAD})
+    return stamp, seq
 
 
 def _collector(bag: OpenBag, s: Stream) -> _Collector:
@@ -106,16 +143,3 @@ def _collector(bag: OpenBag, s: Stream) -> _Collector:
 
 def _concat(parts: list[np.ndarray]) -> np.ndarray:
     return np.concatenate(parts) if parts else np.zeros(0, np.int64)
-
-
-def _merge(parts: list[dict]) -> dict:
-    """Batch dicts (possibly nested one level) → one dict of concatenated arrays."""
-    if not parts:
-        return {}
-    out = {}
-    for key, value in parts[0].items():
-        if isinstance(value, dict):
-            out[key] = _merge([p[key] for p in parts])
-        else:
-            out[key] = np.concatenate([p[key] for p in parts]) if len(parts) > 1 else value
-    return out

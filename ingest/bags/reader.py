@@ -21,6 +21,7 @@ from .bagfile import OpenBag, bag_files, bag_kind
 from .decoding import decode_streams
 from .definitions import versions_tried
 from .joint_state import arm_joints, duplicate_joints
+from .spill import SpillDir
 from .topics import ROBOT_STATES, Arm, Stream, classify, group_arms
 
 SOURCE_FORMAT = "ros_bag"
@@ -47,27 +48,36 @@ class BagReader:
         return chosen
 
     def read(self, path: Path, options: ReadOptions) -> IngestUnit:
+        """One arm's run; its frames come a chunk at a time (`IngestUnit.more_frames`)."""
         kind, _ = bag_kind(path)
-        with _open(path) as bag:
-            arms, skipped = _arms(bag, options)
-            arm = _chosen(path, arms, options.select)
-            decoded = decode_streams(bag, [arm.primary, *arm.others, *arm.targets])
-            _check_counts(bag, decoded)
-            frames, streams, fields = build_arm_run(arm, decoded, bag.ros, _values(options.kp),
-                                                    _values(options.kd))
-            fields |= {"source_format": SOURCE_FORMAT, "source_version": bag.ros,
-                       "source_file": path.name, "bag_storage": bag.storage,
-                       "bag_compression": bag.compression, "arm_namespace": arm.key,
-                       "definitions": [{"msgtype": t, "origin": s.origin}
-                                       for t, s in sorted(bag.types.items())],
-                       "topics_not_ingested": skipped}
+        spills = SpillDir()
+        try:
+            with _open(path) as bag:
+                arms, skipped = _arms(bag, options)
+                arm = _chosen(path, arms, options.select)
+                decoded = decode_streams(bag, [arm.primary, *arm.others, *arm.targets], spills)
+                _check_counts(bag, decoded)
+                built = build_arm_run(arm, decoded, bag.ros, _values(options.kp),
+                                      _values(options.kd), spills)
+                fields = built.fields | {
+                    "source_format": SOURCE_FORMAT, "source_version": bag.ros,
+                    "source_file": path.name, "bag_storage": bag.storage,
+                    "bag_compression": bag.compression, "arm_namespace": arm.key,
+                    "definitions": [{"msgtype": t, "origin": s.origin}
+                                    for t, s in sorted(bag.types.items())],
+                    "topics_not_ingested": skipped}
+        except BaseException:
+            spills.cleanup()
+            raise
         reasons, flags = _notes(skipped, fields, arm)
         fields = _typed(fields)
         robot = options.robot if options.select is not None else _robot(options, arm.key)
         run = options.run if options.select is not None else _run_id(path, options, arm.key, 1)
-        return IngestUnit(robot=robot, run=run, frames=frames, raw_files=bag_files(path, kind),
+        streams = built.streams
+        return IngestUnit(robot=robot, run=run, frames=built.frames, raw_files=bag_files(path, kind),
                           run_fields=fields, reasons=reasons, flags=flags,
-                          extra_tables={"streams": streams} if streams is not None else {})
+                          extra_chunks={"streams": streams} if streams is not None else {},
+                          more_frames=built.more_frames)
 
 
 _STR = pa.string()

@@ -1,13 +1,17 @@
 """A CSV v2 ingested a chunk at a time (`recording_csv.frame_chunks`, `frame_stream`) gives the
 bytes and the run row of the same file ingested whole: stale repeats, seq gaps, controller
 switches and gain changes across chunk boundaries count once; a line the compiled reader
-declines mid-file, and an error there, are read and named as in a whole read."""
+declines mid-file, and an error there, are read and named as in a whole read. The same for a
+mapped CSV read in blocks and a bag built a chunk of messages at a time."""
 
 from __future__ import annotations
 
+import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
+from bag_writers import (JOINT_STATE, ROS1_STATE, ROS2_STATE, T0_NS, Topic, joint_states, motion,
+                         robot_states, store, write_ros1, write_ros2)
 from twinlake.catalog import Lake
 from twinlake.ingest import decimal_csv, frame_stream
 from twinlake.ingest.fr3_stack import recording_csv
@@ -16,6 +20,7 @@ from twinlake.ingest.registry import ReadOptions
 from twinlake.ingest.samples import SampleSpec, write_sample
 
 ROWS = 2000
+FR3 = [f"fr3_joint{j}" for j in range(1, 8)]
 REPEATED = [f"{p}{j}" for p in ("q", "dq", "tau_J") for j in range(7)]
 
 
@@ -120,3 +125,57 @@ def test_a_mapped_csv_in_blocks_gives_the_whole_read_bytes_and_run_row(tmp_path,
     row_a, row_b = (pq.read_table(d / "run.parquet").to_pylist()[0] for d in (a, b))
     assert row_a == row_b and row_a["tick_grid"] == "rebuilt"
     assert "column 'dq2': 2 empty cells, first at line 701, stored as null (not recorded)" in row_a["reasons"]
+
+
+def _bag(tmp_path, ros: int):
+    """A robot-state bag with a JointState beside it, a stale repeat at message 600, a NaN
+    torque; ROS 1: a lost message (a seq gap); ROS 2: a command topic from message 50."""
+    n, lost = 1500, 1234
+    keep = [i for i in range(n) if ros == 2 or i != lost]
+    times = [T0_NS + i * 1_000_000 for i in keep]
+    m = {k: v[keep].copy() for k, v in motion(n, 0.001).items()}
+    for k in m:
+        m[k][600] = m[k][599]
+    m["tau"][400, 2] = np.nan
+    ts = store(ros)
+    state = ROS1_STATE if ros == 1 else ROS2_STATE
+    topics = [Topic("/franka_state_controller/franka_states" if ros == 1 else
+                    "/franka_robot_state_broadcaster/robot_state", state,
+                    robot_states(ts, state, times, m, seq=keep if ros == 1 else None)),
+              Topic("/joint_states", JOINT_STATE, joint_states(ts, times, FR3, m))]
+    if ros == 1:
+        return write_ros1(tmp_path / "rec.bag", ts, topics)
+    Array = ts.types["std_msgs/msg/Float64MultiArray"]
+    layout = ts.types["std_msgs/msg/MultiArrayLayout"](dim=[], data_offset=0)
+    topics.append(Topic("/cmd", "std_msgs/msg/Float64MultiArray",
+                        [(times[i], Array(layout=layout, data=m["q"][i] + 0.02)) for i in range(50, n - 5, 10)]))
+    return write_ros2(tmp_path / "rec", ts, topics, mcap=True)
+
+
+@pytest.mark.parametrize("ros", [1, 2])
+def test_a_bag_in_chunks_gives_the_whole_read_bytes_and_run_row(tmp_path, monkeypatch, ros):
+    """A bag's frames built a chunk of messages at a time from the spilled columns
+    (`bags.arm_run`): the bytes of frames.parquet, streams.parquet and run.parquet of one
+    whole chunk."""
+    from twinlake.ingest.bags import arm_run, decoding
+
+    bag = _bag(tmp_path, ros)
+    options = ReadOptions(robot="r", target_topic=None if ros == 1 else "/cmd",
+                          kp=(600.0,) * 7, kd=(30.0,) * 7)
+    monkeypatch.setattr(frame_stream, "ROW_GROUP_ROWS", 700)
+    outs = []
+    for chunk, batch in ((1 << 30, 8192), (300, 128)):
+        monkeypatch.setattr(arm_run, "CHUNK_MESSAGES", chunk)
+        monkeypatch.setattr(decoding, "BATCH_MESSAGES", batch)
+        outs += ingest_paths(Lake(tmp_path / f"lake{chunk}"), [bag], options)
+    assert [o.status for o in outs] == ["published"] * 2, [o.message for o in outs]
+    a, b = (_run_dir(tmp_path / f"lake{c}", "rec") for c in (1 << 30, 300))
+    for name in ("frames.parquet", "streams.parquet", "run.parquet"):
+        assert (a / name).read_bytes() == (b / name).read_bytes(), name
+    row = pq.read_table(a / "run.parquet").to_pylist()[0]
+    assert row["stale_frames"] == 1 and row["nan_tau_J"] == 1
+    assert row["gap_count"] == (1 if ros == 1 else 0)
+    assert row["seq_source"] == ("header.seq" if ros == 1 else "message index")
+    if ros == 2:  # joint impedance from the first command on
+        frames = pq.read_table(a / "frames.parquet", columns=["controller", "q_target1"])
+        assert frames["controller"].null_count == 50 and frames["q_target1"].null_count == 50

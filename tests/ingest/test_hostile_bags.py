@@ -13,6 +13,7 @@ import pytest
 
 from bag_writers import JOINT_STATE, T0_NS, Topic, joint_states, motion, store, write_ros2
 from ingest_helpers import frames_of, refused_one_line, runs_of
+from twinlake.ingest.bags import arm_run
 
 N = 1000
 NAMES = [f"fr3_joint{j}" for j in range(1, 8)]
@@ -140,10 +141,12 @@ def test_a_namespace_mapped_twice_is_a_usage_error(tmp_path, lake, ingest):
     assert not lake.runs_dir.exists() and frames_of is not None
 
 
-def test_a_value_refused_in_a_bag_names_its_frame_and_time(tmp_path, lake, ingest):
+@pytest.mark.parametrize("frame", [10, 700])
+def test_a_value_refused_in_a_bag_names_its_frame_and_time(tmp_path, lake, ingest, monkeypatch, frame):
+    monkeypatch.setattr(arm_run, "CHUNK_MESSAGES", 256)  # frame 700 is in the third chunk
     m = motion(N, 0.001)
-    m["q"][10, 3] = 9.0  # far outside J4's range
+    m["q"][frame, 3] = 9.0  # far outside J4's range
     msgs = joint_states(TS, _times(), NAMES, m)
     bag = write_ros2(tmp_path / "bag", TS, [Topic("/joint_states", JOINT_STATE, msgs)])
     refused_one_line(ingest(bag, "--robot", "fr3"), lake, "field 'q4'", "outside the joint's physical limits",
-             "at frame 10 (t_s 0.010000 s)")
+             f"at frame {frame} (t_s {frame / 1000:.6f} s)")
