@@ -65,7 +65,7 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-def start_server(timeout_s: float = 30.0) -> S3Server:
+def start_server(timeout_s: float = 120.0) -> S3Server:
     """Start `python -m moto.server` on 127.0.0.1 at a free port; return once it answers."""
     port = _free_port()
     process = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
