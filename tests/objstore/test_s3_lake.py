@@ -106,6 +106,7 @@ def test_bad_input_is_quarantined_in_the_bucket(s3_lake, tmp_path, monkeypatch):
     assert bad.read_text().startswith("seq,t_s")  # the input kept
 
 
+@pytest.mark.slow  # a fresh process starting its own local Ray
 def test_ingest_fanned_out_over_ray_commits_to_the_bucket(s3_lake, tmp_path):
     """`--workers` with an s3:// lake: each Ray task builds its run in its own node's scratch
     directory and commits to the bucket (a fresh process, so its local Ray's workers start with
