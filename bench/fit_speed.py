@@ -33,6 +33,13 @@ worst time to a result, how often the fallback ran, accuracy per truth, and the 
 `--method cma` and MuJoCo measured in the same run:
 
     python bench/fit_speed.py --truths 6 [--seconds 12] [--log out.jsonl] [--no-plant]
+
+`--loop-noise PAIRS`: the default `local` fit with its closed-loop noise bootstrap (the default
+`loop_noise_draws`, fit/trust/loop_noise.py) against the same code with it off
+(`loop_noise_draws=0`), on the same lake, alternated PAIRS times (off, on, off, on, …) so a
+changing load hits both; prints each wall time and the ratio of the medians (target ≤ 1.5):
+
+    python bench/fit_speed.py --loop-noise 2 [--seconds 12] [--workers 2]
 """
 
 from __future__ import annotations
@@ -80,6 +87,8 @@ def main() -> None:
     ap.add_argument("--plant-load-friction", type=float, default=0.0, metavar="K",
                     help="--truths: the plant's Coulomb level grows by K per N·m transmitted, every joint")
     ap.add_argument("--log", type=Path, default=None, help="--truths: append one JSON line per result here")
+    ap.add_argument("--loop-noise", type=int, default=0, metavar="PAIRS",
+                    help="time the default fit with and without its loop-noise bootstrap, PAIRS alternations")
     args = ap.parse_args()
     methods = [m for m in args.methods.split(",") if m]
 
@@ -88,6 +97,9 @@ def main() -> None:
     os.environ.setdefault("RAY_AUTH_MODE", "token")
     import ray
 
+    if args.loop_noise:
+        loop_noise_ratio(args)
+        return
     if args.truths:
         from fit_truths import run_truths
 
@@ -131,6 +143,39 @@ def main() -> None:
             and ok["wall_s"] <= 60
         print(f"target (local): ≤ 5 %, delay exact, ≤ 1.2× floor, ≤ 60 s: {'met' if met else 'NOT met'}")
     print(json.dumps(summary))
+
+
+def loop_noise_ratio(args) -> None:
+    """The default local fit with (`FitSettings.loop_noise_draws`' default) and without (0) the
+    closed-loop noise bootstrap on one lake, alternated `args.loop_noise` times."""
+    import os
+
+    import numpy as np
+    import ray
+
+    from twinlake.fit.run import FitSettings, run_fit
+
+    on = FitSettings(train=[]).loop_noise_draws
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        truth, train, holdout = make_lake(root, args.seed, args.seconds)
+        ray.init(num_cpus=max(args.workers, 1), include_dashboard=False, logging_level=logging.WARNING,
+                 log_to_driver=False)
+        walls: dict[int, list[float]] = {0: [], on: []}
+        for k in range(args.loop_noise):
+            for draws in (0, on):
+                settings = FitSettings(train=train, holdout=holdout, seed=args.seed, refine_iterations=10,
+                                       loop_noise_draws=draws)  # `fit run`'s defaults but the draws
+                load0, t0 = os.getloadavg()[0], time.perf_counter()
+                rec = run_fit(root / "lake", settings, fit_id=f"loop-{draws}-{k}", workers=args.workers, progress=False)
+                walls[draws].append(time.perf_counter() - t0)
+                print(f"  loop_noise_draws {draws:2d}: wall {walls[draws][-1]:.1f} s (error bars, with the bootstrap "
+                      f"if on: {rec.extra['error_bars_s']:.1f} s), load {load0:.1f} -> {os.getloadavg()[0]:.1f}", flush=True)
+        ray.shutdown()
+    ratio = float(np.median(walls[on]) / np.median(walls[0]))
+    print(f"3 × {args.seconds:g} s runs, {args.workers} workers: median wall {np.median(walls[on]):.1f} s with "
+          f"{on} draws, {np.median(walls[0]):.1f} s without: ratio {ratio:.2f} (target ≤ 1.5)")
+    print(json.dumps({"with_s": walls[on], "without_s": walls[0], "draws": on, "ratio": ratio}))
 
 
 if __name__ == "__main__":

@@ -6,6 +6,15 @@ fitted by the project's default fit (`fit run`'s defaults: the local search, Fra
 - ``own``: the own-family truth (bench/recovery.py `sample_truth(0)`, the twin's own model
   family: the model is exactly right), three `--seconds` (10) s multisines of all 7 joints
   (tones 0.3/0.7/1.3 Hz, 12°), recorded by the offline recorder with its default noise;
+- ``gentle``: the own-family truth, two 10 s multisines of 3° (tones 0.13/0.47/1.1 Hz, phases
+  and noise seeded per replicate): the small motions a real arm's guards allow, where the
+  measurement noise the recorder feeds into its controller (as a real arm's controller acts on
+  its noisy encoders) dithers the friction;
+- ``demo``: the own-family truth on `twinlake demo`'s runs: two 4 s multisines (tones
+  0.2/0.45/0.8 Hz, 1.5 s ramps) at the largest amplitude inside fr3_stack's default guards
+  (`gentle_multisine_run`, about 1°), phases and noise seeded per replicate;
+  both gentle families are fitted as `fit run` does by default (its `--refine 10` cap; the
+  held-out run of the issue's check is not recorded: the intervals come from the training runs);
 - ``plant``: the independent test plant (tests/plant: its own MuJoCo loop, tanh-smoothed
   asymmetric Coulomb, a 0.8 kg payload its firmware does not know), the extended fit
   `--params +payload +smooth-friction +asymmetry`; its truth in the twin's parameters:
@@ -60,6 +69,9 @@ def _recovery():
 record, sample_truth = _recovery().record, _recovery().sample_truth
 
 TONES = (0.3, 0.7, 1.3)
+GENTLE_TONES, GENTLE_DEG = (0.13, 0.47, 1.1), 3.0
+DEMO_TONES = (0.2, 0.45, 0.8)
+CLI_REFINE = 10  # `fit run --refine`'s default (FitSettings' 0 means 4)
 PLANT_SPECS = ["+payload", "+smooth-friction", "+asymmetry"]
 PLANT_PAYLOAD_KG = 0.8
 
@@ -72,6 +84,36 @@ def own_replicate(root: Path, rep: int, seconds: float):
     truth_path = save_profile(truth, root / "truth.json")
     train = [record(root, truth_path, f"train{i}", TONES, 1000 * (rep + 1) + i, seconds) for i in (1, 2, 3)]
     return train, truth.to_vector(), []
+
+
+def gentle_replicate(root: Path, rep: int, seconds: float):
+    """Family ``gentle``: two `seconds` (10) s multisines of 3° on the own-family truth."""
+    from twinlake.sim import save_profile
+    from twinlake.synthetic import multisine_run, record_and_ingest
+
+    truth = sample_truth(0)
+    truth_path = save_profile(truth, root / "truth.json")
+    specs = [multisine_run(f"train{i}", GENTLE_TONES, 1000 * (rep + 1) + i, seconds=seconds,
+                           amplitude_deg=GENTLE_DEG, ramp_s=1.0, hold_s=0.3, tail_s=0.3) for i in (1, 2)]
+    train = record_and_ingest(specs, root / "recordings", root / "lake", robot="bench", truth_path=truth_path)
+    return train, truth.to_vector(), []
+
+
+def demo_replicate(root: Path, rep: int, seconds: float):
+    """Family ``demo``: `twinlake demo`'s two training runs' shape (4 s, inside fr3_stack's
+    default guards) on the own-family truth."""
+    from twinlake.sim import save_profile
+    from twinlake.synthetic import gentle_multisine_run, record_and_ingest
+
+    truth = sample_truth(0)
+    truth_path = save_profile(truth, root / "truth.json")
+    specs = [gentle_multisine_run(f"train{i}", DEMO_TONES, 1000 * (rep + 1) + i, seconds=4.0, ramp_s=1.5,
+                                  hold_s=0.3, tail_s=0.3) for i in (1, 2)]
+    train = record_and_ingest(specs, root / "recordings", root / "lake", robot="bench", truth_path=truth_path)
+    return train, truth.to_vector(), []
+
+
+FAMILIES = {"own": own_replicate, "gentle": gentle_replicate, "demo": demo_replicate}
 
 
 def plant_replicate(root: Path, rep: int, seconds: float):
@@ -108,7 +150,8 @@ def plant_replicate(root: Path, rep: int, seconds: float):
     return train, truth, PLANT_SPECS
 
 
-def run_replicate(family: str, rep: int, seconds: float, workers: int, raw: Path | None = None) -> dict:
+def run_replicate(family: str, rep: int, seconds: float, workers: int, raw: Path | None = None,
+                  draws: int = 16) -> dict:
     """Record and fit replicate `rep`; with `raw`, also save the error bars' bread JᵀJ and
     per-tick scores (range-scaled, from the local search's checkpoint) to `raw`/<family>-<rep>.npz."""
     import pickle
@@ -119,9 +162,11 @@ def run_replicate(family: str, rep: int, seconds: float, workers: int, raw: Path
 
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        make = own_replicate if family == "own" else plant_replicate
+        make = FAMILIES.get(family, plant_replicate)
         train, truth, specs = make(root, rep, seconds)
-        settings = FitSettings(train=train, seed=rep, space=parse_space(specs).to_json())
+        settings = FitSettings(train=train, seed=rep, space=parse_space(specs).to_json(),
+                               refine_iterations=CLI_REFINE if family in ("gentle", "demo") else 0,
+                               loop_noise_draws=draws)
         fit_id = f"coverage-{rep}"
 
         def keep(stage: int, _pool) -> None:
@@ -151,7 +196,15 @@ def run_replicate(family: str, rep: int, seconds: float, workers: int, raw: Path
             "delay": [int(rec.params.motor_delay_ms), int(truth[LAYOUT.index("motor_delay_ms")])],
             "methods": methods, "default": cov["method"], "wall_s": wall, "error_bars_s": rec.extra.get("error_bars_s"),
             "gates": rec.extra.get("local_gates"), "load": os.getloadavg()[0],
-            "flags": {n: index[n]["flags"] for n in names if index[n]["flags"]}}
+            "flags": {n: index[n]["flags"] for n in names if index[n]["flags"]},
+            "estimated": estimated_names(rec), "loop_noise": ident.get("loop_noise")}
+
+
+def estimated_names(rec) -> list[str]:
+    """The parameters whose status is *estimated* (fit/trust/parameter_status.py's rule)."""
+    from twinlake.fit.records.statuses import fit_statuses
+
+    return [st.name for st in fit_statuses(rec) if st.status.value == "estimated"]
 
 
 def t95(dof: int) -> float:
@@ -160,35 +213,105 @@ def t95(dof: int) -> float:
     return float(stats.t.ppf(0.975, max(int(dof), 1)))
 
 
-def summarise(rows: list[dict], draws: int = 2000) -> dict:
-    """Per method: coverage and RMS standardised error overall and per group, and a bootstrap
-    over replicates on the overall coverage."""
+LOOP_VARIANTS = {  # offline variants from each row's stored loop-noise block, beside the stored methods
+    "loop: corrected θ̂ − bias, HAC + loop + loop/B": "corrected",
+    "loop: HAC + loop + bias²": "bias2",
+    "loop: max(HAC, bootstrap total)": "max",
+}
+
+
+def method_columns(row: dict) -> dict[str, tuple[np.ndarray, np.ndarray, int]]:
+    """Per method, (estimate − truth (k,), stderr (k,), dof) of one row: the stored methods and,
+    when the fit stored its loop-noise bootstrap, the LOOP_VARIANTS computed from it."""
+    err = np.array(row["estimate"]) - np.array(row["truth"])
+    out = {}
+    for method, m in row["methods"].items():
+        out[method] = (err, np.array([np.nan if v is None else v for v in m["stderr"]], dtype=float),
+                       m.get("dof", 10**6))
+    ln = row.get("loop_noise")
+    base = row["methods"].get("hac_without_loop_noise")
+    if ln and base:
+        hac = np.array([np.nan if v is None else v for v in base["stderr"]], dtype=float)
+        loop, total = np.array(ln["stderr_loop"]), np.array(ln["stderr_total"])
+        bias, dof = np.array(ln["bias"]), base.get("dof", 10**6)
+        for label, kind in LOOP_VARIANTS.items():
+            if kind == "corrected":
+                out[label] = (err - bias, np.sqrt(hac ** 2 + loop ** 2 * (1 + 1 / ln["draws"])), dof)
+            elif kind == "bias2":
+                out[label] = (err, np.sqrt(hac ** 2 + loop ** 2 + bias ** 2), dof)
+            else:
+                out[label] = (err, np.maximum(hac, total), dof)
+    return out
+
+
+def estimated_counts(row: dict) -> tuple[int, int]:
+    """(estimated with the stored default intervals, estimated with the measurement-noise HAC
+    alone) among the row's free parameters, by parameter_status.classify (the one rule): the
+    same values and bounds, each covariance's interval and `unidentifiable` flags."""
+    from twinlake.fit.trust.parameter_status import Status, classify
     from twinlake.sim import LAYOUT
 
+    ln, base = row.get("loop_noise") or {}, row["methods"].get("hac_without_loop_noise")
+    flagged = {n for n, f in row.get("flags", {}).items() if "unidentifiable" in f}
+    out = []
+    for method, weak in ((row["default"], flagged), ("hac_without_loop_noise", set(ln.get("unidentifiable_without", [])))):
+        m = row["methods"].get(method, base)
+        if m is None:
+            return len(row.get("estimated", [])), len(row.get("estimated", []))
+        t = t95(m.get("dof", 10**6))
+        count = 0
+        for n, v, se in zip(row["names"], row["estimate"], m["stderr"]):
+            i = LAYOUT.index(n)
+            st = classify(n, v, *LAYOUT.bounds[i], stderr=float("inf") if se is None else se, t95=t,
+                          unidentified="flagged" if n in weak else None)
+            count += st.status == Status.ESTIMATED
+        out.append(count)
+    return out[0], out[1]
+
+
+def wilson(hits: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    """Wilson score interval of a proportion hits/n (as if the n were independent)."""
+    if n == 0:
+        return float("nan"), float("nan")
+    p = hits / n
+    centre, half = (p + z * z / (2 * n)) / (1 + z * z / n), z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return float(centre - half), float(centre + half)
+
+
+def summarise(rows: list[dict], draws: int = 2000, estimated_only: bool = False) -> dict:
+    """Per method: coverage and RMS standardised error overall and per group, a bootstrap over
+    replicates on the overall coverage and a Wilson interval as if the parameter-replicates were
+    independent. `estimated_only`: count only each replicate's parameters whose status is
+    *estimated* (rows that stored it)."""
+    from twinlake.sim import LAYOUT
+
+    columns = [method_columns(r) for r in rows]
     out = {}
-    for method in rows[0]["methods"]:
-        inside, z, groups = [], [], []
-        for r in rows:
-            m = r["methods"][method]
-            se = np.array([np.nan if s is None else s for s in m["stderr"]], dtype=float)
-            err = np.array(r["estimate"]) - np.array(r["truth"])
+    for method in columns[0]:
+        inside, z, groups, mask = [], [], [], []
+        for r, cols in zip(rows, columns):
+            err, se, dof = cols[method]
             zz = err / se
-            inside.append(np.abs(zz) <= t95(m.get("dof", 10**6)))
+            inside.append(np.abs(zz) <= t95(dof))
             z.append(zz)
             groups.append([LAYOUT.group_of(n).name for n in r["names"]])
-        inside_a, z_a = np.array(inside, dtype=float), np.array(z)
+            keep = set(r.get("estimated") or r["names"]) if estimated_only else set(r["names"])
+            mask.append([n in keep for n in r["names"]])
+        inside_a, z_a, mask_a = np.array(inside, dtype=float), np.array(z), np.array(mask)
         rng = np.random.default_rng(0)
         pick = rng.integers(0, len(rows), size=(draws, len(rows)))
-        boot = inside_a[pick].mean(axis=(1, 2))
+        boot = np.array([inside_a[p][mask_a[p]].mean() for p in pick])
         per_group = {}
         for g in dict.fromkeys(groups[0]):
-            cols = [i for i, x in enumerate(groups[0]) if x == g]
-            per_group[g] = {"coverage": float(inside_a[:, cols].mean()),
-                            "rms_z": float(np.sqrt(np.nanmean(z_a[:, cols] ** 2)))}
-        out[method] = {"K": len(rows), "coverage": float(inside_a.mean()),
+            cols = np.array([x == g for x in groups[0]])[None] & mask_a
+            per_group[g] = {"coverage": float(inside_a[cols].mean()) if cols.any() else float("nan"),
+                            "rms_z": float(np.sqrt(np.nanmean(z_a[cols] ** 2))) if cols.any() else float("nan")}
+        hits, n = int(inside_a[mask_a].sum()), int(mask_a.sum())
+        out[method] = {"K": len(rows), "n": n, "coverage": hits / n,
                        "coverage_ci95": [float(np.percentile(boot, 2.5)), float(np.percentile(boot, 97.5))],
-                       "rms_z": float(np.sqrt(np.nanmean(z_a ** 2))), "groups": per_group,
-                       "bandwidth_ticks_median": float(np.median([r["methods"][method].get("bandwidth_ticks", 1)
+                       "wilson_ci95": list(wilson(hits, n)),
+                       "rms_z": float(np.sqrt(np.nanmean(z_a[mask_a] ** 2))), "groups": per_group,
+                       "bandwidth_ticks_median": float(np.median([r["methods"].get(method, {}).get("bandwidth_ticks", 1)
                                                                   for r in rows]))}
     return out
 
@@ -224,26 +347,50 @@ def bandwidth_sensitivity(rows: list[dict], raw: Path, factors=(0.25, 0.5, 1.0, 
 
 
 def print_summary(rows: list[dict], raw: Path | None = None) -> None:
-    s = summarise(rows)
     walls = [r["wall_s"] for r in rows]
     bars = [r["error_bars_s"] or 0.0 for r in rows]
     print(f"{rows[0]['family']}: K = {len(rows)} replicates, fit wall {np.median(walls):.0f} s median "
-          f"(load {np.median([r['load'] for r in rows]):.1f}), error bars {np.median(bars):.2f} s median; "
-          f"delay right in {sum(r['delay'][0] == r['delay'][1] for r in rows)} of {len(rows)}")
-    for method, m in s.items():
-        lo, hi = m["coverage_ci95"]
-        print(f"  {method:24s} coverage {100 * m['coverage']:5.1f} % [{100 * lo:.1f}, {100 * hi:.1f}] "
-              f"RMS z {m['rms_z']:.2f}  (bandwidth {m['bandwidth_ticks_median']:.0f} ticks)")
-        print("      " + "; ".join(f"{g} {100 * v['coverage']:.0f} % / {v['rms_z']:.2f}" for g, v in m["groups"].items()))
+          f"(load {np.median([r['load'] for r in rows]):.1f}), error bars (with the loop-noise bootstrap) "
+          f"{np.median(bars):.2f} s median; delay right in "
+          f"{sum(r['delay'][0] == r['delay'][1] for r in rows)} of {len(rows)}")
+    with_status = all("estimated" in r for r in rows)
+    for estimated_only in ((False, True) if with_status else (False,)):
+        s = summarise(rows, estimated_only=estimated_only)
+        print("  over the parameters whose status is estimated" if estimated_only else "  over every free parameter")
+        for method, m in s.items():
+            lo, hi = m["coverage_ci95"]
+            wl, wh = m["wilson_ci95"]
+            print(f"    {method:46s} {100 * m['coverage']:5.1f} % of {m['n']} [bootstrap over replicates "
+                  f"{100 * lo:.1f}, {100 * hi:.1f}; as if independent (Wilson) {100 * wl:.1f}, {100 * wh:.1f}] "
+                  f"RMS z {m['rms_z']:.2f}")
+            print("        " + "; ".join(f"{g} {100 * v['coverage']:.0f} % / {v['rms_z']:.2f}"
+                                         for g, v in m["groups"].items()))
+    if with_status:  # the default's misses by joint, over estimated parameters
+        miss: dict[str, list[int]] = {}
+        for r in rows:
+            err, se, dof = method_columns(r)[r["default"]]
+            for n, e, sd in zip(r["names"], err, se):
+                if n in r["estimated"]:
+                    acc = miss.setdefault(n.rsplit("_", 1)[-1], [0, 0])
+                    acc[0] += int(abs(e / sd) > t95(dof))
+                    acc[1] += 1
+        print("  default's intervals missing the truth, by joint (estimated only): "
+              + ", ".join(f"{j} {m}/{n}" for j, (m, n) in sorted(miss.items())))
+        est = [len([n for n in r["estimated"] if n in r["names"]]) for r in rows]
+        counts = np.array([estimated_counts(r) for r in rows])
+        print(f"  estimated parameters per replicate (stored statuses): {min(est)}..{max(est)} (mean {np.mean(est):.1f}) "
+              f"of {len(rows[0]['names'])}; by classify: default {counts[:, 0].sum()}, measurement-noise HAC alone "
+              f"{counts[:, 1].sum()} over the {len(rows)} replicates")
     if raw is not None:
         for label, v in bandwidth_sensitivity(rows, raw).items():
             print(f"  HAC {label:24s} coverage {100 * v['coverage']:5.1f} % RMS z {v['rms_z']:.2f} (K {v['K']})")
-    print(json.dumps(s))
+    print(json.dumps(summarise(rows, estimated_only=with_status)))
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--family", choices=("own", "plant"), default="own")
+    ap.add_argument("--family", choices=("own", "gentle", "demo", "plant"), default="own")
+    ap.add_argument("--loop-noise-draws", type=int, default=16, help="the fit's setting (0: off)")
     ap.add_argument("--replicates", type=int, default=20)
     ap.add_argument("--start", type=int, default=0)
     ap.add_argument("--seconds", type=float, default=10.0)
@@ -267,7 +414,7 @@ def main() -> None:
     for rep in range(args.start, args.start + args.replicates):
         if (args.family, rep) in done:
             continue
-        row = run_replicate(args.family, rep, args.seconds, args.workers, args.raw)
+        row = run_replicate(args.family, rep, args.seconds, args.workers, args.raw, args.loop_noise_draws)
         with out.open("a") as fh:
             fh.write(json.dumps(row) + "\n")
         print(f"replicate {rep}: wall {row['wall_s']:.0f} s, load {row['load']:.1f}", flush=True)

@@ -72,6 +72,9 @@ class FitSettings:
     # `fit run --start-from FIT`: the local search's first start is that fit's parameters
     start_from: str | None = None
     start_params: list[float] | None = None
+    # local: noisy replays at the optimum measuring the closed loop's noise bias and spread
+    # (fit/trust/loop_noise.py); 0: none (the error bars from the measurement noise alone)
+    loop_noise_draws: int = 16
 
     @property
     def configured_end_load(self):
@@ -196,6 +199,8 @@ def _start(lk: Lake, settings: FitSettings | None, fit_id: str | None, resume: b
         raise ValueError(f"--seeds {settings.seeds}: expected at least 1 seeded search")
     if settings.method not in ("local", "cma"):
         raise ValueError(f"--method {settings.method!r}: expected 'local' or 'cma'")
+    if settings.loop_noise_draws < 0 or settings.loop_noise_draws == 1:
+        raise ValueError(f"--loop-noise-draws {settings.loop_noise_draws}: expected 0 (off) or at least 2 draws")
     if settings.method == "local" and (settings.starts < 1 or not settings.cheap_s > 0 or not settings.explore_s >= 0):
         raise ValueError(f"--method local: expected starts >= 1, cheap_s > 0 and explore_s >= 0, got {settings.starts}, "
                          f"{settings.cheap_s}, {settings.explore_s}")
@@ -309,10 +314,23 @@ def reused_error_bars(settings: FitSettings, best: np.ndarray, loss: float, jac:
         k = jac["r_factor"].shape[1]
         main, alternatives = with_alternatives(jac["r_factor"].T @ jac["r_factor"], jac["scores"],
                                                loss / max(jac["rows"] - k, 1), jac["rows"])
-    return analyse_scaled(LAYOUT.names, best, jac["r_factor"], loss, jac["rows"], space.free_indices,
-                          space.bounds[:, 0], space.bounds[:, 1], seed_optima,
-                          jacobian=f"forward differences of the last full-data LM iteration, {where}",
-                          covariance=main, alternatives=alternatives)
+    loop = jac.get("loop_noise") if main is not None else None
+    if loop is not None:
+        from .trust.loop_noise import WITHOUT, with_loop_noise
+
+        alternatives = {**alternatives, WITHOUT: main}
+        main = with_loop_noise(main, loop)
+    res = analyse_scaled(LAYOUT.names, best, jac["r_factor"], loss, jac["rows"], space.free_indices,
+                         space.bounds[:, 0], space.bounds[:, 1], seed_optima,
+                         jacobian=f"forward differences of the last full-data LM iteration, {where}",
+                         covariance=main, alternatives=alternatives)
+    if loop is not None:
+        free = space.free_indices
+        without = analyse_scaled(LAYOUT.names, best, jac["r_factor"], loss, jac["rows"], free, space.bounds[:, 0],
+                                 space.bounds[:, 1], covariance=alternatives[WITHOUT])
+        res.loop_noise = {**loop.to_json(space.bounds[free, 1] - space.bounds[free, 0]),
+                          "unidentifiable_without": without.flagged("unidentifiable")}
+    return res
 
 
 def _holdout(lk: Lake, settings: FitSettings, best_vec: np.ndarray

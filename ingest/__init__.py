@@ -1,6 +1,6 @@
 """twinlake.ingest: source readers → canonical Arrow tables → pandera validation → publish.
 
-Public API: `ingest_paths` (the pipeline), the plug-in point (`register`, `readers`,
+Public API: `ingest_paths` (the serial ingest: plan.py plans, execute.py runs, pipeline.py ingests each input), the plug-in point (`register`, `readers`,
 `SourceReader`, `Detection`, `IngestUnit`, `RawFile`, `ReadOptions`, `IngestError`).
 """
 
@@ -19,7 +19,8 @@ from .registry import (
 )
 
 # the pipeline imports pandera: load it on use
-__getattr__, __dir__, _ = lazy_exports(__name__, globals(), {"pipeline": ("Outcome", "ingest_one", "ingest_paths")})
+__getattr__, __dir__, _ = lazy_exports(__name__, globals(), {"pipeline": ("Outcome", "ingest_one"),
+                                                                "execute": ("ingest_paths",)})
 
 __all__ = [
     "Outcome",

@@ -1,10 +1,10 @@
-"""Ingest fanned out over Ray: the walk of `walk` (the serial ingest's), each input a Ray task.
+"""Ingest fanned out over Ray: the plan of `plan` (the serial ingest's), each job a Ray task.
 
-`fan_out_paths` walks the paths with `walk.walk_inputs`, as `pipeline.ingest_paths` does, and
-runs each input's `pipeline.ingest_runs` as a Ray task (`num_cpus` CPUs each, at most `workers`
-in flight; `TaskQueue` is the walk's runner), on a local Ray (`ray.init(num_cpus=workers *
+`fan_out_paths` executes the plan of `plan.plan_inputs`, as `execute.ingest_paths` does, with
+each job's `pipeline.ingest_runs` a Ray task (`num_cpus` CPUs each, at most `workers` in
+flight; `TaskQueue` is the executor), on a local Ray (`ray.init(num_cpus=workers *
 num_cpus)`) or on the cluster at `address`. Every task is submitted before the first outcome
-is waited for (except where the walk must know what an input claimed); the outcomes come
+is waited for (except where the plan must know what an input claimed); the outcomes come
 back in the serial order, with the serial messages and exit codes; `on_done(finished,
 submitted)` is called as each task ends (a progress bar). An input of several runs (a bag of
 two arms) is one task that returns one Outcome per run; with `ReadOptions.mapping` each file
@@ -45,7 +45,8 @@ from .outcome import Outcome, rejected
 from .pipeline import ingest_runs, unforeseen
 from .rawstore import DEFAULT_RAW_CODEC
 from .registry import ReadOptions, readers
-from .walk import ResultImporter, walk_inputs
+from .execute import run_plan
+from .plan import Job, ResultImporter, plan_inputs
 
 SLOT_DIR = Path(tempfile.gettempdir()) / "twinlake-cpu-slots"
 """Lock files `cpu<N>.lock`, one per core of this machine, held by the task confined to it."""
@@ -142,8 +143,9 @@ def ingest_task(lake_root: str, path: str, reader_name: str, options: ReadOption
 
 
 class TaskQueue:
-    """Ray tasks of `ingest_task`, at most `workers` in flight; `outcomes(handle)` waits for
-    one (running the others meanwhile), `on_done(finished, submitted)` after each ends."""
+    """The plan's executor on Ray: tasks of `ingest_task`, at most `workers` in flight;
+    `outcomes(index)` waits for one (running the others meanwhile), `on_done(finished,
+    submitted)` after each ends and once every job is submitted (`planned`)."""
 
     def __init__(self, lake: Lake, options: ReadOptions, replace: bool, raw_codec: str, workers: int,
                  num_cpus: int, on_done: Callable[[int, int], None] | None) -> None:
@@ -154,15 +156,14 @@ class TaskQueue:
         self._args = (lake.location.uri if lake.remote else str(lake.root), options, replace, raw_codec, num_cpus)
         self._workers, self._on_done = workers, on_done
         self._waiting: deque[int] = deque()
-        self._inputs: list[tuple[Path, str]] = []
-        self._running: dict = {}  # ObjectRef -> handle
+        self._inputs: dict[int, tuple[Path, str]] = {}
+        self._running: dict = {}  # ObjectRef -> job index
         self._done: dict[int, list[Outcome]] = {}
 
-    def submit(self, path: Path, reader_name: str) -> int:
-        self._inputs.append((path, reader_name))
-        self._waiting.append(len(self._inputs) - 1)
+    def submit(self, job: Job) -> None:
+        self._inputs[job.index] = (job.path, job.reader)
+        self._waiting.append(job.index)
         self._start()
-        return len(self._inputs) - 1
 
     def _start(self) -> None:
         while self._waiting and len(self._running) < self._workers:
@@ -171,8 +172,12 @@ class TaskQueue:
             root, options, replace, codec, cpus = self._args
             self._running[self._remote.remote(root, str(path), name, options, replace, codec, cpus)] = handle
 
+    def planned(self) -> None:
+        """Every job is submitted: say so (`on_done(finished, submitted)`)."""
+        self.report()
+
     def report(self) -> None:
-        """`on_done(finished, submitted)` now (e.g. once every input is submitted)."""
+        """`on_done(finished, submitted)` now."""
         if self._on_done is not None:
             self._on_done(len(self._done), len(self._inputs))
 
@@ -204,7 +209,7 @@ def fan_out_paths(lake: Lake, paths: list[Path], options: ReadOptions = ReadOpti
                   address: str | None = None, num_cpus: int = 1, replace: bool = False,
                   raw_codec: str = DEFAULT_RAW_CODEC, results: ResultImporter | None = None,
                   on_done: Callable[[int, int], None] | None = None) -> Iterator[Outcome]:
-    """`pipeline.ingest_paths` with every recognised input a Ray task of `num_cpus` CPUs, at
+    """`execute.ingest_paths` with every recognised input a Ray task of `num_cpus` CPUs, at
     most `workers` at once; the same Outcomes in the same order. A local Ray (started here,
     shut down at the end) unless `address` names a cluster."""
     if workers < 1 or num_cpus < 1:
@@ -213,10 +218,7 @@ def fan_out_paths(lake: Lake, paths: list[Path], options: ReadOptions = ReadOpti
     started_ray = _ensure_ray(address, workers * num_cpus)
     try:
         queue = TaskQueue(lake, options, replace, raw_codec, workers, num_cpus, on_done)
-        steps = list(walk_inputs(lake, paths, options, queue, results))  # all submitted before the first wait
-        queue.report()
-        for step in steps:
-            yield from step()
+        yield from run_plan(plan_inputs(lake, paths, options, results), queue, eager=False)
     finally:
         if started_ray:
             import ray

@@ -1,8 +1,8 @@
 """What happened to one input of an ingest (`Outcome`, its exit code), and the outcome of an
 input refused as a whole (`rejected`: quarantined with its companions, never published).
 
-Shared by the per-input pipeline (`pipeline`), the walk of the inputs (`walk`) and the
-fan-out over Ray (`fanout`), which all report in these terms.
+Shared by the per-input pipeline (`pipeline`), the plan of the inputs (`plan`), its
+executors (`execute`, `fanout`), which all report in these terms.
 """
 
 from __future__ import annotations

@@ -1,18 +1,15 @@
-"""The one ingest pipeline for every source format:
-detect → read → validate → (already ingested? refuse?) → publish, or quarantine.
+"""One input's ingest: detect → read → validate → (already ingested? refuse?) → publish, or
+quarantine; the same step for every source format, serial or in a Ray task.
 
-`ingest_paths` yields one `Outcome` per recognised input, walking the paths by the rules of
-`walk` (directories, companions, result files, skipped notes, order), each input ingested
-here, one after another (`SerialRunner`); `fanout.fan_out_paths` walks them the same way with
-each input a Ray task. A directory argument's result files go to the `results` importer the
-caller passes (`twinlake.fit.records.frankatwin_import`): ingest never imports the fit folder.
-`ingest_runs` ingests one input (one Outcome per run it holds), `ingest_one` one run.
+`ingest_runs` ingests one input (one Outcome per run it holds, a bag of two arms being two),
+`ingest_one` one run. Which inputs there are and in which order they are told is the plan's
+(ingest/plan.py); who runs them is an executor's (ingest/execute.py `ingest_paths` here,
+ingest/fanout.py on Ray).
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,47 +22,14 @@ from ..catalog import (
     Lake,
     PartitionExists,
     check_id,
-    clean_staging,
     publish_partition,
     published_file,
 )
 from .outcome import Outcome, rejected
-from .registry import IngestError, IngestUnit, ReadOptions, SourceReader, readers
+from .registry import IngestError, IngestUnit, ReadOptions, SourceReader
 from .rawstore import DEFAULT_RAW_CODEC, RawStore
 from .runstats import flags_for, frame_stats, verdict_for
 from .frame_stream import PARQUET_COMPRESSION, ROW_GROUP_ROWS, stream_frames, write_chunks
-from .walk import ResultImporter, walk_inputs
-
-
-
-def ingest_paths(lake: Lake, paths: list[Path], options: ReadOptions = ReadOptions(), *,
-                 replace: bool = False, raw_codec: str = DEFAULT_RAW_CODEC,
-                 results: ResultImporter | None = None) -> Iterator[Outcome]:
-    """Ingest every path (file or directory); yields one Outcome per input (per run of an
-    input holding several), in the order of `walk.walk_inputs`. `raw_codec` compresses the
-    kept originals (rawstore.RAW_CODECS); `results` imports the result files of each
-    directory (None: they are noted as skipped, not runs)."""
-    clean_staging(lake)
-    runner = SerialRunner(lake, options, replace, raw_codec)
-    for step in walk_inputs(lake, paths, options, runner, results):
-        yield from step()
-
-
-class SerialRunner:
-    """The walk's runner of the serial ingest: each input ingested when it is submitted."""
-
-    def __init__(self, lake: Lake, options: ReadOptions, replace: bool, raw_codec: str) -> None:
-        self._lake, self._options, self._replace, self._codec = lake, options, replace, raw_codec
-        self._readers = {r.name: r for r in readers()}
-        self._done: list[list[Outcome]] = []
-
-    def submit(self, path: Path, reader_name: str) -> int:
-        self._done.append(ingest_runs(self._lake, path, self._readers[reader_name], self._options,
-                                      replace=self._replace, raw_codec=self._codec))
-        return len(self._done) - 1
-
-    def outcomes(self, handle: int) -> list[Outcome]:
-        return self._done[handle]
 
 
 def ingest_runs(lake: Lake, path: Path, reader: SourceReader, options: ReadOptions, *,

@@ -8,7 +8,8 @@ Public face (see sim/README.md):
   loads:        EndLoad, NO_LOAD, parse_load, load_from_metadata (true payload, configured load)
   controllers:  JointImpedanceConfig, CartesianGains
   one arm:      SimFR3, JointImpedanceCommand, IdleCommand, TickOutput
-  replay:       ReplayInput, ReplayResult, replay_reference, PopulationEngine, PopulationResult
+  replay:       ReplayInput, ReplayResult, replay_reference, PopulationEngine, PopulationResult,
+                ControllerNoise (seeded measurement noise in the replay's control loop)
 
 The names are imported on first use (PEP 562, contracts/lazy.py), so that a user of the
 parameters alone does not pay for MuJoCo or numba: `from twinlake.sim import SimFR3` works as before.
@@ -31,6 +32,7 @@ _MODULES = {
                "ParameterGroup", "ParameterLayout", "load_params", "params_matrix", "save_profile",
                "to_frankatwin_decoded"),
     "load": ("EndLoad", "NO_LOAD", "load_from_metadata", "parse_load"),
+    "controller_noise": ("ControllerNoise",),
     "population": ("PopulationEngine", "PopulationResult"),
     "replay": ("ReplayResult", "replay_reference"),
     "replay_input": ("CARTESIAN_IMPEDANCE", "JOINT_IMPEDANCE", "TIME_BASE_ZOH", "ReplayInput"),

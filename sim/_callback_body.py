@@ -9,7 +9,8 @@ make_callback(offsets, magic, slots) → a numba cfunc `void(const mjModel*, mjD
      configured load's velocity-product torque in place of the true payload's where the two
      differ (as load_dynamics.load_feedforward);
      the law, slew-limited into this candidate's tau_prev row: joint impedance
-     (kernels._joint_law on q, dq and that feed-forward with tick k's spring target, gains and
+     (kernels._joint_law on q, dq — plus the candidate's controller noise of tick k when the
+     context has it — and that feed-forward with tick k's spring target, gains and
      friction flag), or FrankaTwin's Cartesian law (_cartesian_command: the element-wise
      form of controllers.cartesian_impedance_torque and cartesian_clamp_and_slew, which agree
      with it to round-off, not bit for bit: numpy's einsum sums in its own order);
@@ -37,7 +38,7 @@ from .kernels import _joint_law, friction_torque, joint_extra, load_joint_torque
 from .link_dynamics import link_torque
 from .load_dynamics import loads_equal, velocity_product_torque
 from .replay_context import (  # the context table's slots and values
-    CARTESIAN, CART_PARAMS, CART_PARAMS_SIZE, CART_TARGETS, CONTEXT_SIZE, CONTROLLER, COUNTER, DELAYS,
+    CARTESIAN, CART_PARAMS, CART_PARAMS_SIZE, CART_TARGETS, CONTEXT_SIZE, CONTROLLER, CONTROLLER_NOISE, COUNTER, DELAYS,
     DOF_ADR, DQ_OUT, DQ_REF, EXTRAS, FEEDFORWARD, FRICTION_LAW, HOLD, INERTIA_ROWS, JNT_IDS, LINKS, LINK_BODIES,
     LINK_FIRMWARE, LOAD, N_LINK_BODIES, MODE, MODE_SAMPLES, NEG_BREAKAWAY, N_CANDIDATES, N_SAMPLES,
     N_TICKS, QPOS_ADR, Q_OUT, Q_REF, RING, RING_LENGTH, SAMPLE_OF_TICK, SCALES, SITE_ID, SPRINGS,
@@ -284,9 +285,16 @@ def make_callback(offsets: dict[str, int], magic: float, slots: int):
             table = carray(_f64_at(ctx[TABLE]), (n_ticks, 30))
             springs = carray(_f64_at(ctx[SPRINGS]), (n_ticks, 7))
             use_friction = table[k, 1] != 0.0
-            for j in range(7):
-                tau_prev[p, j] = _joint_law(j, qpos[qadr[j]], qvel[dofadr[j]], springs[k, j], table[k, 16 + j],
-                                            table[k, 23 + j], coriolis[j], use_friction, tau_prev[p, j])
+            if ctx[CONTROLLER_NOISE] == 0:
+                for j in range(7):
+                    tau_prev[p, j] = _joint_law(j, qpos[qadr[j]], qvel[dofadr[j]], springs[k, j], table[k, 16 + j],
+                                                table[k, 23 + j], coriolis[j], use_friction, tau_prev[p, j])
+            else:  # the law acts on the state plus this candidate's measurement noise of tick k
+                noise = carray(_f64_at(ctx[CONTROLLER_NOISE]), (population, n_ticks, 14))
+                for j in range(7):
+                    tau_prev[p, j] = _joint_law(j, qpos[qadr[j]] + noise[p, k, j], qvel[dofadr[j]] + noise[p, k, 7 + j],
+                                                springs[k, j], table[k, 16 + j], table[k, 23 + j], coriolis[j],
+                                                use_friction, tau_prev[p, j])
         sample = carray(_i64_at(ctx[SAMPLE_OF_TICK]), n_ticks)[k]
         if sample >= 0:
             if ctx[MODE] == MODE_SAMPLES:

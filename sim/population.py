@@ -41,6 +41,7 @@ from .params import params_matrix
 from .plant import friction_law_id
 from . import callback
 from .replay import joint_tick_table
+from .controller_noise import ControllerNoise
 from .replay_input import JOINT_IMPEDANCE, ReplayInput
 from .shard import PopulationShard
 
@@ -124,8 +125,9 @@ class PopulationEngine:
             self._joint_tables = [joint_tick_table(i) if i.controller == JOINT_IMPEDANCE else None for i in self.inputs]
         return self._joint_tables
 
-    def run(self, params) -> list[PopulationResult]:
-        """Replay every input for params (P, N) (or a DynamicsParams list); one result per input."""
+    def run(self, params, noise: ControllerNoise | None = None) -> list[PopulationResult]:
+        """Replay every input for params (P, N) (or a DynamicsParams list); one result per input.
+        `noise`: the joint law reads each candidate's seeded measurement noise (one seed per row)."""
         matrix = params_matrix(params)
         population = matrix.shape[0]
         outs = []
@@ -136,10 +138,11 @@ class PopulationEngine:
                 out["ee_pos"], out["ee_mat"] = np.empty((population, n_s, 3)), np.empty((population, n_s, 9))
             outs.append(out)
         tables = self._tables()
+        _check_noise(noise, population)
 
         def work(shard: PopulationShard, rows: slice) -> None:
             for index, (inp, table, out) in enumerate(zip(self.inputs, tables, outs)):
-                shard.run(index, inp, table, out, rows, self.record_ee)
+                shard.run(index, inp, table, out, rows, self.record_ee, _block(noise, rows, index, inp))
 
         self._fan_out(matrix, work)
         return [
@@ -148,12 +151,13 @@ class PopulationEngine:
             for o in outs
         ]
 
-    def mean_square_errors(self, params, q_scale: float, dq_scale: float) -> np.ndarray:
+    def mean_square_errors(self, params, q_scale: float, dq_scale: float,
+                           noise: ControllerNoise | None = None) -> np.ndarray:
         """(P, B, 2): per input, the mean over samples and joints of ((q − q_ref)/q_scale)² and
         of ((dq − dq_ref)/dq_scale)² (inputs need q_ref, dq_ref); NaN for a diverged candidate.
 
         What a fit needs of a replay, without keeping the trajectories: either loop sums the
-        errors tick by tick, so no (P, S, 7) arrays are made.
+        errors tick by tick, so no (P, S, 7) arrays are made. `noise` as run().
         """
         matrix = params_matrix(params)
         out = np.empty((matrix.shape[0], len(self.inputs), 2))
@@ -161,10 +165,11 @@ class PopulationEngine:
         for b, inp in enumerate(self.inputs):
             if inp.q_ref is None or inp.dq_ref is None:
                 raise ValueError(f"input {b}: q_ref and dq_ref are needed for errors")
+        _check_noise(noise, matrix.shape[0])
 
         def work(shard: PopulationShard, rows: slice) -> None:
             for b, (inp, table) in enumerate(zip(self.inputs, tables)):
-                out[rows, b] = shard.run_errors(b, inp, table, (q_scale, dq_scale))
+                out[rows, b] = shard.run_errors(b, inp, table, (q_scale, dq_scale), _block(noise, rows, b, inp))
 
         self._fan_out(matrix, work)
         return out
@@ -181,6 +186,16 @@ class PopulationEngine:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def _check_noise(noise: ControllerNoise | None, population: int) -> None:
+    if noise is not None and len(noise.seeds) != population:
+        raise ValueError(f"controller noise: {len(noise.seeds)} seeds for {population} candidates")
+
+
+def _block(noise: ControllerNoise | None, rows: slice, index: int, inp: ReplayInput) -> np.ndarray | None:
+    """The shard's (rows, T, 14) controller noise on input `index`, None without noise."""
+    return None if noise is None else noise.rows(rows).block(index, inp.n_ticks)
 
 
 __all__ = ["PopulationEngine", "PopulationResult"]

@@ -32,7 +32,8 @@ LINKS = FEEDFORWARD + 1  # address of the (P, B + 7) link rows (links.link_rows)
 LINK_BODIES = LINKS + 1  # address of the (B, 2) int64 chain table (links.LinkChain.table)
 LINK_FIRMWARE = LINK_BODIES + 1  # address of the (B + 4,) firmware row (links.firmware_row)
 N_LINK_BODIES = LINK_FIRMWARE + 1  # B, a value
-CONTEXT_SIZE = N_LINK_BODIES + 1
+CONTROLLER_NOISE = N_LINK_BODIES + 1  # address of the (P, T, 14) offsets the joint law reads on q, dq; 0: none
+CONTEXT_SIZE = CONTROLLER_NOISE + 1
 # values of the MODE and CONTROLLER slots
 MODE_SAMPLES, MODE_ERRORS = 0, 1
 JOINT, CARTESIAN = 0, 1
@@ -56,6 +57,8 @@ class ReplayContext:
     feedforward (P, 7) [N·m] the callback's scratch for that feed-forward. links (P, B + 7),
     link_bodies (B, 2) int64, link_firmware (B + 4,): the links' torque (links.py), None when
     every candidate's links are the model's and no load-dependent friction is set.
+    controller_noise (P, T, 14): [q | dq] offsets added to what the joint law reads at each
+    tick (controller_noise.ControllerNoise), None for the noise-free state.
     """
 
     sample_of_tick: np.ndarray
@@ -79,6 +82,7 @@ class ReplayContext:
     links: np.ndarray | None = None
     link_bodies: np.ndarray | None = None
     link_firmware: np.ndarray | None = None
+    controller_noise: np.ndarray | None = None
     outputs: tuple[np.ndarray, ...] = ()  # (q_out, dq_out, tau_out)
     errors: tuple[np.ndarray, ...] = ()  # (q_ref, dq_ref, scales, sum_sq)
     counter: np.ndarray = field(init=False)
@@ -99,6 +103,9 @@ class ReplayContext:
         if (self.load is not None or self.inertia_rows is not None or self.links is not None) and (
                 self.jnt_ids is None or self.site_id < 0):
             raise ValueError("ReplayContext: a load or the links need jnt_ids and site_id")
+        if self.controller_noise is not None and (cartesian or self.controller_noise.shape != (
+                self.tau_prev.shape[0], self.sample_of_tick.shape[0], 14)):
+            raise ValueError("ReplayContext.controller_noise: expected (P, T, 14) under the joint law")
         if self.links is not None and (self.link_bodies is None or self.link_firmware is None):
             raise ValueError("ReplayContext: links need link_bodies and link_firmware")
         population = self.tau_prev.shape[0]
@@ -136,10 +143,11 @@ _SLOTS = {"springs": SPRINGS, "table": TABLE, "sample_of_tick": SAMPLE_OF_TICK, 
           "q_out": Q_OUT, "dq_out": DQ_OUT, "tau_out": TAU_OUT, "q_ref": Q_REF, "dq_ref": DQ_REF,
           "scales": SCALES, "sum_sq": SUM_SQ, "cart_targets": CART_TARGETS, "cart_params": CART_PARAMS,
           "hold": HOLD, "jnt_ids": JNT_IDS, "load": LOAD, "extras": EXTRAS, "inertia_rows": INERTIA_ROWS,
-          "links": LINKS, "link_bodies": LINK_BODIES, "link_firmware": LINK_FIRMWARE}
+          "links": LINKS, "link_bodies": LINK_BODIES, "link_firmware": LINK_FIRMWARE,
+          "controller_noise": CONTROLLER_NOISE}
 _INT_ARRAYS = frozenset({"sample_of_tick", "delays", "qpos_adr", "dof_adr", "jnt_ids", "link_bodies"})
 
 
-__all__ = ["CARTESIAN", "CART_PARAMS_SIZE", "CONTEXT_SIZE", "EXTRAS", "FEEDFORWARD", "FRICTION_LAW", "INERTIA_ROWS", "JOINT",
+__all__ = ["CARTESIAN", "CART_PARAMS_SIZE", "CONTEXT_SIZE", "CONTROLLER_NOISE", "EXTRAS", "FEEDFORWARD", "FRICTION_LAW", "INERTIA_ROWS", "JOINT",
            "LINKS", "LINK_BODIES", "LINK_FIRMWARE", "LOAD", "N_LINK_BODIES", "MAGIC", "MODE_ERRORS", "MODE_SAMPLES",
            "USERDATA_SLOTS", "ReplayContext"]

@@ -132,15 +132,16 @@ class PopulationShard:
         return bufs
 
     def run(self, index: int, inp: ReplayInput, table: np.ndarray | None, out: dict, rows: slice,
-            record_ee: bool) -> None:
+            record_ee: bool, noise: np.ndarray | None = None) -> None:
         """Replay input `index` (`inp`) for this shard's candidates, writing q, dq, tau_cmd (and
         with record_ee the EE pose) into out[name][rows]; NaN where a candidate diverged.
 
         table: joint_tick_table(inp) for a joint-impedance input, None for the Cartesian law.
+        noise: None, or (size, T, 14) offsets the joint law reads on q, dq (controller_noise.py).
         """
         bufs = self._buffers(index, inp.n_samples)
         ee = (out["ee_pos"][rows], out["ee_mat"][rows]) if record_ee else ()
-        diverged = self._replay(inp, table, ReplaySink(outputs=bufs, ee=ee))
+        diverged = self._replay(inp, table, ReplaySink(outputs=bufs, ee=ee), noise)
         for name, buf in zip(("q", "dq", "tau_cmd"), bufs):
             out[name][rows] = buf.transpose(1, 0, 2)
         if diverged.any():
@@ -148,27 +149,30 @@ class PopulationShard:
                 out[name][rows][diverged] = np.nan
 
     def run_errors(self, index: int, inp: ReplayInput, table: np.ndarray | None,
-                   scales: tuple[float, float]) -> np.ndarray:
+                   scales: tuple[float, float], noise: np.ndarray | None = None) -> np.ndarray:
         """Replay input `index` (`inp`) keeping only the error sums: (size, 2) mean squares of
         (q − q_ref)/q_scale and (dq − dq_ref)/dq_scale over samples and joints; NaN if diverged.
         Summed tick by tick, in the same order in either loop. table as run()."""
         q_ref, dq_ref = np.ascontiguousarray(inp.q_ref, dtype=np.float64), np.ascontiguousarray(inp.dq_ref, dtype=np.float64)
         sum_sq = np.zeros((self.size, 2))
         scales_arr = np.array([scales[0], scales[1]], dtype=np.float64)
-        diverged = self._replay(inp, table, ReplaySink(errors=(q_ref, dq_ref, scales_arr, sum_sq)))
+        diverged = self._replay(inp, table, ReplaySink(errors=(q_ref, dq_ref, scales_arr, sum_sq)), noise)
         sum_sq /= max(1, inp.n_samples) * 7
         sum_sq[diverged] = np.nan
         return sum_sq
 
-    def _replay(self, inp: ReplayInput, table: np.ndarray | None, sink: ReplaySink) -> np.ndarray:
+    def _replay(self, inp: ReplayInput, table: np.ndarray | None, sink: ReplaySink,
+                noise: np.ndarray | None = None) -> np.ndarray:
         """Replay `inp` from its initial state into `sink`; returns (size,) True where MuJoCo
         reset a candidate. The one choice of loop: the compiled one when this call installed
         the control callback and no EE pose is asked for, else the generic loop."""
+        if noise is not None and table is None:
+            raise ValueError("controller noise: only the joint-impedance law reads q and dq (a Cartesian input)")
         state = self._start(inp)
         if self.use_callback and not sink.ee:
-            self._run_compiled(inp, table, state, sink)
+            self._run_compiled(inp, table, state, sink, noise)
         else:
-            self._run_ticks(inp, state, sink)
+            self._run_ticks(inp, state, sink, noise)
         return self._diverged()
 
     def _state_views(self):
@@ -191,7 +195,8 @@ class PopulationShard:
                 "hold": np.zeros((self.size, 7)), "jnt_ids": self.arm.jnt_ids.astype(np.int64),
                 "site_id": int(self.arm.ee_site)}
 
-    def _run_compiled(self, inp: ReplayInput, table: np.ndarray | None, state: ReplayState, sink: ReplaySink) -> None:
+    def _run_compiled(self, inp: ReplayInput, table: np.ndarray | None, state: ReplayState, sink: ReplaySink,
+                      noise: np.ndarray | None = None) -> None:
         """The compiled loop: one batch call, the control callback runs every tick (callback.py)."""
         law = self._law_arrays(inp, table, state)
         if state.load is not None or state.inertia_rows is not None or state.links is not None:
@@ -204,7 +209,7 @@ class PopulationShard:
             tau_prev=state.tau_prev, ring=state.delay.ring, delays=np.ascontiguousarray(state.delay.delays, dtype=np.int64),
             neg_breakaway=np.ascontiguousarray(state.neg_breakaway), qpos_adr=self.arm.qpos_adr.astype(np.int64),
             dof_adr=self.arm.dof_adr.astype(np.int64), load=state.load, extras=state.extras, inertia_rows=state.inertia_rows,
-            friction_law=state.delay.law, **law,
+            friction_law=state.delay.law, controller_noise=noise, **law,
             outputs=sink.outputs, errors=sink.errors)
         self.f["userdata"][:, : callback.USERDATA_SLOTS] = context.userdata_rows()
         try:
@@ -213,13 +218,14 @@ class PopulationShard:
         finally:
             self.f["userdata"][:] = 0.0  # the context's arrays die with this call
 
-    def _run_ticks(self, inp: ReplayInput, state: ReplayState, sink: ReplaySink) -> None:
+    def _run_ticks(self, inp: ReplayInput, state: ReplayState, sink: ReplaySink, noise: np.ndarray | None = None) -> None:
         """The generic loop, any law: per tick the controller (TickController: the joint law's
         kernel, or the Cartesian law in numpy), the sample into `sink`, the delayed torque and
         sliding relief into qfrc_applied (kernels.apply_delayed_torque), plus the loads' gravity
         torque (kernels.add_load_torque) when a candidate carries a load, the links' torque
         (link_dynamics.add_link_torque) when a candidate's links differ, and the bias and Coulomb
-        asymmetry (kernels.add_joint_extras) when a candidate has them, one batch step."""
+        asymmetry (kernels.add_joint_extras) when a candidate has them, one batch step. With
+        `noise` (P, T, 14) the law reads q + noise[:, k, :7] and dq + noise[:, k, 7:]."""
         ctrl = TickController(inp, self.size)
         need_kin = ctrl.needs_kinematics or bool(sink.ee)
         q, dq, cor, applied = self._state_views()
@@ -234,7 +240,8 @@ class PopulationShard:
             kin = self.kinematics() if need_kin else None
             if rows is not None:  # the firmware's Coriolis feed-forward (configured load, not the payload)
                 load_feedforward(rows, f["site_xpos"], f["site_xmat"], f["xanchor"], f["xaxis"], site, jnt_ids, dq, cor, feedforward)
-            tau = ctrl.torque(k, q, dq, cor if rows is None else feedforward, kin)
+            q_law, dq_law = (q, dq) if noise is None else (q + noise[:, k, :7], dq + noise[:, k, 7:])
+            tau = ctrl.torque(k, q_law, dq_law, cor if rows is None else feedforward, kin)
             if samples[k] >= 0:
                 record(samples[k], q, dq, tau, kin)
             delay.push_apply(tau, dq, neg_breakaway, applied)

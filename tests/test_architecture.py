@@ -211,3 +211,24 @@ def test_the_torque_route_imports_only_down_its_floors():
             if b is not None and b > a:
                 wrong.append(f"{src} -> {dst}")
     assert not wrong, "fit/torque imports up its floors " + str(TORQUE_FLOORS) + ":\n" + "\n".join(wrong)
+
+
+# the ingest spine flows one way: the plan (which inputs, in which order) and the per-input
+# pipeline (read, validate, write, publish) know nothing of who runs them; the executors
+# (execute.py serial, fanout.py on Ray) use both, and nothing below them calls back up
+INGEST_SPINE = {"plan": 0, "pipeline": 0, "execute": 1, "fanout": 2}
+
+
+def test_the_ingest_spine_flows_one_way():
+    def floor(module: str) -> int | None:
+        prefix = f"{ROOT}.ingest."
+        return INGEST_SPINE.get(module[len(prefix):]) if module.startswith(prefix) else None
+
+    wrong = []
+    for src, targets in _graph().items():
+        a = floor(src)
+        for dst in targets if a is not None else ():
+            b = floor(dst)
+            if b is not None and dst != src and (b > a or b == a == 0):  # up, or plan <-> pipeline
+                wrong.append(f"{src} -> {dst}")
+    assert not wrong, "the ingest spine calls back up or across (plan, pipeline < execute < fanout):\n" + "\n".join(wrong)

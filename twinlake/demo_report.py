@@ -103,9 +103,9 @@ def coverage_cause(cover: dict[str, dict], gates: str, console: Console) -> None
         console.print("likely cause: the fit's LM stopped at its cap before converging (raise --refine)")
         return
     console.print("likely cause: the demo's recorder, like a real robot's controller, acts on its noisy "
-                  "measurements, which dithers the friction; the replay's controller sees the simulated state "
-                  "without that noise, a model bias the intervals do not cover (docs/fitting.md, "
-                  "\"Coverage on the demo\")")
+                  "measurements, which dithers the friction; the error bars carry the spread this causes as far "
+                  "as it is linear at the optimum (fit run --loop-noise-draws), which stick-slip friction on small "
+                  "motions breaks (docs/fitting.md, \"Coverage on the demo\")")
 
 
 def closing_campaign(lake: Path, fit_id: str, holdout: str, cfg, *, address: str | None, console: Console,

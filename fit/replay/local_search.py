@@ -34,7 +34,9 @@ MuJoCo's `mujoco.sysid` evaluates its Jacobian columns as one batch). The stages
    reaches the cap still paying says so in its gates ("not converged") with how far the
    optimum may be, since the error bars assume the point is at it. The last
    iteration's Jacobian is kept (as its R factor, and its per-tick scores J·r for the HAC
-   covariance, fit/trust/covariance.py) for the error bars (`error_bar_jacobian`)
+   covariance, fit/trust/covariance.py) for the error bars (`error_bar_jacobian`), and while it
+   is in memory the closed loop's noise is measured at the optimum (`settings.loop_noise_draws`
+   noisy replays, fit/trust/loop_noise.py, kept as `jacobian["loop_noise"]`)
    and the returned point's per-interval losses for the record, so neither is recomputed.
 3. **gates** (fit/replay/gates.py): a full loss at most `FLOOR_GATE` × the loss the noise alone would
    leave (`floor_loss`, from the noise floor of the recorded q and dq, fit/trust/noise_floor.py) is
@@ -340,7 +342,17 @@ def _full_lm(pool, combine, settings, data, z: np.ndarray, delay: int, offsets, 
     unconverged = convergence_note(last, data, n_free, cap, stop)
     if unconverged:
         note(unconverged)
-    return params, loss, error_bar_jacobian(last, data) if "jac" in last else None, unconverged
+    if "jac" not in last:
+        return params, loss, None, unconverged
+    jac = error_bar_jacobian(last, data)
+    draws = int(getattr(settings, "loop_noise_draws", 0))
+    if draws > 0:  # the closed loop's noise: bias and spread (fit/trust/loop_noise.py), J still in memory
+        from ..trust.loop_noise import bootstrap
+
+        note(f"closed-loop noise: {draws} noisy replays at the optimum")
+        jac["loop_noise"] = loop = bootstrap(pool, data, params, last["jac"], int(settings.seed), draws)
+        jac["seconds"] += 0.0 if loop is None else loop.seconds  # counted in the fit's error_bars_s
+    return params, loss, jac, unconverged
 
 
 def _explore_starts(state: dict, pool, combine, settings, data, cheap_pool_factory, note) -> dict:

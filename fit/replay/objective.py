@@ -185,14 +185,15 @@ class FitProblem:
                                             friction_law=self.data.friction_law)
         return self._engine
 
-    def rollout(self, params: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
-        """Per interval, (q_sim, dq_sim), each (P, S_b, 7)."""
+    def rollout(self, params: np.ndarray, noise=None) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Per interval, (q_sim, dq_sim), each (P, S_b, 7); `noise` (a twinlake.sim
+        ControllerNoise, one seed per row): the replay's law reads seeded measurement noise."""
         params = np.atleast_2d(np.asarray(params, dtype=np.float64))
-        return [(r.q, r.dq) for r in self.engine.run(params)]
+        return [(r.q, r.dq) for r in self.engine.run(params, noise=noise)]
 
-    def _errors(self, params: np.ndarray):
+    def _errors(self, params: np.ndarray, noise=None):
         sc = self.data.scales
-        for inp, (q, dq) in zip(self.data.inputs, self.rollout(params)):
+        for inp, (q, dq) in zip(self.data.inputs, self.rollout(params, noise)):
             yield (q - inp.q_ref[None]) / sc.q_rad, (dq - inp.dq_ref[None]) / sc.dq_rad_s
 
     def interval_losses(self, params: np.ndarray) -> np.ndarray:
@@ -215,11 +216,11 @@ class FitProblem:
         """(P,) weighted mean square (dimensionless)."""
         return self.combine(self.interval_losses(params))
 
-    def residuals(self, params: np.ndarray) -> np.ndarray:
-        """(P, M) scaled, weighted errors, M = Σ_b 2·S_b·7; Σ r² = loss."""
+    def residuals(self, params: np.ndarray, noise=None) -> np.ndarray:
+        """(P, M) scaled, weighted errors, M = Σ_b 2·S_b·7; Σ r² = loss. `noise` as rollout()."""
         w = self.data.weights
         parts = []
-        for b, (eq, edq) in enumerate(self._errors(params)):
+        for b, (eq, edq) in enumerate(self._errors(params, noise)):
             f = math.sqrt(w[b] / (w.sum() * eq.shape[1] * 7))
             parts += [f * eq.reshape(len(eq), -1), f * edq.reshape(len(edq), -1)]
         return np.concatenate(parts, axis=1)

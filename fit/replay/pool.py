@@ -65,8 +65,8 @@ class PoolView:
     def evaluate(self, params: np.ndarray) -> np.ndarray:
         return self._pool._map("evaluate", params, self._name)
 
-    def residuals(self, params: np.ndarray) -> np.ndarray:
-        return self._pool._map("residuals", params, self._name)
+    def residuals(self, params: np.ndarray, noise=None) -> np.ndarray:
+        return self._pool._map("residuals", params, self._name, noise)
 
     def close(self) -> None:
         pass
@@ -87,14 +87,17 @@ class LocalPool:
         """(P, B) per-interval losses of a (P, N) population."""
         return self._map("evaluate", params)
 
-    def residuals(self, params: np.ndarray) -> np.ndarray:
-        """(P, M) residuals (FitProblem.residuals) of a (P, N) population."""
-        return self._map("residuals", params)
+    def residuals(self, params: np.ndarray, noise=None) -> np.ndarray:
+        """(P, M) residuals (FitProblem.residuals) of a (P, N) population; `noise` a
+        twinlake.sim ControllerNoise with one seed per row, or None."""
+        return self._map("residuals", params, None, noise)
 
-    def _map(self, method: str, params: np.ndarray, name: str | None = None) -> np.ndarray:
+    def _map(self, method: str, params: np.ndarray, name: str | None = None, noise=None) -> np.ndarray:
         problem = self.problems[name]
-        fn = problem.interval_losses if method == "evaluate" else problem.residuals
-        return np.concatenate([fn(params[s]) for s in chunk_slices(len(params), self.chunk)], axis=0)
+        if method == "evaluate":
+            return np.concatenate([problem.interval_losses(params[s]) for s in chunk_slices(len(params), self.chunk)])
+        return np.concatenate([problem.residuals(params[s], None if noise is None else noise.rows(s))
+                               for s in chunk_slices(len(params), self.chunk)], axis=0)
 
     def view(self, name: str) -> PoolView:
         """This pool evaluating on its extra data set `name`."""
@@ -138,8 +141,8 @@ def _actor_class():
         def evaluate(self, params: np.ndarray, name: str | None = None) -> np.ndarray:
             return self.problems[name].interval_losses(params)
 
-        def residuals(self, params: np.ndarray, name: str | None = None) -> np.ndarray:
-            return self.problems[name].residuals(params)
+        def residuals(self, params: np.ndarray, name: str | None = None, noise=None) -> np.ndarray:
+            return self.problems[name].residuals(params, noise)
 
     return EvalActor
 
@@ -179,9 +182,10 @@ class RayPool:
         their chunk re-run."""
         return self._map("evaluate", params)
 
-    def residuals(self, params: np.ndarray) -> np.ndarray:
-        """(P, M) residuals of a (P, N) population (same fan-out as `evaluate`)."""
-        return self._map("residuals", params)
+    def residuals(self, params: np.ndarray, noise=None) -> np.ndarray:
+        """(P, M) residuals of a (P, N) population (same fan-out as `evaluate`); `noise` as
+        LocalPool.residuals (sliced with the rows, so results never depend on the chunking)."""
+        return self._map("residuals", params, None, noise)
 
     def view(self, name: str) -> PoolView:
         """The same actors evaluating on their extra data set `name`."""
@@ -189,7 +193,7 @@ class RayPool:
             raise ValueError(f"pool view {name!r}: the actors hold no such data set (have {list(self._extra)})")
         return PoolView(self, name)
 
-    def _map(self, method: str, params: np.ndarray, name: str | None = None) -> np.ndarray:
+    def _map(self, method: str, params: np.ndarray, name: str | None = None, noise=None) -> np.ndarray:
         ray = self._ray
         params = np.ascontiguousarray(params, dtype=np.float64)
         chunk = self.chunk or auto_chunk(len(params), self.workers)
@@ -201,7 +205,8 @@ class RayPool:
         while todo or running:
             while todo and idle:
                 k, a = todo.popleft(), idle.popleft()
-                running[getattr(self.actors[a], method).remote(params[slices[k]], name)] = (k, a)
+                extra = () if noise is None else (noise.rows(slices[k]),)
+                running[getattr(self.actors[a], method).remote(params[slices[k]], name, *extra)] = (k, a)
             done, _ = ray.wait(list(running), num_returns=1)
             for ref in done:
                 k, a = running.pop(ref)

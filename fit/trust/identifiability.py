@@ -94,6 +94,7 @@ class IdentifiabilityResult:
     covariance_method: dict = field(default_factory=lambda: {"method": covmod.IID})
     alternatives: dict[str, dict] = field(default_factory=dict)  # method -> {stderr (k,) own units, method, dof, ...}
     weakest: list[WeakDirection] = field(default_factory=list)  # the 3 widest covariance directions
+    loop_noise: dict | None = None  # the closed loop's noise bootstrap (fit/trust/loop_noise.py LoopNoise.to_json)
 
     def flagged(self, flag: str) -> list[str]:
         """Names carrying ``flag``."""
@@ -135,6 +136,7 @@ class IdentifiabilityResult:
             ],
             "covariance": cov,
             "seeds": 0 if self.seed_values is None else int(len(self.seed_values)),
+            **({} if self.loop_noise is None else {"loop_noise": self.loop_noise}),
         }
 
     def to_json(self) -> str:

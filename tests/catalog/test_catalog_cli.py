@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 
 from twinlake.catalog import Lake
 from twinlake.cli import app
-from twinlake.ingest.pipeline import ingest_paths
+from twinlake.ingest import ingest_paths
 from twinlake.ingest.registry import ReadOptions
 from twinlake.ingest.samples import SampleSpec, write_sample
 

@@ -9,7 +9,7 @@ import pytest
 from twinlake.catalog import (FRAME_SCHEMA, IntervalRef, Lake, RunSelector, SelectionError,
                               connect, interval_frames, parse_selector, pick_interval,
                               resolve_intervals, resolve_run, run_frames, run_intervals)
-from twinlake.ingest.pipeline import ingest_paths
+from twinlake.ingest import ingest_paths
 from twinlake.ingest.registry import ReadOptions
 from twinlake.ingest.samples import SampleSpec, write_sample
 

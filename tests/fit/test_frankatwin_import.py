@@ -19,7 +19,7 @@ from twinlake.fit.records.frankatwin_import import (ResultFileError, import_fit,
                                             import_results, result_files, result_kind)
 from twinlake.fit.records.record import load_fit  # noqa: E402
 from twinlake.ingest.frankatwin import results as frankatwin_results  # noqa: E402
-from twinlake.ingest.pipeline import ingest_paths  # noqa: E402
+from twinlake.ingest import ingest_paths  # noqa: E402
 from twinlake.ingest.registry import ReadOptions  # noqa: E402
 from twinlake.sim import LAYOUT, PARAM_NAMES, load_params  # noqa: E402
 

@@ -146,10 +146,16 @@ def test_local_error_bars_reuse_the_last_full_lm_jacobian(synth_lake):
     assert ident["jacobian"].startswith("forward differences of the last full-data LM iteration")
     central = identifiability_for_fit(synth_lake, rec).to_dict()
     assert central["jacobian"] == "central differences at the optimum"
+    # the stored error bars add the closed loop's noise (fit/trust/loop_noise.py); the
+    # measurement-noise part, from the reused Jacobian, is what central differences recompute
+    cov = ident["covariance"]
+    alone = dict(zip(cov["names"], cov["alternatives"]["hac_without_loop_noise"]["stderr"]))
+    loop = dict(zip(cov["names"], ident["loop_noise"]["stderr_loop"]))
     for mine, theirs in zip(ident["parameters"], central["parameters"]):
         assert mine["name"] == theirs["name"] and mine["free"] == theirs["free"]
         if mine["free"] and mine["name"] in FREE:
-            assert 0.9 < mine["stderr"] / theirs["stderr"] < 1.1, (mine, theirs)
+            assert 0.9 < alone[mine["name"]] / theirs["stderr"] < 1.1, (mine, theirs)
+            assert abs(mine["stderr"] ** 2 - alone[mine["name"]] ** 2 - loop[mine["name"]] ** 2) <= 1e-9 * mine["stderr"] ** 2
     # the train losses stored per interval are those of the fit, not re-evaluated yet the same bits
     losses = LocalPool(build_data(synth_lake, ["r1", "demo/r2:0"])).evaluate(rec.vector[None])[0]
     assert [u.loss for u in rec.runs if u.role == "train"] == losses.tolist()

@@ -19,7 +19,7 @@ from twinlake.catalog import Lake, connect  # noqa: E402
 from twinlake.catalog.selection import run_frames, run_intervals  # noqa: E402
 from twinlake.fit.replay import needs  # noqa: E402
 from twinlake.fit.replay.intervals import resolve  # noqa: E402
-from twinlake.ingest.pipeline import ingest_paths  # noqa: E402
+from twinlake.ingest import ingest_paths  # noqa: E402
 from twinlake.ingest.registry import ReadOptions  # noqa: E402
 
 READY = np.array([0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785])

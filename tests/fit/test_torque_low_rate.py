@@ -23,7 +23,7 @@ from twinlake.fit.records.statuses import fit_statuses  # noqa: E402
 from twinlake.fit.torque import TorqueFitSettings, fit_torque  # noqa: E402
 from twinlake.fit.torque.low_rate.quasi_static import DYNAMIC  # noqa: E402
 from twinlake.fit.trust.parameter_status import Status  # noqa: E402
-from twinlake.ingest.pipeline import ingest_paths  # noqa: E402
+from twinlake.ingest import ingest_paths  # noqa: E402
 from twinlake.ingest.registry import ReadOptions  # noqa: E402
 
 POSES = (np.array(HOME_Q), np.array(MOVED_Q), np.array(HOME_Q) + np.array([0, 0.3, 0, 0.2, 0.5, -0.4, -0.5]))

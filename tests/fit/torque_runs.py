@@ -120,7 +120,7 @@ def pc_log_copies(root: Path, lake: Path, robot: str, runs: tuple[str, ...], sou
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from plant import PcLogger, pc_log, write_csv
     from twinlake.catalog import Lake
-    from twinlake.ingest.pipeline import ingest_paths
+    from twinlake.ingest import ingest_paths
     from twinlake.ingest.registry import ReadOptions
 
     mapping = root / f"{robot}-pc-log.toml"

@@ -1,4 +1,4 @@
-"""The serial ingest and the fan-out walk the inputs by one rule (ingest/walk.py): mapped
+"""The serial ingest and the fan-out execute one plan of the inputs (ingest/plan.py): mapped
 logs of the user's own layout (`--mapping`) and a bag holding two arms (`--robot-map`) give
 the same outcomes, messages, exit status and runs with `--workers 2` as one after another."""
 

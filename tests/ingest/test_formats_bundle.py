@@ -15,7 +15,7 @@ import pytest
 from twinlake.catalog import Lake
 from twinlake.ingest.bundles import bundle_validate
 from twinlake.ingest.bundles.export import ExportRefused, export_bundle
-from twinlake.ingest.pipeline import ingest_paths
+from twinlake.ingest import ingest_paths
 from twinlake.ingest.registry import ReadOptions
 
 

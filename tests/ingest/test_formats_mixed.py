@@ -87,7 +87,7 @@ def test_mixed_directory_ingests_each_format(tmp_path):
 
 def test_rejections_keep_the_raw_in_quarantine_and_nothing_in_runs(tmp_path):
     from twinlake.catalog import Lake
-    from twinlake.ingest.pipeline import ingest_paths
+    from twinlake.ingest import ingest_paths
     from twinlake.ingest.registry import ReadOptions
 
     data = tmp_path / "data"

@@ -15,7 +15,7 @@ from bag_writers import (JOINT_STATE, ROS1_STATE, ROS2_STATE, T0_NS, Topic, join
 from twinlake.catalog import Lake
 from twinlake.ingest import decimal_csv, frame_stream
 from twinlake.ingest.fr3_stack import recording_csv
-from twinlake.ingest.pipeline import ingest_paths
+from twinlake.ingest import ingest_paths
 from twinlake.ingest.registry import ReadOptions
 from twinlake.ingest.samples import SampleSpec, write_sample
 

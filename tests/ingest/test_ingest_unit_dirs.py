@@ -6,7 +6,7 @@ from __future__ import annotations
 import formats_fixtures as ff
 
 from twinlake.catalog import Lake, connect
-from twinlake.ingest.pipeline import ingest_paths
+from twinlake.ingest import ingest_paths
 from twinlake.ingest.registry import ReadOptions
 
 

@@ -27,7 +27,7 @@ from plant import PcLogger, pc_log, record, write_csv, write_reference  # noqa: 
 
 from twinlake.catalog import Lake, connect  # noqa: E402
 from twinlake.catalog.intervals import clean_intervals  # noqa: E402
-from twinlake.ingest.pipeline import ingest_paths  # noqa: E402
+from twinlake.ingest import ingest_paths  # noqa: E402
 from twinlake.ingest.registry import ReadOptions  # noqa: E402
 
 LIBFRANKA_MAPPING = """\

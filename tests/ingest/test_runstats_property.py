@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from twinlake.catalog import Lake, connect
-from twinlake.ingest.pipeline import ingest_paths
+from twinlake.ingest import ingest_paths
 from twinlake.ingest.registry import ReadOptions
 from twinlake.ingest.samples import SampleSpec, write_sample
 

@@ -52,7 +52,7 @@ def write_csv_v2(rec, path: Path) -> None:
 @pytest.fixture
 def ingested_lake(tmp_path: Path) -> Path:
     from twinlake.ingest import ReadOptions
-    from twinlake.ingest.pipeline import ingest_paths  # (not re-exported from twinlake.ingest yet)
+    from twinlake.ingest import ingest_paths
 
     rec = joint_recording(7_000)  # 7 s at 1 kHz
     home = (0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785)  # inside the FR3 joint limits

@@ -56,6 +56,7 @@ def run_cmd(
     start_from: Optional[str] = typer.Option(None, "--start-from", help="Start the local search at fit FIT's parameters (one start instead of --method local's three); with --method torque, FIT's values are the nominal the prior holds."),
     refine_iterations: int = typer.Option(10, "--refine", min=0, help="Cap on Levenberg–Marquardt iterations (each stops earlier once converged): the local search's full-data stage (0: 4) and after CMA-ES (--method cma, or a local fit's fallback; 0: none)."),
     seeds: int = typer.Option(1, "--seeds", min=1, help="Seeded searches (seeds S, S+1, ...); the best is the fit, the spread is flagged."),
+    loop_noise_draws: int = typer.Option(16, "--loop-noise-draws", min=0, help="--method local: replays of the optimum with seeded measurement noise in the controller's loop, as a real arm's acts on its noisy encoders; the spread they cause is added to the error bars (docs/fitting.md, \"Error bars when the controller acts on noisy measurements\"). Cost: N + 1 replays of the training data, about half an LM iteration at 16. 0: off."),
     workers: int = typer.Option(2, "--workers", min=0, help="Ray actors (0: evaluate in-process, no Ray)."),
     address: Optional[str] = typer.Option(None, "--address", help="Join this Ray cluster (default: start a local one)."),
     resume: Optional[str] = typer.Option(None, "--resume", help="Continue the unfinished fit FIT from its last checkpoint (its settings are reused; --train etc. are ignored)."),
@@ -97,7 +98,7 @@ def run_cmd(
                 weights=_weights(weights), q_scale_rad=q_scale, dq_scale_rad_s=dq_scale,
                 max_duration_s=max_seconds, min_duration_s=min_seconds,
                 model_path=str(model.absolute()) if model else None, refine_iterations=refine_iterations,
-                seeds=seeds, method=method, explore_s=explore_seconds,
+                seeds=seeds, method=method, explore_s=explore_seconds, loop_noise_draws=loop_noise_draws,
             )
             if start_from:
                 _start_from(root, settings, start_from)

@@ -62,7 +62,7 @@ def _ingest(paths: list[Path], lake: Optional[Path], robot: Optional[str], run: 
     from rich.console import Console
 
     from ..catalog import open_lake
-    from ..ingest.pipeline import ingest_paths
+    from ..ingest import ingest_paths
     from ..ingest.registry import ReadOptions
 
     err = Console(stderr=True)
