@@ -70,7 +70,7 @@ def new_bucket() -> str:
 def bench_ingest(args, work: Path) -> None:
     from twinlake.catalog import connect, open_lake
     from twinlake.catalog.intervals import clean_intervals
-    from twinlake.ingest.pipeline import ingest_paths
+    from twinlake.ingest import ingest_paths
     from twinlake.ingest.registry import ReadOptions
     from twinlake.ingest.samples import SampleSpec, complete_status, write_sample
 
@@ -116,7 +116,7 @@ def bench_log(sizes: list[int], work: Path) -> None:
     from twinlake.catalog.commit_log import CHECKPOINT_EVERY, Commit, CommitLog, Snapshot, entry_name
     from twinlake.catalog.object_publish import _log_files
     from twinlake.catalog.object_store import store_for, upload_tree
-    from twinlake.ingest.pipeline import ingest_paths
+    from twinlake.ingest import ingest_paths
     from twinlake.ingest.registry import ReadOptions
     from twinlake.ingest.samples import SampleSpec, complete_status, write_sample
 
