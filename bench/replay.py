@@ -29,8 +29,8 @@ import mujoco
 import numpy as np
 from mujoco import rollout
 
-from twinlake.sim.params import delay_ticks, params_matrix
-from twinlake.sim.plant import StribeckFriction
+from twinlake.sim.arm_model.params import delay_ticks, params_matrix
+from twinlake.sim.arm_model.plant import StribeckFriction
 from twinlake.sim import DEFAULT_BOUNDS, HOME_Q, DynamicsParams, JointImpedanceConfig, PopulationEngine, ReplayInput, load_model, replay_reference
 
 

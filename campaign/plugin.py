@@ -94,14 +94,14 @@ class PluginRun:
 
 
 LINK_GROUPS = ("link_mass_scale", "coulomb_load_per_nm")
-"""Parameter groups SimFR3 holds at the model's value (1 and 0: sim/links.py)."""
+"""Parameter groups SimFR3 holds at the model's value (1 and 0: sim/arm_model/links.py)."""
 
 
 def check_plugin_parameters(distribution, fit_vector: np.ndarray) -> None:
     """ValueError naming the parameters a plug-in episode cannot simulate: link mass scales other
     than 1 or load-dependent friction other than 0, at the fit or in any draw of `distribution`
     (a sampling.ParameterDistribution)."""
-    from ..sim.params import LAYOUT
+    from ..sim.arm_model.params import LAYOUT
 
     joint = set(distribution.joint.indices) if distribution.joint is not None else set()
     bad = []

@@ -25,7 +25,7 @@ import numpy as np
 
 from ..sim import JOINT_IMPEDANCE, ReplayInput
 from ..sim.fr3 import REPULSION_LOWER_RAD, REPULSION_UPPER_RAD, TIMESTEP_S
-from ..sim.params import MAX_DELAY_MS
+from ..sim.arm_model.params import MAX_DELAY_MS
 
 from .gains import GainSet
 

@@ -3,7 +3,7 @@
 Every command imports the folders' code it runs when it runs (`twinlake --help` imports none of
 sim, daemon and fit). A package whose public face imported all its modules at once would make a
 command that needs one of them pay for MuJoCo, numba, cma and scipy: measured on the 2-core dev
-machine, a fresh interpreter imports `twinlake.sim.params` in 0.10 s and all of sim in 0.47 s,
+machine, a fresh interpreter imports `twinlake.sim.arm_model.params` in 0.10 s and all of sim in 0.47 s,
 `twinlake.daemon.client` (`twinlake record`) in 0.14 s and all of daemon in 0.52 s,
 `twinlake.fit.records.record` (`fit list`, `fit show`) in 0.24 s and all of fit in 1.3 s.
 """

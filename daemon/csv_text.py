@@ -27,6 +27,10 @@ from numba import njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
+from ..contracts.kernel_cache import register as _register_kernel_cache
+
+_register_kernel_cache()  # before the decorators: each cached kernel is stamped with every source it inlines
+
 MAX_CHARS_PER_VALUE = 24  # '-' + 12 digits + '.' + 'e-308' < 24; int64 ≤ 20
 _POW10 = np.array([10.0 ** i for i in range(23)])  # exact doubles up to 1e22
 _NAN = np.frombuffer(b"nan", dtype=np.uint8)

@@ -74,7 +74,7 @@ def record_offline(reference_csv: str | Path, out_csv: str | Path, *, truth_path
     payload: the true payload at the flange (replaces the truth profile's; None keeps it);
     configured_load: the load the firmware's gravity compensation assumes (Desk / setLoad),
     stated in the metadata as `configured_load` (the fit reads it from there); friction_law: the
-    true plant's friction law (twinlake.sim.plant.FRICTION_LAWS; like every truth, not stated in
+    true plant's friction law (twinlake.sim.arm_model.plant.FRICTION_LAWS; like every truth, not stated in
     the metadata: a fit has to find it).
 
     guards: fr3_stack's streaming-guard bounds (default: from the reference's metadata.json,

@@ -14,7 +14,7 @@ import numpy as np
 
 from ..sim import DynamicsParams, IdleCommand, JointImpedanceCommand, JointImpedanceConfig, SimFR3
 from ..sim.arm import command_row
-from ..sim.arm_loop import COMMAND_WIDTH, STATE_WIDTH, ST_ALPHA, ST_D, ST_FRICTION, ST_K, ST_MODE, ST_Q, ST_RESETS
+from ..sim.kernels.arm_loop import COMMAND_WIDTH, STATE_WIDTH, ST_ALPHA, ST_D, ST_FRICTION, ST_K, ST_MODE, ST_Q, ST_RESETS
 
 from . import csv_v2 as C
 from .noise import NoiseConfig, NoiseSource
@@ -145,7 +145,7 @@ class RobotTicker:
         # ~1e-4 N·m, far below the torque noise) to run faster than real time.
         # params carry the true payload; configured_load (an EndLoad, none if None) is the load the
         # firmware's gravity compensation assumes (Desk / setLoad); friction_law the true plant's
-        # (twinlake.sim.plant.FRICTION_LAWS)
+        # (twinlake.sim.arm_model.plant.FRICTION_LAWS)
         self.sim = SimFR3(params, q0=q0, measured_coriolis=measured_coriolis, friction_law=friction_law,
                           **({} if configured_load is None else {"configured_load": configured_load}))
         self.noise = NoiseSource(noise, seed)

@@ -65,7 +65,7 @@ class DaemonConfig:
     rt_priority: int = 0  # >0: SCHED_FIFO priority for the daemon's threads (as a real RT daemon)
     payload: EndLoad | None = None  # the true payload at the flange; the truth profile's if None
     configured_load: EndLoad = NO_LOAD  # the load the firmware's gravity compensation assumes (setLoad)
-    friction_law: str = "stribeck"  # the true plant's friction law (twinlake.sim.plant.FRICTION_LAWS)
+    friction_law: str = "stribeck"  # the true plant's friction law (twinlake.sim.arm_model.plant.FRICTION_LAWS)
 
     def validate(self) -> None:
         """Raise ValueError on bad ports or an unknown initial controller."""

@@ -11,7 +11,24 @@ from __future__ import annotations
 
 
 class FitError(ValueError):
-    """A fit, a validation or a record cannot do what was asked."""
+    """A fit, a validation or a record cannot do what was asked.
+
+    suggestion: a setting that would serve instead, as (setting, value, why), or None; the
+    message ends with it in the library's words (`try method = torque: ...`), the CLI's
+    `error_text` with its option (`try --method torque: ...`).
+    """
+
+    def __init__(self, message: str, suggestion: tuple[str, str, str] | None = None) -> None:
+        self.message, self.suggestion = message, suggestion
+        super().__init__(self.text())
+
+    def text(self, flag=None) -> str:
+        """The message; `flag(setting)` names a suggested setting (default: `setting =`)."""
+        if self.suggestion is None:
+            return self.message
+        setting, value, why = self.suggestion
+        named = f"{setting} = {value}" if flag is None else f"{flag(setting)} {value}"
+        return f"{self.message} (try {named}: {why})"
 
 
 class SettingError(FitError):
@@ -25,11 +42,14 @@ class SettingError(FitError):
 
     def __init__(self, setting: str, value: str | None, expected: str) -> None:
         self.setting, self.value, self.expected = setting, value, expected
-        super().__init__(self.text(setting))
+        super().__init__(self._text(setting))
 
-    def text(self, name: str) -> str:
-        """The message with the setting called `name` (the CLI passes its flag)."""
+    def _text(self, name: str) -> str:
         return f"{name}{'' if self.value is None else ' ' + self.value}: {self.expected}"
+
+    def text(self, flag=None) -> str:
+        """The message; `flag(setting)` names the setting (the CLI passes its option)."""
+        return self._text(self.setting if flag is None else flag(self.setting))
 
 
 class DataError(FitError):

@@ -29,6 +29,7 @@ from typing import Callable
 
 import numpy as np
 
+from .errors import FitError, RecordError, SettingError
 from ..catalog import Lake, check_id, current_version
 from .trust.adequacy import fit_adequacy_columns
 from .replay import local_search
@@ -79,7 +80,7 @@ class FitSettings:
     @property
     def configured_end_load(self):
         """`configured_load` as a twinlake.sim EndLoad (None: from each run's metadata)."""
-        from ..sim.load import load_from_json
+        from ..sim.arm_model.load import load_from_json
 
         return None if self.configured_load is None else load_from_json(self.configured_load, "configured_load")
 
@@ -111,7 +112,7 @@ def read_checkpoint(lake: Lake | str | Path, fit_id: str) -> tuple[FitSettings, 
     lk = lake if isinstance(lake, Lake) else Lake(Path(lake))
     wd = work_dir(lk, fit_id)
     if not (wd / "settings.json").is_file():
-        raise ValueError(f"--resume {fit_id}: no unfinished fit at {wd} (finished fits are under fits/)")
+        raise SettingError("resume", fit_id, f"no unfinished fit at {wd} (finished fits are under fits/)")
     settings = FitSettings(**json.loads((wd / "settings.json").read_text()))
     ckpt = wd / "checkpoint.pkl"
     return settings, (pickle.loads(ckpt.read_bytes()) if ckpt.is_file() else None)
@@ -191,24 +192,24 @@ def _start(lk: Lake, settings: FitSettings | None, fit_id: str | None, resume: b
     """The settings and id of a new fit (refusing existing ids) or of the fit to resume."""
     if resume:
         if fit_id is None:
-            raise ValueError("resume: give the fit id (--resume FIT)")
+            raise SettingError("resume", None, "give the id of the fit to resume")
         return read_checkpoint(lk, fit_id)[0], fit_id
     if settings is None:
-        raise ValueError("run_fit: settings are required for a new fit")
+        raise FitError("run_fit: settings are required for a new fit")
     if settings.seeds < 1:
-        raise ValueError(f"--seeds {settings.seeds}: expected at least 1 seeded search")
+        raise SettingError("seeds", str(settings.seeds), "expected at least 1 seeded search")
     if settings.method not in ("local", "cma"):
-        raise ValueError(f"--method {settings.method!r}: expected 'local' or 'cma'")
+        raise SettingError("method", repr(settings.method), "expected 'local' or 'cma'")
     if settings.loop_noise_draws < 0 or settings.loop_noise_draws == 1:
-        raise ValueError(f"--loop-noise-draws {settings.loop_noise_draws}: expected 0 (off) or at least 2 draws")
+        raise SettingError("loop_noise_draws", str(settings.loop_noise_draws), "expected 0 (off) or at least 2 draws")
     if settings.method == "local" and (settings.starts < 1 or not settings.cheap_s > 0 or not settings.explore_s >= 0):
-        raise ValueError(f"--method local: expected starts >= 1, cheap_s > 0 and explore_s >= 0, got {settings.starts}, "
+        raise SettingError("method", "local", f"expected starts >= 1, cheap_s > 0 and explore_s >= 0, got {settings.starts}, "
                          f"{settings.cheap_s}, {settings.explore_s}")
     fit_id = check_id("fit", fit_id or new_fit_id(settings))
     if lk.fit_dir(fit_id).exists():
-        raise ValueError(f"fit {fit_id!r} already exists at {lk.fit_dir(fit_id)}")
+        raise RecordError(f"fit {fit_id!r} already exists at {lk.fit_dir(fit_id)}")
     if work_dir(lk, fit_id).exists():
-        raise ValueError(f"fit {fit_id!r} has an unfinished run at {work_dir(lk, fit_id)}: use --resume {fit_id}")
+        raise SettingError("resume", None, f"fit {fit_id!r} has an unfinished run at {work_dir(lk, fit_id)}: resume it")
     return settings, fit_id
 
 

@@ -11,6 +11,10 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from ..contracts.kernel_cache import register as _register_kernel_cache
+
+_register_kernel_cache()  # before the decorators: each cached kernel is stamped with every source it inlines
+
 _MAX_MANTISSA = 1 << 53
 _MAX_DIGITS = 18  # < 10^18 fits int64; %.12g writes at most 17 (0.000dddddddddddd)
 _BLOCK_ROWS = 512  # rows parsed into a row-major block (~300 kB, in L2) before scattering

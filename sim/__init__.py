@@ -26,16 +26,16 @@ DEMO_PROFILE_PATH = Path(__file__).resolve().parent / "profiles" / "demo_robot.j
 _MODULES = {
     "arm": ("CONTROLLER_CARTESIAN", "CONTROLLER_IDLE", "CONTROLLER_JOINT_IMPEDANCE", "IdleCommand",
             "JointImpedanceCommand", "SimFR3", "TickOutput"),
-    "controllers": ("CartesianGains", "JointImpedanceConfig"),
-    "model": ("FR3_MODEL_PATH", "HOME_Q", "JOINT_COUNT", "Q_MAX", "Q_MIN", "load_model"),
-    "params": ("DEFAULT_BOUNDS", "LAYOUT", "MAX_DELAY_MS", "PARAM_COUNT", "PARAM_NAMES", "PROFILE_SCHEMA", "DynamicsParams",
+    "arm_model.controllers": ("CartesianGains", "JointImpedanceConfig"),
+    "arm_model.model": ("FR3_MODEL_PATH", "HOME_Q", "JOINT_COUNT", "Q_MAX", "Q_MIN", "load_model"),
+    "arm_model.params": ("DEFAULT_BOUNDS", "LAYOUT", "MAX_DELAY_MS", "PARAM_COUNT", "PARAM_NAMES", "PROFILE_SCHEMA", "DynamicsParams",
                "ParameterGroup", "ParameterLayout", "load_params", "params_matrix", "save_profile",
                "to_frankatwin_decoded"),
-    "load": ("EndLoad", "NO_LOAD", "load_from_metadata", "parse_load"),
-    "controller_noise": ("ControllerNoise",),
-    "population": ("PopulationEngine", "PopulationResult"),
-    "replay": ("ReplayResult", "replay_reference"),
-    "replay_input": ("CARTESIAN_IMPEDANCE", "JOINT_IMPEDANCE", "TIME_BASE_ZOH", "ReplayInput"),
+    "arm_model.load": ("EndLoad", "NO_LOAD", "load_from_metadata", "parse_load"),
+    "replay.controller_noise": ("ControllerNoise",),
+    "replay.population": ("PopulationEngine", "PopulationResult"),
+    "replay.reference": ("ReplayResult", "replay_reference"),
+    "replay.replay_input": ("CARTESIAN_IMPEDANCE", "JOINT_IMPEDANCE", "TIME_BASE_ZOH", "ReplayInput"),
 }
 __getattr__, __dir__, _names = lazy_exports(__name__, globals(), _MODULES)
 __all__ = sorted([*_names, "DEMO_PROFILE_PATH"])

@@ -27,15 +27,15 @@ from dataclasses import dataclass, field
 import mujoco
 import numpy as np
 
-from .controllers import JOINT_SLEW_NM_PER_TICK, JointImpedanceConfig, mat_to_quat_xyzw, slew_limit_inplace
-from .arm_loop import (CMD_ALPHA, CMD_D, CMD_FRICTION, CMD_K, CMD_MODE, CMD_Q, COMMAND_WIDTH, ST_ALPHA, ST_ALPHA_Q,
+from .arm_model.controllers import JOINT_SLEW_NM_PER_TICK, JointImpedanceConfig, mat_to_quat_xyzw, slew_limit_inplace
+from .kernels.arm_loop import (CMD_ALPHA, CMD_D, CMD_FRICTION, CMD_K, CMD_MODE, CMD_Q, COMMAND_WIDTH, ST_ALPHA, ST_ALPHA_Q,
                        ST_D, ST_FRICTION, ST_K, ST_KEEP, ST_MODE, ST_Q, ST_RESETS, STATE_WIDTH, run_commanded_ticks,
                        run_recorded_ticks, step_functions, take_command)
-from .kernels import add_joint_extras, arm_step, joint_impedance_tick, warm_up
-from .model import HOME_Q, load_model
-from .load import NO_LOAD, EndLoad
-from .params import DynamicsParams
-from .plant import Plant
+from .kernels.tick import add_joint_extras, arm_step, joint_impedance_tick, warm_up
+from .arm_model.model import HOME_Q, load_model
+from .arm_model.load import NO_LOAD, EndLoad
+from .arm_model.params import DynamicsParams
+from .arm_model.plant import Plant
 
 CONTROLLER_IDLE = 0  # fr3_stack ControllerType enum (GravityCompensation)
 CONTROLLER_CARTESIAN = 1

@@ -75,7 +75,7 @@ class DemoConfig:
     @property
     def tool(self):
         """The tool as a twinlake.sim EndLoad, None without one."""
-        from .sim.load import EndLoad
+        from .sim.arm_model.load import EndLoad
 
         return EndLoad(self.tool_kg, self.tool_com_m) if self.tool_kg > 0 else None
 

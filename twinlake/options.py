@@ -39,10 +39,10 @@ OBJECT_LAKE = typer.Option(None, "--lake", parser=_lake_option, metavar="LAKE",
 resolve with `twinlake.catalog.open_lake`."""
 
 TRUE_PAYLOAD = typer.Option(None, "--payload", help="True payload at the flange MASS[,X,Y,Z] (kg; CoM m in the flange frame; default: the truth profile's).")
-"""`--payload`: the simulated robot's true payload (parse with twinlake.sim.load.parse_load)."""
+"""`--payload`: the simulated robot's true payload (parse with twinlake.sim.arm_model.load.parse_load)."""
 
 TRUE_FRICTION_LAW = typer.Option("stribeck", "--friction-law", help="The true plant's friction law: stribeck (FrankaTwin's, default), tanh (smooth Coulomb) or sigmoid (Gaz et al. 2019).")
-"""`--friction-law`: the simulated robot's true friction law (twinlake.sim.plant.FRICTION_LAWS)."""
+"""`--friction-law`: the simulated robot's true friction law (twinlake.sim.arm_model.plant.FRICTION_LAWS)."""
 
 USAGE_ERROR = 2
 """Exit status of a usage error (a bad option value, an unknown run or fit), as click's own."""
@@ -55,15 +55,16 @@ def fail(message: str, code: int = USAGE_ERROR) -> NoReturn:
 
 
 def error_text(exc: Exception) -> str:
-    """An exception's one-line message as the command line says it: a fit's `SettingError` with
-    the option that sets it (`--torque 'x': expected ...`; a setting is its option's name with
-    '_' for '-'), a missing fit with where to look; any other exception as it reads."""
-    from .fit import FitNotFound, SettingError
+    """An exception's one-line message as the command line says it: a fit's error with each
+    setting it names as the option that sets it (`--torque 'x': expected ...`, `try --method
+    torque: ...`; a setting is its option's name with '_' for '-'), a missing fit with where to
+    look; any other exception as it reads."""
+    from .fit import FitError, FitNotFound
 
-    if isinstance(exc, SettingError):
-        return exc.text(f"--{exc.setting.replace('_', '-')}")
     if isinstance(exc, FitNotFound):
         return f"{exc} (see `twinlake fit list`)"
+    if isinstance(exc, FitError):
+        return exc.text(lambda setting: f"--{setting.replace('_', '-')}")
     return str(exc)
 
 

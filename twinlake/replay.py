@@ -16,8 +16,8 @@ import numpy as np
 from .catalog import IntervalFrames, interval_frames
 from .sim import (CARTESIAN_IMPEDANCE, FR3_MODEL_PATH, TIME_BASE_ZOH, CartesianGains, DynamicsParams,
                           ReplayInput, ReplayResult, load_model, load_params, replay_reference)
-from .sim.replay_input import TIME_BASE_TICKS
-from .sim.sim_csv import sim_sidecar, write_sidecar, write_sim_csv
+from .sim.replay.replay_input import TIME_BASE_TICKS
+from .sim.replay.sim_csv import sim_sidecar, write_sidecar, write_sim_csv
 
 ZOH_RATE_BELOW_HZ = 500.0  # runs logged slower than this are replayed on FrankaTwin's ZOH time base
 

@@ -28,7 +28,7 @@ import numpy as np
 from ..errors import ModelError
 from .record import FitRecord
 from ...sim.fr3 import FLANGE_OFFSET_M
-from ...sim.model import FR3_MODEL_PATH
+from ...sim.arm_model.model import FR3_MODEL_PATH
 
 GRAVITY_M_S2 = 9.81
 LINK_BODY = "fr3_link{}"
@@ -112,7 +112,7 @@ def model_xml(rec: FitRecord) -> str:
 
 def _scale_links(bodies: dict, scales: np.ndarray) -> None:
     """A replay fit's `link_mass_scale` (+links): each link's mass and principal inertia times
-    its scale, centre of mass and axes kept (twinlake.sim.links)."""
+    its scale, centre of mass and axes kept (twinlake.sim.arm_model.links)."""
     for i, scale in enumerate(scales, start=1):
         if scale == 1.0:
             continue

@@ -23,7 +23,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from ...sim.params import LAYOUT
+from ...sim.arm_model.params import LAYOUT
 from .report_data import ParamRow, ReportData
 from .report_plots import plot_convergence, plot_correlation, plot_joints, plot_parameters, plot_residual
 

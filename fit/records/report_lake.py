@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from ...sim.params import LAYOUT
+from ...sim.arm_model.params import LAYOUT
 from .design_check import train_designs
 from .report_data import HeldOutTrace, ParamRow, ReportData
 

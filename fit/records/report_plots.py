@@ -20,7 +20,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from ...sim.params import LAYOUT  # noqa: E402
+from ...sim.arm_model.params import LAYOUT  # noqa: E402
 
 if TYPE_CHECKING:
     from ..trust.noise_floor import NoiseFloor

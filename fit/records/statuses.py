@@ -13,7 +13,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from ...sim.params import LAYOUT
+from ...sim.arm_model.params import LAYOUT
 from ..trust.parameter_status import ParameterStatus, Status, statuses_from_identifiability
 
 DISCRETE = frozenset(LAYOUT.names[i] for i in LAYOUT.integer_indices)

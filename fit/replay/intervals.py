@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from ..errors import DataError
 from ...catalog import IntervalRef, Lake, connect, resolve_intervals, run_frames
 from . import needs as needs_
 
@@ -22,19 +23,18 @@ from . import needs as needs_
 def resolve(
     lake: Lake | str | Path, selectors: list[str], *, min_duration_s: float = 0.5,
     needs: tuple[str, ...] = needs_.REPLAY, purpose: str = needs_.REPLAY_PURPOSE,
-    hint: str | None = needs_.TORQUE_HINT,
+    hint: tuple[str, str, str] | None = needs_.TORQUE_HINT,
 ) -> list[IntervalRef]:
     """The clean intervals named by `selectors`, in the given order (duplicates removed).
     Each run's first interval must have `needs` (default: what a replay needs,
-    `fit/replay/needs.py`); ValueError with the one refusal (`purpose`, `hint`) when not."""
+    `fit/replay/needs.py`); the one refusal (a DataError: `purpose`, `hint`) when not."""
     con = connect(lake)
     try:
         refs = resolve_intervals(con, selectors, min_duration_s=min_duration_s)
         for ref in {(r.robot, r.run): r for r in reversed(refs)}.values():  # each run's first
             lacking = needs_.missing_in_run(con, ref.robot, ref.run, ref.seq_first, needs)
             if lacking:
-                raise ValueError(needs_.refusal(f"{ref.robot}/{ref.run}", lacking, purpose=purpose,
-                                                needs=needs, hint=hint))
+                raise needs_.refusal(f"{ref.robot}/{ref.run}", lacking, purpose=purpose, needs=needs, hint=hint)
         return refs
     finally:
         con.close()
@@ -52,7 +52,7 @@ def read_frames(lake: Lake | str | Path, refs: list[IntervalRef], max_duration_s
                 last = min(last, ref.seq_first + int(round(max_duration_s * 1000.0)))
             table = run_frames(con, ref.robot, ref.run, ref.seq_first, last)
             if table.num_rows == 0:
-                raise ValueError(f"interval {ref.label}: no frames in seq {ref.seq_first}..{last}")
+                raise DataError(f"interval {ref.label}: no frames in seq {ref.seq_first}..{last}")
             tables.append(table)
         return tables
     finally:
@@ -61,7 +61,7 @@ def read_frames(lake: Lake | str | Path, refs: list[IntervalRef], max_duration_s
 
 def replay_inputs(refs: list[IntervalRef], tables: list[pa.Table], *, use_ema: bool = True) -> list:
     """One `twinlake.sim.ReplayInput` per interval (its frames from `read_frames`); an
-    interval that cannot be replayed is named in the ValueError."""
+    interval that cannot be replayed is named in the DataError."""
     from ...sim import ReplayInput
 
     inputs = []
@@ -70,7 +70,7 @@ def replay_inputs(refs: list[IntervalRef], tables: list[pa.Table], *, use_ema: b
         try:
             inputs.append(ReplayInput.from_frames(table, use_ema=use_ema))
         except ValueError as exc:
-            raise ValueError(f"interval {ref.label}: {exc}") from None
+            raise DataError(f"interval {ref.label}: {exc}") from None
     return inputs
 
 

@@ -66,6 +66,7 @@ from typing import Callable
 
 import numpy as np
 
+from ..errors import SettingError
 from . import payoff
 from .gates import AGREE_REL, FLOOR_GATE, floor_loss, gate_verdict, gates
 from .refine import REL_TOL, lm_batch, refine
@@ -265,7 +266,7 @@ def local_seed(wd: Path, settings, seed: int, data, pool, cheap_pool_factory: Ca
     history = state["history"]
     note = bar.note
     if len(space.free_indices) == 0:
-        raise ValueError("--method local: no continuous parameter is free (use --method cma)")
+        raise SettingError("method", "local", "no continuous parameter is free (the cma method searches the delay alone)")
     if state["stage"] is None:
         bar.note(f"cheap fidelity: {settings.starts} start(s), LM")
         cheap_pool, cheap_data = cheap_pool_factory(pool)

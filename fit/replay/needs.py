@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
+from ..errors import DataError, FitError
 from ...catalog import run_frames
 
 CONTROLLER_JOINT_IMPEDANCE = 2
@@ -51,7 +52,8 @@ REPLAY = ("controller", "targets", "gains")
 REFERENCE = ("targets",)
 """What a campaign reference taken from a run needs."""
 
-TORQUE_HINT = "fit such a run with --method torque: it needs only q, dq and a torque"
+TORQUE_HINT = ("method", "torque", "the torque route needs only q, dq and a torque")
+"""The setting a run that cannot be replayed can be fitted with instead."""
 REPLAY_PURPOSE = "be replayed"
 
 
@@ -67,7 +69,7 @@ def _met(frames: pa.Table, need: Need) -> bool:
 def _check(needs) -> tuple[str, ...]:
     unknown = [n for n in needs if n not in NEEDS]
     if unknown:
-        raise ValueError(f"unknown need {unknown[0]!r}: expected one of {', '.join(NEEDS)}")
+        raise FitError(f"unknown need {unknown[0]!r}: expected one of {', '.join(NEEDS)}")
     return tuple(needs)
 
 
@@ -86,20 +88,20 @@ def missing_in_run(con, robot: str, run: str, seq_first: int | None = None, need
 
 
 def refusal(run: str, lacking: list[str], *, purpose: str = REPLAY_PURPOSE, needs=REPLAY,
-            hint: str | None = TORQUE_HINT) -> str:
-    """The one line a user sees: the run, what it lacks, what the use needs and the hint."""
+            hint: tuple[str, str, str] | None = TORQUE_HINT) -> DataError:
+    """The one-line refusal a user sees: the run, what it lacks, what the use needs and the
+    setting that would serve instead (`hint`: setting, value, why)."""
     said = ", no ".join(NEEDS[name].says for name in lacking)
     wanted = ", ".join(NEEDS[name].name for name in _check(needs))
-    text = f"run {run}: cannot {purpose}: no {said} recorded; it needs the {wanted}"
-    return f"{text} ({hint})" if hint else text
+    return DataError(f"run {run}: cannot {purpose}: no {said} recorded; it needs the {wanted}", hint)
 
 
 def require(frames: pa.Table, run: str, *, needs=REPLAY, purpose: str = REPLAY_PURPOSE,
-            hint: str | None = TORQUE_HINT) -> None:
-    """ValueError with `refusal` when `frames` lack any of `needs`."""
+            hint: tuple[str, str, str] | None = TORQUE_HINT) -> None:
+    """Raise the `refusal` (a DataError) when `frames` lack any of `needs`."""
     lacking = missing(frames, needs)
     if lacking:
-        raise ValueError(refusal(run, lacking, purpose=purpose, needs=needs, hint=hint))
+        raise refusal(run, lacking, purpose=purpose, needs=needs, hint=hint)
 
 
 __all__ = ["CONTROLLER_JOINT_IMPEDANCE", "NEEDS", "Need", "REFERENCE", "REPLAY", "TORQUE_HINT", "missing",

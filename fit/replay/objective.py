@@ -13,7 +13,7 @@ every interval, divided by its scale and multiplied by √(w_b / (Σw · S_b · 
 
 Each interval replays with its own recorded gains (K, D, EMA α, friction flag), so runs with
 different gains can be mixed, and with its run's configured end-effector load (the firmware's
-gravity compensation, `twinlake.sim.load`): the one given to the fit (`--configured-load`),
+gravity compensation, `twinlake.sim.arm_model.load`): the one given to the fit (`--configured-load`),
 else the one its run's metadata states (`configured_load`), else none.
 """
 
@@ -24,6 +24,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from ..errors import SettingError
 from .intervals import IntervalRef, read_frames, replay_inputs, resolve
 
 DEFAULT_Q_SCALE_RAD = 0.01
@@ -40,7 +41,8 @@ class LossScales:
     def __post_init__(self) -> None:
         for name in ("q_rad", "dq_rad_s"):
             if not getattr(self, name) > 0:
-                raise ValueError(f"loss scale {name}: expected > 0, got {getattr(self, name)}")
+                raise SettingError(name.replace("_rad_s", "_scale").replace("_rad", "_scale"), str(getattr(self, name)),
+                                   f"loss scale {name}: expected > 0")
 
 
 @dataclass
@@ -55,7 +57,7 @@ class ProblemData:
     refs: list[IntervalRef]
     model_path: str | None = None
     use_ema: bool = True
-    friction_law: str = "stribeck"  # the plant's friction law (twinlake.sim.plant.FRICTION_LAWS)
+    friction_law: str = "stribeck"  # the plant's friction law (twinlake.sim.arm_model.plant.FRICTION_LAWS)
 
     @property
     def configured_loads(self) -> dict[str, dict]:
@@ -91,7 +93,7 @@ def build_data(
     if texts:
         refs += resolve(lake, texts, min_duration_s=min_duration_s)
     if not refs:
-        raise ValueError("no intervals selected: give at least one --train RUN[:INTERVAL]")
+        raise SettingError("train", None, "no intervals selected: give at least one RUN[:INTERVAL]")
     if max_duration_s is not None:
         cap = int(round(max_duration_s * 1000.0))
         refs = [replace(r, seq_last=min(r.seq_last, r.seq_first + cap)) for r in refs]
@@ -127,10 +129,10 @@ def run_metadata(lake, runs: list[tuple[str | None, str]]) -> list[dict | None]:
 
 def configured_loads(lake, refs: list[IntervalRef], override=None) -> list:
     """Per interval, the EndLoad it replays with: `override` if given, else its run's metadata
-    `configured_load` (twinlake.sim.load.load_from_metadata), else none (also when the metadata
+    `configured_load` (twinlake.sim.arm_model.load.load_from_metadata), else none (also when the metadata
     is unreadable: ingest keeps it verbatim). ValueError naming the run when its metadata states
     a malformed load."""
-    from ...sim.load import NO_LOAD, load_from_metadata
+    from ...sim.arm_model.load import NO_LOAD, load_from_metadata
 
     if override is not None:
         return [override] * len(refs)
@@ -142,7 +144,7 @@ def configured_loads(lake, refs: list[IntervalRef], override=None) -> list:
 def _weight(run_weights: dict[str, float], ref: IntervalRef) -> float:
     w = run_weights.get(f"{ref.robot}/{ref.run}", run_weights.get(ref.run, 1.0))
     if not (w > 0 and math.isfinite(w)):
-        raise ValueError(f"--weights {ref.run}: expected a finite weight > 0, got {w}")
+        raise SettingError("weights", ref.run, f"expected a finite weight > 0, got {w}")
     return float(w)
 
 

@@ -27,6 +27,7 @@ from collections import deque
 
 import numpy as np
 
+from ..errors import FitError, SettingError
 from .objective import FitProblem, ProblemData
 
 DEFAULT_CHUNK = 16
@@ -102,7 +103,7 @@ class LocalPool:
     def view(self, name: str) -> PoolView:
         """This pool evaluating on its extra data set `name`."""
         if name not in self.problems:
-            raise ValueError(f"pool view {name!r}: no such data set (have {[k for k in self.problems if k]})")
+            raise FitError(f"pool view {name!r}: no such data set (have {[k for k in self.problems if k]})")
         return PoolView(self, name)
 
     def close(self) -> None:
@@ -157,7 +158,7 @@ class RayPool:
         import ray
 
         if workers < 1:
-            raise ValueError(f"workers: expected at least 1 Ray worker, got {workers}")
+            raise SettingError("workers", str(workers), "expected at least 1 Ray worker")
         ensure_ray(address)
         self._ray = ray
         self._cls = _actor_class()
@@ -190,7 +191,7 @@ class RayPool:
     def view(self, name: str) -> PoolView:
         """The same actors evaluating on their extra data set `name`."""
         if name not in self._extra:
-            raise ValueError(f"pool view {name!r}: the actors hold no such data set (have {list(self._extra)})")
+            raise FitError(f"pool view {name!r}: the actors hold no such data set (have {list(self._extra)})")
         return PoolView(self, name)
 
     def _map(self, method: str, params: np.ndarray, name: str | None = None, noise=None) -> np.ndarray:

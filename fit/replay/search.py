@@ -31,6 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..errors import SettingError
 from .space import ParameterSpace
 
 DELAY_RATE = 0.3
@@ -94,7 +95,7 @@ class MixedSearch:
         `delay_probs` the initial delay distribution (default uniform); `offsets0` (7,) centres
         each free joint's offset distribution there (half the mass; default uniform)."""
         if population < 2:
-            raise ValueError(f"population: expected at least 2, got {population}")
+            raise SettingError("population", str(population), "expected at least 2 candidates")
         self.space = space
         self.population = int(population)
         self.seed = int(seed)

@@ -9,7 +9,7 @@ them; so the default fit searches FrankaTwin's 29. Continuous parameters are sea
 (`lo + z·(hi − lo)`); the layout's integer parameters are whole 1 kHz ticks searched as
 categorical choices (see fit/replay/search.py): the shared delay among `delay_choices` and, when freed
 (`+joint-delay`), each joint's delay offset among `offset_choices(j)` (its delay is
-clip(motor_delay_ms + offset_j, 0, 4) ms, twinlake.sim.params.joint_delay_ticks).
+clip(motor_delay_ms + offset_j, 0, 4) ms, twinlake.sim.arm_model.params.joint_delay_ticks).
 
 Spec syntax (`--params`, repeatable, comma-separated items; or a JSON file of the same):
 
@@ -42,7 +42,8 @@ from typing import Any, Iterable
 import numpy as np
 
 from ...contracts.jsonfile import read_json_object
-from ...sim.params import LAYOUT, MAX_DELAY_MS
+from ...sim.arm_model.params import LAYOUT, MAX_DELAY_MS
+from ..errors import SettingError
 from ..trust.parameter_status import bound_side
 
 # the search's categorical coordinates (fit/replay/search.py): the shared delay and its per-joint offsets
@@ -67,7 +68,7 @@ PRESETS: dict[str, Preset] = {
     "+asymmetry": Preset(free=("coulomb_asymmetry",)),
     "+bias": Preset(free=("tau_bias",)),
     "+joint-delay": Preset(free=("motor_delay_offset_ms",)),
-    # the links as they are (twinlake.sim.links): each link's mass scale, the firmware keeping the model's
+    # the links as they are (twinlake.sim.arm_model.links): each link's mass scale, the firmware keeping the model's
     "+links": Preset(free=("link_mass_scale",)),
     "+load-friction": Preset(free=("coulomb_load_per_nm",)),
     # the smooth law has one Coulomb level (mu_static): dynamic_ratio has no effect, so it is frozen
@@ -76,7 +77,7 @@ PRESETS: dict[str, Preset] = {
     "+sigmoid-friction": Preset(free=("sigmoid_phi2", "sigmoid_phi3"), freeze=(("dynamic_ratio", 1.0),),
                                 friction_law="sigmoid"),
 }
-FRICTION_LAWS = ("stribeck", "tanh", "sigmoid")  # twinlake.sim.plant.FRICTION_LAWS (checked by a test)
+FRICTION_LAWS = ("stribeck", "tanh", "sigmoid")  # twinlake.sim.arm_model.plant.FRICTION_LAWS (checked by a test)
 
 
 def select(selector: str) -> list[int]:
@@ -101,17 +102,17 @@ class ParameterSpace:
 
     def __post_init__(self) -> None:
         if self.friction_law not in FRICTION_LAWS:
-            raise ValueError(f"friction law {self.friction_law!r}: expected one of {', '.join(FRICTION_LAWS)}")
+            raise SettingError("friction_law", repr(self.friction_law), f"expected one of {', '.join(FRICTION_LAWS)}")
         b = np.array(self.bounds, dtype=np.float64).reshape(LAYOUT.size, 2)
         for i, (lo, hi) in enumerate(b):
             if not (np.isfinite(lo) and np.isfinite(hi) and lo <= hi):
-                raise ValueError(f"bounds of {LAYOUT.names[i]}: expected finite lo <= hi, got [{lo}, {hi}]")
+                raise SettingError("params", None, f"bounds of {LAYOUT.names[i]}: expected finite lo <= hi, got [{lo}, {hi}]")
         b.setflags(write=False)
         object.__setattr__(self, "bounds", b)
         object.__setattr__(self, "frozen", {int(k): float(v) for k, v in sorted(self.frozen.items())})
         for i in (_DELAY, *_OFFSETS):
             if i not in self.frozen and not _whole(b[i]).size:
-                raise ValueError(f"{LAYOUT.names[i]} bounds {b[i].tolist()} contain no whole {LAYOUT.units[i]}")
+                raise SettingError("params", None, f"{LAYOUT.names[i]} bounds {b[i].tolist()} contain no whole {LAYOUT.units[i]}")
 
     @property
     def free_indices(self) -> np.ndarray:
@@ -229,18 +230,31 @@ def _whole(bounds: np.ndarray) -> np.ndarray:
     return np.arange(math.ceil(lo), math.floor(hi) + 1, dtype=np.int64)
 
 
+PARAMS = "params"
+"""The setting the specs come from (`FitSettings.space`'s source); the CLI names its option."""
+
+
+def _refused(where: str, message: str) -> SettingError:
+    """A spec refused: `where` is the setting (`params`, with a preset after ': ') or a spec
+    file's path, named in the message."""
+    setting, _, inner = where.partition(": ")
+    if setting == PARAMS:
+        return SettingError(PARAMS, None, f"{inner}: {message}" if inner else message)
+    return SettingError(PARAMS, None, f"{where}: {message}")
+
+
 def _apply(bounds: np.ndarray, frozen: dict[int, float], selector: str, value: Any, where: str) -> None:
     idx = select(selector)
     if isinstance(value, (list, tuple)):
         if len(value) != 2:
-            raise ValueError(f"{where}: {selector}: expected [lo, hi], got {value!r}")
+            raise _refused(where, f"{selector}: expected [lo, hi], got {value!r}")
         lo, hi = (float(v) for v in value)
         if not lo <= hi:
-            raise ValueError(f"{where}: {selector}: expected lo <= hi, got {lo}:{hi}")
+            raise _refused(where, f"{selector}: expected lo <= hi, got {lo}:{hi}")
         for i in set(idx) & set(_OFFSETS):  # the engines clamp an offset to its group's bounds
             g_lo, g_hi = LAYOUT.group_of(LAYOUT.names[i]).bounds
             if lo < g_lo or hi > g_hi or not _whole(np.array([lo, hi])).size:
-                raise ValueError(f"{where}: {LAYOUT.names[i]}: expected whole ms within {g_lo:g}..{g_hi:g}, "
+                raise _refused(where, f"{LAYOUT.names[i]}: expected whole ms within {g_lo:g}..{g_hi:g}, "
                                  f"got {lo:g}:{hi:g}")
         for i in idx:
             bounds[i] = (lo, hi)
@@ -248,12 +262,12 @@ def _apply(bounds: np.ndarray, frozen: dict[int, float], selector: str, value: A
     else:
         v = float(value)
         if not math.isfinite(v):
-            raise ValueError(f"{where}: {selector}: expected a finite value, got {value!r}")
+            raise _refused(where, f"{selector}: expected a finite value, got {value!r}")
         for i in set(idx) & set(LAYOUT.integer_indices):
             group = LAYOUT.group_of(LAYOUT.names[i])
             lo, hi = group.bounds
             if v != round(v) or not lo <= v <= hi:
-                raise ValueError(f"{where}: {LAYOUT.names[i]}: expected a whole number of {group.unit} in "
+                raise _refused(where, f"{LAYOUT.names[i]}: expected a whole number of {group.unit} in "
                                  f"{lo:g}..{hi:g}, got {v}")
         for i in idx:
             frozen[i] = v
@@ -262,7 +276,7 @@ def _apply(bounds: np.ndarray, frozen: dict[int, float], selector: str, value: A
 def _apply_preset(bounds: np.ndarray, frozen: dict[int, float], name: str, where: str) -> str | None:
     """Apply a preset (free, freeze); returns the friction law it chooses (None: none)."""
     if name not in PRESETS:
-        raise ValueError(f"{where}: unknown preset {name!r}: expected one of {', '.join(PRESETS)}")
+        raise _refused(where, f"unknown preset {name!r}: expected one of {', '.join(PRESETS)}")
     preset = PRESETS[name]
     for selector in preset.free:
         for i in select(selector):
@@ -275,7 +289,7 @@ def _apply_preset(bounds: np.ndarray, frozen: dict[int, float], name: str, where
 
 def _parse_item(item: str, where: str) -> tuple[str, Any]:
     if "=" not in item:
-        raise ValueError(f"{where}: {item!r}: expected NAME=VALUE or NAME=LO:HI")
+        raise _refused(where, f"{item!r}: expected NAME=VALUE or NAME=LO:HI")
     name, _, rhs = item.partition("=")
     try:
         if ":" in rhs:
@@ -283,7 +297,7 @@ def _parse_item(item: str, where: str) -> tuple[str, Any]:
             return name.strip(), [float(lo), float(hi)]
         return name.strip(), float(rhs)
     except ValueError:
-        raise ValueError(f"{where}: {item!r}: expected numbers in NAME=VALUE or NAME=LO:HI") from None
+        raise _refused(where, f"{item!r}: expected numbers in NAME=VALUE or NAME=LO:HI") from None
 
 
 def _is_file(path: Path) -> bool:
@@ -313,8 +327,8 @@ def parse_space(specs: Iterable[str] = (), base: ParameterSpace | None = None,
             continue
         for item in filter(None, (s.strip() for s in spec.split(","))):
             if item.startswith("+"):
-                law = _apply_preset(bounds, frozen, item, "--params") or law
+                law = _apply_preset(bounds, frozen, item, PARAMS) or law
                 continue
-            name, value = _parse_item(item, "--params")
-            _apply(bounds, frozen, name, value, "--params")
+            name, value = _parse_item(item, PARAMS)
+            _apply(bounds, frozen, name, value, PARAMS)
     return ParameterSpace(bounds=bounds, frozen=frozen, friction_law=friction_law or law)

@@ -6,7 +6,7 @@ The torque route identifies each link's whole inertial θ (mass, first moments, 
 the payload merged into link 7, and only the base parameters of them: a link's own mass is
 regrouped into its parent's (the prior holds the rest), so θ's masses are not the start. What
 it does identify well is the arm's weight at every configuration. The replay expresses a link
-by one mass scale s_j (its centre of mass kept, twinlake.sim.links) and the tool by the payload
+by one mass scale s_j (its centre of mass kept, twinlake.sim.arm_model.links) and the tool by the payload
 (mass, centre of mass in the flange frame), and both enter the weight linearly:
 
     g(q) = g_model(q) + Σ_{j ≤ 6} (s_j − 1)·G_j(q) + m·A(q) + B(q)·(m·c)
@@ -22,7 +22,8 @@ from __future__ import annotations
 import mujoco
 import numpy as np
 
-from ...sim.params import LAYOUT
+from ..errors import SettingError
+from ...sim.arm_model.params import LAYOUT
 
 CONFIGURATIONS = 96
 """How many recorded configurations the weights are matched over (evenly spaced in time)."""
@@ -42,8 +43,8 @@ def start_vector(record, q_rad: np.ndarray | None = None, model_path: str | None
     if link_thetas(record) is None:
         return vector
     if q_rad is None or len(q_rad) == 0:
-        raise ValueError(f"fit {record.fit_id}: a +links torque fit starts a replay fit only at "
-                         "recorded configurations (the replay fit's --train)")
+        raise SettingError("train", None, f"fit {record.fit_id}: a +links torque fit starts a replay fit only "
+                           "at recorded configurations (the replay fit's training runs)")
     identified = mujoco.MjModel.from_xml_string(model_xml(record))
     scales, mass_kg, com_m = weight_match(identified, np.asarray(q_rad, dtype=np.float64), sensor_offsets_nm(record),
                                           model_path)
@@ -87,8 +88,8 @@ def weight_match(identified: mujoco.MjModel, q: np.ndarray, offset_nm: np.ndarra
     model's weight and its columns are point masses' weights (sim.links.gravity_torque) at one
     kinematics pass per configuration."""
     from ...sim import load_model
-    from ...sim.links import gravity_torque, link_chain
-    from ...sim.model import arm_index
+    from ...sim.arm_model.links import gravity_torque, link_chain
+    from ...sim.arm_model.model import arm_index
 
     nominal = load_model(model_path)
     arm = arm_index(nominal)

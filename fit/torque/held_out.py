@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import DataError, RecordError
-from ...sim.load import EndLoad
+from ...sim.arm_model.load import EndLoad
 from .inputs.derivatives import segments
 from .model.equations import build, with_rest_rule
 from .model.regressor import RigidBodyModel

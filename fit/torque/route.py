@@ -40,7 +40,7 @@ from ..errors import DataError, SettingError
 from ...catalog import connect
 from ...catalog.selection import parse_selector, pick_interval, resolve_run, run_frames, run_intervals
 from ...sim import DynamicsParams
-from ...sim.params import MAX_DELAY_MS
+from ...sim.arm_model.params import MAX_DELAY_MS
 from ..records.record import FitRecord, IntervalUse, publish_fit
 from .inputs.derivatives import FilterSpec, cutoff_from_spectrum, segments
 from .model.equations import EquationSpec, build, with_rest_rule
@@ -144,7 +144,7 @@ def nominal_beta(spec: EquationSpec, rigid: RigidBodyModel, start: DynamicsParam
 
 
 def _configured(settings: TorqueFitSettings, runs: list[RunSamples]):
-    from ...sim.load import NO_LOAD, EndLoad, load_from_metadata
+    from ...sim.arm_model.load import NO_LOAD, EndLoad, load_from_metadata
 
     if settings.configured_load is not None:
         return EndLoad(**{k: v for k, v in settings.configured_load.items()})
@@ -268,7 +268,7 @@ def fit_torque(lake: Path, settings: TorqueFitSettings, *, fit_id: str | None = 
 def constraint_builder(model_path: str | None):
     """armature (7,) -> the twin's FrictionConstraint (soft_friction.py) on the model at
     `model_path` (the bundled FR3 when None)."""
-    from ...sim.model import arm_index, load_model
+    from ...sim.arm_model.model import arm_index, load_model
 
     model = load_model(model_path)
     dofs = arm_index(model).dof_adr

@@ -92,7 +92,7 @@ def sim_joint_model(params, joint: int, q_samples: np.ndarray, model_path: str |
     import mujoco
 
     from ...sim import load_model
-    from ...sim.model import arm_index
+    from ...sim.arm_model.model import arm_index
 
     model = load_model(model_path)
     arm = arm_index(model)

@@ -44,7 +44,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import FitError, RecordError, SettingError
-from ...sim.params import LAYOUT
+from ...sim.arm_model.params import LAYOUT
 from . import covariance as covmod
 from .parameter_status import UNIDENTIFIED_HALF_WIDTH, bound_side
 

@@ -83,7 +83,7 @@ def measurement_rows(data, seeds: np.ndarray, q_std: np.ndarray, dq_std: np.ndar
     layout and weights): the offsets the law read at the sample ticks, as a recorder writes them."""
     import math
 
-    from ...sim.controller_noise import noise_block
+    from ...sim.replay.controller_noise import noise_block
 
     w, sc = data.weights, data.scales
     out = []

@@ -41,7 +41,7 @@ class _Arm:
         import mujoco
 
         from ...sim import load_model
-        from ...sim.model import arm_index
+        from ...sim.arm_model.model import arm_index
 
         self.mj = mujoco
         self.model = model if model is not None else load_model()

@@ -176,7 +176,7 @@ def replay_runs(lake: Lake | str | Path, selectors: list[str], params: np.ndarra
     from ..replay.intervals import read_frames, replay_inputs, resolve
     from ..replay.objective import configured_loads
     from ...sim import load_model
-    from ...sim.population import PopulationEngine
+    from ...sim.replay.population import PopulationEngine
 
     refs = resolve(lake, selectors, min_duration_s=min_duration_s)
     tables = read_frames(lake, refs)
@@ -264,7 +264,7 @@ def _replay_settings(settings: dict) -> tuple[str, Any]:
     """(friction law, configured-load override or None) a fit trained with, from its stored
     settings, so that its validation replays the plant the fit was fitted in."""
     from ..replay.space import ParameterSpace
-    from ...sim.load import load_from_json
+    from ...sim.arm_model.load import load_from_json
 
     law = ParameterSpace.from_json(settings["space"]).friction_law if settings.get("space") else "stribeck"
     load = settings.get("configured_load")

@@ -16,7 +16,7 @@ from twinlake.daemon.offline import _command_ticks, record_offline
 from twinlake.daemon.plantloop import TICK_S, RobotTicker, quat_xyzw_from_mats, sim_command
 from twinlake.daemon.wire import JointImpedanceCommand as WireJoint
 from twinlake.sim import DEMO_PROFILE_PATH, NO_LOAD, EndLoad, JointImpedanceCommand, load_params, save_profile
-from twinlake.sim.arm_loop import step_functions
+from twinlake.sim.kernels.arm_loop import step_functions
 from twinlake.synthetic import SyntheticRun, write_reference
 
 TAIL_S = 0.3

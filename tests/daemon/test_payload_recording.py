@@ -89,7 +89,7 @@ def test_excite_states_the_configured_load_and_the_fit_replays_with_it(start_dae
     ingested = CliRunner().invoke(app, ["ingest", "--lake", str(lake), "--json", str(out)])
     assert ingested.exit_code == 0, ingested.output
     from twinlake.catalog import connect
-    from twinlake.sim.load import load_from_metadata
+    from twinlake.sim.arm_model.load import load_from_metadata
 
     con = connect(lake)
     try:

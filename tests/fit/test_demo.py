@@ -26,7 +26,7 @@ from twinlake.fit.trust.parameter_status import Status
 from twinlake.fit.trust.verdict import Level
 from twinlake.demo import DemoConfig, _new_fit_id, ingest_runs, record_runs
 from twinlake.sim import DEMO_PROFILE_PATH, PARAM_NAMES, load_params
-from twinlake.sim.load import EndLoad
+from twinlake.sim.arm_model.load import EndLoad
 
 
 @pytest.mark.slow

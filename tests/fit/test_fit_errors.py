@@ -14,12 +14,6 @@ from twinlake.fit import FitError, FitNotFound, SettingError
 from twinlake.options import error_text
 
 FIT = Path(__file__).resolve().parents[2] / "fit"
-# modules whose bare ValueErrors another open change of the same files will convert (the replay
-# search and the driver); every other module of fit/ raises domain errors only
-NOT_YET = {"replay/space.py", "replay/pool.py", "replay/objective.py", "replay/intervals.py",
-           "replay/needs.py", "replay/start.py", "replay/search.py", "replay/local_search.py", "run.py"}
-
-
 def _raises(path: Path) -> list[ast.Raise]:
     return [n for n in ast.walk(ast.parse(path.read_text(), filename=str(path))) if isinstance(n, ast.Raise)]
 
@@ -33,7 +27,7 @@ def _text(node: ast.AST) -> str:
     return " ".join(c.value for c in ast.walk(node) if isinstance(c, ast.Constant) and isinstance(c.value, str))
 
 
-MODULES = sorted(p for p in FIT.rglob("*.py") if p.relative_to(FIT).as_posix() not in NOT_YET)
+MODULES = sorted(FIT.rglob("*.py"))
 
 
 @pytest.mark.parametrize("path", MODULES, ids=lambda p: p.relative_to(FIT).as_posix())

@@ -9,7 +9,7 @@ import synth
 from twinlake.fit.replay.objective import FitProblem, build_data
 from twinlake.fit.replay.space import FRICTION_LAWS, ParameterSpace, parse_space
 from twinlake.sim import LAYOUT, SimFR3
-from twinlake.sim.plant import FRICTION_LAWS as SIM_LAWS
+from twinlake.sim.arm_model.plant import FRICTION_LAWS as SIM_LAWS
 
 
 def test_the_law_is_chosen_by_preset_or_flag_and_stored_with_the_space():

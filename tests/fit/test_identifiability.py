@@ -11,7 +11,7 @@ import pytest
 from twinlake.fit.trust.identifiability import analyse, fd_jacobian, identifiability_summary, summary_rows
 from twinlake.fit.replay.objective import FitProblem, LossScales, ProblemData
 from twinlake.sim import DEFAULT_BOUNDS, HOME_Q, PARAM_NAMES, DynamicsParams, ReplayInput
-from twinlake.sim.population import PopulationEngine
+from twinlake.sim.replay.population import PopulationEngine
 
 # Coulomb friction off: its stick-slip makes the residual non-smooth, where no linearised
 # interval holds (docs/fitting.md); these problems test the statistics on a smooth objective.

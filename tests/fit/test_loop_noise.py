@@ -40,7 +40,7 @@ def test_measurement_rows_are_the_noise_in_the_residuals_layout_and_units():
     q_std, dq_std = recording_noise(data)
     assert np.allclose(q_std, 2e-5, rtol=0.25) and np.allclose(dq_std, 5e-4, rtol=0.25)
     rows = measurement_rows(data, np.array([5, 6]), q_std, dq_std)
-    from twinlake.sim.controller_noise import noise_block
+    from twinlake.sim.replay.controller_noise import noise_block
 
     x = TRUTH.to_vector()[None]
     base = FitProblem(data).residuals(x)[0]

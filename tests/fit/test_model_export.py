@@ -22,7 +22,7 @@ from twinlake.fit.records.model_export import link_thetas
 from twinlake.fit.records.record import load_fit
 from twinlake.fit.torque import TorqueFitSettings, fit_torque
 from twinlake.fit.torque.model.regressor import RigidBodyModel
-from twinlake.sim.model import FR3_MODEL_PATH, PAYLOAD_BODY, load_model
+from twinlake.sim.arm_model.model import FR3_MODEL_PATH, PAYLOAD_BODY, load_model
 
 
 def run_frames_q(lake: Path, run: str) -> np.ndarray:
@@ -136,7 +136,7 @@ def test_a_torque_links_fit_starts_a_replay_fit_at_its_weight(plant_lake):
     the fit's at the replay's recorded configurations. The plant's links are the model's and it
     carries a 1.2 kg tool: scales ≈ 1, the payload's mass within 2 % and its CoM within 5 mm."""
     from twinlake.fit.replay.start import recorded_configurations, start_vector
-    from twinlake.sim.params import LAYOUT
+    from twinlake.sim.arm_model.params import LAYOUT
 
     lake, plant = plant_lake
     q = recorded_configurations(lake, ["plant/b"])
@@ -159,7 +159,7 @@ def test_a_replay_links_fit_exports_scaled_link_bodies(plant_lake):
     import dataclasses
 
     from twinlake.fit.records.model_export import model_xml
-    from twinlake.sim.params import LAYOUT
+    from twinlake.sim.arm_model.params import LAYOUT
 
     lake, _ = plant_lake
     tool = load_fit(lake, "tool")
@@ -185,7 +185,7 @@ def test_the_start_scales_the_replay_models_own_links(tmp_path):
     identified weight equal to the user's model (link 2 10 % heavier, link 4 10 % lighter than
     the bundled FR3) starts every scale at 1 and no payload; against the bundled model it does not."""
     from twinlake.fit.replay.start import weight_match
-    from twinlake.sim.model import HOME_Q
+    from twinlake.sim.arm_model.model import HOME_Q
 
     spec = mujoco.MjSpec.from_file(str(FR3_MODEL_PATH))
     spec.body("fr3_link2").mass *= 1.1

@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[2]
 OWNERS = {ROOT / "sim" / "params.py", ROOT / "sim" / "layout.py"}
 SOURCES = sorted(p for folder in ("sim", "fit", "ingest", "catalog", "daemon", "twinlake")
                  for p in (ROOT / folder).rglob("*.py") if p not in OWNERS) + [ROOT / "bench" / "recovery.py"]
-# names that, declared at module level anywhere but sim/params.py, re-declare the layout
+# names that, declared at module level anywhere but sim/arm_model/params.py, re-declare the layout
 LAYOUT_CONSTANTS = {"PARAM_COUNT", "PARAM_NAMES", "DEFAULT_BOUNDS", "DELAY_INDEX", "DELAY_NAME", "GROUPS",
                     "_GROUPS", "DECODED_GROUPS"}
 

@@ -11,7 +11,7 @@ from twinlake.fit.records.record import load_fit
 from twinlake.fit.run import FitSettings, run_fit
 from twinlake.fit.replay.space import parse_space
 from twinlake.sim import PARAM_NAMES
-from twinlake.sim.load import EndLoad
+from twinlake.sim.arm_model.load import EndLoad
 
 TRUE_MASS_KG = 0.8
 CONFIGURED = EndLoad(0.3, (0.0, 0.0, 0.02))

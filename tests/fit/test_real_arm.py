@@ -11,7 +11,7 @@ planned by the daemon's multisine planner, recorded by the plant as CSV v2 and i
   within 10 % and lands within 3× the noise floor on both held-out runs (its validation
   passes), the one recorded with other gains included.
 
-The plant's tanh smoothing velocity is set to the twin's fixed v_t (0.02 rad/s, sim/plant.py):
+The plant's tanh smoothing velocity is set to the twin's fixed v_t (0.02 rad/s, sim/arm_model/plant.py):
 a fit cannot search it.
 """
 

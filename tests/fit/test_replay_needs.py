@@ -12,6 +12,8 @@ import numpy as np
 import pyarrow.csv as pacsv
 import pytest
 
+from twinlake.options import error_text
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: the `plant` package
 from plant import PcLogger, pc_log, record, write_csv, write_reference  # noqa: E402
 
@@ -81,10 +83,11 @@ def test_the_refusal_names_the_run_what_is_missing_and_the_torque_route(lake):
     with pytest.raises(ValueError) as err:
         needs.require(frames, "arm/torques_only")
     text = str(err.value)
-    assert text == needs.refusal("arm/torques_only", ["controller", "targets", "gains"])
+    assert text == str(needs.refusal("arm/torques_only", ["controller", "targets", "gains"]))
     assert text.startswith("run arm/torques_only: cannot be replayed: no controller (joint impedance, 2), "
                            "no joint targets (q_target), no gains (K_joint, D_joint) recorded")
-    assert "--method torque" in text and "\n" not in text
+    assert "try method = torque" in text and "\n" not in text
+    assert "(try --method torque: the torque route needs only" in error_text(err.value)  # as the CLI says it
     needs.require(_first_interval_frames(lake, "stated")[0], "arm/stated")  # nothing missing: no error
 
 

@@ -11,7 +11,7 @@ import numpy as np
 
 from twinlake.fit.torque.model.soft_friction import FrictionConstraint, RestRule
 from twinlake.sim import load_model
-from twinlake.sim.model import arm_index
+from twinlake.sim.arm_model.model import arm_index
 
 ARMATURE = np.array([0.31, 0.22, 0.17, 0.18, 0.21, 0.17, 0.08])
 LEVEL_NM = np.array([0.9, 1.1, 1.0, 1.3, 1.4, 1.2, 1.0])

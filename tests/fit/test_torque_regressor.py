@@ -11,7 +11,7 @@ import pytest
 
 from twinlake.fit.torque.estimation.estimate import (from_log_cholesky, hac_long_run, is_physical, to_log_cholesky)
 from twinlake.fit.torque.model.regressor import RigidBodyModel
-from twinlake.sim.model import FR3_MODEL_PATH, load_model
+from twinlake.sim.arm_model.model import FR3_MODEL_PATH, load_model
 
 
 def _mujoco_inverse(model: mujoco.MjModel, q, dq, ddq) -> np.ndarray:

@@ -24,7 +24,7 @@ from twinlake.fit.records.record import load_fit
 from twinlake.fit.torque import TorqueFitSettings, fit_torque
 from twinlake.fit.torque.model.regressor import RigidBodyModel
 from twinlake.sim import PARAM_NAMES, load_params
-from twinlake.sim.model import FR3_MODEL_PATH
+from twinlake.sim.arm_model.model import FR3_MODEL_PATH
 
 EXTENDED = ["+payload", "+asymmetry", "+bias"]
 

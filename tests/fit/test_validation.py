@@ -21,7 +21,7 @@ from twinlake.fit.trust.validate import Thresholds, load_trajectory, validate_fi
 from twinlake.cli import app
 from twinlake.fit.replay.space import ParameterSpace
 from twinlake.sim import PARAM_NAMES, ReplayInput
-from twinlake.sim.population import PopulationEngine
+from twinlake.sim.replay.population import PopulationEngine
 
 TICKS = 900
 HISTORY_ROWS = 4  # ReplayInput.from_frames' default: rows before the first replayed tick

@@ -203,7 +203,7 @@ def test_a_log_of_torques_only_is_fitted_by_the_torque_route_and_refused_by_the_
     (line,) = refused.stderr.strip().splitlines()
     assert line.endswith("run panda/tq: cannot be replayed: no controller (joint impedance, 2), no joint targets "
                          "(q_target), no gains (K_joint, D_joint) recorded; it needs the controller, targets, gains "
-                         "(fit such a run with --method torque: it needs only q, dq and a torque)"), line
+                         "(try --method torque: the torque route needs only q, dq and a torque)"), line
     assert connect(lake).execute("SELECT count(*) FROM fits").fetchone() == (1,)  # the refusal wrote nothing
     scored = _twinlake(lake, "fit", "validate", "tq-fit", "--runs", "panda/tq_b", "--json")
     assert scored.returncode == 0, scored.stderr

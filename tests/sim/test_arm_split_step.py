@@ -3,7 +3,7 @@
 import numpy as np
 
 from twinlake.sim import HOME_Q, DynamicsParams, JointImpedanceCommand, JointImpedanceConfig, SimFR3
-from twinlake.sim.controllers import joint_impedance_torque
+from twinlake.sim.arm_model.controllers import joint_impedance_torque
 
 
 def _targets(n: int) -> np.ndarray:
@@ -76,8 +76,8 @@ def test_measured_coriolis_option_uses_the_measured_state():
 
 
 def test_joint_law_adds_the_repulsion_only_inside_the_margins():
-    from twinlake.sim.controllers import joint_limit_repulsion
-    from twinlake.sim.model import Q_MAX, Q_MIN
+    from twinlake.sim.arm_model.controllers import joint_limit_repulsion
+    from twinlake.sim.arm_model.model import Q_MAX, Q_MIN
 
     rng = np.random.default_rng(0)
     mid = 0.5 * (Q_MIN + Q_MAX)

@@ -8,8 +8,8 @@ import pytest
 
 from sim_recording import cartesian_frames_50hz, distinct_params, joint_input
 from twinlake.sim import CartesianGains, DynamicsParams, PopulationEngine, ReplayInput, load_model, replay_reference
-from twinlake.sim import callback
-from twinlake.sim.model import FR3_MODEL_PATH, HOME_Q, arm_index
+from twinlake.sim.kernels import callback
+from twinlake.sim.arm_model.model import FR3_MODEL_PATH, HOME_Q, arm_index
 
 
 def both_loops(model, inputs, nthread=2):
@@ -196,7 +196,7 @@ def test_a_fresh_process_loads_the_compiled_callback_from_numba_s_cache():
     import sys
 
     callback._callback()  # compiled (and saved) here, or loaded
-    probe = "from twinlake.sim import callback; print(callback._callback()._cache_hits)"
+    probe = "from twinlake.sim.kernels import callback; print(callback._callback()._cache_hits)"
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.split()[-1] == "1"
@@ -209,17 +209,23 @@ def test_the_cache_key_covers_every_sim_module_the_callback_inlines():
     import ast
     from pathlib import Path
 
-    from twinlake.sim import _callback_body
+    from twinlake.contracts.kernel_cache import source_closure
+    from twinlake.sim.kernels import _callback_body
 
-    folder = Path(_callback_body.__file__).parent
-    reached, todo = set(), ["_callback_body.py"]
-    while todo:
-        name = todo.pop()
-        reached.add(name)
-        tree = ast.parse((folder / name).read_text())
-        todo += [f"{node.module}.py" for node in ast.walk(tree)
-                 if isinstance(node, ast.ImportFrom) and node.level == 1 and f"{node.module}.py" not in reached]
-    assert len(reached) > 1 and reached <= set(_callback_body._INLINED_SOURCES)
+    start = Path(_callback_body.__file__).resolve()
+    sim = start.parents[1]
+    reached, todo = set(), [start]
+    while todo:  # every sim module reached by relative imports, at any level, read here on its own
+        path = todo.pop()
+        reached.add(path)
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.level and node.module:
+                base = path.parent.parents[node.level - 2] if node.level > 1 else path.parent
+                target = base.joinpath(*node.module.split(".")).with_suffix(".py")
+                if target.is_file() and sim in target.parents and target not in reached:
+                    todo.append(target)
+    assert {sim / "fr3.py", sim / "kernels" / "tick.py"} <= reached
+    assert reached <= set(source_closure(start))
     control = callback._callback()
     cells = [c.cell_contents for c in control._pyfunc.__closure__]
     assert _callback_body.source_digest() in cells

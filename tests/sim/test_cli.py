@@ -10,7 +10,7 @@ from sim_recording import record_synthetic
 from twinlake.catalog import FRAME_SCHEMA, RUN_SCHEMA, Lake, publish_partition
 from twinlake.cli import app
 from twinlake.sim import DEMO_PROFILE_PATH, load_params
-from twinlake.sim.sim_csv import SIM_CSV_COLUMNS
+from twinlake.sim.replay.sim_csv import SIM_CSV_COLUMNS
 
 
 def publish(lake_dir, robot: str, run: str, frames: dict, rate_hz: float = 1000.0,

@@ -1,11 +1,11 @@
-"""Seeded measurement noise in the replay's control loop (sim/controller_noise.py)."""
+"""Seeded measurement noise in the replay's control loop (sim/replay/controller_noise.py)."""
 
 import numpy as np
 import pytest
 
 from sim_recording import distinct_params, joint_input
 from twinlake.sim import ControllerNoise, PopulationEngine
-from twinlake.sim.controller_noise import noise_block
+from twinlake.sim.replay.controller_noise import noise_block
 
 SIGMA_Q, SIGMA_DQ = np.full(7, 2e-5), np.full(7, 5e-4)
 

@@ -12,7 +12,7 @@ from twinlake.sim import (
     ReplayInput,
     SimFR3,
 )
-from twinlake.sim.controllers import (
+from twinlake.sim.arm_model.controllers import (
     cartesian_clamp_and_slew,
     ema_update,
     friction_compensation,
@@ -65,7 +65,7 @@ def test_slew_limits_a_torque_step_to_one_newton_metre_per_tick():
 
 
 def test_replay_controller_slews_a_target_step_one_newton_metre_per_tick():
-    from twinlake.sim.replay import TickController
+    from twinlake.sim.replay.reference import TickController
 
     n = 5
     k = np.full(7, 100.0)

@@ -9,7 +9,7 @@ import pytest
 from sim_recording import distinct_params, joint_input, record_synthetic
 
 from twinlake.sim import DEMO_PROFILE_PATH, DynamicsParams, PopulationEngine, ReplayInput, SimFR3, load_params, replay_reference
-from twinlake.sim.plant import DelayLine, TanhFriction, breakaway_level, friction_law_id
+from twinlake.sim.arm_model.plant import DelayLine, TanhFriction, breakaway_level, friction_law_id
 
 
 def test_the_tanh_kernel_is_the_numpy_definition():
@@ -58,8 +58,8 @@ def test_a_tanh_recording_replays_to_round_off_only_under_the_tanh_law():
 
 def test_the_sigmoid_law_of_gaz_et_al_in_every_engine():
     from twinlake.sim import LAYOUT
-    from twinlake.sim.kernels import add_joint_extras
-    from twinlake.sim.plant import joint_extra_torque, joint_extras
+    from twinlake.sim.kernels.tick import add_joint_extras
+    from twinlake.sim.arm_model.plant import joint_extra_torque, joint_extras
 
     rng = np.random.default_rng(8)
     mu, phi2, phi3 = rng.uniform(0.3, 1.5, (2, 7)), rng.uniform(20, 200, (2, 7)), rng.uniform(-0.05, 0.05, (2, 7))

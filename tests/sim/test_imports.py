@@ -1,4 +1,5 @@
-"""sim's modules import each other without a cycle, and reach outside sim only where listed."""
+"""sim's modules import each other without a cycle, its sub-packages only down their floors, and
+sim reaches outside itself only where listed."""
 
 import ast
 from pathlib import Path
@@ -8,46 +9,62 @@ import pytest
 import twinlake.sim
 
 SIM_DIR = Path(twinlake.sim.__file__).resolve().parent
-# imports of ours from outside sim, by module: only the shared ground below it (contracts: the lazy
-# public face, the JSON file reader); anything else is a dependency the package docs do not allow
-OUTSIDE_SIM: dict[str, set[str]] = {"__init__": {"..contracts.lazy"}, "params": {"..contracts.jsonfile"}}
+# imports of ours from outside sim, by module (dotted, relative to sim): only the shared ground
+# below it (contracts: the lazy public face, the JSON file reader); anything else is a
+# dependency the package docs do not allow
+OUTSIDE_SIM: dict[str, set[str]] = {"": {"twinlake.contracts.lazy"},
+                                    "arm_model.params": {"twinlake.contracts.jsonfile"},
+                                    "kernels.tick": {"twinlake.contracts.kernel_cache"},
+                                    "kernels._callback_body": {"twinlake.contracts.kernel_cache"}}
+# sim's floors, lowest first: the FR3's constants, the compiled kernels, the arm model, the
+# replay engines, the one-arm simulation on top; a module imports only its own floor or lower
+FLOORS = {"fr3": 0, "kernels": 1, "arm_model": 2, "replay": 3, "arm": 4}
 
 
-def imports_of(path: Path) -> tuple[set[str], set[str]]:
-    """(sim modules, other twinlake modules) that the file at `path` imports, anywhere in it
-    (function-level imports count: they close a cycle at run time just the same)."""
+def module_name(path: Path, root: Path) -> str:
+    """`a.b` for root/a/b.py, `a` for root/a/__init__.py, "" for root/__init__.py."""
+    parts = list(path.relative_to(root).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def imports_of(path: Path, root: Path, package: str = "twinlake.sim") -> tuple[set[str], set[str]]:
+    """(sim modules, other twinlake modules) that the file imports, anywhere in it (function-level
+    imports count: they close a cycle at run time just the same); sim modules relative to sim."""
+    name = module_name(path, root)
+    here = [p for p in f"{package}.{name}".strip(".").split(".")]
+    if path.name != "__init__.py":
+        here = here[:-1]
     inside, outside = set(), set()
     for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
-        if isinstance(node, ast.ImportFrom) and node.level == 1:  # from .x import y / from . import x
-            inside.update([node.module.split(".")[0]] if node.module else [a.name for a in node.names])
-            continue
-        if isinstance(node, ast.ImportFrom) and node.level > 1:  # from .. import x: out of sim
-            outside.add("." * node.level + (node.module or ""))
-            continue
         if isinstance(node, ast.ImportFrom):
-            names = [node.module]
-            if node.module == "twinlake.sim":  # from twinlake.sim import callback
-                inside.update(a.name for a in node.names)
+            if node.level:
+                base = here[: len(here) - (node.level - 1)]
+                module = ".".join(base + ([node.module] if node.module else []))
+            else:
+                module = node.module or ""
+            targets = [module] + [f"{module}.{a.name}" for a in node.names]
         elif isinstance(node, ast.Import):
-            names = [a.name for a in node.names]
+            targets = [a.name for a in node.names]
         else:
             continue
-        for parts in (name.split(".") for name in names):
-            if parts[0] != "twinlake":
-                continue
-            if parts[1:2] == ["sim"]:
-                inside.update(parts[2:3])
-            else:
-                outside.add(".".join(parts))
+        for target in targets:
+            if target == package or target.startswith(package + "."):
+                rel = Path(*target[len(package) + 1:].split(".")) if target != package else Path()
+                if (root / rel).with_suffix(".py").is_file() or (root / rel).is_dir():
+                    inside.add(".".join(rel.parts))
+        if targets[0].split(".")[0] == "twinlake" and not targets[0].startswith(package):
+            outside.add(targets[0])  # the module itself, not each name taken from it
     return inside, outside
 
 
-def import_graph(folder: Path) -> dict[str, set[str]]:
-    modules = {p.stem for p in folder.glob("*.py")}
+def import_graph(root: Path, package: str = "twinlake.sim") -> dict[str, set[str]]:
     graph = {}
-    for path in sorted(folder.glob("*.py")):
-        inside, _ = imports_of(path)
-        graph[path.stem] = {m for m in inside if m in modules and m != path.stem}
+    for path in sorted(root.rglob("*.py")):
+        name = module_name(path, root)
+        inside, _ = imports_of(path, root, package)
+        graph[name] = {m for m in inside if m != name and (root / Path(*m.split("."))).with_suffix(".py").is_file()}
     return graph
 
 
@@ -79,28 +96,38 @@ def test_find_cycle_finds_one_and_accepts_a_tree():
     assert find_cycle({"a": {"b", "c"}, "b": {"c"}, "c": set()}) is None
 
 
-def test_the_graph_sees_relative_absolute_and_function_level_imports(tmp_path):
+def test_the_graph_sees_relative_absolute_nested_and_function_level_imports(tmp_path):
     (tmp_path / "a.py").write_text("from . import b\nfrom .c import x\n")
     (tmp_path / "b.py").write_text("def f():\n    from twinlake.sim.a import y\n")
     (tmp_path / "c.py").write_text("import numpy\nfrom twinlake.catalog import Lake\n")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "d.py").write_text("from ..c import x\nfrom .e import y\n")
+    (tmp_path / "sub" / "e.py").write_text("")
     graph = import_graph(tmp_path)
-    assert graph == {"a": {"b", "c"}, "b": {"a"}, "c": set()}
+    assert graph == {"a": {"b", "c"}, "b": {"a"}, "c": set(), "sub.d": {"c", "sub.e"}, "sub.e": set()}
     assert find_cycle(graph) == ["a", "b", "a"]
-    assert imports_of(tmp_path / "c.py")[1] == {"twinlake.catalog"}
+    assert imports_of(tmp_path / "c.py", tmp_path)[1] == {"twinlake.catalog"}
 
 
 def test_sim_has_no_import_cycle():
     graph = import_graph(SIM_DIR)
-    assert {"model", "callback", "kernels", "controllers", "fr3"} <= set(graph)
+    assert {"arm_model.model", "kernels.callback", "kernels.tick", "arm_model.controllers", "fr3"} <= set(graph)
     assert find_cycle(graph) is None, f"import cycle in sim: {' -> '.join(find_cycle(graph))}"
 
 
 def test_the_fr3_constants_and_the_context_layout_are_ground_floor():
     graph = import_graph(SIM_DIR)
-    assert graph["fr3"] == set() and graph["replay_context"] == set()
+    assert graph["fr3"] == set() and graph["kernels.replay_context"] == set()
 
 
-@pytest.mark.parametrize("path", sorted(SIM_DIR.glob("*.py")), ids=lambda p: p.name)
+def test_sim_imports_only_down_its_floors():
+    up = [f"{src} -> {dst}" for src, targets in import_graph(SIM_DIR).items() if src
+          for dst in targets if FLOORS[dst.split(".")[0]] > FLOORS[src.split(".")[0]]]
+    assert not up, "sim imports up its floors " + str(FLOORS) + ":\n" + "\n".join(up)
+
+
+@pytest.mark.parametrize("path", sorted(SIM_DIR.rglob("*.py")), ids=lambda p: p.relative_to(SIM_DIR).as_posix())
 def test_sim_reaches_outside_sim_only_where_listed(path):
-    _, outside = imports_of(path)
-    assert outside <= OUTSIDE_SIM.get(path.stem, set()), f"{path.name} imports {sorted(outside)}"
+    _, outside = imports_of(path, SIM_DIR)
+    name = module_name(path, SIM_DIR)
+    assert outside <= OUTSIDE_SIM.get(name, set()), f"{name or '__init__'} imports {sorted(outside)}"

@@ -11,9 +11,9 @@ import pytest
 
 from sim_recording import distinct_params, joint_input, record_synthetic
 from twinlake.sim import LAYOUT, MAX_DELAY_MS, DynamicsParams, PopulationEngine, ReplayInput, replay_reference
-from twinlake.sim.kernels import apply_delayed_torque
-from twinlake.sim.params import joint_delay_ticks
-from twinlake.sim.plant import DelayLine
+from twinlake.sim.kernels.tick import apply_delayed_torque
+from twinlake.sim.arm_model.params import joint_delay_ticks
+from twinlake.sim.arm_model.plant import DelayLine
 
 OFFSETS = np.array([0, 0, 1, 0, -1, 0, 0])
 

@@ -7,8 +7,8 @@ import numpy as np
 from sim_recording import distinct_params, joint_input, record_synthetic
 
 from twinlake.sim import DEMO_PROFILE_PATH, LAYOUT, DynamicsParams, PopulationEngine, ReplayInput, load_params, replay_reference
-from twinlake.sim.kernels import add_joint_extras
-from twinlake.sim.plant import joint_extra_torque, joint_extras
+from twinlake.sim.kernels.tick import add_joint_extras
+from twinlake.sim.arm_model.plant import joint_extra_torque, joint_extras
 
 BIAS = np.array([0.3, -0.2, 0.1, 0.4, -0.1, 0.05, 0.02])
 ASYM = np.array([0.2, 0.1, -0.15, 0.1, 0.05, -0.03, 0.02])

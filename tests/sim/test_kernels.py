@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 
 from twinlake.sim import Q_MAX, Q_MIN
-from twinlake.sim.controllers import JOINT_SLEW_NM_PER_TICK, joint_impedance_torque, slew_limit
-from twinlake.sim.kernels import add_square_errors, apply_delayed_torque, joint_impedance_tick, population_control
-from twinlake.sim.plant import DelayLine, StribeckFriction
+from twinlake.sim.arm_model.controllers import JOINT_SLEW_NM_PER_TICK, joint_impedance_torque, slew_limit
+from twinlake.sim.kernels.tick import add_square_errors, apply_delayed_torque, joint_impedance_tick, population_control
+from twinlake.sim.arm_model.plant import DelayLine, StribeckFriction
 
 
 def _population(rng, count=40):

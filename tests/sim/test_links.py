@@ -11,12 +11,12 @@ from sim_recording import record_synthetic
 
 from twinlake.sim import DEMO_PROFILE_PATH, DynamicsParams, PopulationEngine, ReplayInput, SimFR3, load_model, load_params
 from twinlake.sim import replay_reference
-from twinlake.sim.link_dynamics import add_link_torque
-from twinlake.sim.links import (firmware_gravity, firmware_row, link_chain, link_gravity_torque, link_rows,
+from twinlake.sim.kernels.link_dynamics import add_link_torque
+from twinlake.sim.arm_model.links import (firmware_gravity, firmware_row, link_chain, link_gravity_torque, link_rows,
                                 load_friction_torque, set_link_bodies)
-from twinlake.sim.load import EndLoad
-from twinlake.sim.model import arm_index
-from twinlake.sim.params import LAYOUT
+from twinlake.sim.arm_model.load import EndLoad
+from twinlake.sim.arm_model.model import arm_index
+from twinlake.sim.arm_model.params import LAYOUT
 
 SCALES = (1.0, 1.08, 0.94, 1.06, 0.92, 1.05, 0.96)
 CONFIGURED = EndLoad(0.4, (0.0, 0.01, 0.03))

@@ -11,9 +11,9 @@ from sim_recording import cartesian_frames_50hz, record_synthetic
 
 from twinlake.sim import (DEMO_PROFILE_PATH, DynamicsParams, JointImpedanceCommand, JointImpedanceConfig, PopulationEngine, ReplayInput, SimFR3,
                           load_model, load_params, replay_reference)
-from twinlake.sim.load import EndLoad, load_coriolis_torque, load_inertia_rows, loads_differ
-from twinlake.sim.load_dynamics import load_feedforward
-from twinlake.sim.model import arm_index
+from twinlake.sim.arm_model.load import EndLoad, load_coriolis_torque, load_inertia_rows, loads_differ
+from twinlake.sim.kernels.load_dynamics import load_feedforward
+from twinlake.sim.arm_model.model import arm_index
 
 TRUE = EndLoad(0.8, (0.01, -0.02, 0.05), (1e-3, 2e-3, 1.5e-3))
 CONFIGURED = EndLoad(0.3, (0.0, 0.01, 0.02), (4e-4, 4e-4, 6e-4))
@@ -136,7 +136,7 @@ def test_simfr3_feeds_forward_the_configured_load_on_every_path():
 
 
 def test_a_replay_context_with_loads_needs_the_joints_and_the_flange():
-    from twinlake.sim.replay_context import FEEDFORWARD, ReplayContext
+    from twinlake.sim.kernels.replay_context import FEEDFORWARD, ReplayContext
 
     base = dict(sample_of_tick=np.zeros(2, dtype=np.int64), tau_prev=np.zeros((1, 7)), ring=np.zeros((3, 1, 7)),
                 delays=np.zeros((1, 7), dtype=np.int64), neg_breakaway=np.zeros((1, 7)), qpos_adr=np.arange(7, dtype=np.int64),

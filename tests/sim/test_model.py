@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from twinlake.sim import FR3_MODEL_PATH, HOME_Q, Q_MAX, Q_MIN, load_model
-from twinlake.sim.model import arm_index
+from twinlake.sim.arm_model.model import arm_index
 
 
 def test_our_model_is_normalised(model):

@@ -1,4 +1,4 @@
-"""The parameter registry `LAYOUT` (sim/params.py, sim/layout.py): its vector layout, round trips
+"""The parameter registry `LAYOUT` (sim/arm_model/params.py, sim/arm_model/layout.py): its vector layout, round trips
 between named values, vectors, (P, n) matrices and JSON blocks, and a layout with one more
 group (what the next parameters will need)."""
 

@@ -10,11 +10,11 @@ import pytest
 from sim_recording import cartesian_frames_50hz, joint_input, record_synthetic
 
 from twinlake.sim import (DEMO_PROFILE_PATH, FR3_MODEL_PATH, DynamicsParams, PopulationEngine, ReplayInput, load_params, replay_reference)
-from twinlake.sim.kernels import GRAVITY_M_S2, add_load_torque
-from twinlake.sim.load import (GRAVITY_M_S2 as LOAD_GRAVITY, EndLoad, load_from_metadata, load_gravity_torque, load_row,
+from twinlake.sim.kernels.tick import GRAVITY_M_S2, add_load_torque
+from twinlake.sim.arm_model.load import (GRAVITY_M_S2 as LOAD_GRAVITY, EndLoad, load_from_metadata, load_gravity_torque, load_row,
                                parse_load)
-from twinlake.sim.model import arm_index
-from twinlake.sim.replay_context import USERDATA_SLOTS
+from twinlake.sim.arm_model.model import arm_index
+from twinlake.sim.kernels.replay_context import USERDATA_SLOTS
 
 TRUE = EndLoad(0.8, (0.01, -0.02, 0.05), (1e-3, 2e-3, 1e-3))
 

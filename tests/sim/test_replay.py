@@ -13,7 +13,7 @@ from twinlake.sim import (
     load_params,
     replay_reference,
 )
-from twinlake.sim.plant import DelayLine
+from twinlake.sim.arm_model.plant import DelayLine
 
 
 def test_delay_line_returns_history_then_commands_delay_ticks_later():

@@ -60,7 +60,7 @@ def serve(
         raise typer.Exit(1)
     initial_controller = "joint_impedance" if joint else "idle" if idle else initial_controller
     try:
-        from ..sim.load import NO_LOAD, parse_load
+        from ..sim.arm_model.load import NO_LOAD, parse_load
 
         config = DaemonConfig(host=host, cmd_port=cmd_port, state_port=state_port,
                               recording_port=recording_port, truth_path=truth,
@@ -226,7 +226,7 @@ def excite(
     """Joint excitation: preview files by default; --execute streams to a daemon."""
     from ..daemon.excitation import Plan, validate_plan
     from ..daemon.excite_run import Gains, Guards, load_experiment, new_output_dir, run_preview
-    from ..sim.load import parse_load
+    from ..sim.arm_model.load import parse_load
 
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
     try:

@@ -88,7 +88,7 @@ def run_cmd(
             if not split_values(train):
                 fail("give at least one --train [ROBOT/]RUN[:INTERVAL]")
             LossScales(q_scale, dq_scale)
-            from ..sim.load import parse_load
+            from ..sim.arm_model.load import parse_load
 
             load = None if configured_load is None else parse_load(configured_load).to_json()
             settings = FitSettings(
@@ -139,7 +139,7 @@ def _torque_run(root, train, holdout, params, friction_law, configured_load, tor
     from ..fit import load_fit
     from ..fit import TorqueFitSettings, fit_torque
     from ..option_lists import split_values
-    from ..sim.load import parse_load
+    from ..sim.arm_model.load import parse_load
 
     try:
         if not split_values(train):

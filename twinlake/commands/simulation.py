@@ -100,7 +100,7 @@ def sim_record(
     from ..daemon.noise import NoiseConfig
     from ..daemon.offline import reference_metadata, record_offline
 
-    from ..sim.load import NO_LOAD, parse_load
+    from ..sim.arm_model.load import NO_LOAD, parse_load
 
     try:
         loads = {"payload": None if payload is None else parse_load(payload, "--payload"),

@@ -38,7 +38,7 @@ import numpy as np
 from ..daemon.excitation import Plan
 from ..fit import realised_half_widths
 from ..fit import ParameterSpace
-from ..sim.params import DynamicsParams
+from ..sim.arm_model.params import DynamicsParams
 
 ROBOT = "design-confirm"
 RUN = "designed"
@@ -66,7 +66,7 @@ def _record(plan: Plan, anchor: np.ndarray, at: DynamicsParams, law: str, noise_
     """The offline recording of `plan` at `anchor` on truth `at` (its CSV path)."""
     from ..daemon.excite_files import reference_table, write_reference_csv
     from ..daemon.offline import record_offline
-    from ..sim.params import save_profile
+    from ..sim.arm_model.params import save_profile
 
     reference = work / "reference.csv"
     write_reference_csv(reference, reference_table(plan, anchor))

@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from ..daemon.excitation import Q_LOWER, Q_UPPER, Plan
-from ..sim.params import DynamicsParams, load_params
+from ..sim.arm_model.params import DynamicsParams, load_params
 from ..fit import parse_space
 from .candidates import DesignBounds
 from .information import NOISE_TAU_NM, RATE_HZ, choose

@@ -34,7 +34,7 @@ import numpy as np
 
 from ..fit import ParameterSpace
 from ..fit import VELOCITY_SCALE_RAD_S
-from ..sim.params import LAYOUT, DynamicsParams
+from ..sim.arm_model.params import LAYOUT, DynamicsParams
 
 # the per-joint, continuous groups the joint-local surrogate expresses: the layout's per-joint
 # groups, less the sigmoid law's shape and the per-joint delay offsets (not in the surrogate)

@@ -1,7 +1,7 @@
 """The joint-local columns of the torque equation: friction in each of the twin's laws, the
 rotor inertia, the Coulomb asymmetry and a constant torque, one column per joint each.
 
-The twin's joint torque balance (sim/plant.py), solved for the commanded torque τ_cmd:
+The twin's joint torque balance (sim/arm_model/plant.py), solved for the commanded torque τ_cmd:
 
     τ_cmd,j(k − d) = [rigid body]_j + armature_j·q̈_j + mu_viscous_j·q̇⁺_j + sign(q̇_j)·F_j(q̇_j)
                      + asym_j·tanh²(q̇_j/v_t) − bias_j
@@ -30,7 +30,7 @@ import numpy as np
 
 from ...errors import SettingError
 
-VELOCITY_SCALE_RAD_S = 0.02  # the twin's v_s and v_t (sim/kernels.py)
+VELOCITY_SCALE_RAD_S = 0.02  # the twin's v_s and v_t (sim/kernels/tick.py)
 
 LAWS = ("stribeck", "tanh")
 

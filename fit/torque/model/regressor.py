@@ -51,7 +51,7 @@ class RigidBodyModel:
         import mujoco
         import pinocchio as pin
 
-        from ....sim.model import FR3_MODEL_PATH, arm_index, load_model
+        from ....sim.arm_model.model import FR3_MODEL_PATH, arm_index, load_model
 
         path = Path(mjcf) if mjcf is not None else FR3_MODEL_PATH
         try:

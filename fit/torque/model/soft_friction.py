@@ -1,7 +1,7 @@
 """The twin's friction-loss constraint as MuJoCo's solver applies it, and the rest rule: which
 rows of a Stribeck joint carry an equation for its breakaway level.
 
-MuJoCo's `dof_frictionloss` (the twin's Stribeck breakaway level mu_s, sim/plant.py) is a soft
+MuJoCo's `dof_frictionloss` (the twin's Stribeck breakaway level mu_s, sim/arm_model/plant.py) is a soft
 constraint (MuJoCo documentation, Computation: "Constraint model", "Solver parameters"). Its
 force f (7,) minimises ½ fᵀ(A + R)f + fᵀ(a₀ − a_ref) subject to |f_j| ≤ mu_s,j, with A the
 inverse joint-space inertia, a₀ the acceleration without it, a_ref,j = −b_j·q̇_j,

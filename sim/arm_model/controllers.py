@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .fr3 import (
+from ..fr3 import (
     CART_MAX_TORQUE_RATE_NM_S,
     CART_TORQUE_LIMIT_NM,
     FRICTION_FP1_NM,

@@ -23,9 +23,9 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from .controllers import CartesianGains
-from .load import NO_LOAD, EndLoad
-from .params import MAX_DELAY_MS
+from ..arm_model.controllers import CartesianGains
+from ..arm_model.load import NO_LOAD, EndLoad
+from ..arm_model.params import MAX_DELAY_MS
 
 JOINT_IMPEDANCE = "joint_impedance"
 CARTESIAN_IMPEDANCE = "cartesian_impedance"

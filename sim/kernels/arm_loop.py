@@ -32,7 +32,7 @@ from llvmlite import ir
 from numba import njit, types
 from numba.extending import intrinsic
 
-from .kernels import _JIT, add_joint_extras, add_load_torque, arm_step
+from .tick import _JIT, add_joint_extras, add_load_torque, arm_step
 from .load_dynamics import load_feedforward
 
 

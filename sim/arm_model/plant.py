@@ -39,13 +39,13 @@ import mujoco
 import numpy as np
 
 from .model import ArmIndex, arm_index
-from .kernels import NEG_INV_STRIBECK_VELOCITY_SQ as _NEG_INV_VS2
-from .kernels import FRICTION_SIGMOID, FRICTION_STRIBECK, FRICTION_TANH, INV_TANH_VELOCITY, STRIBECK_VELOCITY_RAD_S, TANH_VELOCITY_RAD_S
-from .kernels import add_joint_extras, add_load_torque, apply_delayed_torque
+from ..kernels.tick import NEG_INV_STRIBECK_VELOCITY_SQ as _NEG_INV_VS2
+from ..kernels.tick import FRICTION_SIGMOID, FRICTION_STRIBECK, FRICTION_TANH, INV_TANH_VELOCITY, STRIBECK_VELOCITY_RAD_S, TANH_VELOCITY_RAD_S
+from ..kernels.tick import add_joint_extras, add_load_torque, apply_delayed_torque
 from .load import NO_LOAD, EndLoad, load_inertia_rows, load_row, loads_differ
-from .link_dynamics import add_link_torque
+from ..kernels.link_dynamics import add_link_torque
 from .links import LinkChain, firmware_row, link_chain, link_rows, links_active, set_link_bodies
-from .load_dynamics import load_feedforward
+from ..kernels.load_dynamics import load_feedforward
 from .params import MAX_DELAY_MS, DynamicsParams
 
 

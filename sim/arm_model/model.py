@@ -19,11 +19,11 @@ from typing import Mapping
 import mujoco
 import numpy as np
 
-from .fr3 import FLANGE_OFFSET_M, HOME_Q, JOINT_COUNT, Q_MAX, Q_MIN, TIMESTEP_S
-from .replay_context import USERDATA_SLOTS
+from ..fr3 import FLANGE_OFFSET_M, HOME_Q, JOINT_COUNT, Q_MAX, Q_MIN, TIMESTEP_S
+from ..kernels.replay_context import USERDATA_SLOTS
 
 PAYLOAD_BODY = "payload"
-FR3_MODEL_PATH = Path(__file__).resolve().parent / "models" / "fr3.xml"
+FR3_MODEL_PATH = Path(__file__).resolve().parents[1] / "models" / "fr3.xml"
 
 
 @dataclass(frozen=True)

@@ -17,9 +17,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.csv as pacsv
 
-from .controllers import orientation_error
-from .params import DynamicsParams, to_frankatwin_decoded
-from .replay import ReplayResult
+from ..arm_model.controllers import orientation_error
+from ..arm_model.params import DynamicsParams, to_frankatwin_decoded
+from .reference import ReplayResult
 from .replay_input import CARTESIAN_IMPEDANCE, ReplayInput
 
 SIM_CSV_COLUMNS: tuple[str, ...] = (

@@ -13,16 +13,16 @@ from typing import Callable
 import mujoco
 import numpy as np
 
-from .controllers import (
+from ..arm_model.controllers import (
     cartesian_clamp_and_slew,
     cartesian_impedance_torque,
     mat_to_quat_xyzw,
     site_jacobian,
 )
-from .kernels import population_control
-from .model import load_model
-from .params import DynamicsParams
-from .plant import Plant
+from ..kernels.tick import population_control
+from ..arm_model.model import load_model
+from ..arm_model.params import DynamicsParams
+from ..arm_model.plant import Plant
 from .replay_input import CARTESIAN_IMPEDANCE, ReplayInput
 
 

@@ -25,7 +25,7 @@ import math
 import numpy as np
 from numba import njit
 
-from .kernels import _JIT, GRAVITY_M_S2, INV_TANH_VELOCITY, load_point
+from .tick import _JIT, GRAVITY_M_S2, INV_TANH_VELOCITY, load_point
 
 _DOFS = np.arange(7, dtype=np.int64)  # the (P, 7) rows' own joint order
 

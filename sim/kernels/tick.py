@@ -31,7 +31,8 @@ import math
 import numpy as np
 from numba import njit
 
-from .fr3 import (
+from ...contracts.kernel_cache import register as _register_kernel_cache
+from ..fr3 import (
     FRICTION_FP1_NM,
     FRICTION_FP2_S_PER_RAD,
     FRICTION_FP3_NMS_PER_RAD,
@@ -54,6 +55,7 @@ EXTRAS_WIDTH = 35  # add_joint_extras' row: tau_bias | coulomb_asymmetry | φ1 |
 # The GIL is kept: a kernel takes microseconds, and every release is a chance for another
 # thread (the daemon's CSV writer, the other population shard) to take the GIL for up to the
 # interpreter's switch interval while the 1 kHz loop waits for it.
+_register_kernel_cache()  # before the decorators: each cached kernel is stamped with every source it inlines
 _JIT = dict(nogil=False, cache=True, fastmath=False, error_model="numpy", boundscheck=False)
 
 _LOWER_RAD = np.ascontiguousarray(REPULSION_LOWER_RAD, dtype=np.float64)

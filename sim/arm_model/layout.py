@@ -6,7 +6,7 @@ A group is `size` values (one per joint when `per_joint`), with a unit, default 
 nominal value, its key in FrankaTwin's `best_params_decoded` block and whether it takes whole
 values only (the motor delay). The vector is the groups' values concatenated in registry
 order; a (P, n) matrix holds one candidate per row. The registry itself is
-`twinlake.sim.params.LAYOUT`; this module knows nothing of the FR3.
+`twinlake.sim.arm_model.params.LAYOUT`; this module knows nothing of the FR3.
 
 The design follows MuJoCo's sysid `ParameterDict` (an ordered dict of named, bounded
 parameters flattened in insertion order) with one difference: a layout holds no values, only

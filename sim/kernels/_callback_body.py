@@ -26,15 +26,13 @@ make_callback(offsets, magic, slots) → a numba cfunc `void(const mjModel*, mjD
 
 from __future__ import annotations
 
-import hashlib
-from pathlib import Path
-
 import numpy as np
 from numba import carray, cfunc, njit, types
 from numba.extending import intrinsic
 
-from .fr3 import CART_TORQUE_LIMIT_NM
-from .kernels import _joint_law, friction_torque, joint_extra, load_joint_torque, load_point
+from ...contracts.kernel_cache import sources_digest
+from ..fr3 import CART_TORQUE_LIMIT_NM
+from .tick import _joint_law, friction_torque, joint_extra, load_joint_torque, load_point
 from .link_dynamics import link_torque
 from .load_dynamics import loads_equal, velocity_product_torque
 from .replay_context import (  # the context table's slots and values
@@ -45,9 +43,6 @@ from .replay_context import (  # the context table's slots and values
     SUM_SQ, TABLE, TAU_OUT, TAU_PREV,
 )
 
-_HERE = Path(__file__).resolve().parent
-_INLINED_SOURCES = ("_callback_body.py", "kernels.py", "link_dynamics.py", "load_dynamics.py", "replay_context.py",
-                    "fr3.py")
 _CART_LIMIT_NM = np.ascontiguousarray(CART_TORQUE_LIMIT_NM, dtype=np.float64)
 
 
@@ -226,17 +221,13 @@ def _add_joint_extras(p, ctx, qvel, applied, dofadr):
 
 
 def source_digest() -> int:
-    """A 63-bit digest of the sources compiled into the callback (this module and the sim
-    modules it inlines: kernels, link_dynamics, load_dynamics, replay_context, fr3).
+    """A 63-bit digest of the sources compiled into the callback: this module and every module
+    of ours it imports, transitively (contracts/kernel_cache.py `sources_digest`; the kernels,
+    the links' and loads' torques, the context layout, fr3.py's constants).
 
-    numba keys a cached function on its own bytecode and closure values and stamps it with its
-    own file only; a change to an inlined kernel or a context slot elsewhere would otherwise
-    reuse stale machine code (wrong slots are wrong addresses). With the digest a closure
-    value, any change to any of these files compiles afresh."""
-    hasher = hashlib.sha256()
-    for name in _INLINED_SOURCES:
-        hasher.update((_HERE / name).read_bytes())
-    return int.from_bytes(hasher.digest()[:8], "little") >> 1 or 1
+    A closure value of the cfunc, so its cache key changes with any of those files even where
+    a cache locator other than ours stamps the cached callback."""
+    return int(sources_digest(__file__)[:16], 16) >> 1 or 1
 
 
 def make_callback(offsets: dict[str, int], magic: float, slots: int):

@@ -35,12 +35,12 @@ from dataclasses import dataclass
 import mujoco
 import numpy as np
 
-from .controllers import mat_to_quat_xyzw
-from .model import arm_index, load_model
-from .params import params_matrix
-from .plant import friction_law_id
-from . import callback
-from .replay import joint_tick_table
+from ..arm_model.controllers import mat_to_quat_xyzw
+from ..arm_model.model import arm_index, load_model
+from ..arm_model.params import params_matrix
+from ..arm_model.plant import friction_law_id
+from ..kernels import callback
+from .reference import joint_tick_table
 from .controller_noise import ControllerNoise
 from .replay_input import JOINT_IMPEDANCE, ReplayInput
 from .shard import PopulationShard

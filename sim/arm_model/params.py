@@ -27,7 +27,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from ..contracts.jsonfile import read_json_object
+from ...contracts.jsonfile import read_json_object
 
 from .layout import JOINT_COUNT, ParameterGroup, ParameterLayout
 from .load import EndLoad

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 import mujoco
 import numpy as np
 
-from .kernels import INV_TANH_VELOCITY
+from ..kernels.tick import INV_TANH_VELOCITY
 from .load import GRAVITY_M_S2, EndLoad
 from .model import ArmIndex
 from .params import LAYOUT

@@ -15,16 +15,16 @@ import mujoco
 import numpy as np
 from mujoco.batch import Batch
 
-from .model import TIMESTEP_S, ArmIndex
-from .params import LAYOUT, joint_delay_ticks
-from .plant import DelayLine, breakaway_level, dof_span, friction_law_id, friction_model, joint_extras
-from . import callback
-from .kernels import add_joint_extras, add_load_torque, add_square_errors, ema_springs
-from .load import load_inertia_rows, load_row, loads_differ
-from .link_dynamics import add_link_torque
-from .links import firmware_row, link_chain, link_rows, links_active, set_link_bodies
-from .load_dynamics import load_feedforward
-from .replay import Kinematics, TickController
+from ..arm_model.model import TIMESTEP_S, ArmIndex
+from ..arm_model.params import LAYOUT, joint_delay_ticks
+from ..arm_model.plant import DelayLine, breakaway_level, dof_span, friction_law_id, friction_model, joint_extras
+from ..kernels import callback
+from ..kernels.tick import add_joint_extras, add_load_torque, add_square_errors, ema_springs
+from ..arm_model.load import load_inertia_rows, load_row, loads_differ
+from ..kernels.link_dynamics import add_link_torque
+from ..arm_model.links import firmware_row, link_chain, link_rows, links_active, set_link_bodies
+from ..kernels.load_dynamics import load_feedforward
+from .reference import Kinematics, TickController
 from .replay_input import ReplayInput
 
 _VEL = mujoco.mjtStage.mjSTAGE_VEL.value

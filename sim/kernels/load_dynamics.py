@@ -33,7 +33,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .kernels import _JIT
+from .tick import _JIT
 
 _DOFS = np.arange(7, dtype=np.int64)  # the (P, 7) rows' own joint order
 

@@ -1,0 +1,1 @@
+"""The compiled dynamics shared by every engine: the per-tick control arithmetic (`tick`), the links' and loads' torques, the recorders' multi-tick loop and the replay's control callback with its data layout."""
