@@ -35,6 +35,14 @@ def _np(frames: pa.Table, name: str, fill: float = np.nan) -> np.ndarray:
     col = frames.column(name)
     if col.null_count:
         col = pc.fill_null(col, fill if pa.types.is_floating(col.type) else -1)
+    return numpy_of(col)
+
+
+def numpy_of(col: pa.ChunkedArray) -> np.ndarray:
+    """A column without nulls as numpy: a view of its one chunk's buffer (no copy), else a
+    concatenation."""
+    if col.num_chunks == 1:
+        return col.chunk(0).to_numpy(zero_copy_only=False)
     return col.to_numpy()
 
 
@@ -145,13 +153,21 @@ def _nonfinite_masks(frames: pa.Table) -> dict[str, tuple[int, pa.ChunkedArray]]
     masks = {}
     for name in _FLOAT_COLUMNS:
         col = frames.column(name)
-        if col.null_count == len(col):
+        if col.null_count == len(col) or _all_finite(col):
             continue
         bad = pc.invert(pc.is_finite(col))
         count = int(pc.sum(bad).as_py() or 0)
         if count:
             masks[name] = (count, pc.fill_null(bad, False))
     return masks
+
+
+def _all_finite(col: pa.ChunkedArray) -> bool:
+    """True when every non-null value of a float column is finite, from one sum (a sum is
+    finite only if every term is; an overflow to ±inf of finite terms answers False, and
+    the caller counts exactly)."""
+    values = numpy_of(col if not col.null_count else pc.fill_null(col, 0.0))
+    return bool(np.isfinite(np.add.reduce(values)))
 
 
 def _rows_any(masks: dict[str, tuple[int, pa.ChunkedArray]], names: list[str]) -> int:
@@ -191,10 +207,10 @@ class _GainChanges:
             self.first = [ext.column(c)[int(ji[0])].as_py() for c in _GAIN_COLS]
         adjacent = np.diff(ji) == 1
         for name in _GAIN_COLS:
-            lo_hi = pc.min_max(ext.column(name))
-            self.lows[name].append(lo_hi["min"].as_py())
-            self.highs[name].append(lo_hi["max"].as_py())
-            if ji.size < 2:
+            low, high, plain = _min_max(ext.column(name))
+            self.lows[name].append(low)
+            self.highs[name].append(high)
+            if ji.size < 2 or (plain and low == high):  # one value here and the row before
                 continue
             v = _np(ext, name)[ji]
             rows = ji[1:][(v[1:] != v[:-1]) & adjacent]
@@ -217,6 +233,19 @@ class _GainChanges:
                 "filter_alpha": first[-2],
                 "joint_use_friction": None if friction is None else bool(friction),
                 "gain_changes": len(changed)}
+
+
+def _min_max(col: pa.ChunkedArray) -> tuple[Any, Any, bool]:
+    """(min, max, plain) of a column's non-null values as `pc.min_max` gives them (Python
+    values, None when all null); numpy's on a column without nulls or NaN (the same
+    numbers), `plain` then True."""
+    if not col.null_count and len(col):
+        values = numpy_of(col)
+        low, high = values.min(), values.max()
+        if values.dtype.kind != "f" or not (np.isnan(low) or np.isnan(high)):
+            return low.item(), high.item(), True
+    lo_hi = pc.min_max(col)
+    return lo_hi["min"].as_py(), lo_hi["max"].as_py(), False
 
 
 def flags_for(stats: dict[str, Any], complete: bool | None) -> list[str]:

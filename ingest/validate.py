@@ -97,14 +97,11 @@ def passes_rules(canon: pa.Table, schema_version: int | None) -> bool:
     present = {f.name: f.type for f in canon.schema}
     if any(present.get(f.name) != f.type for f in FRAME_SCHEMA):
         return False
-    for field in FRAME_SCHEMA:
-        rules, nullable = column_rules(field.name, schema_version)
+    for field, rules, nullable in _judged_columns(schema_version):
         column = canon.column(field.name)
         if not nullable and column.null_count:
             return False
-        if not rules and (nullable or not pa.types.is_floating(field.type)):
-            continue
-        values = column.drop_null().to_numpy()
+        values = _values(column)
         if not nullable and values.dtype.kind == "f" and np.isnan(values).any():
             return False
         if not all(_holds(rule, values) for rule in rules):
@@ -112,9 +109,32 @@ def passes_rules(canon: pa.Table, schema_version: int | None) -> bool:
     return True
 
 
+@lru_cache(maxsize=8)
+def _judged_columns(schema_version: int | None) -> tuple[tuple[pa.Field, list[Rule], bool], ...]:
+    """(field, rules, nullable) of each FRAME_SCHEMA column `passes_rules` looks at: those
+    with rules, and the non-nullable ones (checked for null, a float one for NaN)."""
+    out = []
+    for field in FRAME_SCHEMA:
+        rules, nullable = column_rules(field.name, schema_version)
+        if rules or not nullable:
+            out.append((field, rules, nullable))
+    return tuple(out)
+
+
+def _values(column: pa.ChunkedArray) -> np.ndarray:
+    """A column's non-null values (a view of its buffer when it has no null and one chunk)."""
+    if not column.null_count and column.num_chunks == 1:
+        return column.chunk(0).to_numpy(zero_copy_only=False)
+    return column.drop_null().to_numpy()
+
+
 def _holds(rule: Rule, values: np.ndarray) -> bool:
     """`rule` is true for every one of `values` (a column's non-null values)."""
-    if rule.kind == "within_when_finite":  # polars' is_between: lo <= x <= hi
+    if rule.kind == "within_when_finite" and values.size:  # polars' is_between: lo <= x <= hi
+        low, high = values.min(), values.max()  # NaN or ±inf among them: judged one by one
+        if np.isfinite(low) and np.isfinite(high):
+            return bool(low >= rule.lo and high <= rule.hi)
+    if rule.kind == "within_when_finite":
         finite = values[np.isfinite(values)]
         return not finite.size or (finite.min() >= rule.lo and finite.max() <= rule.hi)
     if rule.kind == "finite":
@@ -167,7 +187,8 @@ def validate_frames(path: Path, frames: pa.Table, schema_version: int | None,
     row 0's index in the run when the frames come a chunk at a time)."""
     _check_seq(path, frames, first_line, first_frame)
     _check_joint_target_valid(path, frames, first_line, first_frame)
-    canon = frames.select([f.name for f in FRAME_SCHEMA if f.name in frames.column_names])
+    have = set(frames.column_names)
+    canon = frames.select([f.name for f in FRAME_SCHEMA if f.name in have])
     if not passes_rules(canon, schema_version):
         pandera_validate(path, canon, frames, schema_version, first_line, first_frame)
 

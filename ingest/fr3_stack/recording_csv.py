@@ -373,9 +373,10 @@ def canonical_frames(table: pa.Table, version: int) -> pa.Table:
     documented not-available zeros, and order columns as FRAME_SCHEMA."""
     table = table.rename_columns([canonical_name(c) for c in table.column_names])
     n = table.num_rows
+    have = set(table.column_names)
     columns = {}
     for field in FRAME_SCHEMA:
-        if field.name in table.column_names:
+        if field.name in have:
             columns[field.name] = table.column(field.name)
         elif field.name == "schema_version":
             columns[field.name] = pa.repeat(pa.scalar(version, pa.int32()), n)
@@ -385,13 +386,31 @@ def canonical_frames(table: pa.Table, version: int) -> pa.Table:
     no_pose = pc.is_in(controller, value_set=_NO_POSE_TARGET)
     if pc.any(no_pose).as_py():
         for s in _POSE:
-            columns[f"tgt_{s}"] = pc.if_else(no_pose, None, columns[f"tgt_{s}"])
+            columns[f"tgt_{s}"] = null_where(no_pose, columns[f"tgt_{s}"])
     if version >= 2:
         invalid = pc.not_equal(columns["joint_target_valid"], 1)
         if pc.any(invalid).as_py():
             for name in _JOINT_BLOCK:
-                columns[name] = pc.if_else(invalid, None, columns[name])
+                columns[name] = null_where(invalid, columns[name])
     return pa.Table.from_arrays([columns[f.name] for f in FRAME_SCHEMA], schema=FRAME_SCHEMA)
+
+
+def null_where(mask: pa.ChunkedArray | pa.Array, column: pa.ChunkedArray | pa.Array) -> pa.Array:
+    """`pc.if_else(mask, None, column)`: null where `mask` is true or null. A column of fixed
+    width values without nulls keeps its values buffer and gets the validity bitmap of "mask
+    is false" (no copy of the values: the nulls' slots keep the values under them, which no
+    reader sees); anything else goes through `if_else`."""
+    column = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    if (column.null_count or column.offset or not pa.types.is_primitive(column.type)
+            or pa.types.is_boolean(column.type)):
+        return pc.if_else(mask, None, column)
+    keep = pc.invert(pc.fill_null(mask, True))
+    keep = keep.combine_chunks() if isinstance(keep, pa.ChunkedArray) else keep
+    if keep.offset:
+        return pc.if_else(mask, None, column)
+    valid = keep.buffers()[1]
+    return pa.Array.from_buffers(column.type, len(column), [valid, column.buffers()[1]],
+                                 null_count=len(column) - int(pc.sum(keep).as_py() or 0))
 
 
 register(Fr3CsvReader())
