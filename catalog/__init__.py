@@ -1,6 +1,8 @@
 """twinlake.catalog: the lake on disk and the DuckDB catalog over it.
 
-Public API (stable; other folders use only these): `resolve_lake`, `Lake`,
+Public API (stable; other folders use only these): `resolve_lake`, `open_lake`,
+`lake_location`, `parse_location`, `LakeLocation`, `ObjectStorageLake`, `published_file`,
+`current_version` (the commit log's latest version), `Lake`,
 `publish_partition`, `PartitionExists`, `quarantine`, `sha256_file`, `atomic_write_bytes`,
 `atomic_write_text`, `connect` (read-only by default: `ReadOnlyConnection`,
 `ReadOnlyRefused`), `load_sql`, `clean_intervals` (the clean gap-free intervals of
@@ -12,7 +14,8 @@ sql/clean_intervals.sql), the selection of recorded data (`parse_selector`, `res
 
 from ..contracts.lazy import lazy_exports
 from .durable import atomic_write_bytes, atomic_write_text
-from .lake import Lake, check_id, resolve_lake, sha256_file
+from .lake import Lake, ObjectStorageLake, check_id, lake_location, open_lake, resolve_lake, sha256_file
+from .location import LakeLocation, parse_location
 from .publish import (
     PartitionExists,
     clean_staging,
@@ -29,6 +32,8 @@ __getattr__, __dir__, _ = lazy_exports(__name__, globals(), {
     "read_only": ("ReadOnlyConnection", "ReadOnlyRefused"),
     "sql": ("SQL_FILES", "connect", "load_sql"),
     "intervals": ("clean_intervals",),
+    "local_log": ("current_version",),
+    "object_publish": ("published_file",),
     "selection": ("IntervalFrames", "IntervalRef", "RunSelector", "SelectionError", "interval_frames",
                   "parse_selector", "pick_interval", "resolve_intervals", "resolve_run", "run_frames",
                   "run_intervals"),
@@ -41,6 +46,8 @@ __all__ = [
     "IntervalRef",
     "JOINTS",
     "Lake",
+    "LakeLocation",
+    "ObjectStorageLake",
     "PartitionExists",
     "RAW_FILE_TYPE",
     "RUN_SCHEMA",
@@ -55,12 +62,17 @@ __all__ = [
     "clean_intervals",
     "clean_staging",
     "connect",
+    "current_version",
     "interval_frames",
+    "lake_location",
     "load_sql",
     "new_staging_dir",
+    "open_lake",
+    "parse_location",
     "parse_selector",
     "pick_interval",
     "publish_partition",
+    "published_file",
     "quarantine",
     "resolve_intervals",
     "resolve_lake",

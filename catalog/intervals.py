@@ -230,9 +230,12 @@ def stored_run_intervals(con, robot: str | None, run: str | None,
     from .stored_intervals import read_stored_intervals
 
     files = run_files(con, robot, run)
-    if files is None:
-        return None
-    table = read_stored_intervals(os.path.dirname(files[0]), robot, run, rules_version())
+    if files is not None:
+        table = read_stored_intervals(os.path.dirname(files[0]), robot, run, rules_version())
+    else:  # a lake on object storage: the run's committed intervals.parquet
+        from .store_catalog import committed_intervals
+
+        table = committed_intervals(con, robot, run, rules_version())
     if table is None or rules.min_duration_s == 0.0:
         return table
     return table.filter(_long_enough(table.column("duration_s"), rules.min_duration_s))

@@ -14,8 +14,11 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+
+from .location import LakeLocation, parse_location
 
 LAKE_ENV = "TWINLAKE_LAKE"
 DEFAULT_LAKE = "lake"
@@ -27,31 +30,60 @@ derived from frames.parquet and run.parquet, not a table of the lake (not in the
 _ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}$")
 
 
-_URI_RE = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*)://")
+class ObjectStorageLake(ValueError):
+    """The lake is on object storage (`s3://`) and the caller needs a local directory."""
 
 
 def local_lake_path(text: str, source: str = "--lake") -> Path:
-    """`text` as a local lake directory; a URI (`s3://bucket/prefix`, `gs://…`, `file://…`) is
-    refused by its scheme, never taken as a relative path (`Path('s3://b/p')` is the local
-    directory `s3:/b/p`). ValueError names `source` (the option or variable it came from)."""
-    m = _URI_RE.match(text)
-    if m:
-        raise ValueError(
-            f"{source} {text!r}: the lake must be a local directory; the {m.group(1)!r} scheme is not "
-            "supported (object storage is not supported yet: give a directory path)")
-    return Path(text)
+    """`text` as a local lake directory. An `s3://` URI raises `ObjectStorageLake` (this caller
+    needs a directory; `open_lake` takes both); any other URI scheme is refused by name
+    (`location.parse_location`), never taken as a relative path (`Path('gs://b/p')` is the
+    local directory `gs:/b/p`). ValueError names `source` (the option or variable it came from)."""
+    location = parse_location(text, source)
+    if not location.is_local:
+        raise ObjectStorageLake(
+            f"{source} {text!r}: this command needs a local lake directory; an s3:// lake works with "
+            "`twinlake ingest`, `twinlake sql` and `twinlake catalog runs` (docs/lake.md, \"Object storage\")")
+    return location.path
 
 
-def resolve_lake(path: str | Path | None) -> Path:
-    """The lake root: the `--lake` value, else `$TWINLAKE_LAKE`, else `./lake` (not created here).
-    A URI in `$TWINLAKE_LAKE` (or passed as a string) is refused (`local_lake_path`)."""
+def lake_location(path: str | Path | LakeLocation | None) -> LakeLocation:
+    """Where the lake is: the `--lake` value, else `$TWINLAKE_LAKE`, else `./lake` (a local
+    path made absolute, or an `s3://` location). Other URI schemes raise ValueError."""
+    if isinstance(path, LakeLocation):
+        return path if not path.is_local else LakeLocation(path=path.path.expanduser().absolute())
     if path is not None and str(path) != "":
-        lake = local_lake_path(path, "--lake") if isinstance(path, str) else Path(path)
-        return lake.expanduser().absolute()
-    env = os.environ.get(LAKE_ENV, "")
-    if env:
-        return local_lake_path(env, f"${LAKE_ENV}").expanduser().absolute()
-    return Path(DEFAULT_LAKE).absolute()
+        if not isinstance(path, str):
+            return LakeLocation(path=Path(path).expanduser().absolute())
+        location = parse_location(path, "--lake")
+    else:
+        env = os.environ.get(LAKE_ENV, "")
+        location = parse_location(env, f"${LAKE_ENV}") if env else LakeLocation(path=Path(DEFAULT_LAKE))
+    if location.is_local:
+        return LakeLocation(path=location.path.expanduser().absolute())
+    return location
+
+
+def resolve_lake(path: str | Path | LakeLocation | None) -> Path:
+    """The lake root directory: the `--lake` value, else `$TWINLAKE_LAKE`, else `./lake` (not
+    created here). An `s3://` lake raises `ObjectStorageLake` (use `open_lake`), another URI
+    scheme a ValueError naming it."""
+    location = lake_location(path)
+    if not location.is_local:
+        raise ObjectStorageLake(
+            f"lake {location.uri}: this command needs a local lake directory; an s3:// lake works "
+            "with `twinlake ingest`, `twinlake sql` and `twinlake catalog runs` (docs/lake.md, \"Object storage\")")
+    return location.path
+
+
+def open_lake(path: str | Path | LakeLocation | None) -> "Lake":
+    """The `Lake` of a `--lake` value (as `lake_location`): local, or on object storage with a
+    private local scratch directory as its `root` (staging, spill; never read by a view)."""
+    location = lake_location(path)
+    if location.is_local:
+        return Lake(location.path)
+    scratch = Path(tempfile.gettempdir()) / f"twinlake-{os.getuid()}" / location.bucket / (location.prefix or "_")
+    return Lake(scratch, location)
 
 
 def check_id(kind: str, value: str) -> str:
@@ -67,12 +99,27 @@ def check_id(kind: str, value: str) -> str:
 
 @dataclass(frozen=True)
 class Lake:
-    """Paths of one lake rooted at `root` (nothing is created on construction)."""
+    """Paths of one lake rooted at `root` (nothing is created on construction). With a
+    `location` on object storage (`open_lake("s3://...")`), `root` is a local scratch
+    directory (staging, quarantine before upload) and the partitions live in the bucket
+    (catalog/object_publish.py)."""
 
     root: Path
+    location: LakeLocation | None = None
+
+    @property
+    def remote(self) -> bool:
+        """True when the lake is on object storage."""
+        return self.location is not None and not self.location.is_local
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "root", Path(self.root).absolute())
+
+    def shown(self, relative: str | Path) -> Path | str:
+        """A partition as a user should see it: its directory, or its URI on object storage."""
+        if self.remote:
+            return f"{self.location.uri}/{Path(relative).as_posix()}"
+        return self.root / relative
 
     @property
     def runs_dir(self) -> Path:

@@ -38,9 +38,9 @@ _AT_FDCWD = -100
 class PartitionExists(FileExistsError):
     """The target partition already exists and `replace` was not asked for."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path | str) -> None:
         super().__init__(errno.EEXIST, f"partition already exists: {path}", str(path))
-        self.path = Path(path)
+        self.path = path if isinstance(path, str) else Path(path)  # a URI on object storage
 
 
 def _as_lake(lake: Lake | str | Path) -> Lake:
@@ -87,8 +87,12 @@ def clean_staging(lake: Lake | str | Path) -> list[Path]:
     """Remove orphans under `_staging/` left by processes that no longer run (a crash or
     SIGKILL mid-publish); the owner's pid is part of each staging directory's name.
     Returns the removed paths."""
-    staging = _as_lake(lake).staging_dir
-    removed = []
+    lk = _as_lake(lake)
+    staging, removed = lk.staging_dir, []
+    if lk.remote:  # expired leases of writers on any host (object_publish.reclaim_staging)
+        from .object_publish import reclaim_staging
+
+        reclaim_staging(lk)
     if not staging.is_dir():
         return removed
     for entry in staging.iterdir():
@@ -138,18 +142,33 @@ def publish_partition(
     write_fn: Callable[[Path], None],
     *,
     replace: bool = False,
-) -> Path:
+) -> Path | str:
     """Build a partition in `_staging/` with `write_fn(staging_path)`, fsync it, then rename it
     to `<lake>/<relative_dir>` atomically. Returns the final path.
 
     Raises `PartitionExists` if the target exists and `replace` is false (checked before
     `write_fn` runs, and again atomically at the rename). The staging directory is removed
-    on any failure; a crash leaves at worst an orphan under `_staging/`.
+    on any failure; a crash leaves at worst an orphan under `_staging/`. On an object-storage
+    lake (`lake.remote`) the partition is uploaded and committed instead of renamed
+    (catalog/object_publish.py); returns the URI of its committed prefix.
     """
     lk = _as_lake(lake)
     rel = Path(relative_dir)
     if rel.is_absolute() or ".." in rel.parts or str(rel).startswith("_"):
         raise ValueError(f"relative_dir {str(rel)!r} must be a relative path inside the lake")
+    if lk.remote:  # object storage: upload under a unique prefix, then commit (object_publish.py)
+        from .object_publish import publish_to_store
+
+        from .commit_log import PartitionCommitted
+
+        staged = new_staging_dir(lk, rel.name.replace("=", "-"))
+        try:
+            return publish_to_store(lk, rel, write_fn, replace=replace, staged=staged,
+                                    prepare=_store_intervals)
+        except PartitionCommitted:
+            raise PartitionExists(lk.shown(rel)) from None
+        finally:
+            shutil.rmtree(staged, ignore_errors=True)
     target = lk.root / rel
     if target.exists() and not replace:
         raise PartitionExists(target)
@@ -167,6 +186,7 @@ def publish_partition(
         if staged.exists():
             shutil.rmtree(staged, ignore_errors=True)
     _update_file_index(lk, rel)
+    _append_local_log(lk, rel, replace)
     return target
 
 
@@ -203,10 +223,24 @@ def _update_file_index(lake: Lake, rel: Path) -> None:
                       "rewrites the index", stacklevel=3)
 
 
-def quarantine(lake: Lake | str | Path, files: Iterable[str | Path], reason: dict) -> Path:
+def _append_local_log(lake: Lake, rel: Path, replace: bool) -> None:
+    """A version in the local lake's commit log for the partition just renamed into place
+    (catalog/commit_log.py): the directory is visible already (a local lake is read by listing);
+    the entry numbers it, for `--as-of` and the version a fit read."""
+    from .local_log import append_local_commit
+
+    try:
+        append_local_commit(lake, rel, replace)
+    except (OSError, ValueError) as exc:
+        warnings.warn(f"{lake.root}: partition {rel} is published, but no commit log entry was "
+                      f"written ({exc})", stacklevel=3)
+
+
+def quarantine(lake: Lake | str | Path, files: Iterable[str | Path], reason: dict) -> Path | str:
     """Copy the rejected input `files` (files or directories) to `<lake>/_quarantine/<utc-time>-<name>-<rand>/` with
     `reason.json` (the `reason` dict plus `quarantined_at_utc` and the original paths).
-    Returns the quarantine directory; it appears atomically, like a partition."""
+    Returns the quarantine directory; it appears atomically, like a partition. On an
+    object-storage lake it is built locally, then copied to the bucket: returns its URI."""
     lk = _as_lake(lake)
     files = [Path(f) for f in files]
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S")
@@ -230,4 +264,8 @@ def quarantine(lake: Lake | str | Path, files: Iterable[str | Path], reason: dic
     finally:
         if staged.exists():
             shutil.rmtree(staged, ignore_errors=True)
+    if lk.remote:  # the input is kept in the bucket, beside the lake
+        from .object_publish import upload_quarantine
+
+        return upload_quarantine(lk, target)
     return target

@@ -23,12 +23,9 @@ set with a bound parameter, never by string concatenation. Empty tables `empty_f
 from __future__ import annotations
 
 import os
-import re
-import warnings
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from functools import lru_cache
-from importlib import resources
 from pathlib import Path
 
 import duckdb
@@ -38,61 +35,19 @@ from .file_index import FileIndex, current_files
 from .lake import Lake, check_id
 from .read_only import ReadOnlyConnection, lock
 from .schema import FRAME_SCHEMA, RUN_SCHEMA
-
-SQL_FILES: tuple[str, ...] = ("views", "clean_intervals", "fits", "validations", "campaigns",
-                              "bag_streams")
-"""SQL files loaded by `connect`, in order (files that do not exist yet are skipped)."""
-
-INDEXED_VIEWS: tuple[tuple[str, str], ...] = (
-    ("indexed_runs", "runs/*/*/run.parquet"),
-    ("indexed_frames", "runs/*/*/frames.parquet"),
-    ("indexed_targets", "runs/*/*/targets.parquet"),
+from .sql_files import (  # re-exported: sql.py has always been their public home
+    INDEXED_VIEWS,
+    SQL_FILES,
+    empty_table_sql,
+    load_sql,
+    new_catalog_connection,
+    readable_paths,
+    run_sql_files,
+    sql_blocks,
 )
-"""(view, glob) pairs bound from the file index by `connect` before `SQL_FILES` run."""
 
-_MARKER = re.compile(r"^--\s*(?:(requires|unless):\s*(\S.*)|(always))\s*$")
-
-
-def load_sql(name: str) -> str:
-    """The text of `sql/<name>.sql`; FileNotFoundError if there is no such file."""
-    path = resources.files("twinlake.sql").joinpath(f"{name}.sql")
-    if not path.is_file():
-        raise FileNotFoundError(f"no SQL file sql/{name}.sql")
-    return path.read_text(encoding="utf-8")
-
-
-def sql_blocks(text: str) -> list[tuple[str, list[str], str]]:
-    """Split a SQL file into `(kind, globs, sql)` blocks; kind is requires|unless|always."""
-    blocks: list[tuple[str, list[str], str]] = []
-    kind, globs, lines = "always", [], []
-    for line in text.splitlines():
-        m = _MARKER.match(line.strip())
-        if m:
-            blocks.append((kind, globs, "\n".join(lines)))
-            kind = m.group(1) or m.group(3)
-            globs, lines = (m.group(2) or "").split(), []
-        else:
-            lines.append(line)
-    blocks.append((kind, globs, "\n".join(lines)))
-    return [b for b in blocks if _has_sql(b[2])]
-
-
-def _has_sql(sql: str) -> bool:
-    return any(ln.strip() and not ln.strip().startswith("--") for ln in sql.splitlines())
-
-
-def _matches(root: Path, pattern: str, index: FileIndex) -> bool:
-    if index.covers(pattern):
-        return next(index.files(pattern), None) is not None
-    return next(iter(root.glob(pattern)), None) is not None
-
-
-def _should_run(root: Path, kind: str, globs: list[str], index: FileIndex) -> bool:
-    if kind == "requires":
-        return all(_matches(root, g, index) for g in globs)
-    if kind == "unless":
-        return not any(_matches(root, g, index) for g in globs)
-    return True
+__all__ = ["INDEXED_VIEWS", "SQL_FILES", "connect", "empty_table_sql", "exact_run_files", "load_sql",
+           "run_files", "run_scope", "sql_blocks"]
 
 
 def _create_indexed_views(con: duckdb.DuckDBPyConnection, root: Path,
@@ -123,34 +78,9 @@ def _create_indexed_views(con: duckdb.DuckDBPyConnection, root: Path,
     return full
 
 
-_DUCKDB_TYPES = {pa.int8(): "TINYINT", pa.int32(): "INTEGER", pa.int64(): "BIGINT",
-                 pa.float64(): "DOUBLE", pa.bool_(): "BOOLEAN", pa.string(): "VARCHAR"}
-
-
-def _duckdb_type(t: pa.DataType) -> str:
-    """The DuckDB type of an Arrow type of the canonical schemas (flat, lists, structs)."""
-    if pa.types.is_list(t):
-        return _duckdb_type(t.value_type) + "[]"
-    if pa.types.is_struct(t):
-        return "STRUCT(" + ", ".join(f"{_quoted(f.name)} {_duckdb_type(f.type)}" for f in t) + ")"
-    return _DUCKDB_TYPES[t]
-
-
-def _quoted(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
-
-
-def empty_table_sql(name: str, schema: pa.Schema) -> str:
-    """`CREATE TABLE <name> (...)`: the columns of `schema` (one of twinlake's own canonical
-    schemas: names are never user input), then `robot`, `run` VARCHAR, as DDL. (Handing DuckDB
-    an empty Arrow table would do the same but makes it import pandas: ~0.2-0.4 s in a
-    fresh process.)"""
-    columns = [f"{_quoted(f.name)} {_duckdb_type(f.type)}" for f in schema]
-    return f"CREATE TABLE {_quoted(name)} ({', '.join(columns + ['robot VARCHAR', 'run VARCHAR'])})"
-
-
 def connect(lake: Lake | str | Path, *, read_only: bool = True, strict: bool = False,
-            readable: Sequence[str | Path] = ()) -> duckdb.DuckDBPyConnection | ReadOnlyConnection:
+            readable: Sequence[str | Path] = (),
+            as_of: int | None = None) -> duckdb.DuckDBPyConnection | ReadOnlyConnection:
     """An in-process (in-memory) DuckDB connection with the lake's views.
 
     Views are bound to the files present when they are created: connect again to see
@@ -163,51 +93,30 @@ def connect(lake: Lake | str | Path, *, read_only: bool = True, strict: bool = F
     `read_only=False` gives the plain DuckDB connection. A failing
     block of `views.sql` raises; a failing block of a later file is skipped with a warning
     (its views are missing) unless `strict`, so one broken view never takes the whole
-    catalog down.
+    catalog down. `as_of`: the runs as at that version of the lake's commit log
+    (catalog/as_of.py). A `Lake` on object storage is read through its commit log
+    (catalog/store_catalog.py).
     """
+    if isinstance(lake, Lake) and lake.remote:  # object storage: views over the commit log
+        from .store_catalog import connect_store
+
+        return connect_store(lake, read_only=read_only, strict=strict, readable=readable, as_of=as_of)
     root = (lake.root if isinstance(lake, Lake) else Path(lake)).absolute()
     index = current_files(root)
-    con = duckdb.connect(":memory:")
-    con.execute("SET VARIABLE lake_root = ?", [str(root)])
-    # glob views (fits, validations) read every file's footer (union_by_name): cache them
-    con.execute("SET parquet_metadata_cache = true")
-    for name, schema in (("empty_frames", FRAME_SCHEMA), ("empty_runs", RUN_SCHEMA)):
-        con.execute(empty_table_sql(name, schema))
-    con.execute(load_sql("lake_files"))
+    if as_of is not None:
+        from .as_of import index_as_of
+
+        index = index_as_of(Lake(root), index, as_of)
+    con = new_catalog_connection(str(root))
     file_lists = _create_indexed_views(con, root, index)
-    for name in SQL_FILES:
-        try:
-            text = load_sql(name)
-        except FileNotFoundError:
-            continue
-        for kind, globs, sql in sql_blocks(text):
-            if _should_run(root, kind, globs, index):
-                try:
-                    con.execute(sql)
-                except duckdb.Error as exc:
-                    message = f"sql/{name}.sql: {exc}".splitlines()[0]
-                    if strict or name == SQL_FILES[0]:
-                        raise RuntimeError(message) from exc
-                    warnings.warn(f"{message} (skipped)", stacklevel=2)
+    run_sql_files(con, root, index, strict)
     for var, files in file_lists:
         con.execute(f"SET VARIABLE {var} = ?", [files])
     if not read_only:
         return con
-    directories, paths = _readable(root, readable)
+    directories, paths = readable_paths(root, readable)
     lock(con, directories, paths)
     return ReadOnlyConnection(con)
-
-
-def _readable(root: Path, readable: Sequence[str | Path]) -> tuple[list[str], list[str]]:
-    """(directories, files) a read-only connection may read: the lake (as given and with
-    symbolic links resolved, since DuckDB compares the path a query names) and `readable`,
-    a directory admitting everything under it, a file (or a path not there yet) itself."""
-    directories = {str(root), str(root.resolve())}
-    paths: set[str] = set()
-    for item in readable:
-        path = Path(item).absolute()
-        (directories if path.is_dir() else paths).update({str(path), str(path.resolve())})
-    return sorted(directories), sorted(paths)
 
 
 _DROP_SCOPE = ("DROP VIEW IF EXISTS temp.frames", "DROP VIEW IF EXISTS temp.runs")

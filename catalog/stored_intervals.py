@@ -63,6 +63,28 @@ def read_stored_intervals(directory: str | Path, robot: str, run: str, rules: st
         return None
 
 
+def read_committed_intervals(filesystem, directory: str, robot: str, run: str, rules: str,
+                             sizes: dict[str, int]) -> pa.Table | None:
+    """The rows stored in a committed partition on object storage (`directory`: its path on
+    `filesystem`), when its key matches the rules, the ids, and the sizes the commit lists for
+    the two files (`sizes`). Modification times are not compared: the objects of a commit sit
+    under a prefix of their own that nothing rewrites, and the commit names them, so the
+    key's times (of the staged local files) identify nothing there. Else None."""
+    try:
+        stored = pq.ParquetFile(filesystem.open_input_file(f"{directory}/{INTERVALS_FILE}"))
+        raw = (stored.schema_arrow.metadata or {}).get(STORE_KEY)
+        if raw is None:
+            return None
+        key = json.loads(raw)
+        want = {"format": STORE_FORMAT, "rules": rules, "robot": robot, "run": run}
+        if any(key.get(k) != v for k, v in want.items()) or \
+                any((key.get(name) or [None])[0] != sizes.get(name) for name in SOURCES):
+            return None
+        return stored.read().replace_schema_metadata(None)
+    except (OSError, ValueError, pa.ArrowException):
+        return None
+
+
 def write_stored_intervals(directory: str | Path, robot: str, run: str, rules: str,
                            compute: Callable[[str, str], pa.Table | None]) -> Path | None:
     """Write `compute(frames_path, runs_path)` with its key to `directory/intervals.parquet`
@@ -81,5 +103,5 @@ def write_stored_intervals(directory: str | Path, robot: str, run: str, rules: s
     return target
 
 
-__all__ = ["INTERVALS_FILE", "SOURCES", "STORE_KEY", "file_key", "read_stored_intervals",
-           "write_stored_intervals"]
+__all__ = ["INTERVALS_FILE", "SOURCES", "STORE_KEY", "file_key", "read_committed_intervals",
+           "read_stored_intervals", "write_stored_intervals"]

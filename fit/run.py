@@ -30,7 +30,7 @@ from typing import Callable
 import numpy as np
 
 from .errors import FitError, RecordError, SettingError
-from ..catalog import Lake, check_id
+from ..catalog import Lake, check_id, current_version
 from .trust.adequacy import fit_adequacy_columns
 from .replay import local_search
 from .replay.objective import FitProblem, LossScales, ProblemData, build_data
@@ -158,6 +158,7 @@ def run_fit(
     lk = lake if isinstance(lake, Lake) else Lake(Path(lake))
     settings, fit_id = _start(lk, settings, fit_id, resume)
     wd = work_dir(lk, fit_id)
+    version_now = current_version(lk)  # before reading: the lake as this fit reads it
     data = build_data(lk, settings.train, run_weights=settings.weights, scales=settings.scales,
                       max_duration_s=settings.max_duration_s, min_duration_s=settings.min_duration_s,
                       model_path=settings.model_path, configured_load=settings.configured_end_load,
@@ -165,6 +166,8 @@ def run_fit(
     if not resume:
         wd.mkdir(parents=True)
         (wd / "settings.json").write_text(json.dumps(asdict(settings), indent=2, sort_keys=True))
+        (wd / "lake_version").write_text(str(version_now))
+    lake_version = int((wd / "lake_version").read_text()) if (wd / "lake_version").is_file() else version_now
     cheap = _cheap_data(lk, settings, data) if settings.method == "local" else None
     pool = _make_pool(data, settings, workers, address, nthread, None if cheap is None else {"cheap": cheap})
     try:
@@ -177,6 +180,7 @@ def run_fit(
         stage_note(progress, fit_id, "error bars at the optimum and scoring train and holdout intervals")
         record = _finish(lk, fit_id, settings, data, results, pool)
         record.extra["wall_s"] = float(sum(r["wall_s"] for r in results) + time.perf_counter() - t0)
+        record.extra["lake_version"] = lake_version
     finally:
         pool.close()
     publish_fit(lk, record)

@@ -10,10 +10,11 @@ submitted)` is called as each task ends (a progress bar). An input of several ru
 two arms) is one task that returns one Outcome per run; with `ReadOptions.mapping` each file
 is one task of the reader `mapped_log`.
 
-What travels: a task gets the lake's path, the input's path, the reader's name and the read
-options (a mapping travels as its path), and returns the Outcomes: the file bytes never go
-through Ray's object store. So every node that runs tasks must see the raw files, the mapping
-and the lake at the same paths (one shared filesystem). Each run is published by its task
+What travels: a task gets the lake's path (or an `s3://` lake's URI), the input's path, the
+reader's name and the read options (a mapping travels as its path), and returns the Outcomes:
+the file bytes never go through Ray's object store. So every node that runs tasks must see
+the raw files and the mapping at the same paths, and a local lake too (one shared
+filesystem); a lake on object storage needs only the AWS environment on every node. Each run is published by its task
 exactly as the serial ingest publishes it (atomic rename of a staged partition); two inputs
 of the same run racing to publish resolve to one: the first to finish publishes, the other
 is `already_ingested` (same bytes) or `refused` (catalog.publish_partition refuses the
@@ -39,7 +40,7 @@ from contextlib import contextmanager
 from typing import Any
 from pathlib import Path
 
-from ..catalog import Lake, clean_staging
+from ..catalog import Lake, clean_staging, open_lake
 from .outcome import Outcome, rejected
 from .pipeline import ingest_runs, unforeseen
 from .rawstore import DEFAULT_RAW_CODEC
@@ -136,8 +137,8 @@ def ingest_task(lake_root: str, path: str, reader_name: str, options: ReadOption
     """One input's `ingest_runs` (one Outcome per run), on `num_cpus` cores of the node (the
     body of a Ray task)."""
     reader = {r.name: r for r in readers()}[reader_name]
-    with confined_to_cpus(num_cpus):
-        return ingest_runs(Lake(Path(lake_root)), Path(path), reader, options, replace=replace,
+    with confined_to_cpus(num_cpus):  # lake_root: a directory, or an s3:// lake's URI
+        return ingest_runs(open_lake(lake_root), Path(path), reader, options, replace=replace,
                            raw_codec=raw_codec)
 
 
@@ -152,7 +153,7 @@ class TaskQueue:
 
         self._ray, self._lake = ray, lake
         self._remote = ray.remote(num_cpus=num_cpus, max_retries=0)(ingest_task)
-        self._args = (str(lake.root), options, replace, raw_codec, num_cpus)
+        self._args = (lake.location.uri if lake.remote else str(lake.root), options, replace, raw_codec, num_cpus)
         self._workers, self._on_done = workers, on_done
         self._waiting: deque[int] = deque()
         self._inputs: dict[int, tuple[Path, str]] = {}

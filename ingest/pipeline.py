@@ -23,6 +23,7 @@ from ..catalog import (
     PartitionExists,
     check_id,
     publish_partition,
+    published_file,
 )
 from .outcome import Outcome, rejected
 from .registry import IngestError, IngestUnit, ReadOptions, SourceReader
@@ -115,9 +116,9 @@ def _publish(lake: Lake, path: Path, unit: IngestUnit, row: dict, raw: RawStore,
              base: Outcome, replace: bool) -> Outcome:
     """No-op for the same bytes, refuse different bytes unless `replace`, else publish."""
     rel = lake.run_relative(unit.robot, unit.run)
-    target = lake.root / rel
+    target = lake.shown(rel)
     same = f"{path.name}: already ingested as {unit.robot}/{unit.run} (same bytes)"
-    existing = _existing_sha(target)
+    existing = _existing_sha(lake, rel)
     if existing is not None and existing == row["raw_sha256"]:
         return _with(base, "already_ingested", same, target)
     if existing is not None and not replace:
@@ -125,7 +126,7 @@ def _publish(lake: Lake, path: Path, unit: IngestUnit, row: dict, raw: RawStore,
     try:
         publish_partition(lake, rel, lambda d: _write(d, unit, row, raw), replace=replace)
     except PartitionExists:  # another process won the race
-        if _existing_sha(target) == row["raw_sha256"]:
+        if _existing_sha(lake, rel) == row["raw_sha256"]:
             return _with(base, "already_ingested", same, target)
         return _refused(base, path, unit, target)
     status = "replaced" if existing is not None else "published"
@@ -134,21 +135,22 @@ def _publish(lake: Lake, path: Path, unit: IngestUnit, row: dict, raw: RawStore,
                  f"{row['frame_count']} frames, verdict {row['verdict']}{flags}", target)
 
 
-def _with(base: Outcome, status: str, message: str, partition: Path) -> Outcome:
+def _with(base: Outcome, status: str, message: str, partition: Path | str) -> Outcome:
     base.status, base.message, base.partition = status, message, str(partition)
     return base
 
 
-def _refused(base: Outcome, path: Path, unit: IngestUnit, target: Path) -> Outcome:
+def _refused(base: Outcome, path: Path, unit: IngestUnit, target: Path | str) -> Outcome:
     return _with(base, "refused", f"{path.name}: run {unit.robot}/{unit.run} already exists "
                  "with different bytes; pass --replace to replace it, or --run NEW_ID", target)
 
 
-def _existing_sha(partition: Path) -> str | None:
-    run_file = partition / "run.parquet"
-    if not run_file.exists():
+def _existing_sha(lake: Lake, rel: Path) -> str | None:
+    found = published_file(lake, rel, "run.parquet")  # local or object storage
+    if found is None:
         return None
-    return pq.read_table(run_file, columns=["raw_sha256"]).column(0)[0].as_py()
+    filesystem, run_file = found
+    return pq.read_table(run_file, columns=["raw_sha256"], filesystem=filesystem).column(0)[0].as_py()
 
 
 def identity_sha256(stored: list, manifest_hash: bool) -> str | None:

@@ -17,7 +17,7 @@ import typer
 from . import demo
 from .commands import campaign, daemon, fit, ingest, lake, simulation
 from .option_lists import ListOptionGroup
-from .options import check_lake_env
+from .options import check_lake_env, lake_usage_errors
 
 # (name, a command function or a typer group), in the order `twinlake --help` and docs/cli.md show them
 COMMANDS: tuple[tuple[str, Callable[..., Any] | typer.Typer], ...] = (
@@ -61,7 +61,8 @@ app = build_app()
 
 def main() -> None:
     check_lake_env()
-    app()
+    with lake_usage_errors():
+        app()
 
 
 if __name__ == "__main__":

@@ -10,7 +10,6 @@ Imports typer only, so a command module importing it stays cheap at `twinlake --
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import NoReturn
 
 import typer
@@ -18,20 +17,26 @@ import typer
 LAKE_HELP = "Lake directory (default $TWINLAKE_LAKE, else ./lake)."
 
 
-
-def _lake_option(text: str) -> Path:
-    """The `--lake` value as a local directory; a URI is refused by its scheme (catalog's rule)."""
-    from .catalog.lake import local_lake_path
+def _lake_option(text: str):
+    """The `--lake` value: a local directory (Path), or an `s3://` lake (catalog's
+    LakeLocation); another URI scheme is refused by name (catalog's rule)."""
+    from .catalog.location import parse_location
 
     try:
-        return local_lake_path(text)
+        location = parse_location(text)
     except ValueError as exc:
         raise typer.BadParameter(str(exc).removeprefix(f"--lake {text!r}: ")) from None
+    return location.path if location.is_local else location
 
 
 LAKE = typer.Option(None, "--lake", help=LAKE_HELP, parser=_lake_option, metavar="LAKE")
 """The `--lake DIR` option of every command that reads or writes the lake (default None: the
 command resolves `$TWINLAKE_LAKE`, else `./lake`, with `twinlake.catalog.resolve_lake`)."""
+
+OBJECT_LAKE = typer.Option(None, "--lake", parser=_lake_option, metavar="LAKE",
+                           help="Lake directory or s3://bucket/prefix (default $TWINLAKE_LAKE, else ./lake).")
+"""`--lake` of the commands that also work on an object-storage lake (ingest, sql, catalog runs):
+resolve with `twinlake.catalog.open_lake`."""
 
 TRUE_PAYLOAD = typer.Option(None, "--payload", help="True payload at the flange MASS[,X,Y,Z] (kg; CoM m in the flange frame; default: the truth profile's).")
 """`--payload`: the simulated robot's true payload (parse with twinlake.sim.arm_model.load.parse_load)."""
@@ -64,20 +69,41 @@ def error_text(exc: Exception) -> str:
 
 
 def check_lake_env() -> None:
-    """Refuse, as one line (exit 2), a `$TWINLAKE_LAKE` that is a URI: every command resolves the
-    lake from it when `--lake` is absent, so an entry point checks it once before parsing."""
+    """Refuse, as one line (exit 2), a `$TWINLAKE_LAKE` that is a URI of a scheme a lake cannot
+    have: every command resolves the lake from it when `--lake` is absent, so an entry point
+    checks it once before parsing."""
     import os
 
     value = os.environ.get("TWINLAKE_LAKE", "")
     if "://" not in value:  # the common case: `twinlake --help` stays free of the catalog's import
         return
-    from .catalog.lake import LAKE_ENV, local_lake_path
+    from .catalog.lake import LAKE_ENV
+    from .catalog.location import parse_location
 
     try:
-        local_lake_path(value, f"${LAKE_ENV}")
+        parse_location(value, f"${LAKE_ENV}")
     except ValueError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise SystemExit(USAGE_ERROR) from None
 
 
-__all__ = ["LAKE", "LAKE_HELP", "TRUE_FRICTION_LAW", "TRUE_PAYLOAD", "USAGE_ERROR", "check_lake_env", "fail"]
+def lake_usage_errors():
+    """Context manager of an entry point: a command given an s3:// lake it cannot use yet
+    (catalog's ObjectStorageLake) ends as one line (exit 2), not a traceback."""
+    from contextlib import contextmanager
+
+    @contextmanager
+    def guard():
+        try:
+            yield
+        except Exception as exc:
+            if type(exc).__name__ != "ObjectStorageLake":
+                raise
+            typer.echo(f"error: {exc}", err=True)
+            raise SystemExit(USAGE_ERROR) from None
+
+    return guard()
+
+
+__all__ = ["LAKE", "LAKE_HELP", "OBJECT_LAKE", "TRUE_FRICTION_LAW", "TRUE_PAYLOAD", "USAGE_ERROR", "check_lake_env", "fail",
+           "lake_usage_errors"]

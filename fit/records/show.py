@@ -176,6 +176,8 @@ def _parameters(out, rec) -> None:
     joints = p.joint_delay_ms.tolist()
     per_joint = f" (per joint J1..J7: {', '.join(map(str, joints))} ms)" if any(d != p.motor_delay_ms for d in joints) else ""
     out.print(f"motor delay: {p.motor_delay_ms} ms{per_joint}; history rows: {len(rec.history)}; seed: {rec.seed}")
+    if rec.extra.get("lake_version") is not None:  # what it read: `twinlake sql --as-of VERSION`
+        out.print(f"lake version read: {rec.extra['lake_version']} (`twinlake sql --as-of {rec.extra['lake_version']}`)")
 
 
 def _intervals(out, rec) -> None:

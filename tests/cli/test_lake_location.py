@@ -1,6 +1,7 @@
-"""A lake is a local directory: a URI given as `--lake` or `$TWINLAKE_LAKE` is refused by its
-scheme, as one line, and never becomes a local directory named after it (`Path('s3://b/p')` is
-the relative directory `s3:/b/p`)."""
+"""Where a lake may be: a local directory or `s3://bucket/prefix`. A URI of any other scheme
+given as `--lake` or `$TWINLAKE_LAKE` is refused by its scheme, as one line, and never becomes
+a local directory named after it (`Path('gs://b/p')` is the relative directory `gs:/b/p`); a
+command that needs a local directory says so of an `s3://` lake, as one line."""
 
 from __future__ import annotations
 
@@ -10,8 +11,7 @@ import sys
 
 import pytest
 
-from twinlake.catalog import resolve_lake
-from twinlake.catalog.lake import local_lake_path
+from twinlake.catalog import ObjectStorageLake, open_lake, parse_location, resolve_lake
 
 
 def _run(args: list[str], cwd, env_lake: str | None = None) -> subprocess.CompletedProcess:
@@ -22,34 +22,48 @@ def _run(args: list[str], cwd, env_lake: str | None = None) -> subprocess.Comple
                           timeout=120)
 
 
-@pytest.mark.parametrize("uri", ["s3://twin/lake", "gs://bucket/x", "file:///tmp/lake"])
-def test_the_rule_refuses_a_uri_by_its_scheme(uri):
+@pytest.mark.parametrize("uri", ["gs://bucket/x", "file:///tmp/lake", "HTTPS://host/lake"])
+def test_the_rule_refuses_other_schemes_by_name(uri):
     with pytest.raises(ValueError, match=r"scheme is not supported.*") as err:
-        local_lake_path(uri)
+        parse_location(uri)
     assert repr(uri.split("://")[0]) in str(err.value)
-    assert local_lake_path("lakes/s3-copy").as_posix() == "lakes/s3-copy"
 
 
-def test_resolve_lake_refuses_a_uri_in_the_environment(monkeypatch, tmp_path):
+def test_s3_and_local_paths_are_locations():
+    s3 = parse_location("s3://twin/fleet/lake/")
+    assert (s3.bucket, s3.prefix, s3.uri, s3.key("_log/1.json")) == (
+        "twin", "fleet/lake", "s3://twin/fleet/lake", "fleet/lake/_log/1.json")
+    assert parse_location("s3://twin").key("runs") == "runs"
+    assert parse_location("lakes/s3-copy").path.as_posix() == "lakes/s3-copy"
+    for bad in ("s3://", "s3://UPPER/x", "s3://twin/a/../b"):
+        with pytest.raises(ValueError, match="s3://"):
+            parse_location(bad)
+
+
+def test_resolve_lake_wants_a_directory_open_lake_takes_both(monkeypatch, tmp_path):
     monkeypatch.setenv("TWINLAKE_LAKE", "s3://twin/lake")
-    with pytest.raises(ValueError, match=r"\$TWINLAKE_LAKE 's3://twin/lake'"):
+    with pytest.raises(ObjectStorageLake, match=r"s3://twin/lake.*needs a local lake directory"):
         resolve_lake(None)
+    lake = open_lake(None)
+    assert lake.remote and lake.location.uri == "s3://twin/lake"
+    assert lake.shown("runs/robot=a/run=b") == "s3://twin/lake/runs/robot=a/run=b"
     assert resolve_lake(tmp_path / "lake") == tmp_path / "lake"
 
 
-def test_ingest_and_sql_refuse_an_s3_lake_and_write_nothing(tmp_path):
+def test_commands_refuse_an_unsupported_lake_as_one_line_and_write_nothing(tmp_path):
     csv = tmp_path / "run.csv"
     csv.write_text("a,b\n1,2\n")
     cases = [
-        (["twinlake", "ingest", str(csv), "--lake", "s3://twin/lake"], None),
-        (["twinlake", "sql", "select 1", "--lake", "s3://twin/lake"], None),
-        (["twinlake", "ingest", str(csv)], "s3://twin/lake"),
-        (["twinlake.ingest", str(csv)], "s3://twin/lake"),
-        (["twinlake", "fit", "list"], "s3://twin/lake"),
+        (["twinlake", "ingest", str(csv), "--lake", "gs://twin/lake"], None, "'gs' scheme is not supported"),
+        (["twinlake", "sql", "select 1", "--lake", "gs://twin/lake"], None, "'gs' scheme is not supported"),
+        (["twinlake", "ingest", str(csv)], "file:///twin/lake", "'file' scheme is not supported"),
+        (["twinlake.ingest", str(csv)], "gs://twin/lake", "'gs' scheme is not supported"),
+        (["twinlake", "fit", "list"], "s3://twin/lake", "needs a local lake directory"),
+        (["twinlake", "fit", "list", "--lake", "s3://twin/lake"], None, "needs a local lake directory"),
     ]
-    for args, env_lake in cases:
+    for args, env_lake, words in cases:
         out = _run(args, tmp_path, env_lake)
         assert out.returncode == 2, (args, out.stdout, out.stderr)
-        assert "'s3' scheme is not supported" in " ".join(out.stderr.replace("│", " ").split()), (args, out.stderr)
+        assert words in " ".join(out.stderr.replace("│", " ").split()), (args, out.stderr)
         assert "Traceback" not in out.stderr, (args, out.stderr)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run.csv"]

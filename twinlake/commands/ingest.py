@@ -15,7 +15,7 @@ from typing import Optional
 
 import typer
 
-from ..options import LAKE, check_lake_env, fail
+from ..options import LAKE, OBJECT_LAKE, check_lake_env, fail
 
 export_app = typer.Typer(help="Export lake data to portable formats.", no_args_is_help=True)
 validate_app = typer.Typer(help="Validate portable files.", no_args_is_help=True)
@@ -24,7 +24,7 @@ import_app = typer.Typer(help="Import result files of other tools.", no_args_is_
 
 def ingest_command(
     paths: list[Path] = typer.Argument(..., help="Recording files or directories to ingest."),
-    lake: Optional[Path] = LAKE,
+    lake: Optional[Path] = OBJECT_LAKE,
     robot: Optional[str] = typer.Option(None, "--robot", help="Robot id (default: robot_id of the companion metadata)."),
     run: Optional[str] = typer.Option(None, "--run", help="Run id (default: recording id, else file stem); one input only."),
     replace: bool = typer.Option(False, "--replace", help="Replace an existing run whose bytes differ."),
@@ -37,7 +37,7 @@ def ingest_command(
     robot_map: list[str] = typer.Option([], "--robot-map", help="Bags: NAMESPACE=ROBOT_ID per arm (a bag of two arms is two runs)."),
     mapping: Optional[Path] = typer.Option(
         None, "--mapping", help="A mapping TOML: read every file given as a log of your own layout (CSV, Parquet, .npz; docs/formats.md)."),
-    workers: int = typer.Option(0, "--workers", min=0, help="Ingest the inputs as Ray tasks, N at a time, one CPU each (0: one after another in this process). Raw files and lake on a filesystem every node sees (docs/ray.md)."),
+    workers: int = typer.Option(0, "--workers", min=0, help="Ingest the inputs as Ray tasks, N at a time, one CPU each (0: one after another in this process). Raw files (and a local lake) on a filesystem every node sees; an s3:// lake needs none (docs/ray.md)."),
     address: Optional[str] = typer.Option(None, "--address", help="With --workers: run the tasks on this Ray cluster (default: a local Ray)."),
 ) -> None:
     """Ingest fr3_stack 1 kHz recording CSVs (v2, legacy v1) and other known formats into the lake.
@@ -61,7 +61,7 @@ def _ingest(paths: list[Path], lake: Optional[Path], robot: Optional[str], run: 
             address: Optional[str]) -> None:
     from rich.console import Console
 
-    from ..catalog import Lake, resolve_lake
+    from ..catalog import open_lake
     from ..ingest import ingest_paths
     from ..ingest.registry import ReadOptions
 
@@ -73,7 +73,7 @@ def _ingest(paths: list[Path], lake: Optional[Path], robot: Optional[str], run: 
         fail(f"--raw-codec {raw_codec!r}: expected zstd, lz4 or none")
     if address is not None and not workers:
         fail("--address runs the ingest on a Ray cluster: give --workers N too")
-    the_lake = Lake(resolve_lake(lake))
+    the_lake = open_lake(lake)
     if mapping is not None and not mapping.is_file():
         fail(f"--mapping {mapping}: no such file")
     try:

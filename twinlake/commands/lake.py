@@ -14,7 +14,7 @@ import pyarrow as pa
 import typer
 
 from ..catalog.intervals import OPTIONAL_SPLITS
-from ..options import LAKE, fail
+from ..options import LAKE, OBJECT_LAKE, fail
 
 catalog_app = typer.Typer(help="Browse the lake's catalog.", no_args_is_help=True)
 
@@ -34,7 +34,10 @@ def sql_command(
         [], "--read", metavar="PATH",
         help="A file or directory outside the lake the query may read too (repeatable); "
              "nothing else outside the lake is readable."),
-    lake: Optional[Path] = LAKE,
+    lake: Optional[Path] = OBJECT_LAKE,
+    as_of: Optional[int] = typer.Option(
+        None, "--as-of", min=1, metavar="VERSION",
+        help="Query the lake as it was at this version of its commit log (what a fit read: `fit show`)."),
 ) -> None:
     """Run SQL over the lake (views: runs, frames, targets, intervals, fits, ...)."""
     if (query is None) == (file is None):
@@ -46,7 +49,7 @@ def sql_command(
             query = file.read_text(encoding="utf-8")
         except OSError as exc:
             fail(f"{file}: cannot read: {exc.strerror}")
-    con = _connect(lake, read)
+    con = _connect(lake, read, as_of)
     try:
         rel = con.execute(query)
         columns = [d[0] for d in rel.description] if rel.description else []
@@ -58,7 +61,7 @@ def sql_command(
 
 @catalog_app.command("runs")
 def runs_command(
-    lake: Optional[Path] = LAKE,
+    lake: Optional[Path] = OBJECT_LAKE,
     as_json: bool = typer.Option(False, "--json", help="Print a JSON array of run rows."),
 ) -> None:
     """List the runs in the lake (one line each: counts, gaps, completion, verdict)."""
@@ -89,11 +92,11 @@ def rebuild_command(lake: Optional[Path] = LAKE) -> None:
           f"{len(index.schemas)} schemas")
 
 
-def _connect(lake: Optional[Path], readable: tuple[Path, ...] | list[Path] = ()):
-    from ..catalog import connect, resolve_lake
+def _connect(lake: Optional[Path], readable: tuple[Path, ...] | list[Path] = (), as_of: Optional[int] = None):
+    from ..catalog import connect, open_lake
 
     try:
-        return connect(resolve_lake(lake), readable=readable)
+        return connect(open_lake(lake), readable=readable, as_of=as_of)
     except Exception as exc:
         fail(f"cannot open the catalog: {str(exc).splitlines()[0]}")
 
