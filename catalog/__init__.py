@@ -31,7 +31,7 @@ from .schema import FRAME_SCHEMA, JOINTS, RAW_FILE_TYPE, RUN_SCHEMA
 __getattr__, __dir__, _ = lazy_exports(__name__, globals(), {
     "read_only": ("ReadOnlyConnection", "ReadOnlyRefused"),
     "sql": ("SQL_FILES", "connect", "load_sql"),
-    "intervals": ("clean_intervals",),
+    "intervals": ("clean_intervals", "stage_run_intervals"),
     "local_log": ("current_version",),
     "object_publish": ("published_file",),
     "selection": ("IntervalFrames", "IntervalRef", "RunSelector", "SelectionError", "interval_frames",
@@ -51,6 +51,7 @@ __all__ = [
     "PartitionExists",
     "RAW_FILE_TYPE",
     "RUN_SCHEMA",
+    "stage_run_intervals",
     "ReadOnlyConnection",
     "ReadOnlyRefused",
     "RunSelector",

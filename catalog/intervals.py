@@ -18,13 +18,18 @@ import hashlib
 import json
 import math
 import os
+import shutil
 import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
+
+if TYPE_CHECKING:
+    from .lake import Lake
 
 OPTIONAL_SPLITS: tuple[str, ...] = (
     "reset",
@@ -248,6 +253,21 @@ def _long_enough(duration_s: pa.ChunkedArray, min_duration_s: float) -> pa.Chunk
 
     filled = pc.fill_null(duration_s, 0.0)
     return pc.or_(pc.is_nan(filled), pc.greater_equal(filled, min_duration_s))
+
+
+def stage_run_intervals(lake: Lake, staged: Path, robot: str, run: str) -> None:
+    """A run's default-rule intervals computed from its staged files and written beside them
+    (`intervals.store_run_intervals`), so they are published, or replaced, with the run: the
+    ingest calls it as the last part of writing a run partition. The query spills to a
+    directory of its own under `_staging/` (removed after it; an orphan of a killed process
+    goes with `clean_staging`)."""
+    from .publish import new_staging_dir
+
+    spill = new_staging_dir(lake, "spill")
+    try:
+        store_run_intervals(staged, robot, run, spill_dir=spill)
+    finally:
+        shutil.rmtree(spill, ignore_errors=True)
 
 
 def store_run_intervals(directory: str | Path, robot: str, run: str,

@@ -43,10 +43,8 @@ STAGING_DIR = "_staging"
 
 
 def publish_to_store(lake: Lake, rel: Path, write_fn: Callable[[Path], None], *,
-                     replace: bool = False, staged: Path,
-                     prepare: Callable[[Lake, Path, Path], None] = lambda *_: None) -> str:
-    """Fill the local directory `staged` with `write_fn`, then `prepare(lake, rel, staged)`
-    (publish.py: a run's stored intervals), upload it under a fresh prefix of the
+                     replace: bool = False, staged: Path) -> str:
+    """Fill the local directory `staged` with `write_fn`, upload it under a fresh prefix of the
     object-storage lake and commit it as partition `rel`. Returns the URI of the committed
     prefix. `PartitionCommitted` when the partition is committed already (before the upload,
     or by a writer that committed first: its prefix is deleted then)."""
@@ -59,7 +57,6 @@ def publish_to_store(lake: Lake, rel: Path, write_fn: Callable[[Path], None], *,
     write_fn(staged)
     if not any(staged.iterdir()):
         raise ValueError(f"write_fn left the partition {rel} empty")
-    prepare(lake, rel, staged)
     commit_id = uuid.uuid4().hex[:16]
     data_dir = f"{partition}/c-{commit_id}"
     expires = _write_lease(store, commit_id, partition, data_dir)

@@ -6,9 +6,9 @@ fsynced, then the directory is renamed to its final place in one `rename` system
 reader (or a crash) sees the whole partition or none of it. On Linux `renameat2` is used with
 `RENAME_NOREPLACE` (two racing writers: exactly one wins) and `RENAME_EXCHANGE` (replace
 swaps old and new atomically); elsewhere a plain `os.rename`, which refuses a non-empty target.
-A run partition also gets its default-rule intervals (`intervals.parquet`,
-`catalog/intervals.py`) computed from the staged files before the fsync, so they are
-published and replaced with the run.
+What goes into a partition is its writer's (a run's intervals are the ingest's write step:
+`intervals.stage_run_intervals`, called by ingest/pipeline.py in its `write_fn`); publishing moves the
+files, whatever they are.
 After the rename of a partition of an indexed kind (`runs/`), the lake's file index
 (`catalog/file_index.py`) is updated under its lock; if that fails the partition stays
 published and readers find it by listing (the index is a cache, never the truth).
@@ -163,8 +163,7 @@ def publish_partition(
 
         staged = new_staging_dir(lk, rel.name.replace("=", "-"))
         try:
-            return publish_to_store(lk, rel, write_fn, replace=replace, staged=staged,
-                                    prepare=_store_intervals)
+            return publish_to_store(lk, rel, write_fn, replace=replace, staged=staged)
         except PartitionCommitted:
             raise PartitionExists(lk.shown(rel)) from None
         finally:
@@ -177,7 +176,6 @@ def publish_partition(
         write_fn(staged)
         if not any(staged.iterdir()):
             raise ValueError(f"write_fn left the partition {rel} empty")
-        _store_intervals(lk, rel, staged)
         fsync_tree(staged)
         target.parent.mkdir(parents=True, exist_ok=True)
         _move_into_place(staged, target, replace)
@@ -188,26 +186,6 @@ def publish_partition(
     _update_file_index(lk, rel)
     _append_local_log(lk, rel, replace)
     return target
-
-
-def _store_intervals(lake: Lake, rel: Path, staged: Path) -> None:
-    """A run partition (`runs/robot=<robot>/run=<run>`): its default-rule intervals computed
-    from the staged files and written beside them (`intervals.store_run_intervals`), so they are
-    published, or replaced, with the run. The query spills to a directory of its own under
-    `_staging/` (removed after it; an orphan of a killed process goes with `clean_staging`)."""
-    parts = rel.parts
-    if len(parts) != 3 or parts[0] != "runs":
-        return
-    (robot_key, _, robot), (run_key, _, run) = (p.partition("=") for p in parts[1:])
-    if (robot_key, run_key) != ("robot", "run"):
-        return
-    from .intervals import store_run_intervals
-
-    spill = new_staging_dir(lake, "spill")
-    try:
-        store_run_intervals(staged, robot, run, spill_dir=spill)
-    finally:
-        shutil.rmtree(spill, ignore_errors=True)
 
 
 def _update_file_index(lake: Lake, rel: Path) -> None:

@@ -24,6 +24,7 @@ from ..catalog import (
     check_id,
     publish_partition,
     published_file,
+    stage_run_intervals,
 )
 from .outcome import Outcome, rejected
 from .registry import IngestError, IngestUnit, ReadOptions, SourceReader
@@ -124,7 +125,7 @@ def _publish(lake: Lake, path: Path, unit: IngestUnit, row: dict, raw: RawStore,
     if existing is not None and not replace:
         return _refused(base, path, unit, target)
     try:
-        publish_partition(lake, rel, lambda d: _write(d, unit, row, raw), replace=replace)
+        publish_partition(lake, rel, lambda d: _write(lake, d, unit, row, raw), replace=replace)
     except PartitionExists:  # another process won the race
         if _existing_sha(lake, rel) == row["raw_sha256"]:
             return _with(base, "already_ingested", same, target)
@@ -221,17 +222,18 @@ def write_parquet(table: pa.Table, path: Path) -> None:
 
 def write_frames_parquet(frames: pa.Table, path: Path) -> None:
     """`frames.parquet`, by Arrow's writer (`write_parquet`): the same bytes for the same
-    table in any process. (Polars' writer, used before, encodes on every core, but its first
-    write in a process costs ~0.6-1.2 s of kernel CPU, its thread pool touching ~300 MB of
-    new pages, against Arrow's ~0.2 s; in a fresh `twinlake ingest` on a shared 2-core
-    machine its parallelism bought nothing back. bench/RESULTS.md, 2026-12-05.)"""
+    table in any process. (Polars' parallel writer pays more kernel time on its first write in
+    a process than its parallelism saves in a fresh `twinlake ingest`.)"""
     write_parquet(frames, path)
 
 
-def _write(staging: Path, unit: IngestUnit, row: dict, raw: RawStore) -> None:
+def _write(lake: Lake, staging: Path, unit: IngestUnit, row: dict, raw: RawStore) -> None:
+    """The run partition's files in `staging` (the one write step: every file, then the run's
+    default-rule intervals computed from them, so they are published and replaced with it)."""
     if unit.targets is not None:
         write_parquet(unit.targets, staging / "targets.parquet")
     for name, table in unit.extra_tables.items():
         write_parquet(table, staging / f"{name}.parquet")
     raw.move_into(staging)
     write_parquet(run_table(row), staging / "run.parquet")
+    stage_run_intervals(lake, staging, unit.robot, unit.run)

@@ -232,3 +232,11 @@ def test_the_ingest_spine_flows_one_way():
             if b is not None and dst != src and (b > a or b == a == 0):  # up, or plan <-> pipeline
                 wrong.append(f"{src} -> {dst}")
     assert not wrong, "the ingest spine calls back up or across (plan, pipeline < execute < fanout):\n" + "\n".join(wrong)
+
+
+def test_the_publish_primitive_computes_nothing():
+    """catalog/publish.py moves a partition into place; what goes in it (a run's intervals
+    included) is its writer's, so publish imports nothing that computes (ingest's write step
+    calls `catalog.intervals.stage_run_intervals`)."""
+    targets = _graph()[f"{ROOT}.catalog.publish"]
+    assert not {t for t in targets if t.startswith(f"{ROOT}.catalog.intervals") or "stored_intervals" in t}, targets

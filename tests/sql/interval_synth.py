@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from twinlake.catalog import FRAME_SCHEMA, RUN_SCHEMA, Lake, connect, publish_partition
-from twinlake.catalog.intervals import clean_intervals
+from twinlake.catalog.intervals import clean_intervals, stage_run_intervals
 
 K_DEFAULT = (600.0, 600.0, 600.0, 600.0, 250.0, 150.0, 50.0)
 D_DEFAULT = (50.0, 50.0, 50.0, 50.0, 30.0, 25.0, 15.0)
@@ -111,9 +111,10 @@ def publish_run(lake: Path, robot: str, run: str, rec: Recording, *,
     """Write `rec` as the run partition `<lake>/runs/robot=<robot>/run=<run>/`."""
     lk = Lake(lake)
 
-    def write(path: Path) -> None:
+    def write(path: Path) -> None:  # as the ingest's write step does: the files, then their intervals
         pq.write_table(frames_table(rec), path / "frames.parquet")
         pq.write_table(run_table(rec, contract_columns), path / "run.parquet")
+        stage_run_intervals(lk, path, robot, run)
 
     return publish_partition(lk, lk.run_relative(robot, run), write)
 

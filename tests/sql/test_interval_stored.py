@@ -27,7 +27,7 @@ from interval_synth import (
 from twinlake.catalog import Lake, connect, publish_partition
 from twinlake.catalog import intervals as catalog_intervals
 from twinlake.catalog.lake import INTERVALS_FILE
-from twinlake.catalog.intervals import IntervalRules, _query, clean_intervals, run_query_params
+from twinlake.catalog.intervals import IntervalRules, _query, clean_intervals, run_query_params, stage_run_intervals
 
 
 def _queried(con, robot: str, run: str, **kw) -> pa.Table:
@@ -41,9 +41,10 @@ def _served(con, robot: str, run: str, **kw) -> pa.Table | None:
     return catalog_intervals.stored_run_intervals(con, robot, run, IntervalRules(**kw))
 
 
-def _write_run(path, rec) -> None:
+def _write_run(path, rec, robot: str = "fr3", run: str = "r") -> None:
     pq.write_table(frames_table(rec), path / "frames.parquet")
     pq.write_table(run_table(rec), path / "run.parquet")
+    stage_run_intervals(Lake(path.parents[1]), path, robot, run)  # as the ingest's write step
 
 
 def _every_cause() -> dict[str, object]:
@@ -138,16 +139,26 @@ def test_a_rewritten_run_never_serves_stale_intervals(tmp_path):
     con = connect(tmp_path)
     assert [r["frame_count"] for r in clean_intervals(con, robot="fr3", run="r").to_pylist()] == [300]
 
-    # --replace: the partition and its stored intervals are published anew, together
+    # --replace by a writer that copies an old intervals file and does not stage new ones: the
+    # stored key (sizes and mtimes of both files) no longer holds, so the rules are queried
     replaced = joint_recording(300)
     drop_ticks(replaced, 100, 4)
 
-    def write(path):
+    def stale(path):
         pq.write_table(frames_table(replaced), path / "frames.parquet")
         shutil.copy2(run_dir / "run.parquet", path / "run.parquet")
         shutil.copy2(run_dir / INTERVALS_FILE, path / INTERVALS_FILE)  # an old copy
 
-    publish_partition(lake, lake.run_relative("fr3", "r"), write, replace=True)
+    publish_partition(lake, lake.run_relative("fr3", "r"), stale, replace=True)
+    assert _served(con, "fr3", "r") is None  # the copy is not served
+    assert [r["frame_count"] for r in clean_intervals(con, robot="fr3", run="r").to_pylist()] == [100, 196]
+
+    # the ingest's write step stages them after its files: published anew, together, and served
+    def staged(path):
+        stale(path)
+        stage_run_intervals(lake, path, "fr3", "r")
+
+    publish_partition(lake, lake.run_relative("fr3", "r"), staged, replace=True)
     assert _served(con, "fr3", "r") is not None  # recomputed, not the copy
     assert [r["frame_count"] for r in clean_intervals(con, robot="fr3", run="r").to_pylist()] == [100, 196]
 
