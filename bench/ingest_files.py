@@ -101,7 +101,15 @@ def measured(*args):
 
 csvs, lake = [Path(p) for p in sys.argv[2:]], sys.argv[1]
 reader, _ = detect(csvs[0])
-ray.init(num_cpus=len(csvs), include_dashboard=False, log_to_driver=False, logging_level="WARNING")
+for attempt in range(4):  # Ray gives its node 30 s to start: a loaded machine may need more
+    try:
+        ray.init(num_cpus=len(csvs), include_dashboard=False, log_to_driver=False,
+                 logging_level="WARNING")
+        break
+    except Exception as exc:
+        if "timed out during startup" not in str(exc) or attempt == 3:
+            raise
+        ray.shutdown()
 task = ray.remote(num_cpus=1, max_retries=0)(measured)
 refs = [task.remote(lake, str(c), reader.name, ReadOptions(robot="bench"), False, "zstd", 1) for c in csvs]
 print(json.dumps(ray.get(refs)))

@@ -24,6 +24,7 @@ from ...catalog import FRAME_SCHEMA
 from ...contracts.csv_v2 import COLUMNS, LEGACY_COLUMNS
 from ..companions import Companions, find_companions
 from .. import decimal_native
+from ..canonical import null_where
 from ..csv_integers import as_double, float_text_in_int_column, integral_to_int
 from ..registry import (
     Detection,
@@ -393,24 +394,6 @@ def canonical_frames(table: pa.Table, version: int) -> pa.Table:
             for name in _JOINT_BLOCK:
                 columns[name] = null_where(invalid, columns[name])
     return pa.Table.from_arrays([columns[f.name] for f in FRAME_SCHEMA], schema=FRAME_SCHEMA)
-
-
-def null_where(mask: pa.ChunkedArray | pa.Array, column: pa.ChunkedArray | pa.Array) -> pa.Array:
-    """`pc.if_else(mask, None, column)`: null where `mask` is true or null. A column of fixed
-    width values without nulls keeps its values buffer and gets the validity bitmap of "mask
-    is false" (no copy of the values: the nulls' slots keep the values under them, which no
-    reader sees); anything else goes through `if_else`."""
-    column = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
-    if (column.null_count or column.offset or not pa.types.is_primitive(column.type)
-            or pa.types.is_boolean(column.type)):
-        return pc.if_else(mask, None, column)
-    keep = pc.invert(pc.fill_null(mask, True))
-    keep = keep.combine_chunks() if isinstance(keep, pa.ChunkedArray) else keep
-    if keep.offset:
-        return pc.if_else(mask, None, column)
-    valid = keep.buffers()[1]
-    return pa.Array.from_buffers(column.type, len(column), [valid, column.buffers()[1]],
-                                 null_count=len(column) - int(pc.sum(keep).as_py() or 0))
 
 
 register(Fr3CsvReader())
