@@ -102,7 +102,8 @@ class ParameterSpace:
 
     def __post_init__(self) -> None:
         if self.friction_law not in FRICTION_LAWS:
-            raise SettingError("friction_law", repr(self.friction_law), f"expected one of {', '.join(FRICTION_LAWS)}")
+            raise SettingError("friction_law", None,
+                               f"friction law {self.friction_law!r}: expected one of {', '.join(FRICTION_LAWS)}")
         b = np.array(self.bounds, dtype=np.float64).reshape(LAYOUT.size, 2)
         for i, (lo, hi) in enumerate(b):
             if not (np.isfinite(lo) and np.isfinite(hi) and lo <= hi):

@@ -19,7 +19,7 @@ from twinlake.fit.records.frankatwin_import import ResultFileError, decoded_valu
 from twinlake.sim import LAYOUT, DynamicsParams, to_frankatwin_decoded
 
 ROOT = Path(__file__).resolve().parents[2]
-OWNERS = {ROOT / "sim" / "params.py", ROOT / "sim" / "layout.py"}
+OWNERS = {ROOT / "sim" / "arm_model" / "params.py", ROOT / "sim" / "arm_model" / "layout.py"}
 SOURCES = sorted(p for folder in ("sim", "fit", "ingest", "catalog", "daemon", "twinlake")
                  for p in (ROOT / folder).rglob("*.py") if p not in OWNERS) + [ROOT / "bench" / "recovery.py"]
 # names that, declared at module level anywhere but sim/arm_model/params.py, re-declare the layout
