@@ -76,9 +76,9 @@ def mujoco_fit(lake: Path, train, delay: int, workers: int, max_iter: int):
     """mujoco.minimize.least_squares over the 28 continuous parameters at `delay`."""
     from mujoco import minimize
 
-    from twinlake.fit.replay.objective import build_data
-    from twinlake.fit.replay.pool import RayPool
-    from twinlake.fit.replay.space import ParameterSpace
+    from twinlake.fit.core.objective import build_data
+    from twinlake.fit.core.pool import RayPool
+    from twinlake.fit.core.space import ParameterSpace
     from twinlake.sim import DynamicsParams
 
     space = ParameterSpace()

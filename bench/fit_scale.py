@@ -51,9 +51,9 @@ def make_lake(root: Path, runs: int, seconds: float) -> list[str]:
 def time_generations(data, population: int, generations: int, workers: int) -> tuple[float, float, float]:
     """(first generation's seconds, seconds per later generation, evaluations per second) with
     `workers` Ray actors. The first generation also builds each actor's batch and buffers."""
-    from twinlake.fit.replay.pool import RayPool, auto_chunk
+    from twinlake.fit.core.pool import RayPool, auto_chunk
     from twinlake.fit.replay.search import MixedSearch
-    from twinlake.fit.replay.space import ParameterSpace
+    from twinlake.fit.core.space import ParameterSpace
 
     pool = RayPool(data, workers, chunk=auto_chunk(population, workers))
     try:
@@ -107,7 +107,7 @@ def main() -> None:
     os.environ.setdefault("RAY_AUTH_MODE", "token")  # chosen explicitly: no start-up warning (docs/ray.md)
     import ray
 
-    from twinlake.fit.replay.objective import build_data
+    from twinlake.fit.core.objective import build_data
 
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
@@ -128,7 +128,7 @@ def main() -> None:
                   f"40 generations ≈ {(first + 39 * per_gen) / 60:.1f} min")
         ray.shutdown()
         from twinlake.fit.replay.search import MixedSearch
-        from twinlake.fit.replay.space import ParameterSpace
+        from twinlake.fit.core.space import ParameterSpace
 
         peer_params = MixedSearch(ParameterSpace(), args.population, seed=0).ask().params
         peer_s, peer_steps = time_mj_step_alone(data, peer_params, max(worker_counts))

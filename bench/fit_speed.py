@@ -35,7 +35,7 @@ worst time to a result, how often the fallback ran, accuracy per truth, and the 
     python bench/fit_speed.py --truths 6 [--seconds 12] [--log out.jsonl] [--no-plant]
 
 `--loop-noise PAIRS`: the default `local` fit with its closed-loop noise bootstrap (the default
-`loop_noise_draws`, fit/trust/loop_noise.py) against the same code with it off
+`loop_noise_draws`, fit/core/loop_noise.py) against the same code with it off
 (`loop_noise_draws=0`), on the same lake, alternated PAIRS times (off, on, off, on, …) so a
 changing load hits both; prints each wall time and the ratio of the medians (target ≤ 1.5):
 

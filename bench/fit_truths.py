@@ -111,7 +111,7 @@ def plant_lake(root: Path, seconds: float, link_scale: tuple[float, ...] = (1.0,
 
 
 def plant_fits(args) -> dict:
-    from twinlake.fit.replay.space import parse_space
+    from twinlake.fit.core.space import parse_space
 
     out = {}
     with tempfile.TemporaryDirectory() as tmp:

@@ -158,7 +158,7 @@ def run_replicate(family: str, rep: int, seconds: float, workers: int, raw: Path
 
     from twinlake.catalog import Lake
     from twinlake.fit.run import FitSettings, run_fit, work_dir
-    from twinlake.fit.replay.space import parse_space
+    from twinlake.fit.core.space import parse_space
 
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
@@ -202,8 +202,8 @@ def run_replicate(family: str, rep: int, seconds: float, workers: int, raw: Path
 
 
 def estimated_names(rec) -> list[str]:
-    """The parameters whose status is *estimated* (fit/trust/parameter_status.py's rule)."""
-    from twinlake.fit.records.statuses import fit_statuses
+    """The parameters whose status is *estimated* (fit/core/parameter_status.py's rule)."""
+    from twinlake.fit.trust.statuses import fit_statuses
 
     return [st.name for st in fit_statuses(rec) if st.status.value == "estimated"]
 
@@ -249,7 +249,7 @@ def estimated_counts(row: dict) -> tuple[int, int]:
     """(estimated with the stored default intervals, estimated with the measurement-noise HAC
     alone) among the row's free parameters, by parameter_status.classify (the one rule): the
     same values and bounds, each covariance's interval and `unidentifiable` flags."""
-    from twinlake.fit.trust.parameter_status import Status, classify
+    from twinlake.fit.core.parameter_status import Status, classify
     from twinlake.sim import LAYOUT
 
     ln, base = row.get("loop_noise") or {}, row["methods"].get("hac_without_loop_noise")
@@ -320,8 +320,8 @@ def summarise(rows: list[dict], draws: int = 2000, estimated_only: bool = False)
 def bandwidth_sensitivity(rows: list[dict], raw: Path, factors=(0.25, 0.5, 1.0, 2.0, 4.0, 8.0)) -> dict[str, dict]:
     """Coverage and RMS z of HAC at `factors` × each replicate's Andrews bandwidth, and of the
     per-tick sandwich without serial terms (L = 1), from the saved bread and scores (`--raw`)."""
-    from twinlake.fit.trust import covariance as cv
-    from twinlake.fit.replay.space import ParameterSpace
+    from twinlake.fit.core import covariance as cv
+    from twinlake.fit.core.space import ParameterSpace
     from twinlake.sim import LAYOUT
 
     out: dict[str, dict] = {}
@@ -332,7 +332,7 @@ def bandwidth_sensitivity(rows: list[dict], raw: Path, factors=(0.25, 0.5, 1.0, 
         d = np.load(path)
         scores = [d[f"scores{b}"] for b in range(len([k for k in d.files if k.startswith("scores")]))]
         bread = d["r_factor"].T @ d["r_factor"]
-        space = ParameterSpace.from_json(__import__("twinlake.fit.replay.space", fromlist=["parse_space"]).parse_space(
+        space = ParameterSpace.from_json(__import__("twinlake.fit.core.space", fromlist=["parse_space"]).parse_space(
             PLANT_SPECS if r["family"] == "plant" else []).to_json())
         rng = np.array([space.bounds[LAYOUT.index(n), 1] - space.bounds[LAYOUT.index(n), 0] for n in r["names"]])
         err = np.array(r["estimate"]) - np.array(r["truth"])

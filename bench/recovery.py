@@ -76,7 +76,7 @@ def mujoco_peer(lake: Path, train: list[str], max_iter: int) -> tuple[np.ndarray
     """MuJoCo's LM on (armature, damping, frictionloss) × 7, no delay; returns (n,), loss, s."""
     from mujoco import minimize
 
-    from twinlake.fit.replay.objective import FitProblem
+    from twinlake.fit.core.objective import FitProblem
     from twinlake.sim import LAYOUT, DynamicsParams
 
     problem = FitProblem.from_lake(lake, train)
@@ -103,7 +103,7 @@ def mujoco_peer(lake: Path, train: list[str], max_iter: int) -> tuple[np.ndarray
 
 
 def holdout_rmse(lake: Path, holdout: list[str], named: dict[str, np.ndarray]) -> dict[str, float]:
-    from twinlake.fit.replay.objective import FitProblem
+    from twinlake.fit.core.objective import FitProblem
 
     problem = FitProblem.from_lake(lake, holdout)
     names = list(named)

@@ -184,7 +184,7 @@ def payload_run() -> None:
     """--payload-run (module docstring)."""
     import torque_runs
 
-    from twinlake.fit.records.statuses import fit_statuses
+    from twinlake.fit.trust.statuses import fit_statuses
     from twinlake.fit.torque import TorqueFitSettings, fit_torque
 
     root = Path(tempfile.mkdtemp(prefix="torque-payload-"))

@@ -128,8 +128,8 @@ def from_csv(path: str | Path, *, tail_s: float = 1.0, speed_limit_rad_s: float 
 
 def from_run(lake, selector: str, *, tail_s: float = 1.0, speed_limit_rad_s: float | None = None) -> Reference:
     """A recorded run's joint targets (first clean interval, or the one named by `:INTERVAL`)."""
-    from ..fit.replay import needs
-    from ..fit.replay.intervals import read_frames, resolve
+    from ..fit.core import needs
+    from ..fit.core.intervals import read_frames, resolve
 
     purpose = "be a campaign reference (--run)"
     refs = resolve(lake, [selector], min_duration_s=0.0, needs=needs.REFERENCE, purpose=purpose, hint=None)

@@ -111,7 +111,7 @@ class CampaignReport:
 
 def _distribution(lake: Lake, req: CampaignRequest):
     """(the episodes' distribution, the fit's sha256, the fit's own parameter vector)."""
-    from ..fit.records.export import randomization_doc
+    from ..fit.reports.export import randomization_doc
     from ..fit.records.record import load_fit
 
     rec = load_fit(lake, req.fit)
@@ -227,7 +227,7 @@ def _execute(store: CampaignStore, jobs: list[ChunkJob], workers: int, address: 
         os.environ.setdefault("RAY_AUTH_MODE", "token")
     import ray
 
-    from ..fit.replay.pool import ensure_ray
+    from ..fit.core.pool import ensure_ray
 
     started_here = not ray.is_initialized()
     ensure_ray(address, None if address else max(1, workers))

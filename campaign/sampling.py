@@ -3,7 +3,7 @@
 Two sources (`--sample`):
 
 - `posterior`: the fit as a distribution, exactly as `fit export --format randomization`
-  describes it (twinlake.fit.records.export.randomization_doc): the free continuous parameters with a
+  describes it (twinlake.fit.reports.export.randomization_doc): the free continuous parameters with a
   finite error drawn jointly from the multivariate normal at the optimum with the fit's stored
   covariance (`"correlation": "joint_normal"`), truncated to the bounds box by redrawing (at
   most `JOINT_REDRAWS` times, then clipped); a document without a covariance (an older fit,

@@ -1,7 +1,7 @@
 """Which recorded data: `[ROBOT/]RUN[:INTERVAL]` resolved against the lake's runs and clean
 intervals, and the frames of a run or of one clean interval read back.
 
-This is the one home of these rules; the fit (`twinlake.fit.replay.intervals`), the replay and the
+This is the one home of these rules; the fit (`twinlake.fit.core.intervals`), the replay and the
 bundle export use it. Every function reads through a catalog connection (`connect`); the
 intervals and frames of one run are queried over that run's files alone (`run_scope`), so
 their cost does not grow with the lake.

@@ -33,13 +33,13 @@ from .errors import FitError, RecordError, SettingError
 from ..catalog import Lake, check_id, current_version
 from .trust.adequacy import fit_adequacy_columns
 from .replay import local_search
-from .replay.objective import FitProblem, LossScales, ProblemData, build_data
+from .core.objective import FitProblem, LossScales, ProblemData, build_data
 from .replay.payoff import EXPLORE_S
-from .replay.pool import LocalPool, RayPool, auto_chunk
+from .core.pool import LocalPool, RayPool, auto_chunk
 from .replay.progress import stage_note
 from .records.record import FitRecord, IntervalUse, SeedResult, publish_fit
 from .replay.seed_search import seed_result
-from .replay.space import ParameterSpace
+from .core.space import ParameterSpace
 from ..sim import LAYOUT, DynamicsParams
 
 @dataclass
@@ -74,7 +74,7 @@ class FitSettings:
     start_from: str | None = None
     start_params: list[float] | None = None
     # local: noisy replays at the optimum measuring the closed loop's noise bias and spread
-    # (fit/trust/loop_noise.py); 0: none (the error bars from the measurement noise alone)
+    # (fit/core/loop_noise.py); 0: none (the error bars from the measurement noise alone)
     loop_noise_draws: int = 16
 
     @property
@@ -282,7 +282,7 @@ def error_bars(pool, settings: FitSettings, best: np.ndarray, seed_optima: np.nd
     `residuals` fan out like a generation; `data`: the same data, for the residuals' tick
     layout of the HAC covariance); the same result as `identifiability_for_fit` on the stored
     record. None when no continuous parameter is free."""
-    from .trust.covariance import replay_segments
+    from .core.covariance import replay_segments
     from .trust.identifiability import DISCRETE_NAMES, identifiability_summary
 
     space = settings.parameter_space
@@ -305,7 +305,7 @@ def reused_error_bars(settings: FitSettings, best: np.ndarray, loss: float, jac:
     (fit/replay/local_search.py `error_bar_jacobian`: forward differences, step 1e-3 of each range, at
     the point that iteration's step started from), σ² from the fit's loss (Σ r² = loss); the
     HAC covariance from that iteration's per-tick scores (a checkpoint without them: Gauss–Newton)."""
-    from .trust.covariance import with_alternatives
+    from .core.covariance import with_alternatives
     from .trust.identifiability import analyse_scaled
 
     space = settings.parameter_space
@@ -317,7 +317,7 @@ def reused_error_bars(settings: FitSettings, best: np.ndarray, loss: float, jac:
                                                loss / max(jac["rows"] - k, 1), jac["rows"])
     loop = jac.get("loop_noise") if main is not None else None
     if loop is not None:
-        from .trust.loop_noise import WITHOUT, with_loop_noise
+        from .core.loop_noise import WITHOUT, with_loop_noise
 
         alternatives = {**alternatives, WITHOUT: main}
         main = with_loop_noise(main, loop)

@@ -7,7 +7,7 @@
 --                motor_delay_ms), seed, settings_json, ...; twinlake fits also have seed_count,
 --                identifiability_json (95 % intervals, flags, condition number, weak directions,
 --                and `covariance`: the free parameters' full matrix in their units with its
---                method; twinlake.fit.trust.identifiability, fit/trust/covariance.py) and error_bars_s; `fit` is the VARCHAR partition id
+--                method; twinlake.fit.trust.identifiability, fit/core/covariance.py) and error_bars_s; `fit` is the VARCHAR partition id
 --   fit_history  one row per generation and refinement iteration (history.parquet):
 --                FrankaTwin's history fields iter, min, mean, best, iter_s, ms_per_tick, eta_s,
 --                per_traj_min (list<double>), best_candidate_weighted (list<double>), plus
@@ -18,7 +18,7 @@
 --   fit_seeds    one row per seeded search of a fit (seeds.parquet, `fit run --seeds N`): seed,
 --                best_loss, chosen (the seed whose optimum is the fit), the 29 parameters
 --   verdicts     every verdict ever decided for a fit (verdicts/fit=<id>/stamp=<stamp>/verdict.parquet,
---                append-only; writer twinlake.fit.records.verdict_record): created_utc (ISO 8601,
+--                append-only; writer twinlake.fit.reports.verdict_record): created_utc (ISO 8601,
 --                microseconds), level ('trusted' | 'usable with caveats' | 'not trusted'),
 --                reasons_json (list of plain-word reasons, most important first), verdict_json
 --                (level, reasons, every parameter's status), evidence_json, trigger; `fit` and

@@ -240,3 +240,70 @@ def test_the_publish_primitive_computes_nothing():
     calls `catalog.intervals.stage_run_intervals`)."""
     targets = _graph()[f"{ROOT}.catalog.publish"]
     assert not {t for t in targets if t.startswith(f"{ROOT}.catalog.intervals") or "stored_intervals" in t}, targets
+
+
+# fit/'s floors, lowest first: each sub-package may import only the floors below it and its own
+# (function-level imports count). The core (parameter space, intervals, objective, residuals, pool,
+# noise floor, covariance, a parameter's status) carries the searches (the replay search and the
+# torque route's sub-packages), which know nothing of how a fit is stored; the records store
+# them; trust judges stored fits; reports show them. The drivers on top compose a whole fit and
+# publish it: fit/run.py (the replay search) and the torque route's top modules (fit/torque/*.py).
+FIT_FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("errors", ("errors",)),
+    ("core", ("core",)),
+    ("searches", ("replay", "torque.inputs", "torque.model", "torque.estimation", "torque.scores",
+                  "torque.low_rate")),
+    ("records", ("records",)),
+    ("trust", ("trust",)),
+    ("reports", ("reports",)),
+    ("drivers", ("run", "torque")),
+)
+FIT_SUBPACKAGES = {p.name for p in (REPO / "fit").iterdir() if p.is_dir() and (p / "__init__.py").exists()} \
+    | {p.stem for p in (REPO / "fit").glob("*.py") if p.stem != "__init__"}
+
+
+def _fit_place(module: str) -> tuple[int, str] | None:
+    """(floor, unit) of a module inside fit/ (unit: the longest prefix of FIT_FLOORS it falls
+    under, so sibling searches are told apart); None outside fit/ and for fit's public face."""
+    prefix = f"{ROOT}.fit."
+    if not module.startswith(prefix):
+        return None
+    rest = module[len(prefix):]
+    best: tuple[int, str] | None = None
+    for floor, (_, units) in enumerate(FIT_FLOORS):
+        for unit in units:
+            if (rest == unit or rest.startswith(unit + ".")) and (best is None or len(unit) > len(best[1])):
+                best = (floor, unit)
+    return best
+
+
+def test_every_fit_module_has_a_floor():
+    missing = sorted(m for m in _graph() if m.startswith(f"{ROOT}.fit.") and _fit_place(m) is None)
+    assert not missing, "fit/ modules on no floor of FIT_FLOORS:\n" + "\n".join(missing)
+    named = {u.split(".")[0] for _, units in FIT_FLOORS for u in units}
+    assert FIT_SUBPACKAGES <= named, f"fit/ sub-packages on no floor: {sorted(FIT_SUBPACKAGES - named)}"
+
+
+def test_fit_imports_only_down_its_floors():
+    """An arrow back up (a search reading a record, a record judging itself, the trust tools
+    drawing a report) or across (the replay search and the torque route importing each other)
+    fails, wherever in a function the import sits."""
+    names = [name for name, _ in FIT_FLOORS]
+    wrong = []
+    for src, targets in _graph().items():
+        a = _fit_place(src)
+        for dst in sorted(targets) if a is not None else ():
+            b = _fit_place(dst)
+            if b is None:
+                continue
+            same_search = a[0] == b[0] == names.index("searches") and \
+                (a[1] == b[1] or {a[1].split(".")[0], b[1].split(".")[0]} == {"torque"})
+            if b[0] > a[0] or (b[0] == a[0] and b[1] != a[1] and not same_search):
+                wrong.append(f"{src} ({names[a[0]]}) -> {dst} ({names[b[0]]})")
+    assert not wrong, "fit/ imports up or across its floors " + " < ".join(names) + ":\n" + "\n".join(wrong)
+
+
+def test_the_fit_floor_check_sees_an_arrow_up():
+    assert _fit_place(f"{ROOT}.fit.replay.gates")[0] < _fit_place(f"{ROOT}.fit.trust.adequacy")[0]
+    assert _fit_place(f"{ROOT}.fit.torque.route")[0] > _fit_place(f"{ROOT}.fit.records.record")[0]
+    assert _fit_place(f"{ROOT}.fit.torque.model.regressor")[0] < _fit_place(f"{ROOT}.fit.records.record")[0]

@@ -1,7 +1,7 @@
 """What `twinlake demo` prints about its fits and its campaign, all measured in that run:
 
 - `truth_in_intervals` / `truth_table`: the truth against each *estimated* parameter's 95 %
-  interval (fit/trust/parameter_status.py); the parameters left out (not identified, at a bound,
+  interval (fit/core/parameter_status.py); the parameters left out (not identified, at a bound,
   held, without an interval) are counted and named with their status;
 - `coverage_cause`: under 90 % coverage, how unlikely that count is for calibrated 95 %
   intervals (the binomial tail of this run's own numbers) and the likely cause;

@@ -97,7 +97,7 @@ def check_design(section: dict, identifiability: dict | None, robot: str, run: s
 def train_designs(lake: Path, rec) -> dict[str, dict]:
     """The `design` section of each of fit `rec`'s train runs whose metadata has one, by
     "robot/run" (sorted); {} when no train run was a designed excitation."""
-    from ..replay.objective import run_metadata
+    from ..core.objective import run_metadata
 
     runs = sorted({(u.robot, u.run) for u in rec.train}, key=lambda r: (str(r[0]), str(r[1])))
     out = {}

@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..trust.noise_floor import estimate_noise_floor
+from ..core.noise_floor import estimate_noise_floor
 
 AGREE_REL = 0.05  # starts whose cheap loss is within this of the best agree
 FLOOR_GATE = 2.0  # full loss / floor loss above this: the local result is not accepted
 
 
 def floor_loss(data) -> tuple[float | None, str]:
-    """The loss (fit/replay/objective.py's units) the measurement noise alone leaves on `data`: per
+    """The loss (fit/core/objective.py's units) the measurement noise alone leaves on `data`: per
     interval mean_j σq_j² / q_scale² + mean_j σdq_j² / dq_scale², weighted like the loss; and
     why it cannot be measured ('' when it can)."""
     parts = []

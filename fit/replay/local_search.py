@@ -1,7 +1,7 @@
 """Local-first search: seeded multi-start Levenberg–Marquardt on cheap data, the best start
 refined on the full data, CMA-ES only when the local result fails its gates.
 
-Near a good guess the least-squares structure of the loss (Σ r², fit/replay/objective.py) makes a
+Near a good guess the least-squares structure of the loss (Σ r², fit/core/objective.py) makes a
 Gauss–Newton step worth many CMA-ES generations; the finite-difference Jacobian is one
 population batch (n + 1 candidates), so it fans out over the same pool as a generation (as
 MuJoCo's `mujoco.sysid` evaluates its Jacobian columns as one batch). The stages:
@@ -34,12 +34,12 @@ MuJoCo's `mujoco.sysid` evaluates its Jacobian columns as one batch). The stages
    reaches the cap still paying says so in its gates ("not converged") with how far the
    optimum may be, since the error bars assume the point is at it. The last
    iteration's Jacobian is kept (as its R factor, and its per-tick scores J·r for the HAC
-   covariance, fit/trust/covariance.py) for the error bars (`error_bar_jacobian`), and while it
+   covariance, fit/core/covariance.py) for the error bars (`error_bar_jacobian`), and while it
    is in memory the closed loop's noise is measured at the optimum (`settings.loop_noise_draws`
-   noisy replays, fit/trust/loop_noise.py, kept as `jacobian["loop_noise"]`)
+   noisy replays, fit/core/loop_noise.py, kept as `jacobian["loop_noise"]`)
    and the returned point's per-interval losses for the record, so neither is recomputed.
 3. **gates** (fit/replay/gates.py): a full loss at most `FLOOR_GATE` × the loss the noise alone would
-   leave (`floor_loss`, from the noise floor of the recorded q and dq, fit/trust/noise_floor.py) is
+   leave (`floor_loss`, from the noise floor of the recorded q and dq, fit/core/noise_floor.py) is
    accepted whatever the other starts did; with no measurable floor (stated) the starts decide
    (at least two within `AGREE_REL` of the best cheap loss). Otherwise the result is not
    accepted and the search explores within `explore_s` seconds (fit/replay/payoff.py): the disagreeing
@@ -70,7 +70,7 @@ from ..errors import SettingError
 from . import payoff
 from .gates import AGREE_REL, FLOOR_GATE, floor_loss, gate_verdict, gates
 from .refine import REL_TOL, lm_batch, refine
-from .space import ParameterSpace
+from ..core.space import ParameterSpace
 from .stopping import cheap_rel_tol, convergence_note, full_stop
 
 CHEAP_WINDOW_S = 1.0  # length of one cheap-fidelity window [s]
@@ -234,9 +234,9 @@ def error_bar_jacobian(last: dict, data=None) -> dict:
     {z (n,) where J was taken, r_factor (n, n) R of J = ∂r/∂z (the range-scaled Jacobian, since
     z is range-normalised), rows M, moved (the returned point is z plus the last step), per_interval
     (B,) of the returned point or None, scores: per interval the (S_b, n) per-tick scores J·r of
-    the HAC covariance (fit/trust/covariance.py; None without `data` or residuals), seconds: the
+    the HAC covariance (fit/core/covariance.py; None without `data` or residuals), seconds: the
     wall time of this (R factor and scores; counted in the fit's `error_bars_s`)}."""
-    from ..trust.covariance import replay_segments, tick_scores
+    from ..core.covariance import replay_segments, tick_scores
 
     scores, t0 = None, time.perf_counter()
     if data is not None and last.get("r") is not None:
@@ -257,7 +257,7 @@ def local_seed(wd: Path, settings, seed: int, data, pool, cheap_pool_factory: Ca
     gates' verdict, the full stage's `error_bar_jacobian` when params are that stage's result,
     else None). `cma(x0_params, delay) -> (params, loss, rows)` is the fallback stage;
     `on_stage(stage_number, pool)` is called after each stage's checkpoint."""
-    from .objective import FitProblem
+    from ..core.objective import FitProblem
 
     space = settings.parameter_space
     combine = FitProblem(data).combine
@@ -347,8 +347,8 @@ def _full_lm(pool, combine, settings, data, z: np.ndarray, delay: int, offsets, 
         return params, loss, None, unconverged
     jac = error_bar_jacobian(last, data)
     draws = int(getattr(settings, "loop_noise_draws", 0))
-    if draws > 0:  # the closed loop's noise: bias and spread (fit/trust/loop_noise.py), J still in memory
-        from ..trust.loop_noise import bootstrap
+    if draws > 0:  # the closed loop's noise: bias and spread (fit/core/loop_noise.py), J still in memory
+        from ..core.loop_noise import bootstrap
 
         note(f"closed-loop noise: {draws} noisy replays at the optimum")
         jac["loop_noise"] = loop = bootstrap(pool, data, params, last["jac"], int(settings.seed), draws)
@@ -362,7 +362,7 @@ def _explore_starts(state: dict, pool, combine, settings, data, cheap_pool_facto
     below the best cheap loss is another, lower basin: the full-data LM runs from it and the
     lower full loss is kept. The gates are then judged again. Returns the new state (stage
     'starts', `explore_s` the seconds spent)."""
-    from .objective import FitProblem
+    from ..core.objective import FitProblem
 
     clock, cheap = payoff.Clock(), state["cheap"]
     losses = np.asarray(cheap["start_losses"], dtype=np.float64).copy()

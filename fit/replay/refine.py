@@ -26,7 +26,7 @@ from typing import Callable
 
 import numpy as np
 
-from .space import ParameterSpace
+from ..core.space import ParameterSpace
 
 STEP = 1e-3
 LAMBDAS = (1e-6, 1e-4, 1e-3, 1e-2, 1e-1, 1.0)

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import SettingError
-from .space import ParameterSpace
+from ..core.space import ParameterSpace
 
 DELAY_RATE = 0.3
 DELAY_FLOOR = 0.02

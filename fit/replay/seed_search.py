@@ -14,7 +14,7 @@ import numpy as np
 
 from ...catalog import atomic_write_bytes
 from . import local_search
-from .objective import FitProblem, ProblemData
+from ..core.objective import FitProblem, ProblemData
 from .progress import FitProgress, stage_note
 from .refine import refine
 from .search import MixedSearch, centred_probs

@@ -46,10 +46,10 @@ from .inputs.derivatives import FilterSpec, cutoff_from_spectrum, segments
 from .model.equations import EquationSpec, build, with_rest_rule
 from .model.friction_basis import check_law
 from .model.regressor import RigidBodyModel
-from .scores.replay_check import replay_holdout
+from .replay_check import replay_holdout
 from .scores.residuals import adequacy_line, nominal_line, score
 from .scores.findings import causes, delay_edge, delay_undetermined, standstill_summary
-from .low_rate.record import LOW_RATE_HZ, quasi_static_record, sample_rate_hz
+from .low_rate_record import LOW_RATE_HZ, quasi_static_record, sample_rate_hz
 from .inputs.signal_check import check as check_signal
 from .inputs.signals import MEANING, RunSamples, choose_signal, samples
 from .model.soft_friction import CREEP_MARGIN, FrictionConstraint
@@ -299,7 +299,7 @@ def _new_fit_id(settings: TorqueFitSettings) -> str:
 def _stored_settings(settings: TorqueFitSettings, law: str) -> dict:
     """settings_json: the TorqueFitSettings plus a parameter space carrying the friction law
     (FitRecord.friction_law, and every consumer of a fit's law, read it there)."""
-    from ..replay.space import parse_space
+    from ..core.space import parse_space
 
     return asdict(settings) | {"space": parse_space([], friction_law=law).to_json()}
 

@@ -1,7 +1,7 @@
 """Model adequacy: does a replay explain a recording to its noise floor, and if not, why not?
 
 `assess(segments, ...)` compares the joint position residual of a replay with the noise floor
-estimated from the same recording (fit/trust/noise_floor.py), per joint and in total, and looks for
+estimated from the same recording (fit/core/noise_floor.py), per joint and in total, and looks for
 structure in the residual `r = q_real − q_sim` (rad) that names a likely cause. Each candidate
 structure is fitted to r alone by least squares and scored by the share of the residual power
 above the noise floor it removes (`explained`, 0..1):
@@ -33,8 +33,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..errors import DataError
-from .noise_floor import NoiseFloor, estimate_noise_floor
-from ..replay.residual import GRAVITY_STEP_S, MAX_SHIFT_MS, STILL_RAD_S, ResidualSegment, Signature  # noqa: F401 (public here too)
+from ..core.noise_floor import NoiseFloor, estimate_noise_floor
+from ..core.residual import GRAVITY_STEP_S, MAX_SHIFT_MS, STILL_RAD_S, ResidualSegment, Signature  # noqa: F401 (public here too)
 
 DEFAULT_MAX_FLOOR_RATIO = 3.0  # the verdict's default limit on residual / noise floor
 EXCESS_RATIO = 1.5  # below this multiple of the floor the residual is not diagnosed
@@ -222,7 +222,7 @@ def adequacy_from_dict(d: dict[str, Any]) -> Adequacy:
 
 
 def problem_adequacy(data, vector: np.ndarray, *, max_floor_ratio: float | None = DEFAULT_MAX_FLOOR_RATIO) -> Adequacy:
-    """Adequacy of the parameters `vector` (29,) on a fit's `ProblemData` (fit/replay/objective.py):
+    """Adequacy of the parameters `vector` (29,) on a fit's `ProblemData` (fit/core/objective.py):
     every interval replayed once in-process, the floor pooled over all of them."""
     from ...sim import DynamicsParams, PopulationEngine, load_model
 

@@ -2,7 +2,7 @@
 errors, a verdict, and the convention errors a disagreement usually means (`twinlake fit
 compare FIT_A FIT_B`; docs/fitting.md, "When two fits disagree").
 
-Per parameter *estimated* in both fits (fit/trust/parameter_status.py: free, identified, not
+Per parameter *estimated* in both fits (fit/core/parameter_status.py: free, identified, not
 at a bound): z = (b − a) / √(se_a² + se_b²); `agree` when |z| ≤ `threshold` (3 by default),
 else `disagree`. A parameter at a bound in one fit and estimated in the other is compared with
 the estimate's se alone (the bound is where the first fit's data pushed it; a sign flip shows
@@ -150,8 +150,8 @@ def causes(cmp: Comparison, rec_a, rec_b) -> list[str]:
 def compare_fits(rec_a, rec_b, threshold: float = THRESHOLD) -> Comparison:
     """Compare two FitRecords (module docstring)."""
     from ...sim import LAYOUT
-    from ..records.statuses import fit_statuses
-    from .parameter_status import Status
+    from .statuses import fit_statuses
+    from ..core.parameter_status import Status
 
     bars_a, bars_b = _bars(rec_a), _bars(rec_b)
     va, vb = rec_a.vector, rec_b.vector

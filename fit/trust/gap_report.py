@@ -118,7 +118,7 @@ def quick_fit_run(lake, run: str, joint: int, *, profile=None, profile_label: st
                   min_duration_s: float = 0.5) -> GapReport:
     """Quick-fit one joint of a run's clean intervals (selector ``[ROBOT/]RUN``) and compare it
     with ``profile`` (a DynamicsParams; default nominal). Raises QuickFitRefused or ValueError."""
-    from ..replay.intervals import read_frames, resolve
+    from ..core.intervals import read_frames, resolve
     from ...sim import DynamicsParams
 
     if not 1 <= joint <= 7:

@@ -7,7 +7,7 @@ Method (docs/fitting.md, "Identifiability"), for the k free continuous parameter
   central differences with step ``rel_step × (upper − lower)``, one-sided at a bound. All
   2k+1 candidates (centre, +h, −h) go through the population engine in ONE batch.
 - Cov: the sandwich (JᵀJ)⁻¹ Ω (JᵀJ)⁻¹ with a Bartlett/Newey–West long-run covariance Ω of
-  the per-tick scores, bandwidth from their autocorrelation (fit/trust/covariance.py: the 1 kHz
+  the per-tick scores, bandwidth from their autocorrelation (fit/core/covariance.py: the 1 kHz
   residuals are correlated in time), when the residuals' tick layout is known (every fit);
   else (a bare Jacobian) the Gauss–Newton σ² (JᵀJ)⁻¹, σ² = Σ r² / (M − k). 95 % intervals
   θ ± t₀.₉₇₅(dof)·√diag(Cov), dof = the effective number of ticks (Σ T_b / bandwidth) − k
@@ -45,8 +45,8 @@ import numpy as np
 
 from ..errors import FitError, RecordError, SettingError
 from ...sim.arm_model.params import LAYOUT
-from . import covariance as covmod
-from .parameter_status import UNIDENTIFIED_HALF_WIDTH, bound_side
+from ..core import covariance as covmod
+from ..core.parameter_status import UNIDENTIFIED_HALF_WIDTH, bound_side
 
 DISCRETE_NAMES = frozenset(LAYOUT.names[i] for i in LAYOUT.integer_indices)  # never in J
 
@@ -94,7 +94,7 @@ class IdentifiabilityResult:
     covariance_method: dict = field(default_factory=lambda: {"method": covmod.IID})
     alternatives: dict[str, dict] = field(default_factory=dict)  # method -> {stderr (k,) own units, method, dof, ...}
     weakest: list[WeakDirection] = field(default_factory=list)  # the 3 widest covariance directions
-    loop_noise: dict | None = None  # the closed loop's noise bootstrap (fit/trust/loop_noise.py LoopNoise.to_json)
+    loop_noise: dict | None = None  # the closed loop's noise bootstrap (fit/core/loop_noise.py LoopNoise.to_json)
 
     def flagged(self, flag: str) -> list[str]:
         """Names carrying ``flag``."""
@@ -200,7 +200,7 @@ def analyse_scaled(names: Sequence[str], x: np.ndarray, jn: np.ndarray, rss: flo
     """`analyse` from the range-scaled Jacobian `jn` (M, k) — or any matrix with the same
     jnᵀjn, e.g. its R factor (k, k) —, the residual sum of squares `rss` and the residual count
     `rows` (M); `jacobian` describes where J comes from. `covariance`: the range-scaled
-    estimate to use (fit/trust/covariance.py), default Gauss–Newton from jn; `alternatives`: other
+    estimate to use (fit/core/covariance.py), default Gauss–Newton from jn; `alternatives`: other
     estimates whose standard errors are stored beside it."""
     names = tuple(names)
     n, free_idx = len(names), np.asarray(free_idx, dtype=np.int64)
@@ -327,9 +327,9 @@ def identifiability_for_fit(lake: Any, rec: Any, seed_records: Sequence[Any] = (
     """Error bars of a stored fit (a ``FitRecord``) on its own training intervals, with the
     free parameters and bounds of its settings; ``seed_records``: fits of the same problem
     with other seeds (their best vectors give the spread). For ``fit show`` / ``fit report``."""
-    from ..replay.intervals import IntervalRef
-    from ..replay.objective import FitProblem, LossScales
-    from ..replay.space import ParameterSpace
+    from ..core.intervals import IntervalRef
+    from ..core.objective import FitProblem, LossScales
+    from ..core.space import ParameterSpace
 
     if not rec.train:
         raise RecordError(f"fit {rec.fit_id}: no training intervals recorded (imported fit?); no Jacobian to take")

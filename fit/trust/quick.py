@@ -18,7 +18,7 @@ is linear in θ; one disjoint window is one equation. Windowing averages velocit
 the regressors, so it does not drag the time constant short. Standard errors come from the
 OLS sandwich covariance with a Bartlett (Newey–West) long-run covariance of the windows'
 scores x·e, consecutive usable windows treated as neighbours, bandwidth from their
-autocorrelation (fit/trust/covariance.py: the residuals of neighbouring windows are correlated by
+autocorrelation (fit/core/covariance.py: the residuals of neighbouring windows are correlated by
 the closed loop), through the delta method; ``QuickFitResult.covariance_method`` says so and
 ``stderr_iid`` keeps the independent-window OLS ``s²(XᵀX)⁻¹`` errors for comparison.
 
@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import DataError, FitError, SettingError
-from . import covariance as covmod
+from ..core import covariance as covmod
 
 WINDOW_FRAMES = 10
 MAX_GAP_S = 0.1

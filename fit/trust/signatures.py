@@ -21,8 +21,8 @@ from typing import Sequence
 
 import numpy as np
 
-from ..replay.residual import GRAVITY_STEP_S, MAX_SHIFT_MS, STILL_RAD_S, ResidualSegment, Signature
-from .noise_floor import NoiseFloor
+from ..core.residual import GRAVITY_STEP_S, MAX_SHIFT_MS, STILL_RAD_S, ResidualSegment, Signature
+from ..core.noise_floor import NoiseFloor
 
 GRAVITY = np.array([0.0, 0.0, -9.81])  # [m/s²], the base frame's z up
 JOINT_SHARE = 0.15  # a joint carrying this share of a structure's power is named

@@ -173,8 +173,8 @@ def replay_runs(lake: Lake | str | Path, selectors: list[str], params: np.ndarra
     target pos, target quat, [[ResidualSegment per interval] per parameter set]), samples of
     a run's intervals concatenated in seq order.
     """
-    from ..replay.intervals import read_frames, replay_inputs, resolve
-    from ..replay.objective import configured_loads
+    from ..core.intervals import read_frames, replay_inputs, resolve
+    from ..core.objective import configured_loads
     from ...sim import load_model
     from ...sim.replay.population import PopulationEngine
 
@@ -218,7 +218,7 @@ def validate_fit(lake: Lake | str | Path, fit_id: str, runs: list[str], threshol
                  min_duration_s: float = 0.5) -> list[ValidationOutcome]:
     """Validate fit `fit_id` on `runs` (selectors `[ROBOT/]RUN`) with fitted and nominal
     parameters; publish one partition per (run, label). Refuses runs the fit trained on."""
-    from .noise_floor import estimate_noise_floor
+    from ..core.noise_floor import estimate_noise_floor
     from ..records.record import load_fit
     from ...sim import DynamicsParams, load_model, to_frankatwin_decoded
 
@@ -263,7 +263,7 @@ def validate_fit(lake: Lake | str | Path, fit_id: str, runs: list[str], threshol
 def _replay_settings(settings: dict) -> tuple[str, Any]:
     """(friction law, configured-load override or None) a fit trained with, from its stored
     settings, so that its validation replays the plant the fit was fitted in."""
-    from ..replay.space import ParameterSpace
+    from ..core.space import ParameterSpace
     from ...sim.arm_model.load import load_from_json
 
     law = ParameterSpace.from_json(settings["space"]).friction_law if settings.get("space") else "stribeck"

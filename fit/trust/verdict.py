@@ -16,7 +16,7 @@ plain words, most important first (docs/fitting.md, "The verdict").
 - **trusted** otherwise: explained to the noise floor on training and on at least one held-out
   run, converged, every freed parameter estimated within its bounds.
 
-The evidence is gathered from the lake by fit/records/verdict_record.py; this module only decides.
+The evidence is gathered from the lake by fit/reports/verdict_record.py; this module only decides.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
-from .parameter_status import NO_INTERVAL, ParameterStatus, Status
+from ..core.parameter_status import NO_INTERVAL, ParameterStatus, Status
 
 WIDE_HALF_WIDTH = 0.1  # an estimated parameter's 95 % half-width over this share of its bound range is "wide"
 MAX_NAMES = 8  # names listed in one reason before "and N more"
@@ -63,7 +63,7 @@ class Agreement:
 
 @dataclass(frozen=True)
 class Evidence:
-    """Everything a verdict is decided from (fit/records/verdict_record.py gathers it)."""
+    """Everything a verdict is decided from (fit/reports/verdict_record.py gathers it)."""
 
     fit_id: str
     method: str

@@ -168,7 +168,7 @@ def test_reference_preflight_errors_name_file_and_row(lake, tmp_path, reference)
 
 
 def test_a_recorded_runs_targets_as_the_reference(lake, tmp_path):
-    from twinlake.fit.replay.intervals import read_frames, resolve
+    from twinlake.fit.core.intervals import read_frames, resolve
     from twinlake.synthetic import multisine_run, record_and_ingest
 
     spec = multisine_run("r1", (0.5, 1.1), 1, seconds=1.0, amplitude_deg=2.0, ramp_s=0.3, hold_s=0.1)

@@ -11,7 +11,7 @@ import pytest
 
 from campaign_inputs import FIT_ID, make_fit
 from twinlake.campaign.sampling import declared, parse_ranges, posterior, truncated_normal_ppf
-from twinlake.fit.records.export import export_fit, randomization_doc
+from twinlake.fit.reports.export import export_fit, randomization_doc
 from twinlake.fit.records.record import load_fit
 from twinlake.sim import LAYOUT
 
@@ -83,7 +83,7 @@ def test_posterior_samples_reproduce_the_stored_covariance(tmp_path):
     """A fit whose Jacobian couples mu_static_j1 and dynamic_ratio_j1 (as friction levels do):
     the stored covariance holds the pair strongly correlated, the export says joint_normal, and
     2000 campaign draws reproduce the strongest pair's correlation within 0.05."""
-    from twinlake.fit.trust.covariance import correlation
+    from twinlake.fit.core.covariance import correlation
 
     rec = make_fit(tmp_path / "lake", "coupled", couple=("mu_static_j1", "dynamic_ratio_j1"))
     cov = rec.identifiability["covariance"]

@@ -26,7 +26,7 @@ from twinlake.campaign import CampaignStore
 from twinlake.catalog import Lake
 from twinlake.fit.records.record import load_fit
 from twinlake.fit.run import FitSettings, run_fit, work_dir
-from twinlake.fit.replay.space import parse_space
+from twinlake.fit.core.space import parse_space
 
 TWINLAKE = str(Path(sys.executable).with_name("twinlake"))
 RAY = str(Path(sys.executable).with_name("ray"))
@@ -86,7 +86,7 @@ def _actors(cluster, job_id: str) -> list:
 
     return [a for a in list_actors(address=cluster.dashboard, filters=[("job_id", "=", job_id)],
                                    detail=True, limit=1000, raise_on_missing_output=False)
-            if a.class_name.endswith("EvalActor")]  # fit/replay/pool.py's actor class, defined in a function
+            if a.class_name.endswith("EvalActor")]  # fit/core/pool.py's actor class, defined in a function
 
 
 def _nodes(cluster) -> dict[str, bool]:

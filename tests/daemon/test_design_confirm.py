@@ -8,7 +8,7 @@ import numpy as np
 
 from twinlake.daemon.excitation import PREVIEW_ANCHOR_Q, Plan
 from twinlake.excitation_design.confirm import confirm
-from twinlake.fit.replay.space import parse_space
+from twinlake.fit.core.space import parse_space
 from twinlake.sim.arm_model.params import DynamicsParams
 
 PLAN = Plan(mode="multisine", joints=tuple(range(1, 8)), amplitude_deg=4.0, seconds=6.0, ramp=1.5, hold=0.5,

@@ -83,7 +83,7 @@ def test_designed_run_recorded_fitted_and_shown_predicted_beside_realised(tmp_pa
     from twinlake.catalog import connect
     from twinlake.daemon.offline import record_offline
     from twinlake.fit.records.record import load_fit
-    from twinlake.fit.replay.space import parse_space
+    from twinlake.fit.core.space import parse_space
     from twinlake.fit.run import FitSettings, run_fit
 
     out, lake = tmp_path / "exc", tmp_path / "lake"

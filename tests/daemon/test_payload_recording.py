@@ -22,7 +22,7 @@ CONFIGURED = EndLoad(0.3, (0.0, 0.0, 0.04))
 
 
 def test_an_offline_payload_recording_replays_only_with_its_payload(tmp_path):
-    from twinlake.fit.replay.objective import build_data
+    from twinlake.fit.core.objective import build_data
 
     out = tmp_path / "plan"
     assert CliRunner().invoke(app, ["excite", *PLAN, "--output", str(out)]).exit_code == 0
@@ -113,7 +113,7 @@ def test_a_malformed_configured_load_is_refused_before_anything_is_written(tmp_p
 def test_sim_record_takes_the_true_friction_law(tmp_path):
     """`twinlake sim record --friction-law tanh`: the recording replays to its 12 digits with
     the tanh law only; an unknown law is refused naming the laws, before any file is made."""
-    from twinlake.fit.replay.objective import build_data
+    from twinlake.fit.core.objective import build_data
 
     out = tmp_path / "plan"
     assert CliRunner().invoke(app, ["excite", *PLAN, "--output", str(out)]).exit_code == 0

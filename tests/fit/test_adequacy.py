@@ -150,9 +150,9 @@ def test_show_and_report_put_the_adequacy_line_on_top(lake, tmp_path):
 
 
 def test_training_adequacy_is_stored_with_the_fit_and_flagged(lake):
-    from twinlake.fit.replay.objective import build_data
+    from twinlake.fit.core.objective import build_data
     from twinlake.fit.run import FitSettings, run_fit
-    from twinlake.fit.replay.space import parse_space
+    from twinlake.fit.core.space import parse_space
 
     truth = _truth()
     good = problem_adequacy(build_data(lake, [f"{ROBOT}/train"]), truth.to_vector())

@@ -1,4 +1,4 @@
-"""The correlation-robust covariance (fit/trust/covariance.py): the Bartlett window-sum identity, the
+"""The correlation-robust covariance (fit/core/covariance.py): the Bartlett window-sum identity, the
 residual layout of the replay, calibration on a least-squares problem with AR(1) errors where
 the iid Gauss–Newton intervals are too narrow, and the stored full covariance."""
 
@@ -9,7 +9,7 @@ import json
 import numpy as np
 from scipy import stats
 
-from twinlake.fit.trust import covariance as cv
+from twinlake.fit.core import covariance as cv
 from twinlake.fit.trust.identifiability import analyse
 from twinlake.sim import LAYOUT
 

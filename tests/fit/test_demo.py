@@ -20,9 +20,9 @@ from typer.testing import CliRunner
 from twinlake.catalog import connect
 from twinlake.cli import app
 from twinlake.fit.records.record import list_fits, load_fit
-from twinlake.fit.records.statuses import fit_statuses
-from twinlake.fit.records.verdict_record import current_verdict
-from twinlake.fit.trust.parameter_status import Status
+from twinlake.fit.trust.statuses import fit_statuses
+from twinlake.fit.reports.verdict_record import current_verdict
+from twinlake.fit.core.parameter_status import Status
 from twinlake.fit.trust.verdict import Level
 from twinlake.demo import DemoConfig, _new_fit_id, ingest_runs, record_runs
 from twinlake.sim import DEMO_PROFILE_PATH, PARAM_NAMES, load_params
@@ -109,7 +109,7 @@ def test_reduced_demo_end_to_end(tmp_path, ray_cluster):
     # the closing campaign: the held-out run on arms from the fit's posterior, with its outcome table
     campaign = summary["campaign"]
     assert campaign["episodes"] == 12 and sum(campaign["outcomes"].values()) == 12
-    # most arms complete; the posterior carries the closed loop's noise spread (fit/trust/loop_noise.py),
+    # most arms complete; the posterior carries the closed loop's noise spread (fit/core/loop_noise.py),
     # wide after this reduced demo's single LM iteration on 1.5 s runs: 9 of 12 complete here
     assert campaign["nominal"]["outcome"] == "completed" and campaign["completed_share"] >= 0.75
     assert sum(r["episodes"] for r in campaign["table"]) == 12 and "worst |q − anchor|" in res.output

@@ -18,7 +18,7 @@ from twinlake.cli import app
 from twinlake.fit.trust.identifiability import identifiability_for_fit
 from twinlake.fit.records.record import load_fit
 from twinlake.fit.run import FitSettings, run_fit, work_dir
-from twinlake.fit.replay.space import parse_space
+from twinlake.fit.core.space import parse_space
 from twinlake.sim import PARAM_NAMES
 
 

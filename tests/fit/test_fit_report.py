@@ -10,11 +10,11 @@ import subprocess
 import numpy as np
 import pytest
 
-from twinlake.fit.records.report import format_value, render_report
-from twinlake.fit.records.report_data import HeldOutTrace, ParamRow, ReportData
-from twinlake.fit.records.report_plots import residual_spectrum
-from twinlake.fit.replay.space import ParameterSpace
-from twinlake.fit.trust.noise_floor import estimate_noise_floor
+from twinlake.fit.reports.report import format_value, render_report
+from twinlake.fit.reports.report_data import HeldOutTrace, ParamRow, ReportData
+from twinlake.fit.reports.report_plots import residual_spectrum
+from twinlake.fit.core.space import ParameterSpace
+from twinlake.fit.core.noise_floor import estimate_noise_floor
 from twinlake.sim import DEFAULT_BOUNDS, LAYOUT, PARAM_NAMES, DynamicsParams
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -185,9 +185,9 @@ def test_the_parameter_plot_draws_only_the_groups_a_fit_searched(tmp_path):
     empty axes; a fit with +payload adds the payload's; frozen groups warn nothing."""
     import warnings
 
-    from twinlake.fit.records.report_lake import _param_rows
-    from twinlake.fit.records.report_plots import plot_parameters, plotted_groups
-    from twinlake.fit.replay.space import parse_space
+    from twinlake.fit.reports.report_lake import _param_rows
+    from twinlake.fit.reports.report_plots import plot_parameters, plotted_groups
+    from twinlake.fit.core.space import parse_space
     from twinlake.sim import LAYOUT
 
     class Rec:
@@ -214,7 +214,7 @@ def test_a_designed_train_runs_predictions_reach_the_report_from_the_lake(tmp_pa
 
     from twinlake.fit.records.record import FitRecord, IntervalUse, publish_fit
     from twinlake.fit.records.design_check import train_designs
-    from twinlake.fit.records.report_lake import report_data_from_lake
+    from twinlake.fit.reports.report_lake import report_data_from_lake
 
     design = {"schema": "twinlake.excitation_design/v1", "criterion": "worst", "linearised_at": "nominal",
               "predicted_half_width_rel": {"armature_j1": 0.03, "mu_viscous_j1": 0.05}}
@@ -254,7 +254,7 @@ def test_every_joints_parameter_is_readable_whatever_the_other_joints_ranges():
     """The old plot shared one axis per group: J7's ±76 interval flattened J1..J6 to a line at 0.
     Each joint is now drawn within its own bounds box: on every axis, each joint's plotted
     values (bounds, value, interval, nominal) span at least half the axis height."""
-    from twinlake.fit.records.report_plots import parameter_figure
+    from twinlake.fit.reports.report_plots import parameter_figure
 
     rows = []
     for n, nv, (lo, hi) in zip(PARAM_NAMES, DynamicsParams.nominal().to_vector(), DEFAULT_BOUNDS):
@@ -280,7 +280,7 @@ def test_every_joints_parameter_is_readable_whatever_the_other_joints_ranges():
 
 
 def test_the_convergence_axis_names_what_it_counts():
-    from twinlake.fit.records.report_plots import convergence_axis
+    from twinlake.fit.reports.report_plots import convergence_axis
 
     assert convergence_axis([{"stage": "local-cheap"}, {"stage": "local-full"}]) == "LM iteration"
     assert convergence_axis([{"stage": "cma"}, {}]) == "generation (CMA-ES)"

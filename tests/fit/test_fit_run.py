@@ -22,7 +22,7 @@ from twinlake.catalog import Lake, connect
 from twinlake.cli import app
 from twinlake.fit.records.record import load_fit
 from twinlake.fit.run import FitSettings, run_fit, work_dir
-from twinlake.fit.replay.space import parse_space
+from twinlake.fit.core.space import parse_space
 import synth
 from twinlake.sim import PARAM_NAMES, load_params
 

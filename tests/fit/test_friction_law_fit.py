@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 import synth
-from twinlake.fit.replay.objective import FitProblem, build_data
-from twinlake.fit.replay.space import FRICTION_LAWS, ParameterSpace, parse_space
+from twinlake.fit.core.objective import FitProblem, build_data
+from twinlake.fit.core.space import FRICTION_LAWS, ParameterSpace, parse_space
 from twinlake.sim import LAYOUT, SimFR3
 from twinlake.sim.arm_model.plant import FRICTION_LAWS as SIM_LAWS
 

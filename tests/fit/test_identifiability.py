@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from twinlake.fit.trust.identifiability import analyse, fd_jacobian, identifiability_summary, summary_rows
-from twinlake.fit.replay.objective import FitProblem, LossScales, ProblemData
+from twinlake.fit.core.objective import FitProblem, LossScales, ProblemData
 from twinlake.sim import DEFAULT_BOUNDS, HOME_Q, PARAM_NAMES, DynamicsParams, ReplayInput
 from twinlake.sim.replay.population import PopulationEngine
 

@@ -12,7 +12,7 @@ import pytest
 
 import synth
 from twinlake.fit.replay.search import MixedSearch
-from twinlake.fit.replay.space import ParameterSpace, parse_space
+from twinlake.fit.core.space import ParameterSpace, parse_space
 from twinlake.sim import LAYOUT, PARAM_NAMES
 
 OFFSETS = np.array([0, 0, 1, 0, -1, 0, 0])  # with the shared 2 ms: joints 3 and 5 at 3 and 1 ms
@@ -97,7 +97,7 @@ def joint_delay_lake(tmp_path_factory):
 
 @pytest.mark.slow  # ~26 s on 2 busy cores
 def test_a_local_fit_recovers_every_joints_delay(joint_delay_lake, tmp_path):
-    from twinlake.fit.records.export import export_fit, export_notes
+    from twinlake.fit.reports.export import export_fit, export_notes
     from twinlake.fit.records.record import load_fit
     from twinlake.fit.run import FitSettings, run_fit
     from twinlake.sim import load_params
@@ -126,7 +126,7 @@ def test_a_local_fit_recovers_every_joints_delay(joint_delay_lake, tmp_path):
 
 def _the_posterior_keeps_the_offsets(rec) -> None:
     from twinlake.campaign.sampling import posterior
-    from twinlake.fit.records.export import randomization_doc
+    from twinlake.fit.reports.export import randomization_doc
 
     doc = randomization_doc(rec)
     entries = {p["name"]: p for p in doc["parameters"]}

@@ -13,7 +13,7 @@ from twinlake.catalog import Lake
 from twinlake.fit.replay import local_search, stopping
 from twinlake.fit.records.record import load_fit
 from twinlake.fit.run import FitSettings, run_fit, work_dir
-from twinlake.fit.replay.space import parse_space
+from twinlake.fit.core.space import parse_space
 import synth
 from twinlake.sim import PARAM_NAMES
 
@@ -44,7 +44,7 @@ def _same(a, b) -> None:
 
 
 def test_cheap_windows_spread_over_each_interval():
-    from twinlake.fit.replay.intervals import IntervalRef
+    from twinlake.fit.core.intervals import IntervalRef
 
     long, short = IntervalRef("r", "a", 0, 100, 12100), IntervalRef("r", "b", 0, 0, 1500)
     out = local_search.cheap_windows([long, short], cheap_s=2.0)
@@ -113,8 +113,8 @@ def test_a_failed_gate_falls_back_to_cma_from_the_local_point(synth_lake, monkey
 
 
 def test_one_pool_holds_the_cheap_windows_beside_the_full_data(synth_lake, ray_cluster):
-    from twinlake.fit.replay.objective import build_data
-    from twinlake.fit.replay.pool import LocalPool, RayPool
+    from twinlake.fit.core.objective import build_data
+    from twinlake.fit.core.pool import LocalPool, RayPool
 
     full = build_data(synth_lake, ["r1", "demo/r2:0"])
     cheap = build_data(synth_lake, local_search.cheap_windows(full.refs, 0.4))
@@ -138,15 +138,15 @@ def test_one_pool_holds_the_cheap_windows_beside_the_full_data(synth_lake, ray_c
 
 def test_local_error_bars_reuse_the_last_full_lm_jacobian(synth_lake):
     from twinlake.fit.trust.identifiability import identifiability_for_fit
-    from twinlake.fit.replay.objective import build_data
-    from twinlake.fit.replay.pool import LocalPool
+    from twinlake.fit.core.objective import build_data
+    from twinlake.fit.core.pool import LocalPool
 
     rec = run_fit(synth_lake, _settings(holdout=[]), fit_id="loc-bars", workers=0, progress=False)
     ident = json.loads(rec.extra["identifiability_json"])
     assert ident["jacobian"].startswith("forward differences of the last full-data LM iteration")
     central = identifiability_for_fit(synth_lake, rec).to_dict()
     assert central["jacobian"] == "central differences at the optimum"
-    # the stored error bars add the closed loop's noise (fit/trust/loop_noise.py); the
+    # the stored error bars add the closed loop's noise (fit/core/loop_noise.py); the
     # measurement-noise part, from the reused Jacobian, is what central differences recompute
     cov = ident["covariance"]
     alone = dict(zip(cov["names"], cov["alternatives"]["hac_without_loop_noise"]["stderr"]))
@@ -168,7 +168,7 @@ def test_local_error_bars_reuse_the_last_full_lm_jacobian(synth_lake):
 
 def test_start_from_makes_the_given_parameters_the_first_start():
     from twinlake.fit.replay.local_search import start_points
-    from twinlake.fit.replay.space import ParameterSpace
+    from twinlake.fit.core.space import ParameterSpace
     from twinlake.sim import DynamicsParams
 
     space = ParameterSpace()

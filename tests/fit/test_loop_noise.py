@@ -1,4 +1,4 @@
-"""The closed loop's noise bootstrap (fit/trust/loop_noise.py) on a small replayed problem."""
+"""The closed loop's noise bootstrap (fit/core/loop_noise.py) on a small replayed problem."""
 
 from __future__ import annotations
 
@@ -6,10 +6,10 @@ from dataclasses import replace
 
 import numpy as np
 
-from twinlake.fit.replay.objective import FitProblem, LossScales, ProblemData
-from twinlake.fit.replay.pool import LocalPool
+from twinlake.fit.core.objective import FitProblem, LossScales, ProblemData
+from twinlake.fit.core.pool import LocalPool
 from twinlake.fit.trust.identifiability import fd_jacobian
-from twinlake.fit.trust.loop_noise import bootstrap, measurement_rows, recording_noise
+from twinlake.fit.core.loop_noise import bootstrap, measurement_rows, recording_noise
 from twinlake.sim import DEFAULT_BOUNDS, HOME_Q, DynamicsParams, PopulationEngine, ReplayInput
 
 TRUTH = DynamicsParams(armature=[0.30, 0.22, 0.17, 0.18, 0.12, 0.10, 0.06], mu_static=[0.8] * 7,
@@ -93,7 +93,7 @@ def test_one_free_parameter_and_a_column_the_data_do_not_see():
 
 
 def test_fit_show_names_the_loop_noise_term_with_its_widening():
-    from twinlake.fit.trust.covariance import method_line
+    from twinlake.fit.core.covariance import method_line
 
     stored = {"method": "hac_bartlett_andrews", "bandwidth_ticks": 20, "dof": 500,
               "matrix": [[4.0, 0.0], [0.0, 9.0]],

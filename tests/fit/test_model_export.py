@@ -135,7 +135,7 @@ def test_a_torque_links_fit_starts_a_replay_fit_at_its_weight(plant_lake):
     """`fit run --start-from` a +links torque fit: the link scales and payload whose weight matches
     the fit's at the replay's recorded configurations. The plant's links are the model's and it
     carries a 1.2 kg tool: scales ≈ 1, the payload's mass within 2 % and its CoM within 5 mm."""
-    from twinlake.fit.replay.start import recorded_configurations, start_vector
+    from twinlake.fit.records.start import recorded_configurations, start_vector
     from twinlake.sim.arm_model.params import LAYOUT
 
     lake, plant = plant_lake
@@ -184,7 +184,7 @@ def test_the_start_scales_the_replay_models_own_links(tmp_path):
     """With `--model`, the link scales of `--start-from` are relative to that MJCF's links: an
     identified weight equal to the user's model (link 2 10 % heavier, link 4 10 % lighter than
     the bundled FR3) starts every scale at 1 and no payload; against the bundled model it does not."""
-    from twinlake.fit.replay.start import weight_match
+    from twinlake.fit.records.start import weight_match
     from twinlake.sim.arm_model.model import HOME_Q
 
     spec = mujoco.MjSpec.from_file(str(FR3_MODEL_PATH))

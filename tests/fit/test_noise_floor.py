@@ -1,4 +1,4 @@
-"""The noise-floor estimator (fit/trust/noise_floor.py) against injected noise of known σ: a smooth
+"""The noise-floor estimator (fit/core/noise_floor.py) against injected noise of known σ: a smooth
 synthetic signal plus Gaussian noise, the simulated arm recorded tick by tick, and the offline
 recorder's CSV v2 recordings ingested into a lake (the product path, with other gains too)."""
 
@@ -9,7 +9,7 @@ import pytest
 from floor_recording import ingest_recordings, measured, offline_run, record_arm
 from synth import TRUTH, multisine_targets
 
-from twinlake.fit.trust.noise_floor import difference_sigma, estimate_noise_floor
+from twinlake.fit.core.noise_floor import difference_sigma, estimate_noise_floor
 
 SIGMA_Q = np.array([1e-6, 5e-6, 2e-5, 5e-5, 1e-4, 3e-5, 8e-6])  # per joint [rad]
 
@@ -72,7 +72,7 @@ def test_offline_recordings_ingested_give_the_injected_sigma(tmp_path):
     """The product path: the daemon's noise source, CSV v2 text, ingest, clean intervals,
     replay inputs; one run with fr3_stack's default gains, one with other K/D."""
     from twinlake.daemon.noise import NoiseConfig
-    from twinlake.fit.replay.objective import build_data
+    from twinlake.fit.core.objective import build_data
 
     noise = NoiseConfig(q_std_rad=3e-5, dq_std_rad_s=6e-4, tau_std_nm=0.05)
     soft = {"k_joint": (300.0, 300, 300, 300, 120, 80, 30), "d_joint": (35.0, 35, 35, 35, 20, 15, 8)}

@@ -1,5 +1,5 @@
-"""The one parameter-status rule (fit/trust/parameter_status.py) and its invariant where a fit's
-summary is built (fit/records/show.fit_summary): a two-sided interval only for an estimated
+"""The one parameter-status rule (fit/core/parameter_status.py) and its invariant where a fit's
+summary is built (fit/reports/show.fit_summary): a two-sided interval only for an estimated
 parameter."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 from twinlake.fit.records.record import FitRecord
-from twinlake.fit.records.show import fit_summary
-from twinlake.fit.replay.space import ParameterSpace
-from twinlake.fit.trust.parameter_status import (
+from twinlake.fit.reports.show import fit_summary
+from twinlake.fit.core.space import ParameterSpace
+from twinlake.fit.core.parameter_status import (
     AT_BOUND_FRACTION,
     ParameterStatus,
     Status,

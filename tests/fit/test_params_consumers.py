@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from twinlake.fit.trust.identifiability import DISCRETE_NAMES, analyse
-from twinlake.fit.replay.space import ParameterSpace, parse_space, select
+from twinlake.fit.core.space import ParameterSpace, parse_space, select
 from twinlake.fit.records.frankatwin_import import ResultFileError, decoded_values
 from twinlake.sim import LAYOUT, DynamicsParams, to_frankatwin_decoded
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 
 import synth
-from twinlake.fit.replay.objective import build_data
+from twinlake.fit.core.objective import build_data
 from twinlake.fit.records.record import load_fit
 from twinlake.fit.run import FitSettings, run_fit
-from twinlake.fit.replay.space import parse_space
+from twinlake.fit.core.space import parse_space
 from twinlake.sim import PARAM_NAMES
 from twinlake.sim.arm_model.load import EndLoad
 
@@ -60,7 +60,7 @@ def _exports_carry_the_payload(rec, tmp) -> None:
 
     import mujoco
 
-    from twinlake.fit.records.export import export_fit
+    from twinlake.fit.reports.export import export_fit
     from twinlake.sim import FR3_MODEL_PATH, load_params
 
     profile = export_fit(rec, "profile", tmp / "p.json")

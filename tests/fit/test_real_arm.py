@@ -28,7 +28,7 @@ from plant import IndependentPlant, record  # noqa: E402
 
 from twinlake.catalog import Lake  # noqa: E402
 from twinlake.fit.run import FitSettings, run_fit  # noqa: E402
-from twinlake.fit.replay.space import PRESETS, parse_space  # noqa: E402
+from twinlake.fit.core.space import PRESETS, parse_space  # noqa: E402
 from twinlake.fit.trust.validate import Thresholds, validate_fit  # noqa: E402
 from twinlake.ingest import ReadOptions, ingest_paths  # noqa: E402
 

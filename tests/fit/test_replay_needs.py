@@ -1,4 +1,4 @@
-"""fit/replay/needs: what a replay and a campaign reference need, read from real lake runs of
+"""fit/core/needs: what a replay and a campaign reference need, read from real lake runs of
 each kind (fr3_stack CSV v2 of the independent plant; mapped logs of the same recording with
 targets, without them, and with the controller and gains stated in the mapping's [run]), and
 the one refusal a user sees."""
@@ -19,8 +19,8 @@ from plant import PcLogger, pc_log, record, write_csv, write_reference  # noqa: 
 
 from twinlake.catalog import Lake, connect  # noqa: E402
 from twinlake.catalog.selection import run_frames, run_intervals  # noqa: E402
-from twinlake.fit.replay import needs  # noqa: E402
-from twinlake.fit.replay.intervals import resolve  # noqa: E402
+from twinlake.fit.core import needs  # noqa: E402
+from twinlake.fit.core.intervals import resolve  # noqa: E402
 from twinlake.ingest import ingest_paths  # noqa: E402
 from twinlake.ingest.registry import ReadOptions  # noqa: E402
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from twinlake.fit.replay.search import MixedSearch, stratified_counts
-from twinlake.fit.replay.space import parse_space
+from twinlake.fit.core.space import parse_space
 from twinlake.sim import LAYOUT
 
 DELAY_INDEX = LAYOUT.index("motor_delay_ms")

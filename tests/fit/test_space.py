@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from twinlake.fit.replay.space import ParameterSpace, parse_space, select
-from twinlake.fit.trust.parameter_status import AT_BOUND_FRACTION
+from twinlake.fit.core.space import ParameterSpace, parse_space, select
+from twinlake.fit.core.parameter_status import AT_BOUND_FRACTION
 from twinlake.sim import DEFAULT_BOUNDS, LAYOUT, PARAM_NAMES
 
 DELAY_INDEX = LAYOUT.index("motor_delay_ms")
@@ -84,7 +84,7 @@ def test_encode_inverts_decode(z, delay):
     space = ParameterSpace()
     full = space.decode(np.array([z]), np.array([delay]))
     assert np.allclose(space.encode(full), np.array([z]), atol=1e-12)
-    tol = AT_BOUND_FRACTION  # the one at-bound tolerance (fit/trust/parameter_status.py)
+    tol = AT_BOUND_FRACTION  # the one at-bound tolerance (fit/core/parameter_status.py)
     assert space.at_bounds(full[0]) == [PARAM_NAMES[i] for i in space.free_indices
                                          if z[list(space.free_indices).index(i)] <= tol
                                          or z[list(space.free_indices).index(i)] >= 1 - tol]

@@ -16,12 +16,12 @@ import pandas as pd
 import pytest
 from torque_runs import twin_runs
 
-from twinlake.fit.records.statuses import fit_statuses
+from twinlake.fit.trust.statuses import fit_statuses
 from twinlake.fit.torque.scores.findings import DELAY_CHI2_95, delay_undetermined
 from twinlake.fit.torque.route import TorqueFitSettings, fit_torque
 from twinlake.fit.torque.model.soft_friction import FrictionConstraint
 from twinlake.fit.torque.estimation.solve import CREEP_SHARE, creeping
-from twinlake.fit.trust.parameter_status import Status
+from twinlake.fit.core.parameter_status import Status
 
 J7_GROUPS = ("armature", "mu_static", "dynamic_ratio", "mu_viscous")
 

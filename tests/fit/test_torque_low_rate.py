@@ -19,10 +19,10 @@ from bag_writers import ROS1_STATE, T0_NS, Topic, robot_states, store, write_ros
 from plant import HOME_Q, MOVED_Q, record, tool_plant, write_reference  # noqa: E402
 
 from twinlake.catalog import Lake  # noqa: E402
-from twinlake.fit.records.statuses import fit_statuses  # noqa: E402
+from twinlake.fit.trust.statuses import fit_statuses  # noqa: E402
 from twinlake.fit.torque import TorqueFitSettings, fit_torque  # noqa: E402
 from twinlake.fit.torque.low_rate.quasi_static import DYNAMIC  # noqa: E402
-from twinlake.fit.trust.parameter_status import Status  # noqa: E402
+from twinlake.fit.core.parameter_status import Status  # noqa: E402
 from twinlake.ingest import ingest_paths  # noqa: E402
 from twinlake.ingest.registry import ReadOptions  # noqa: E402
 

@@ -20,11 +20,11 @@ from twinlake.catalog import connect
 from twinlake.catalog.selection import run_frames
 from twinlake.cli import app
 from twinlake.fit.records.record import load_fit
-from twinlake.fit.records.statuses import fit_statuses
+from twinlake.fit.trust.statuses import fit_statuses
 from twinlake.fit.torque import TorqueFitSettings, fit_torque
 from twinlake.fit.torque.scores.findings import DELAY_CHI2_95
 from twinlake.fit.torque.model.regressor import RigidBodyModel
-from twinlake.fit.trust.parameter_status import Status
+from twinlake.fit.core.parameter_status import Status
 
 STIFF = dict(friction_law="stribeck", coulomb_neg_nm=(0.90, 1.00, 0.75, 0.80, 0.45, 0.35, 0.22), dynamic_ratio=(0.6,) * 7)
 

@@ -19,7 +19,7 @@ from twinlake.fit.trust.metrics import Trajectory, compute_metrics
 from twinlake.fit.records.record import FitRecord, IntervalUse, publish_fit
 from twinlake.fit.trust.validate import Thresholds, load_trajectory, validate_fit
 from twinlake.cli import app
-from twinlake.fit.replay.space import ParameterSpace
+from twinlake.fit.core.space import ParameterSpace
 from twinlake.sim import PARAM_NAMES, ReplayInput
 from twinlake.sim.replay.population import PopulationEngine
 

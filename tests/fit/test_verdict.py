@@ -1,4 +1,4 @@
-"""The verdict per fit (fit/trust/verdict.py, fit/records/verdict_record.py) on real fits of
+"""The verdict per fit (fit/trust/verdict.py, fit/reports/verdict_record.py) on real fits of
 small recordings of the simulated arm (the demo robot's parameters, 2 s multisines):
 
 - `good`: 14 parameters freed, at the noise floor, converged, identified; validated on a
@@ -28,10 +28,10 @@ from typer.testing import CliRunner
 from twinlake.catalog import connect
 from twinlake.cli import app
 from twinlake.fit.records.record import load_fit
-from twinlake.fit.records.verdict_record import current_verdict, publish_verdict, stored_verdicts
-from twinlake.fit.replay.space import parse_space
+from twinlake.fit.reports.verdict_record import current_verdict, publish_verdict, stored_verdicts
+from twinlake.fit.core.space import parse_space
 from twinlake.fit.run import FitSettings, run_fit
-from twinlake.fit.trust.parameter_status import classify
+from twinlake.fit.core.parameter_status import classify
 from twinlake.fit.trust.verdict import Check, Evidence, Level, Verdict, decide
 from twinlake.sim import DEMO_PROFILE_PATH, HOME_Q, PARAM_NAMES, load_params
 

@@ -4,7 +4,7 @@ logger writes them: a clean 1 kHz recording of the independent test plant turned
 one tick in twelve skipped and a jittery clock. Both are counted and flagged, never
 interpolated; intervals list the clean stretches; the replay fit refuses the run (no
 controller, gains) while a log of torques only is fitted by the torque route, validated by
-held-out torque prediction and refused by the replay with the one message of fit/replay/needs;
+held-out torque prediction and refused by the replay with the one message of fit/core/needs;
 a log with targets gives a campaign reference; bad mappings are refused naming file, key and
 column."""
 
@@ -161,7 +161,7 @@ def test_the_replay_fit_refuses_a_run_without_controller_or_gains(pc, tmp_path):
 
 
 def test_a_mapped_joint_impedance_run_with_gains_is_replayable(pc, tmp_path):
-    from twinlake.fit.replay.intervals import resolve
+    from twinlake.fit.core.intervals import resolve
 
     log, csv, _ = pc
     mapping = tmp_path / "ji.toml"

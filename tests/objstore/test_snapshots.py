@@ -67,7 +67,7 @@ def test_as_of_on_a_local_lake(tmp_path):
 
 
 def test_a_fit_records_the_version_it_read_and_reruns_at_it(tmp_path):
-    from twinlake.fit.replay.space import parse_space
+    from twinlake.fit.core.space import parse_space
     from twinlake.fit.run import FitSettings, run_fit
 
     lake = synth.publish_demo_runs(tmp_path / "lake", 1200)

@@ -11,9 +11,9 @@ when a compared parameter disagrees, and name every one that does. Read-only ove
 from __future__ import annotations
 
 from twinlake.fit.records.record import load_fit
-from twinlake.fit.records.statuses import fit_statuses
+from twinlake.fit.trust.statuses import fit_statuses
 from twinlake.fit.trust.compare import compare_fits
-from twinlake.fit.trust.parameter_status import Status
+from twinlake.fit.core.parameter_status import Status
 
 
 def test_fit_compare_of_the_session_tests_estimates_only_and_names_each_disagreement(readme_session):

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from twinlake.cli import app
 from twinlake.fit.records.record import load_fit
-from twinlake.fit.records.verdict_record import current_verdict
+from twinlake.fit.reports.verdict_record import current_verdict
 
 
 def _flat(text: str) -> str:

@@ -94,7 +94,7 @@ def run_cmd(
 
 
 def _fit_verdict(root: Path, fit: str) -> dict | None:
-    """The fit's current verdict (fit/records/verdict_record.py) as JSON, None when the fit is not
+    """The fit's current verdict (fit/reports/verdict_record.py) as JSON, None when the fit is not
     in the lake (run_campaign then says so)."""
     from ..fit import load_fit
     from ..fit import verdict_json

@@ -158,7 +158,7 @@ def _torque_run(root, train, holdout, params, friction_law, configured_load, tor
 
 
 def summary(rec, validations=None, verdict=None) -> dict:
-    """JSON-able summary of a FitRecord, its verdict first (fit/records/show.py)."""
+    """JSON-able summary of a FitRecord, its verdict first (fit/reports/show.py)."""
     from ..fit import fit_summary
 
     return fit_summary(rec, validations, verdict)
@@ -171,7 +171,7 @@ def _console():
 
 
 def show_record(rec, validations=None, verdict=None) -> None:
-    """Print a fit as rich tables, its verdict first (fit/records/show.py)."""
+    """Print a fit as rich tables, its verdict first (fit/reports/show.py)."""
     from ..fit import print_fit
 
     print_fit(rec, validations, verdict)

@@ -161,7 +161,7 @@ def validate_cmd(
 
 
 def _new_verdict(root, fit: str, as_json: bool) -> None:
-    """A validation arrived: the fit's verdict is decided again and appended (fit/records/verdict_record.py);
+    """A validation arrived: the fit's verdict is decided again and appended (fit/reports/verdict_record.py);
     said on stderr after the table (with --json only stored: `fit show --json` has it)."""
     from ..fit import load_fit
     from ..fit import record_verdict

@@ -4,7 +4,7 @@ fit's own covariance rule.
 The surrogate (information.py) ranks candidates cheaply but treats the 1 kHz rows as
 independent samples (±1.96·σ); a fit's intervals come from a sandwich with a Bartlett
 long-run covariance of its per-tick scores, Andrews' bandwidth and a Student t quantile on
-the effective degrees of freedom (fit/trust/covariance.py, through
+the effective degrees of freedom (fit/core/covariance.py, through
 fit/trust/identifiability.py). So once the search has picked a design, `confirm` makes the
 run the fit would see and asks the fit's rule about it, with the real components:
 
@@ -12,7 +12,7 @@ run the fit would see and asks the fit's rule about it, with the real components
    (`twinlake sim record`'s engine, daemon/offline.py) on the linearisation point itself as
    the truth (its friction law; the daemon's measurement noise, seed `noise_seed`);
 2. the recording is ingested into a scratch lake and read back as the fit reads its
-   training data (clean intervals, replay inputs, declared loss scales: fit/replay/objective.py);
+   training data (clean intervals, replay inputs, declared loss scales: fit/core/objective.py);
 3. `identifiability_summary` — what `fit show` computes for a stored fit — takes ONE
    central-difference replay Jacobian (2k + 1 replays, one batch) at the linearisation
    point, the residuals there, and the HAC covariance of the fit; each parameter's 95 %

@@ -65,7 +65,7 @@ class ChosenParameters:
 
 
 def choose(space: ParameterSpace, at: DynamicsParams, rest_velocity_rad_s: float = 0.0) -> ChosenParameters:
-    """The free continuous parameters of `space` (fit/replay/space.py), linearised at `at`;
+    """The free continuous parameters of `space` (fit/core/space.py), linearised at `at`;
     ValueError naming a free parameter the surrogate cannot serve."""
     if space.friction_law not in ("stribeck", "tanh"):
         raise ValueError(f"friction law {space.friction_law!r}: the design's surrogate serves stribeck and tanh")

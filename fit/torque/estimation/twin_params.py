@@ -19,7 +19,7 @@ import json
 import numpy as np
 
 from ....sim import LAYOUT, DynamicsParams
-from ...trust.identifiability import UNIDENTIFIABLE_HALF_WIDTH
+from ...core.parameter_status import UNIDENTIFIED_HALF_WIDTH as UNIDENTIFIABLE_HALF_WIDTH
 from ..model.regressor import RigidBodyModel
 from .solve import Solution
 
@@ -110,7 +110,7 @@ def identifiability_json(sol: Solution, rigid: RigidBodyModel, params: DynamicsP
     fit/trust/identifiability.py — a 95 % half-width over half the bound range); per parameter
     `unconstrained_value` (at β̂, before bounds and consistency), `prior` (the value the prior
     holds it at when only the prior sets it) and `undetermined_share`, the inputs of
-    fit/trust/parameter_status; no non-finite or subnormal number (`finite`); `note` (what the bars contain, `fit show` prints it) as `error_bar_note`;
+    fit/core/parameter_status; no non-finite or subnormal number (`finite`); `note` (what the bars contain, `fit show` prints it) as `error_bar_note`;
     the free parameters' full covariance (delta method, their own units) as `covariance`."""
     names, cov, jac = delta_method(sol, rigid)
     stderr = {n: finite(np.sqrt(v)) if v >= 0 else None for n, v in zip(names, np.diag(cov))}

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from ...sim.arm_model.params import LAYOUT
-from .design_check import train_designs
+from ..records.design_check import train_designs
 from .report_data import HeldOutTrace, ParamRow, ReportData
 
 
@@ -21,8 +21,8 @@ def report_data_from_lake(lake: Any, fit_id: str, *, nominal: Any = None, error_
     (stored ``identifiability_json``, or computed now when ``error_bars``)."""
     from ...catalog import Lake
     from ...sim import DynamicsParams
-    from ..trust.covariance import method_line, strong_pairs
-    from .record import load_fit
+    from ..core.covariance import method_line, strong_pairs
+    from ..records.record import load_fit
     from .show import adequacy_lines, fit_validations
     from .verdict_record import current_verdict
 
@@ -65,10 +65,10 @@ def report_data_from_lake(lake: Any, fit_id: str, *, nominal: Any = None, error_
 
 def _param_rows(rec: Any, nominal: Any, ident: dict | None) -> tuple[list[ParamRow], list[str]]:
     """One ParamRow per parameter (bounds from the fit's settings) and the parameter flags."""
-    from ..replay.space import ParameterSpace
-    from ..trust.parameter_status import Status
+    from ..core.space import ParameterSpace
+    from ..core.parameter_status import Status
     from .show import STATUS_FLAGS
-    from .statuses import fit_statuses, intervals_agree
+    from ..trust.statuses import fit_statuses, intervals_agree
 
     space = (rec.settings or {}).get("space")
     bounds = np.array([space["bounds"][n] for n in LAYOUT.names]) if space else np.asarray(LAYOUT.bounds)

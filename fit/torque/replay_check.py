@@ -1,5 +1,5 @@
 """Torque score and replay agree, or the fit says so: a torque fit's `--holdout` runs that can
-be replayed (joint impedance, targets, gains: fit/replay/needs.py) are replayed with the
+be replayed (joint impedance, targets, gains: fit/core/needs.py) are replayed with the
 fitted parameters (fit/trust/validate.replay_runs, the same replay `fit validate` does) and
 their q residual is set against the run's own noise floor (fit/trust/adequacy.assess). Above
 `MAX_FLOOR_RATIO` × the floor the fit's adequacy fails even when its torque score passes: the
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .residuals import MAX_FLOOR_RATIO
+from .scores.residuals import MAX_FLOOR_RATIO
 
 
 @dataclass
@@ -48,9 +48,9 @@ class HoldoutReplay:
 
 
 def _lacking(lake: Path, selector: str) -> list[str]:
-    from ....catalog import connect
-    from ....catalog.selection import parse_selector, resolve_run
-    from ...replay.needs import missing_in_run
+    from ...catalog import connect
+    from ...catalog.selection import parse_selector, resolve_run
+    from ..core.needs import missing_in_run
 
     sel = parse_selector(selector)
     con = connect(lake)
@@ -64,8 +64,8 @@ def _lacking(lake: Path, selector: str) -> list[str]:
 def replay_holdout(lake: Path, selectors: list[str], params, *, friction_law: str, model_path: str | None = None,
                    configured_load=None) -> list[HoldoutReplay]:
     """Each selector replayed with `params` (DynamicsParams) when it can be (HoldoutReplay)."""
-    from ...trust.adequacy import assess
-    from ...trust.validate import replay_runs
+    from ..trust.adequacy import assess
+    from ..trust.validate import replay_runs
 
     out = []
     for selector in selectors:

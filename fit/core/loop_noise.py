@@ -6,12 +6,12 @@ the fit's replay acts on the simulated, noise-free state. The recorded run is on
 noisy closed loop: the noise dithers the law (its friction compensation above all) and moves
 the trajectory slowly, in directions that correlate with the parameters. Part of that is a
 mean shift (the fit's optimum is biased), part a variance the measurement-noise covariance
-(HAC, fit/trust/covariance.py) does not see.
+(HAC, fit/core/covariance.py) does not see.
 
 The bootstrap at the fit's optimum θ̂ (range-scaled coordinates z, J = ∂r/∂z the last
 full-data LM iteration's Jacobian, r the fit's residuals of FitProblem.residuals):
 
-- B replays of θ̂ with seeded white noise of the recording's estimated σ (fit/trust/noise_floor.py,
+- B replays of θ̂ with seeded white noise of the recording's estimated σ (fit/core/noise_floor.py,
   all training intervals together) in the law's q and dq (twinlake.sim ControllerNoise) —
   each draw's pseudo-recording y_b = x_b + n_b, the noisy-loop trajectory plus the same noise
   as its measurement, as a recorder writes it — and one noise-free replay g(θ̂);
@@ -124,7 +124,7 @@ def bootstrap(pool, data, params: np.ndarray, jac: np.ndarray, seed: int, draws:
 
 
 def with_loop_noise(main, loop: LoopNoise):
-    """The fit's covariance estimate (fit/trust/covariance.py CovarianceEstimate, range-scaled)
+    """The fit's covariance estimate (fit/core/covariance.py CovarianceEstimate, range-scaled)
     plus the loop's: HAC + cov_loop, same method, bandwidth and dof."""
     from dataclasses import replace
 

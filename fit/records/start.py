@@ -37,7 +37,7 @@ def start_vector(record, q_rad: np.ndarray | None = None, model_path: str | None
     configurations to match a +links torque fit's weight at (`recorded_configurations`);
     model_path: the replay fit's MJCF (`--model`; None: the bundled FR3), whose links the
     scales multiply."""
-    from ..records.model_export import link_thetas, model_xml
+    from .model_export import link_thetas, model_xml
 
     vector = np.asarray(record.vector, dtype=np.float64).copy()
     if link_thetas(record) is None:

@@ -6,10 +6,10 @@ the parameters: the free ones first, each with its unit (`sim.params.LAYOUT`), i
 interval rounded to the interval's precision (an interval only for an estimated parameter; every
 parameter's status beside it, and each flag said once per parameter); the frozen ones folded in a ``<details>`` element.
 Where a train run was a designed excitation (`twinlake excite --design`), its predicted relative
-95 % half-widths beside the realised ones. Then the figures (fit/records/report_plots.py):
+95 % half-widths beside the realised ones. Then the figures (fit/reports/report_plots.py):
 convergence, parameters, the correlation matrix of the free parameters (when a covariance is
 stored), and per held-out run the replay over the recording and the residual with its spectrum
-against the noise floor. The data (fit/records/report_data.py) come from the lake via fit/records/report_lake.py.
+against the noise floor. The data (fit/reports/report_data.py) come from the lake via fit/reports/report_lake.py.
 
 Images are embedded as base64 PNG; a tiny inline script marks ``<body data-images-ok="N">`` once
 N images have decoded, which the headless-browser test reads.

@@ -8,12 +8,12 @@ from datetime import datetime, timezone
 
 import numpy as np
 
-from ...errors import DataError
-from ....sim import LAYOUT, DynamicsParams
-from ...records.record import FitRecord, IntervalUse
-from .quasi_static import LOW_RATE_HZ, NAMES, entries, sample_rate_hz, solve
-from ..inputs.signals import MEANING
-from ..estimation.twin_params import finite
+from ..errors import DataError
+from ...sim import LAYOUT, DynamicsParams
+from ..records.record import FitRecord, IntervalUse
+from .low_rate.quasi_static import LOW_RATE_HZ, NAMES, entries, sample_rate_hz, solve
+from .inputs.signals import MEANING
+from .estimation.twin_params import finite
 
 
 def _params(start: DynamicsParams, x: np.ndarray) -> DynamicsParams:

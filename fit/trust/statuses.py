@@ -1,4 +1,4 @@
-"""Every parameter's status for a stored fit (fit/trust/parameter_status.py's one rule applied
+"""Every parameter's status for a stored fit (fit/core/parameter_status.py's one rule applied
 to a `FitRecord`): the fit's settings say what was frozen and the bounds, its stored error bars
 (`identifiability_json`, replay or torque route) say the rest.
 
@@ -14,14 +14,14 @@ import copy
 from typing import Any
 
 from ...sim.arm_model.params import LAYOUT
-from ..trust.parameter_status import ParameterStatus, Status, statuses_from_identifiability
+from ..core.parameter_status import ParameterStatus, Status, statuses_from_identifiability
 
 DISCRETE = frozenset(LAYOUT.names[i] for i in LAYOUT.integer_indices)
 
 
 def fit_statuses(rec) -> list[ParameterStatus]:
     """The status of each of the fit's `LAYOUT.size` parameters (layout order)."""
-    from ..replay.space import ParameterSpace
+    from ..core.space import ParameterSpace
 
     settings = rec.settings or {}
     ident = rec.identifiability

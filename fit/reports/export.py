@@ -35,7 +35,7 @@ import math
 from pathlib import Path
 
 from ..errors import RecordError, SettingError
-from .record import FitRecord
+from ..records.record import FitRecord
 from ...sim import LAYOUT, save_profile, to_frankatwin_decoded
 from ...sim.fr3 import FLANGE_OFFSET_M
 
@@ -203,7 +203,7 @@ def randomization_doc(rec: FitRecord) -> dict:
     if not ident or not ident.get("parameters"):
         raise RecordError(f"fit {rec.fit_id}: no stored error bars (identifiability_json is empty); "
                          "a posterior needs them (use a twinlake fit, or declared ranges)")
-    from .statuses import fit_statuses, intervals_agree
+    from ..trust.statuses import fit_statuses, intervals_agree
 
     statuses = fit_statuses(rec)
     stored = {p["name"]: p for p in intervals_agree(ident, statuses)["parameters"]}  # intervals: estimated only
@@ -236,8 +236,8 @@ def _correlation(ident: dict, params: list[dict]) -> dict:
 
 def verdict_doc(rec: FitRecord, verdict=None) -> dict:
     """What every export carries of the fit's verdict (a `verdict_record.StoredVerdict`, None:
-    not known) and each parameter's status (fit/trust/parameter_status.py)."""
-    from .statuses import fit_statuses
+    not known) and each parameter's status (fit/core/parameter_status.py)."""
+    from ..trust.statuses import fit_statuses
 
     doc = {"level": None, "reasons": [], "created_utc": None} if verdict is None else {
         "level": verdict.verdict.level.value, "reasons": list(verdict.verdict.reasons),
@@ -277,7 +277,7 @@ def export_fit(rec: FitRecord, fmt: str, out: Path, verdict=None) -> Path:
         out.write_text(verdict_comment(rec, verdict) + mjcf_snippet(rec))
         return out
     if fmt == "model":
-        from .model_export import model_xml
+        from ..records.model_export import model_xml
 
         out.write_text(verdict_comment(rec, verdict) + model_xml(rec))
         return out

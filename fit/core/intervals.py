@@ -27,7 +27,7 @@ def resolve(
 ) -> list[IntervalRef]:
     """The clean intervals named by `selectors`, in the given order (duplicates removed).
     Each run's first interval must have `needs` (default: what a replay needs,
-    `fit/replay/needs.py`); the one refusal (a DataError: `purpose`, `hint`) when not."""
+    `fit/core/needs.py`); the one refusal (a DataError: `purpose`, `hint`) when not."""
     con = connect(lake)
     try:
         refs = resolve_intervals(con, selectors, min_duration_s=min_duration_s)

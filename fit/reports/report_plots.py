@@ -4,7 +4,7 @@ Convergence per CMA-ES generation or LM iteration (the axis says which); the fre
 each joint in its own bounds box, with their 95 % intervals and nominal values; the correlation matrix of the free parameters; and per held-out run the
 replay drawn over the recording (q per joint), and the residual over time (fitted and nominal
 on separate axes) with its spectrum
-(Welch PSD) against the white-noise level of the run's noise floor (fit/trust/noise_floor.py).
+(Welch PSD) against the white-noise level of the run's noise floor (fit/core/noise_floor.py).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import numpy as np  # noqa: E402
 from ...sim.arm_model.params import LAYOUT  # noqa: E402
 
 if TYPE_CHECKING:
-    from ..trust.noise_floor import NoiseFloor
+    from ..core.noise_floor import NoiseFloor
     from .report_data import HeldOutTrace, ParamRow
 
 _PNG_META = {"Software": None}
@@ -108,7 +108,7 @@ def _unit_box(p: ParamRow, v: float) -> float:
 
 
 def _param_axis(ax: plt.Axes, rows: list[ParamRow | None], labels: list[str], title: str) -> None:
-    from ..trust.parameter_status import format_number
+    from ..core.parameter_status import format_number
 
     x = np.arange(len(rows))
     for i, p in enumerate(rows):
@@ -140,7 +140,7 @@ def _param_axis(ax: plt.Axes, rows: list[ParamRow | None], labels: list[str], ti
 def plot_correlation(covariance: dict, path: Path) -> bytes:
     """The correlation matrix (k, k) of the free parameters as a heat map (−1 blue … +1 red),
     the pairs with |ρ| ≥ 0.9 outlined."""
-    from ..trust.covariance import STRONG_RHO, correlation
+    from ..core.covariance import STRONG_RHO, correlation
 
     names = covariance["names"]
     m = np.array([[np.nan if v is None else v for v in row] for row in covariance["matrix"]], dtype=np.float64)
@@ -194,7 +194,7 @@ def residual_spectrum(trace: HeldOutTrace) -> ResidualSpectrum:
     by the same estimator)."""
     from scipy.signal import welch
 
-    from ..trust.noise_floor import estimate_noise_floor
+    from ..core.noise_floor import estimate_noise_floor
 
     dt = np.diff(trace.t_s)
     rate_hz = float(1.0 / np.median(dt)) if len(dt) and np.median(dt) > 0 else 1.0

@@ -89,7 +89,7 @@ def checks(rec, validations: list[dict]) -> list[Check]:
 def other_route_fit(lake: Path, rec):
     """The latest fit of the other route (torque vs replay) on the same training runs, or None."""
     from ...catalog import connect
-    from .record import load_fit
+    from ..records.record import load_fit
 
     mine = route(rec)
     if mine == "imported" or not rec.train:
@@ -121,7 +121,7 @@ def agreement(lake: Path, rec) -> Agreement | None:
 def gather(lake: Path, rec, validations: list[dict] | None = None) -> Evidence:
     """The evidence for `rec`'s verdict, from its record and the lake."""
     from .show import fit_validations
-    from .statuses import fit_statuses
+    from ..trust.statuses import fit_statuses
 
     vals = fit_validations(lake, rec.fit_id) if validations is None else validations
     ident = rec.identifiability or {}

@@ -90,7 +90,7 @@ def fit_summary(rec, validations: list[dict[str, Any]] | None = None, verdict=No
     (`identifiability`, None when not stored; a 95 % interval only for estimated parameters),
     seeds and validations."""
     from ...sim import PARAM_NAMES
-    from .statuses import fit_statuses, intervals_agree
+    from ..trust.statuses import fit_statuses, intervals_agree
 
     statuses = fit_statuses(rec)
     extra = {k: v for k, v in rec.extra.items()
@@ -224,16 +224,16 @@ def _error_bars(out, rec) -> None:
     _correlations(out, ident)
 
 
-# the flags the status already says (fit/trust/parameter_status.py): not repeated beside it
+# the flags the status already says (fit/core/parameter_status.py): not repeated beside it
 STATUS_FLAGS = frozenset({"at_bound", "unidentifiable", "discrete"})
 
 
 def status_rows(rec, ident: dict) -> list[list[str]]:
     """Rows (name, status, value [interval] or bound, bounds, seed range, other flags) of every
-    parameter the fit freed (the statuses of fit/records/statuses.py)."""
-    from ..trust.parameter_status import Status
-    from ..trust.parameter_status import format_number as fmt
-    from .statuses import fit_statuses
+    parameter the fit freed (the statuses of fit/trust/statuses.py)."""
+    from ..core.parameter_status import Status
+    from ..core.parameter_status import format_number as fmt
+    from ..trust.statuses import fit_statuses
 
     stored = {p["name"]: p for p in ident.get("parameters", [])}
     rows = []
@@ -250,8 +250,8 @@ def status_rows(rec, ident: dict) -> list[list[str]]:
 
 def status_counts(rec) -> dict[str, int]:
     """How many parameters per status label."""
-    from ..trust.parameter_status import Status, count
-    from .statuses import fit_statuses
+    from ..core.parameter_status import Status, count
+    from ..trust.statuses import fit_statuses
 
     return {Status(k).label: n for k, n in count(fit_statuses(rec)).items()}
 
@@ -264,7 +264,7 @@ def _direction(d: dict) -> str:
 
 def _correlations(out, ident: dict) -> None:
     """The covariance's method, its strongly correlated pairs and weakest directions."""
-    from ..trust.covariance import STRONG_RHO, method_line, strong_pairs
+    from ..core.covariance import STRONG_RHO, method_line, strong_pairs
 
     cov = ident.get("covariance")
     out.print(method_line(cov), highlight=False)

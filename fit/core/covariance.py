@@ -279,7 +279,7 @@ def method_line(stored: dict | None) -> str:
         ratio = diag / np.array([np.nan if v is None else v for v in iid["stderr"]], dtype=np.float64)
         if np.any(np.isfinite(ratio)):
             line += f"; {np.nanmedian(ratio):.2g}× the iid Gauss–Newton errors (median)"
-    alone = (stored.get("alternatives") or {}).get("hac_without_loop_noise")  # fit/trust/loop_noise.WITHOUT
+    alone = (stored.get("alternatives") or {}).get("hac_without_loop_noise")  # fit/core/loop_noise.WITHOUT
     if alone:
         ratio = diag / np.array([np.nan if v is None else v for v in alone["stderr"]], dtype=np.float64)
         if np.any(np.isfinite(ratio)):

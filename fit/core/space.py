@@ -44,13 +44,13 @@ import numpy as np
 from ...contracts.jsonfile import read_json_object
 from ...sim.arm_model.params import LAYOUT, MAX_DELAY_MS
 from ..errors import SettingError
-from ..trust.parameter_status import bound_side
+from .parameter_status import bound_side
 
 # the search's categorical coordinates (fit/replay/search.py): the shared delay and its per-joint offsets
 _DELAY = LAYOUT.index("motor_delay_ms")
 _OFFSETS = tuple(range(*LAYOUT.slice("motor_delay_offset_ms").indices(LAYOUT.size)))
 if set(LAYOUT.integer_indices) != {_DELAY, *_OFFSETS}:
-    raise ImportError("fit/replay/space.py searches motor_delay_ms and motor_delay_offset_ms as the layout's only "
+    raise ImportError("fit/core/space.py searches motor_delay_ms and motor_delay_offset_ms as the layout's only "
                       f"integer parameters; LAYOUT has {[LAYOUT.names[i] for i in LAYOUT.integer_indices]}")
 
 @dataclass(frozen=True)
@@ -200,7 +200,7 @@ class ParameterSpace:
 
     def at_bounds(self, params: np.ndarray) -> list[str]:
         """Names of free parameters of an (n,) vector at a bound, by the one at-bound tolerance
-        (fit/trust/parameter_status.py, `AT_BOUND_FRACTION` of the range)."""
+        (fit/core/parameter_status.py, `AT_BOUND_FRACTION` of the range)."""
         p = np.asarray(params, dtype=np.float64).reshape(LAYOUT.size)
         return [LAYOUT.names[i] for i in self.free_indices
                 if bound_side(float(p[i]), float(self.bounds[i, 0]), float(self.bounds[i, 1])) is not None]

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 if TYPE_CHECKING:
-    from ..trust.noise_floor import NoiseFloor
+    from ..core.noise_floor import NoiseFloor
 
 
 @dataclass(frozen=True)
@@ -40,13 +40,13 @@ class ParamRow:
     seed_min: float | None = None  # spread of the optima over several seeds
     seed_max: float | None = None
     free: bool = True  # searched by the fit (False: frozen at its value)
-    status: str = ""  # its status in words (fit/trust/parameter_status.py), e.g. "≥ 0 (at a bound)"
+    status: str = ""  # its status in words (fit/core/parameter_status.py), e.g. "≥ 0 (at a bound)"
 
     @property
     def half_width_rel(self) -> float | None:
         """The realised relative 95 % half-width (design_check.relative_half_width); None
         without an interval."""
-        from .design_check import relative_half_width
+        from ..records.design_check import relative_half_width
 
         return relative_half_width(self.ci_low, self.ci_high, self.value, self.lower_bound, self.upper_bound)
 

@@ -1,0 +1,1 @@
+"""twinlake.fit.core: see README.md beside this file."""

@@ -1,0 +1,1 @@
+"""twinlake.fit.reports: see README.md beside this file."""
