@@ -172,11 +172,11 @@ def run_replicate(family: str, rep: int, seconds: float, workers: int, raw: Path
         def keep(stage: int, _pool) -> None:
             ckpt = work_dir(Lake(root / "lake"), fit_id) / f"local-{rep}.pkl"
             if raw is not None and stage == 2 and ckpt.is_file():
-                jac = pickle.loads(ckpt.read_bytes()).get("jacobian") or {}
-                if jac.get("scores") is not None:
+                jac = pickle.loads(ckpt.read_bytes()).get("jacobian")  # a JacobianSnapshot or None
+                if jac is not None and jac.scores is not None:
                     raw.mkdir(parents=True, exist_ok=True)
-                    np.savez_compressed(raw / f"{family}-{rep}.npz", r_factor=jac["r_factor"], rows=jac["rows"],
-                                        **{f"scores{b}": g for b, g in enumerate(jac["scores"])})
+                    np.savez_compressed(raw / f"{family}-{rep}.npz", r_factor=jac.r_factor, rows=jac.rows,
+                                        **{f"scores{b}": g for b, g in enumerate(jac.scores)})
 
         t0 = time.perf_counter()
         rec = run_fit(root / "lake", settings, fit_id=fit_id, workers=workers, progress=False, on_generation=keep,

@@ -22,7 +22,7 @@ import pickle
 import shutil
 import sys
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
@@ -37,7 +37,9 @@ from .core.objective import FitProblem, LossScales, ProblemData, build_data
 from .replay.payoff import EXPLORE_S
 from .core.pool import LocalPool, RayPool, auto_chunk
 from .replay.progress import stage_note
+from .records.extras import ReplayExtras
 from .records.record import FitRecord, IntervalUse, SeedResult, publish_fit
+from .replay.outcomes import JacobianSnapshot, SeedOutcome
 from .replay.seed_search import seed_result
 from .core.space import ParameterSpace
 from ..sim import LAYOUT, DynamicsParams
@@ -179,8 +181,8 @@ def run_fit(
         t0 = time.perf_counter()
         stage_note(progress, fit_id, "error bars at the optimum and scoring train and holdout intervals")
         record = _finish(lk, fit_id, settings, data, results, pool)
-        record.extra["wall_s"] = float(sum(r["wall_s"] for r in results) + time.perf_counter() - t0)
-        record.extra["lake_version"] = lake_version
+        record.extra = replace(ReplayExtras.from_json(record.extra), lake_version=lake_version,
+                               wall_s=float(sum(r.wall_s for r in results) + time.perf_counter() - t0)).to_json()
     finally:
         pool.close()
     publish_fit(lk, record)
@@ -221,58 +223,58 @@ def _cheap_data(lk: Lake, settings: FitSettings, data: ProblemData) -> ProblemDa
                       configured_load=settings.configured_end_load, friction_law=settings.parameter_space.friction_law)
 
 
-def _finish(lk: Lake, fit_id: str, settings: FitSettings, data: ProblemData, results: list[dict],
+def _finish(lk: Lake, fit_id: str, settings: FitSettings, data: ProblemData, results: list[SeedOutcome],
             pool) -> FitRecord:
     """The record of the best seed: error bars at its optimum, losses per train and holdout
     interval, all seeds' results. Everything is computed before anything is published."""
-    chosen = min(results, key=lambda r: (r["best_loss"], r["seed"]))
-    best_vec = chosen["best"]
-    seeds = [SeedResult(r["seed"], r["best_loss"], r["best"], r is chosen) for r in results]
+    chosen = min(results, key=lambda r: (r.best_loss, r.seed))
+    best_vec = chosen.best
+    seeds = [SeedResult(r.seed, r.best_loss, r.best, r is chosen) for r in results]
     t0 = time.perf_counter()
-    others = [r["best"] for r in results if r is not chosen]
+    others = [r.best for r in results if r is not chosen]
     seed_optima = np.stack([best_vec, *others]) if others else None
-    jac = chosen.get("jacobian")
+    jac = chosen.jacobian
     ident = error_bars(pool, settings, best_vec, seed_optima, data) if jac is None else \
-        reused_error_bars(settings, best_vec, float(chosen["best_loss"]), jac, seed_optima)
-    error_bars_s = time.perf_counter() - t0 + (0.0 if jac is None else float(jac.get("seconds", 0.0)))
-    kept = None if jac is None else jac["per_interval"]
+        reused_error_bars(settings, best_vec, float(chosen.best_loss), jac, seed_optima)
+    error_bars_s = time.perf_counter() - t0 + (0.0 if jac is None else float(jac.seconds))
+    kept = None if jac is None else jac.per_interval
     train_losses = pool.evaluate(best_vec[None, :])[0] if kept is None else np.asarray(kept)
     uses = [IntervalUse(r.robot, r.run, r.interval_index, r.seq_first, r.seq_last, "train",
                         float(w), float(l), r.run_sha256)
             for r, w, l in zip(data.refs, data.weights, train_losses)]
     holdout_uses, holdout_loss, holdout_data = _holdout(lk, settings, best_vec)
-    history = chosen["history"]
+    history = chosen.history
     adequacy = fit_adequacy_columns(data, holdout_data, best_vec)  # residual vs noise floor, diagnosed
     return FitRecord(
         fit_id=fit_id,
         fit_source="twinlake",
         created_utc=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         status="completed",
-        best_loss=float(chosen["best_loss"]),
+        best_loss=float(chosen.best_loss),
         params=DynamicsParams.from_vector(best_vec),
-        seed=int(chosen["seed"]),
+        seed=int(chosen.seed),
         settings=asdict(settings),
         history=history,
         runs=uses + holdout_uses,
         seeds=seeds,
-        extra={
-            "generations": int(settings.generations),
-            "population": int(settings.population),
-            "refine_iterations": int(sum(1 for h in history if h.get("stage") == "refine")),
-            "wall_s": 0.0,  # set by run_fit
-            "train_loss": float(FitProblem(data).combine(train_losses[None])[0]),
-            "holdout_loss": holdout_loss,
-            "at_bounds": settings.parameter_space.at_bounds(best_vec),
-            "workers": int(pool.workers),
-            "actor_replacements": int(pool.replacements),
-            "seed_count": len(results),
-            "method": settings.method,
-            "local_gates": chosen.get("gates"),
-            "identifiability_json": None if ident is None else ident.to_json(),
-            "configured_load_json": json.dumps(data.configured_loads, sort_keys=True),
-            "error_bars_s": float(error_bars_s),
+        extra=ReplayExtras(
+            generations=int(settings.generations),
+            population=int(settings.population),
+            refine_iterations=int(sum(1 for h in history if h.get("stage") == "refine")),
+            wall_s=0.0,  # set by run_fit
+            train_loss=float(FitProblem(data).combine(train_losses[None])[0]),
+            holdout_loss=holdout_loss,
+            at_bounds=settings.parameter_space.at_bounds(best_vec),
+            workers=int(pool.workers),
+            actor_replacements=int(pool.replacements),
+            seed_count=len(results),
+            method=settings.method,
+            local_gates=chosen.gates,
+            identifiability_json=None if ident is None else ident.to_json(),
+            configured_load_json=json.dumps(data.configured_loads, sort_keys=True),
+            error_bars_s=float(error_bars_s),
             **adequacy,
-        },
+        ).to_json(),
     )
 
 
@@ -299,7 +301,7 @@ def error_bars(pool, settings: FitSettings, best: np.ndarray, seed_optima: np.nd
         pool.chunk = chunk
 
 
-def reused_error_bars(settings: FitSettings, best: np.ndarray, loss: float, jac: dict,
+def reused_error_bars(settings: FitSettings, best: np.ndarray, loss: float, jac: JacobianSnapshot,
                       seed_optima: np.ndarray | None):
     """The error bars of a local-search fit from its last full-data LM iteration's Jacobian
     (fit/replay/local_search.py `error_bar_jacobian`: forward differences, step 1e-3 of each range, at
@@ -309,25 +311,25 @@ def reused_error_bars(settings: FitSettings, best: np.ndarray, loss: float, jac:
     from .trust.identifiability import analyse_scaled
 
     space = settings.parameter_space
-    where = "at the point its step started from" if jac["moved"] else "at the optimum"
+    where = "at the point its step started from" if jac.moved else "at the optimum"
     main = alternatives = None
-    if jac.get("scores") is not None:
-        k = jac["r_factor"].shape[1]
-        main, alternatives = with_alternatives(jac["r_factor"].T @ jac["r_factor"], jac["scores"],
-                                               loss / max(jac["rows"] - k, 1), jac["rows"])
-    loop = jac.get("loop_noise") if main is not None else None
+    if jac.scores is not None:
+        k = jac.r_factor.shape[1]
+        main, alternatives = with_alternatives(jac.r_factor.T @ jac.r_factor, jac.scores,
+                                               loss / max(jac.rows - k, 1), jac.rows)
+    loop = jac.loop_noise if main is not None else None
     if loop is not None:
         from .core.loop_noise import WITHOUT, with_loop_noise
 
         alternatives = {**alternatives, WITHOUT: main}
         main = with_loop_noise(main, loop)
-    res = analyse_scaled(LAYOUT.names, best, jac["r_factor"], loss, jac["rows"], space.free_indices,
+    res = analyse_scaled(LAYOUT.names, best, jac.r_factor, loss, jac.rows, space.free_indices,
                          space.bounds[:, 0], space.bounds[:, 1], seed_optima,
                          jacobian=f"forward differences of the last full-data LM iteration, {where}",
                          covariance=main, alternatives=alternatives)
     if loop is not None:
         free = space.free_indices
-        without = analyse_scaled(LAYOUT.names, best, jac["r_factor"], loss, jac["rows"], free, space.bounds[:, 0],
+        without = analyse_scaled(LAYOUT.names, best, jac.r_factor, loss, jac.rows, free, space.bounds[:, 0],
                                  space.bounds[:, 1], covariance=alternatives[WITHOUT])
         res.loop_noise = {**loop.to_json(space.bounds[free, 1] - space.bounds[free, 0]),
                           "unidentifiable_without": without.flagged("unidentifiable")}

@@ -51,17 +51,19 @@ def gates(start_losses: np.ndarray, full_loss: float, floor: float | None, floor
             f"(gate {FLOOR_GATE:g}×)"] + failed, []
 
 
-def gate_verdict(state: dict, cma_note: str | None = None, loss: float | None = None) -> str:
+def gate_verdict(failed: list[str], notes: list[str], floor: float | None, cma_note: str | None = None,
+                 loss: float | None = None) -> str:
     """One line, every decision in it: 'accepted: <why>' or 'fallback to cma: <failed gates>;
     <exploration>; <why CMA-ES stopped>; <a model question?>' ('not accepted: ...' when the
     exploration is off). The words are the search's, about its local result; whether the fit
-    can be trusted is the fit's verdict (fit/trust/verdict.py), which reads this line too."""
-    parts = list(state["failed"]) + list(state.get("notes", []))
-    if not state["failed"]:
+    can be trusted is the fit's verdict (fit/trust/verdict.py), which reads this line too.
+    `failed`: the gates that failed; `notes`: the search's notes; `floor`: the noise floor's
+    loss (`floor_loss`, None when not measurable); `loss`: the CMA-ES fallback's."""
+    parts = list(failed) + list(notes)
+    if not failed:
         return "accepted: " + "; ".join(parts) if parts else "accepted"
     if cma_note is None:
         return "not accepted: " + "; ".join(parts) + "; exploration off (explore_s 0)"
-    floor = state["floor_loss"]
     if floor is not None and loss is not None and loss > FLOOR_GATE * floor:
         cma_note += (f"; a model question, not a search question: the loss stays {loss / floor:.1f}× the noise "
                      f"floor (the adequacy line names the likely missing effect)")

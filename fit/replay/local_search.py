@@ -36,7 +36,7 @@ MuJoCo's `mujoco.sysid` evaluates its Jacobian columns as one batch). The stages
    iteration's Jacobian is kept (as its R factor, and its per-tick scores J·r for the HAC
    covariance, fit/core/covariance.py) for the error bars (`error_bar_jacobian`), and while it
    is in memory the closed loop's noise is measured at the optimum (`settings.loop_noise_draws`
-   noisy replays, fit/core/loop_noise.py, kept as `jacobian["loop_noise"]`)
+   noisy replays, fit/core/loop_noise.py, kept as the JacobianSnapshot's `loop_noise`)
    and the returned point's per-interval losses for the record, so neither is recomputed.
 3. **gates** (fit/replay/gates.py): a full loss at most `FLOOR_GATE` × the loss the noise alone would
    leave (`floor_loss`, from the noise floor of the recorded q and dq, fit/core/noise_floor.py) is
@@ -68,8 +68,9 @@ import numpy as np
 
 from ..errors import SettingError
 from . import payoff
+from .outcomes import CheapStage, JacobianSnapshot
 from .gates import AGREE_REL, FLOOR_GATE, floor_loss, gate_verdict, gates
-from .refine import REL_TOL, lm_batch, refine
+from .refine import REL_TOL, LastIteration, lm_batch, refine
 from ..core.space import ParameterSpace
 from .stopping import cheap_rel_tol, convergence_note, full_stop
 
@@ -181,9 +182,9 @@ def _run_starts(pool, combine, space: ParameterSpace, z: np.ndarray, iterations:
 
 
 def cheap_stage(pool, combine, space: ParameterSpace, starts: int, seed: int, iterations: int,
-                note=None, first=None, rel_tol: float = REL_TOL, floor: float | None = None) -> dict:
-    """Stage 1 on the cheap pool: {z (n,), delay, loss, start_losses (K,), start_delays (K,), rows,
-    offsets (7,) the delay offsets, notes}; `first`: the first start's parameter vector (None:
+                note=None, first=None, rel_tol: float = REL_TOL, floor: float | None = None) -> CheapStage:
+    """Stage 1 on the cheap pool (a CheapStage: the best start's z (n,), delay and loss, every
+    start's, the delay offsets (7,), the LM rows, notes); `first`: the first start's parameter vector (None:
     nominal); each LM stops once an iteration gains less than `rel_tol` of its loss. `floor`: the
     loss the noise alone leaves on the cheap windows (floor_loss); when the first start ends
     within FLOOR_GATE of it, no other start can be lower by more than the noise, so the other
@@ -225,13 +226,13 @@ def cheap_stage(pool, combine, space: ParameterSpace, starts: int, seed: int, it
         zl, ll = lm(pool, combine, space.with_offsets(offsets), zb[None], np.array([db]), np.array([lo]),
                     iterations, rows, "local-cheap", note)
         zb, lb = zl[0], float(ll[0])
-    return {"z": zb, "delay": db, "loss": lb, "start_losses": loss, "start_delays": delays, "start_z": z,
-            "rows": rows, "offsets": offsets, "notes": notes}
+    return CheapStage(z=zb, delay=db, loss=lb, start_losses=loss, start_delays=delays, start_z=z, offsets=offsets,
+                      rows=rows, notes=notes)
 
 
-def error_bar_jacobian(last: dict, data=None) -> dict:
-    """The error bars' part of the full stage's last LM iteration (`refine(..., last=)`):
-    {z (n,) where J was taken, r_factor (n, n) R of J = ∂r/∂z (the range-scaled Jacobian, since
+def error_bar_jacobian(last: LastIteration, data=None) -> JacobianSnapshot:
+    """The error bars' part of the full stage's last LM iteration (`refine(..., last=)`), a
+    JacobianSnapshot: {z (n,) where J was taken, r_factor (n, n) R of J = ∂r/∂z (the range-scaled Jacobian, since
     z is range-normalised), rows M, moved (the returned point is z plus the last step), per_interval
     (B,) of the returned point or None, scores: per interval the (S_b, n) per-tick scores J·r of
     the HAC covariance (fit/core/covariance.py; None without `data` or residuals), seconds: the
@@ -239,12 +240,12 @@ def error_bar_jacobian(last: dict, data=None) -> dict:
     from ..core.covariance import replay_segments, tick_scores
 
     scores, t0 = None, time.perf_counter()
-    if data is not None and last.get("r") is not None:
+    if data is not None and last.r is not None:
         segments = replay_segments([len(inp.q_ref) for inp in data.inputs])
-        scores = tick_scores(last["jac"], last["r"], segments)
-    return {"z": np.asarray(last["z"]), "r_factor": np.linalg.qr(last["jac"], mode="r"),
-            "rows": int(last["jac"].shape[0]), "moved": bool(last["moved"]), "per_interval": last.get("per_interval"),
-            "scores": scores, "seconds": time.perf_counter() - t0}
+        scores = tick_scores(last.jac, last.r, segments)
+    return JacobianSnapshot(z=np.asarray(last.z), r_factor=np.linalg.qr(last.jac, mode="r"),
+                            rows=int(last.jac.shape[0]), moved=bool(last.moved),
+                            per_interval=last.per_interval, scores=scores, seconds=time.perf_counter() - t0)
 
 
 def _save(path: Path, state: dict, write_atomic) -> None:
@@ -252,7 +253,7 @@ def _save(path: Path, state: dict, write_atomic) -> None:
 
 
 def local_seed(wd: Path, settings, seed: int, data, pool, cheap_pool_factory: Callable, cma: Callable,
-               write_atomic, bar, on_stage=None) -> tuple[np.ndarray, float, list[dict], str, dict | None]:
+               write_atomic, bar, on_stage=None) -> tuple[np.ndarray, float, list[dict], str, JacobianSnapshot | None]:
     """One seed of the local-first search; returns (params (n,), loss, history rows, the
     gates' verdict, the full stage's `error_bar_jacobian` when params are that stage's result,
     else None). `cma(x0_params, delay) -> (params, loss, rows)` is the fallback stage;
@@ -277,23 +278,23 @@ def local_seed(wd: Path, settings, seed: int, data, pool, cheap_pool_factory: Ca
                                 floor=floor_loss(cheap_data)[0])
         finally:
             cheap_pool.close()
-        rows = cheap.pop("rows")
+        rows, cheap = cheap.rows, replace(cheap, rows=[])
         for r in rows:
             r["per_traj_min"] = None  # per cheap window, not per training interval
         _append(history, rows, cheap_data.ticks_per_rollout)
         state = {"stage": "cheap", "cheap": cheap, "history": history}
         _save(path, state, write_atomic)
-        bar.update(1, cheap["loss"], cheap["loss"], 0.0, 0.0, 0.0)
+        bar.update(1, cheap.loss, cheap.loss, 0.0, 0.0, 0.0)
         if on_stage:
             on_stage(1, pool)
     cheap = state["cheap"]
     if state["stage"] == "cheap":
         bar.note("full data: LM")
         floor, reason = floor_loss(data)
-        params, loss, jac, unconverged = _full_lm(pool, combine, settings, data, cheap["z"], cheap["delay"],
-                                                  cheap.get("offsets"), history, note, floor)
-        failed, notes = gates(cheap["start_losses"], loss, floor, reason)
-        notes = list(cheap.get("notes", [])) + notes + ([unconverged] if unconverged else [])
+        params, loss, jac, unconverged = _full_lm(pool, combine, settings, data, cheap.z, cheap.delay,
+                                                  cheap.offsets, history, note, floor)
+        failed, notes = gates(cheap.start_losses, loss, floor, reason)
+        notes = list(cheap.notes) + notes + ([unconverged] if unconverged else [])
         state = {"stage": "full", "cheap": cheap, "history": history, "params": params, "loss": loss,
                  "floor_loss": floor, "floor_reason": reason, "failed": failed, "notes": notes, "jacobian": jac}
         _save(path, state, write_atomic)
@@ -307,7 +308,7 @@ def local_seed(wd: Path, settings, seed: int, data, pool, cheap_pool_factory: Ca
             on_stage(3, pool)
     params, loss, jacobian = state["params"], state["loss"], state.get("jacobian")
     if not state["failed"] or settings.explore_s <= 0:
-        return params, loss, history, gate_verdict(state), jacobian
+        return params, loss, history, gate_verdict(state["failed"], state.get("notes", []), state["floor_loss"]), jacobian
     bar.note("local result not accepted (" + "; ".join(state["failed"]) + "): CMA-ES from the best local point "
              "while it pays")
     c_params, c_loss, c_rows = cma(params, space.delay_of(params), loss,
@@ -320,18 +321,19 @@ def local_seed(wd: Path, settings, seed: int, data, pool, cheap_pool_factory: Ca
         params, loss, jacobian = c_params, c_loss, None
     else:
         found += "; CMA-ES found nothing lower: the local result stands"
-    return params, loss, history, gate_verdict(state, found, loss), jacobian
+    return params, loss, history, gate_verdict(state["failed"], state.get("notes", []), state["floor_loss"], found,
+                                               loss), jacobian
 
 
 def _full_lm(pool, combine, settings, data, z: np.ndarray, delay: int, offsets, history: list[dict], note,
-             floor: float | None) -> tuple[np.ndarray, float, dict | None, str | None]:
+             floor: float | None) -> tuple[np.ndarray, float, JacobianSnapshot | None, str | None]:
     """Stage 2 from the cheap point z (n,) at its delay and offsets, stopping by
     fit/replay/stopping.py's `full_stop` at the noise floor's loss `floor`: (params, loss, the
     error bars' Jacobian or None, `convergence_note` or None); its rows (stage 'local-full') are
     appended to `history`."""
     space = settings.parameter_space
     x0 = space.decode(z[None], np.array([delay]), offsets)[0]
-    last: dict = {}
+    last = LastIteration()
     cap, n_free = settings.refine_iterations or FULL_ITERATIONS, len(space.free_indices)
     stop = full_stop(data, n_free, floor)
     params, loss, rows = refine(pool, combine, space, x0, None, cap,
@@ -343,7 +345,7 @@ def _full_lm(pool, combine, settings, data, z: np.ndarray, delay: int, offsets, 
     unconverged = convergence_note(last, data, n_free, cap, stop)
     if unconverged:
         note(unconverged)
-    if "jac" not in last:
+    if last.jac is None:
         return params, loss, None, unconverged
     jac = error_bar_jacobian(last, data)
     draws = int(getattr(settings, "loop_noise_draws", 0))
@@ -351,8 +353,8 @@ def _full_lm(pool, combine, settings, data, z: np.ndarray, delay: int, offsets, 
         from ..core.loop_noise import bootstrap
 
         note(f"closed-loop noise: {draws} noisy replays at the optimum")
-        jac["loop_noise"] = loop = bootstrap(pool, data, params, last["jac"], int(settings.seed), draws)
-        jac["seconds"] += 0.0 if loop is None else loop.seconds  # counted in the fit's error_bars_s
+        jac.loop_noise = loop = bootstrap(pool, data, params, last.jac, int(settings.seed), draws)
+        jac.seconds += 0.0 if loop is None else loop.seconds  # counted in the fit's error_bars_s
     return params, loss, jac, unconverged
 
 
@@ -365,18 +367,18 @@ def _explore_starts(state: dict, pool, combine, settings, data, cheap_pool_facto
     from ..core.objective import FitProblem
 
     clock, cheap = payoff.Clock(), state["cheap"]
-    losses = np.asarray(cheap["start_losses"], dtype=np.float64).copy()
+    losses = np.asarray(cheap.start_losses, dtype=np.float64).copy()
     worse = losses > losses.min() * (1.0 + AGREE_REL)
     notes, history = list(state.get("notes", [])), state["history"]
-    if len(losses) < 2 or int(np.sum(~worse)) >= 2 or "start_z" not in cheap:
+    if len(losses) < 2 or int(np.sum(~worse)) >= 2:
         return {**state, "stage": "starts", "explore_s": clock.spent_s}
     note(f"exploring: {int(worse.sum())} disagreeing start(s) continue on the cheap windows")
     space = settings.parameter_space
     cheap_pool, cheap_data = cheap_pool_factory(pool)
     try:
         rows: list = []
-        zs, ls = lm_batch(cheap_pool, FitProblem(cheap_data).combine, space, cheap["start_z"][worse],
-                          cheap["start_delays"][worse], losses[worse], CHEAP_ITERATIONS, rows, "local-cheap", note,
+        zs, ls = lm_batch(cheap_pool, FitProblem(cheap_data).combine, space, cheap.start_z[worse],
+                          cheap.start_delays[worse], losses[worse], CHEAP_ITERATIONS, rows, "local-cheap", note,
                           rel_tol=cheap_rel_tol(cheap_data, len(space.free_indices)))
     finally:
         cheap_pool.close()
@@ -386,19 +388,19 @@ def _explore_starts(state: dict, pool, combine, settings, data, cheap_pool_facto
     losses[worse] = ls
     out = {**state, "stage": "starts", "history": history}
     k = int(np.argmin(ls))
-    if ls[k] < cheap["loss"] * (1.0 - AGREE_REL):
+    if ls[k] < cheap.loss * (1.0 - AGREE_REL):
         idx = np.flatnonzero(worse)[k]
         params, loss, jac, unconverged = _full_lm(pool, combine, settings, data, zs[k],
-                                                  int(cheap["start_delays"][idx]), None, history, note,
+                                                  int(cheap.start_delays[idx]), None, history, note,
                                                   state["floor_loss"])
-        notes.append(f"start {idx + 1} continued to a lower cheap basin ({ls[k]:.4g} < {cheap['loss']:.4g}); "
+        notes.append(f"start {idx + 1} continued to a lower cheap basin ({ls[k]:.4g} < {cheap.loss:.4g}); "
                      f"full-data LM from it: {loss:.4g} against {state['loss']:.4g}"
                      + (f" ({unconverged})" if unconverged else ""))
         if loss < state["loss"]:
             out.update(params=params, loss=loss, jacobian=jac)
     else:
         notes.append(f"the disagreeing starts continued {CHEAP_ITERATIONS} more cheap LM iterations and ended "
-                     f"{ls.min() / cheap['loss'] - 1:+.1%} from the best: no lower basin among them")
+                     f"{ls.min() / cheap.loss - 1:+.1%} from the best: no lower basin among them")
     failed, judged = gates(losses, out["loss"], state["floor_loss"], state["floor_reason"])
     return {**out, "failed": failed, "notes": notes + judged, "explore_s": clock.spent_s}
 

@@ -22,6 +22,7 @@ Deterministic: no random numbers; results do not depend on the pool's slicing.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
@@ -31,6 +32,25 @@ from ..core.space import ParameterSpace
 STEP = 1e-3
 LAMBDAS = (1e-6, 1e-4, 1e-3, 1e-2, 1e-1, 1.0)
 REL_TOL = 1e-4  # relative loss decrease below which refinement stops
+
+
+@dataclass
+class LastIteration:
+    """The last LM iteration of a `refine(..., last=LastIteration())`, filled as it runs: `z`
+    (n,) the normalised point its Jacobian was taken at, `jac` (M, n) ∂r/∂z (forward
+    differences), `r` (M,) the residuals at `z`, `moved` whether its step was taken (else the
+    returned point is `z`), `per_interval` (B,) the per-interval losses of the returned point
+    (None when no step was taken at all); how LM ended, `stop` ('predicted', 'step' or 'cap'),
+    and `realised_gain` the last evaluated step's loss decrease (loss units). `jac` is None
+    until an iteration ran."""
+
+    z: np.ndarray | None = None
+    jac: np.ndarray | None = None
+    r: np.ndarray | None = None
+    moved: bool = False
+    per_interval: np.ndarray | None = None
+    stop: str | None = None
+    realised_gain: float = 0.0
 MAX_DELAY_ROUNDS = 2
 PROBE_ITERATIONS = 2
 
@@ -52,7 +72,7 @@ def _lm(pool, combine, space, z, delay, loss, iterations, rows, on_iteration, re
         if loss is None:  # the start's loss from the Jacobian's centre row (Σ r² = loss)
             loss = float(r @ r) if np.all(np.isfinite(r)) else np.inf
         if last is not None:
-            last.update(z=z, jac=jac, r=r, moved=False)
+            last.z, last.jac, last.r, last.moved = z, jac, r, False
         jtj, jtr = jac.T @ jac, jac.T @ r
         scale = np.maximum(np.diag(jtj), 1e-12)
         steps = []
@@ -63,10 +83,10 @@ def _lm(pool, combine, space, z, delay, loss, iterations, rows, on_iteration, re
                 steps.append(np.zeros(n))
         tol = rel_tol(loss) if callable(rel_tol) else rel_tol
         if last is not None:
-            last["stop"] = "cap"
+            last.stop = "cap"
         if predict_stop and _predicted_decrease(steps[0], jtj, jtr) < tol * loss:
             if last is not None:
-                last["stop"] = "predicted"
+                last.stop = "predicted"
             rows.append({"min": loss, "mean": loss, "best": loss, "iter_s": time.perf_counter() - t0, "lambda": None,
                          "delay": delay, "per_traj_min": None, "evaluations": n + 1})
             if on_iteration is not None:
@@ -77,12 +97,12 @@ def _lm(pool, combine, space, z, delay, loss, iterations, rows, on_iteration, re
         losses = np.asarray(combine(per_interval))
         k = int(np.argmin(np.where(np.isfinite(losses), losses, np.inf)))
         if last is not None:
-            last["realised_gain"] = float(loss - losses[k])
+            last.realised_gain = float(loss - losses[k])
         improved = losses[k] < loss * (1.0 - tol)  # stop once steps no longer pay
         if losses[k] < loss:
             z, loss = trial[k], float(losses[k])
             if last is not None:
-                last.update(moved=True, per_interval=per_interval[k])
+                last.moved, last.per_interval = True, per_interval[k]
         rows.append({"min": float(np.min(losses)), "mean": float(np.mean(losses)), "best": loss,
                      "iter_s": time.perf_counter() - t0, "lambda": LAMBDAS[k], "delay": delay,
                      "per_traj_min": np.min(per_interval, axis=0).tolist(),
@@ -91,7 +111,7 @@ def _lm(pool, combine, space, z, delay, loss, iterations, rows, on_iteration, re
             on_iteration(len(rows), loss, delay)
         if not improved:
             if last is not None:
-                last["stop"] = "step"
+                last.stop = "step"
             break
     return z, loss
 
@@ -103,7 +123,7 @@ def _predicted_decrease(step: np.ndarray, jtj: np.ndarray, jtr: np.ndarray) -> f
 
 def refine(pool, combine, space: ParameterSpace, best: np.ndarray, best_loss: float | None, iterations: int,
            on_iteration=None, profile_delay: bool = True, rel_tol: float | Callable[[float], float] = REL_TOL,
-           last: dict | None = None, predict_stop: bool = False) -> tuple[np.ndarray, float, list[dict]]:
+           last: LastIteration | None = None, predict_stop: bool = False) -> tuple[np.ndarray, float, list[dict]]:
     """Refine an (n,) best vector (`LAYOUT` order); returns (params, loss, one history dict per iteration).
 
     LM runs at the best candidate's delay; then each neighbouring delay (±1 ms, within the
@@ -114,12 +134,8 @@ def refine(pool, combine, space: ParameterSpace, best: np.ndarray, best_loss: fl
     `combine((P, B)) -> (P,)` is the weighted loss. `profile_delay=False` keeps the delay
     (the caller profiled it already, e.g. on cheap data). `best_loss=None`: taken from the first
     Jacobian's centre row (Σ r²), saving one evaluation. LM stops once an iteration's relative
-    decrease is below `rel_tol` (a number, or a function of the current loss). `last` (a dict, with `profile_delay=False`) receives the last
-    iteration's Jacobian: `z` (n,) the normalised point it was taken at, `jac` (M, n) ∂r/∂z
-    (forward differences), `r` (M,) the residuals at `z`, `moved` whether that iteration's step was taken (else the returned
-    point is `z`), and `per_interval` (B,) the per-interval losses of the returned point (absent
-    when no step was taken at all), and how LM ended: `stop` ('predicted', 'step' or 'cap') and
-    `realised_gain` the last evaluated step's loss decrease (loss units). `predict_stop`: also stop, before evaluating any step, once
+    decrease is below `rel_tol` (a number, or a function of the current loss). `last` (a LastIteration, with `profile_delay=False`) receives the last
+    iteration's Jacobian, residuals and step, and how LM ended. `predict_stop`: also stop, before evaluating any step, once
     the Gauss–Newton step (the smallest λ) is predicted by the linearised model to gain less
     than `rel_tol` (its history row then has `lambda` None and no per-interval minimum).
     """

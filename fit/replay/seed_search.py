@@ -15,6 +15,7 @@ import numpy as np
 from ...catalog import atomic_write_bytes
 from . import local_search
 from ..core.objective import FitProblem, ProblemData
+from .outcomes import SeedOutcome
 from .progress import FitProgress, stage_note
 from .refine import refine
 from .search import MixedSearch, centred_probs
@@ -51,8 +52,8 @@ def _history_row(gen: int, losses: np.ndarray, per_interval: np.ndarray, weights
 
 
 def seed_result(wd: Path, settings, seed: int, data: ProblemData, pool, progress: bool,
-                 label: str, on_generation, cheap_pool_factory=None) -> dict:
-    """One seed's search and refinement: {seed, best, best_loss, history, wall_s, gates}; kept
+                 label: str, on_generation, cheap_pool_factory=None) -> SeedOutcome:
+    """One seed's search and refinement (its SeedOutcome); kept
     in `seed-<seed>.pkl` once finished, so `--resume` skips finished seeds."""
     done = wd / f"seed-{seed}.pkl"
     if done.is_file():
@@ -62,19 +63,19 @@ def seed_result(wd: Path, settings, seed: int, data: ProblemData, pool, progress
     t_start = time.perf_counter()
     best, best_loss, history, wall_before = _cma_stage(wd, settings, seed, data, pool, progress, label,
                                                        on_generation, None, settings.refine_iterations)
-    result = {"seed": seed, "best": np.asarray(best, dtype=np.float64), "best_loss": float(best_loss),
-              "history": history, "wall_s": wall_before + time.perf_counter() - t_start, "gates": None}
+    result = SeedOutcome(seed=seed, best=np.asarray(best, dtype=np.float64), best_loss=float(best_loss),
+                         history=history, wall_s=wall_before + time.perf_counter() - t_start, gates=None)
     atomic_write_bytes(done, pickle.dumps(result, protocol=5))
     (wd / "checkpoint.pkl").unlink(missing_ok=True)
     return result
 
 
 def _local_result(wd: Path, settings, seed: int, data: ProblemData, pool, progress: bool,
-                  label: str, on_generation, cheap_pool_factory) -> dict:
+                  label: str, on_generation, cheap_pool_factory) -> SeedOutcome:
     """The local-first search of one seed (fit/replay/local_search.py); CMA-ES from the best local
     point while it pays when its gates fail (fit/replay/payoff.py; rows of stage 'cma' then 'refine'
     follow in the history). The
-    result's `jacobian` is the full stage's `error_bar_jacobian` (None when CMA-ES won)."""
+    outcome's `jacobian` is the full stage's `error_bar_jacobian` (None when CMA-ES won)."""
     timing = wd / f"local-{seed}.wall"
     wall_before = float(timing.read_text()) if timing.is_file() else 0.0
     t_start = time.perf_counter()
@@ -97,9 +98,9 @@ def _local_result(wd: Path, settings, seed: int, data: ProblemData, pool, progre
         best, best_loss, history, verdict, jacobian = local_search.local_seed(
             wd, settings, seed, data, pool, cheap_pool_factory, fallback, atomic_write_bytes, bar, on_stage)
     stage_note(progress, label, f"local search: {verdict}")
-    result = {"seed": seed, "best": np.asarray(best, dtype=np.float64), "best_loss": float(best_loss),
-              "history": [{k: v for k, v in h.items()} for h in history],
-              "wall_s": wall_before + time.perf_counter() - t_start, "gates": verdict, "jacobian": jacobian}
+    result = SeedOutcome(seed=seed, best=np.asarray(best, dtype=np.float64), best_loss=float(best_loss),
+                         history=[{k: v for k, v in h.items()} for h in history],
+                         wall_s=wall_before + time.perf_counter() - t_start, gates=verdict, jacobian=jacobian)
     atomic_write_bytes(wd / f"seed-{seed}.pkl", pickle.dumps(result, protocol=5))
     (wd / "checkpoint.pkl").unlink(missing_ok=True)
     return result

@@ -26,7 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .gates import FLOOR_GATE
-from .refine import REL_TOL
+from .refine import REL_TOL, LastIteration
 
 CHEAP_STOP_SE = 2.0  # a cheap-window start stops once a step gains less than moving all by this many std. errors
 FULL_STOP_SE = 0.5  # full-data LM stops once the optimum is predicted within this distance [std. errors]
@@ -74,16 +74,16 @@ def full_stop(data, n_free: int, floor: float | None) -> FullStop:
     return FullStop(tight, cheap_rel_tol(data, n_free), None if floor is None else FLOOR_GATE * floor)
 
 
-def convergence_note(last: dict, data, n_free: int, cap: int, stop: FullStop) -> str | None:
+def convergence_note(last: LastIteration, data, n_free: int, cap: int, stop: FullStop) -> str | None:
     """A sentence when the full-data LM ended at its iteration cap still paying (its last step
     gained at least the tolerance), since the error bars assume the point is the optimum. None
     when LM stopped by its own rule."""
-    if last.get("stop") != "cap" or "r" not in last:
+    if last.stop != "cap" or last.r is None:
         return None
-    loss = float(last["r"] @ last["r"])
+    loss = float(last.r @ last.r)
     sigma2 = loss / max(residual_count(data) - n_free, 1)
     return (f"not converged: the full-data LM reached its cap of {cap} iterations with its last step still gaining "
-            f"{last.get('realised_gain', 0.0) / sigma2:.3g} σ² (it stops below "
+            f"{last.realised_gain / sigma2:.3g} σ² (it stops below "
             f"{stop.sigma2_units(loss, data, n_free):.3g} σ²): the point may not be the optimum the error bars "
             "assume (raise --refine)")
 

@@ -10,6 +10,7 @@ import numpy as np
 
 from ..errors import DataError
 from ...sim import LAYOUT, DynamicsParams
+from ..records.extras import TorqueExtras
 from ..records.record import FitRecord, IntervalUse
 from .low_rate.quasi_static import LOW_RATE_HZ, NAMES, entries, sample_rate_hz, solve
 from .inputs.signals import MEANING
@@ -53,9 +54,9 @@ def quasi_static_record(settings, runs: list, signal: str, rigid, start: Dynamic
                         r.run_sha256) for r in runs]
     return FitRecord(fit_id=fit_id, fit_source="twinlake", created_utc=datetime.now(timezone.utc).isoformat(timespec="seconds"),
                      status="completed", best_loss=loss, params=params, seed=None, settings=stored_settings, runs=uses,
-                     extra={"method": "torque", "wall_s": float(wall_s), "train_loss": loss, "holdout_loss": None,
-                            "identifiability_json": json.dumps(ident), "train_floor_ratio": None,
-                            "holdout_floor_ratio": None, "torque_json": json.dumps(torque)})
+                     extra=TorqueExtras(method="torque", wall_s=float(wall_s), train_loss=loss, holdout_loss=None,
+                                        identifiability_json=json.dumps(ident), train_floor_ratio=None,
+                                        holdout_floor_ratio=None, torque_json=json.dumps(torque)).to_json())
 
 
 __all__ = ["LOW_RATE_HZ", "quasi_static_record", "sample_rate_hz"]

@@ -41,6 +41,7 @@ from ...catalog import connect
 from ...catalog.selection import parse_selector, pick_interval, resolve_run, run_frames, run_intervals
 from ...sim import DynamicsParams
 from ...sim.arm_model.params import MAX_DELAY_MS
+from ..records.extras import TorqueExtras
 from ..records.record import FitRecord, IntervalUse, publish_fit
 from .inputs.derivatives import FilterSpec, cutoff_from_spectrum, segments
 from .model.equations import EquationSpec, build, with_rest_rule
@@ -254,12 +255,12 @@ def fit_torque(lake: Path, settings: TorqueFitSettings, *, fit_id: str | None = 
         fit_source="twinlake", created_utc=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         status="completed", best_loss=float(np.mean(train_score.rmse_raw_nm ** 2)),  # mean square torque residual [N·m²]
         params=params, seed=None, settings=_stored_settings(settings, spec.law), runs=uses,
-        extra={"method": "torque", "wall_s": float(wall), "train_loss": float(np.mean(train_score.rmse_raw_nm ** 2)),
-               "holdout_loss": None if hold_all is None else float(np.mean(hold_all.rmse_raw_nm ** 2)),
-               "identifiability_json": identifiability_json(sol, rigid, params, torque["error_bar_note"]),
-               "train_floor_ratio": _finite(train_score.floor_ratio),
-               "holdout_floor_ratio": None if hold_all is None else _finite(hold_all.floor_ratio),
-               "torque_json": json.dumps(torque)})
+        extra=TorqueExtras(method="torque", wall_s=float(wall), train_loss=float(np.mean(train_score.rmse_raw_nm ** 2)),
+                           holdout_loss=None if hold_all is None else float(np.mean(hold_all.rmse_raw_nm ** 2)),
+                           identifiability_json=identifiability_json(sol, rigid, params, torque["error_bar_note"]),
+                           train_floor_ratio=_finite(train_score.floor_ratio),
+                           holdout_floor_ratio=None if hold_all is None else _finite(hold_all.floor_ratio),
+                           torque_json=json.dumps(torque)).to_json())
     if publish:
         publish_fit(lake, rec)
     return rec

@@ -5,6 +5,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from twinlake.fit.replay import stopping
+from twinlake.fit.replay.refine import LastIteration
 
 
 def _data(samples_per_interval):
@@ -50,7 +51,7 @@ def test_convergence_note_only_when_the_cap_ended_a_still_paying_search():
     sigma2 = float(r @ r) / (stopping.residual_count(data) - k)
     stop = stopping.full_stop(data, k, floor=None)
     for how in ("predicted", "step"):
-        assert stopping.convergence_note({"stop": how, "r": r, "realised_gain": 10 * sigma2}, data, k, 8, stop) is None
-    note = stopping.convergence_note({"stop": "cap", "r": r, "realised_gain": 80 * sigma2}, data, k, 8, stop)
+        assert stopping.convergence_note(LastIteration(r=r, stop=how, realised_gain=10 * sigma2), data, k, 8, stop) is None
+    note = stopping.convergence_note(LastIteration(r=r, stop="cap", realised_gain=80 * sigma2), data, k, 8, stop)
     assert note.startswith("not converged") and "cap of 8 iterations" in note and "80 σ²" in note
     assert "below 0.25 σ²" in note
