@@ -212,8 +212,8 @@ def fit_torque(lake: Path, settings: TorqueFitSettings, *, fit_id: str | None = 
                                      constraint_builder(settings.model_path), start.mu_static, start.armature,
                                      settings.creep_margin, (rigid.flange_rotation, rigid.flange_position_m))
     train_eqs = _regroup(train_eqs, flat)
-    sol.extra["delay_scanned"] = signal == "commanded" and settings.delay_ms is None
-    sol.extra["delay_undetermined"] = delay_undetermined(sol.delay_scan) if sol.extra["delay_scanned"] else None
+    sol.notes.delay_scanned = signal == "commanded" and settings.delay_ms is None
+    sol.notes.delay_undetermined = delay_undetermined(sol.delay_scan) if sol.notes.delay_scanned else None
     params = dynamics_params(sol, rigid, start)
     used_score = score(flat, sol.beta, sol.delay, cutoff)
     train_score = score(flat, sol.beta, sol.delay, cutoff, names=sol.names)  # every finite row
@@ -236,7 +236,7 @@ def fit_torque(lake: Path, settings: TorqueFitSettings, *, fit_id: str | None = 
     lines = [adequacy_line("training (every finite row)", train_score),
              nominal_line(train_score, nominal_score, causes(sol, used_score, train_score, signal_check)),
              signal_check.line()]
-    edge = delay_edge(sol.delay_scan) if sol.extra["delay_scanned"] else None
+    edge = delay_edge(sol.delay_scan) if sol.notes.delay_scanned else None
     if edge is not None:
         lines.append((edge, False))
     if hold_all is not None:
@@ -248,7 +248,7 @@ def fit_torque(lake: Path, settings: TorqueFitSettings, *, fit_id: str | None = 
     torque.update(train_used_rows=used_score.to_dict(), nominal_train=nominal_score.to_dict(),
                   nominal_holdout=None if hold_nominal is None else hold_nominal.to_dict(),
                   signal_check=signal_check.to_dict(), delay_at_bound=edge,
-                  delay_undetermined=sol.extra["delay_undetermined"], holdout_replay=[r.to_dict() for r in replays], standstill=standstill_summary(flat, spec))
+                  delay_undetermined=sol.notes.delay_undetermined, holdout_replay=[r.to_dict() for r in replays], standstill=standstill_summary(flat, spec))
     wall = time.perf_counter() - t0
     rec = FitRecord(
         fit_id=fit_id or _new_fit_id(settings),
@@ -308,15 +308,15 @@ def _stored_settings(settings: TorqueFitSettings, law: str) -> dict:
 def _unsettled(sol) -> str:
     """The note's addendum when the rest rule's alternation stopped at its cap still moving, or
     named joints that never broke away (solve.creeping)."""
-    stuck = sol.extra.get("never_broke_away") or []
+    stuck = sol.notes.never_broke_away or []
     creep = (f"; J{', J'.join(map(str, stuck))} never broke away (its rows creep: the friction-loss constraint's "
              "-(ddq + b dq)/R, read as armature and viscous friction, drove its level toward 0): only rows that "
              "slide at its level's upper bound are used, its friction and armature held at the prior where none "
              "does") if stuck else ""
-    if sol.extra.get("rest_rule_settled", True):
+    if sol.notes.rest_rule_settled is None or sol.notes.rest_rule_settled:
         return creep
-    return creep + (f"; the rest rule did not settle in {sol.extra['rest_rule_passes']} solves (breakaway levels still "
-            f"moving {100 * sol.extra['rest_rule_last_change']:.0f} %: the Stribeck law may not describe this "
+    return creep + (f"; the rest rule did not settle in {sol.notes.rest_rule_passes} solves (breakaway levels still "
+            f"moving {100 * sol.notes.rest_rule_last_change:.0f} %: the Stribeck law may not describe this "
             "friction; try --friction-law tanh)")
 
 
@@ -333,9 +333,9 @@ def torque_summary(sol, spec, signal, fspec, gaps, train_score, hold_score, line
            "decimation_ticks": decimation(fspec.cutoff_hz),
            "joint_groups": list(spec.joint_groups), "bodies": spec.bodies, "filter": fspec.to_dict(), "gaps": gaps,
            "rest_rule": None if rule is None else rule.to_dict() | {
-               "passes": sol.extra.get("rest_rule_passes"), "settled": sol.extra.get("rest_rule_settled"),
-               "last_change": sol.extra.get("rest_rule_last_change"),
-               "never_broke_away": sol.extra.get("never_broke_away", []),
+               "passes": sol.notes.rest_rule_passes, "settled": sol.notes.rest_rule_settled,
+               "last_change": sol.notes.rest_rule_last_change,
+               "never_broke_away": [] if sol.notes.never_broke_away is None else sol.notes.never_broke_away,
                "meaning": "Stribeck: a row is used when b·|dq| + sign(dq)·ddq >= margin·creep_accel (the twin's "
                           "friction-loss constraint at its level) and no row within the filter's reach is not"},
            "delay_ms": sol.delay, "delay_scan": {str(k): v for k, v in sol.delay_scan.items()},
@@ -344,7 +344,7 @@ def torque_summary(sol, spec, signal, fspec, gaps, train_score, hold_score, line
            "beta": [{"name": n, "value": finite(b), "unconstrained": finite(bh), "stderr": finite(s),
                      "stderr_hac": finite(h), "stderr_systematic": finite(y), "stderr_iid": finite(i)}
                     for n, b, bh, s, h, y, i in zip(sol.names, sol.beta, sol.beta_hat, stderr, hac, syst, iid)],
-           "systematic": sol.systematic.to_dict(sol.names), "noise_bias": sol.extra.get("noise_bias"),
+           "systematic": sol.systematic.to_dict(sol.names), "noise_bias": sol.notes.noise_bias,
            "error_bar_note": error_bar_note(hac, stderr, sol.names, sol.systematic) + _unsettled(sol),
            "train": train_score.to_dict(), "holdout": None if hold_score is None else hold_score.to_dict(),
            "adequacy_lines": [[t, ok] for t, ok in lines]}

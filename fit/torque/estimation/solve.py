@@ -48,6 +48,25 @@ from .systematic import Systematic, rest_systematic
 
 
 @dataclass
+class SolveNotes:
+    """What a solve found beside its estimate: `noise_bias` the armature's errors-in-variables
+    correction (VelocityNoise.to_dict() and the β `shift` it made); under the Stribeck rest rule
+    (`solve_at_level`) its alternation's `rest_rule_passes`, whether it settled
+    (`rest_rule_settled`), the last relative change of the breakaway levels
+    (`rest_rule_last_change`) and the joints (1-based) whose rows only crept (`never_broke_away`);
+    set by the route: whether the delay was scanned (`delay_scanned`) and, if so, whether the scan
+    left it undetermined (`delay_undetermined`, findings.delay_undetermined). None: not done."""
+
+    noise_bias: dict | None = None
+    rest_rule_passes: int | None = None
+    rest_rule_settled: bool | None = None
+    rest_rule_last_change: float | None = None
+    never_broke_away: list[int] | None = None
+    delay_scanned: bool | None = None
+    delay_undetermined: str | None = None
+
+
+@dataclass
 class Solution:
     """The estimate β (p,) (constrained), β̂ (unconstrained), its covariance (p, p) (HAC plus
     the systematic component; `cov_hac` the HAC part alone) and the i.i.d. one for comparison,
@@ -69,7 +88,7 @@ class Solution:
     rows: int
     cov_hac: np.ndarray | None = None
     systematic: Systematic | None = None
-    extra: dict = field(default_factory=dict)
+    notes: SolveNotes = field(default_factory=SolveNotes)
 
     @property
     def stderr(self) -> np.ndarray:
@@ -205,11 +224,11 @@ def solve(eqs: list[SegmentEquations], spec: EquationSpec, beta_nom: np.ndarray,
                            lambda used: correction(eqs, used, weights, noises[best], names))
     s2 = float(np.nansum(stacked**2)) / max(rows - base.rank, 1)
     uncorrected = _solve(n_mat, b[:, best:best + 1], prior, beta_nom)[:, 0]
-    extra = {"noise_bias": noises[best].to_dict() | {"shift": dict(zip(names, (beta_hat - uncorrected).tolist()))}}
+    notes = SolveNotes(noise_bias=noises[best].to_dict() | {"shift": dict(zip(names, (beta_hat - uncorrected).tolist()))})
     return Solution(names=names, beta=beta, beta_hat=beta_hat, cov=cov_hac + syst.cov,
                     cov_iid=s2 * np.linalg.pinv(normal), delay=int(delays[best]), sigma_nm=sigma,
                     delay_scan={int(d): float(r) for d, r in zip(delays, rss)}, bandwidth=lag, base=base,
-                    constrained=moved, rows=rows, cov_hac=cov_hac, systematic=syst, extra=extra)
+                    constrained=moved, rows=rows, cov_hac=cov_hac, systematic=syst, notes=notes)
 
 
 REST_RULE_PASSES = 4
@@ -281,9 +300,9 @@ def solve_at_level(eqs: list[SegmentEquations], spec: EquationSpec, beta_nom: np
         stuck |= found
         if (change <= REST_RULE_SETTLED and not found.any()) or passes > REST_RULE_PASSES:
             break
-    sol.extra.update(rest_rule_passes=passes, rest_rule_settled=change <= REST_RULE_SETTLED,
-                     rest_rule_last_change=change, never_broke_away=[int(j) + 1 for j in np.nonzero(stuck)[0]])
+    sol.notes.rest_rule_passes, sol.notes.rest_rule_settled = passes, change <= REST_RULE_SETTLED
+    sol.notes.rest_rule_last_change, sol.notes.never_broke_away = change, [int(j) + 1 for j in np.nonzero(stuck)[0]]
     return sol, eqs, rule
 
 
-__all__ = ["CREEP_RATIO", "CREEP_SHARE", "REST_RULE_PASSES", "REST_RULE_SETTLED", "Solution", "creeping", "body_blocks", "bounds", "solve", "solve_at_level"]
+__all__ = ["CREEP_RATIO", "CREEP_SHARE", "REST_RULE_PASSES", "REST_RULE_SETTLED", "Solution", "SolveNotes", "creeping", "body_blocks", "bounds", "solve", "solve_at_level"]

@@ -97,7 +97,7 @@ def dynamics_params(sol: Solution, rigid: RigidBodyModel, start: DynamicsParams)
     for axis in "xyz":
         values[f"payload_i{axis}{axis}"] = max(0.0, values[f"payload_i{axis}{axis}"])
     values["payload_mass"] = max(0.0, values["payload_mass"])
-    if sol.extra.get("delay_scanned"):
+    if sol.notes.delay_scanned:
         values["motor_delay_ms"] = int(sol.delay)
     return DynamicsParams.from_vector(LAYOUT.vector(values))
 
@@ -132,7 +132,7 @@ def identifiability_json(sol: Solution, rigid: RigidBodyModel, params: DynamicsP
             flags.append("unidentifiable")
         elif se is not None and 1.96 * se > UNIDENTIFIABLE_HALF_WIDTH * (hi - lo):  # the replay fit's own rule
             flags.append("unidentifiable")
-        if name == "motor_delay_ms" and sol.extra.get("delay_scanned") and sol.extra.get("delay_undetermined"):
+        if name == "motor_delay_ms" and sol.notes.delay_scanned and sol.notes.delay_undetermined:
             flags.append("unidentifiable")  # the scan's neighbours fit as well (findings.delay_undetermined)
         entries.append({"name": name, "value": value, "free": fitted,
                         "stderr": se, "ci95_low": None if se is None else finite(value - 1.96 * se),
@@ -140,7 +140,7 @@ def identifiability_json(sol: Solution, rigid: RigidBodyModel, params: DynamicsP
                         "lower_bound": float(lo), "upper_bound": float(hi), "seed_min": None, "seed_max": None,
                         "flags": flags, "unconstrained_value": finite(free_values.get(name, np.nan)) if fitted else None,
                         "prior": prior, "undetermined_share": round(share[name], 6) if name in share else None}
-                       | ({"scanned": bool(sol.extra.get("delay_scanned"))} if name == "motor_delay_ms" else {}))
+                       | ({"scanned": bool(sol.notes.delay_scanned)} if name == "motor_delay_ms" else {}))
     weak = [{"singular_value": d["ratio"], "half_width_fraction": None, "components": d["components"]}
             for d in sol.base.unidentifiable + sol.base.weak]
     return json.dumps({"method": "torque_wls_hac_v1",
