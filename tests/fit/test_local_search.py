@@ -5,12 +5,14 @@ at every stage boundary, and the CMA-ES fallback when a gate fails."""
 from __future__ import annotations
 
 import json
+from dataclasses import fields
 
 import numpy as np
 import pytest
 
 from twinlake.catalog import Lake
 from twinlake.fit.replay import local_search, stopping
+from twinlake.fit.records.extras import ReplayExtras
 from twinlake.fit.records.record import load_fit
 from twinlake.fit.run import FitSettings, run_fit, work_dir
 from twinlake.fit.core.space import parse_space
@@ -71,6 +73,9 @@ def test_local_recovers_two_joints_and_the_delay(synth_lake, monkeypatch):
     assert stages[0] == "local-cheap" and "local-full" in stages and "cma" not in stages
     assert rec.extra["method"] == "local" and rec.extra["local_gates"].startswith("accepted")
     assert load_fit(synth_lake, "local-recover").extra["local_gates"] == rec.extra["local_gates"]
+    # the record's extras are the replay route's typed columns, in their order, and read back whole
+    assert list(rec.extra) == [f.name for f in fields(ReplayExtras)]
+    assert ReplayExtras.from_json(load_fit(synth_lake, "local-recover").extra).to_json() == rec.extra
 
 
 def test_same_bits_across_workers_and_resume_at_each_stage(synth_lake, ray_cluster):

@@ -7,6 +7,7 @@ payload, a mapped log without targets or gains (and one tick in twelve missing),
 from __future__ import annotations
 
 import json
+from dataclasses import fields
 from pathlib import Path
 
 import mujoco
@@ -20,6 +21,7 @@ from twinlake.catalog import connect
 from twinlake.catalog.selection import run_frames
 from twinlake.cli import app
 from twinlake.fit.trust.compare import compare_fits
+from twinlake.fit.records.extras import TorqueExtras
 from twinlake.fit.records.record import load_fit
 from twinlake.fit.torque import TorqueFitSettings, fit_torque
 from twinlake.fit.torque.model.regressor import RigidBodyModel
@@ -112,6 +114,8 @@ def test_measured_route_finds_the_independent_plants_payload_on_a_mapped_log(tmp
     rec = fit_torque(lake, TorqueFitSettings(train=["plant/a"], torque="measured", friction_law="tanh"), fit_id="m1")
     payload = json.loads(rec.extra["torque_json"])["payload"]
     assert payload["mass_kg"] == pytest.approx(truth.payload_mass_kg, rel=0.02)
+    assert TorqueExtras.from_json(load_fit(lake, "m1").extra).to_json() == rec.extra  # the route's typed columns
+    assert list(rec.extra) == [f.name for f in fields(TorqueExtras)]
     assert np.abs(np.array(payload["com_m"]) - truth.payload_com_m).max() < 0.005
     assert not any(b["name"].startswith("armature") for b in json.loads(rec.extra["torque_json"])["beta"])
     frames = _frames(lake, "plant", "a")  # a mapped log: q, dq, tau_J only, one tick in twelve lost
