@@ -89,10 +89,11 @@ def test_reach_widens_every_row_off_the_level():
 def test_a_rest_rule_that_does_not_settle_is_said_in_the_error_bar_note():
     from types import SimpleNamespace
 
+    from twinlake.fit.torque.estimation.solve import SolveNotes
     from twinlake.fit.torque.route import _unsettled
 
-    assert _unsettled(SimpleNamespace(extra={"rest_rule_settled": True})) == ""
-    assert _unsettled(SimpleNamespace(extra={})) == ""  # the tanh law: no rule
-    note = _unsettled(SimpleNamespace(extra={"rest_rule_settled": False, "rest_rule_passes": 4,
-                                             "rest_rule_last_change": 0.07}))
+    assert _unsettled(SimpleNamespace(notes=SolveNotes(rest_rule_settled=True))) == ""
+    assert _unsettled(SimpleNamespace(notes=SolveNotes())) == ""  # the tanh law: no rule
+    note = _unsettled(SimpleNamespace(notes=SolveNotes(rest_rule_settled=False, rest_rule_passes=4,
+                                                       rest_rule_last_change=0.07)))
     assert "did not settle in 4 solves" in note and "7 %" in note and "--friction-law tanh" in note
