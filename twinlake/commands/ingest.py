@@ -15,7 +15,8 @@ from typing import Optional
 
 import typer
 
-from ..options import LAKE, OBJECT_LAKE, check_lake_env, fail
+from .lake_session import bucket_sessions
+from ..options import OBJECT_LAKE, check_lake_env, fail
 
 export_app = typer.Typer(help="Export lake data to portable formats.", no_args_is_help=True)
 validate_app = typer.Typer(help="Validate portable files.", no_args_is_help=True)
@@ -150,12 +151,13 @@ def _report(outcome, as_json: bool, err) -> None:
 
 
 @export_app.command("bundle")
+@bucket_sessions
 def export_bundle(
     run: str = typer.Argument(..., help="Run id, or ROBOT/RUN when the id is not unique."),
     out: Path = typer.Option(..., "--out", help="New (or empty) output directory."),
     interval: Optional[int] = typer.Option(None, "--interval", help="Export only this clean "
                                            "interval (interval_index of `twinlake intervals`)."),
-    lake: Optional[Path] = LAKE,
+    lake: Optional[Path] = OBJECT_LAKE,
     as_json: bool = typer.Option(False, "--json", help="Print a JSON result."),
 ) -> None:
     """Write RUN as a joint_sysid_recording/v1 bundle (metadata.json, samples.csv, report.md).
@@ -163,12 +165,13 @@ def export_bundle(
     Refuses, with reasons, runs that are gapped, aborted, incomplete or not joint impedance,
     unless --interval selects a clean interval. The output always passes `validate bundle`.
     """
-    from ..catalog import Lake, resolve_lake
+    from ..catalog import Lake
+    from .lake_session import lake_root
     from ..ingest.bundles.export import ExportRefused
     from ..ingest.bundles.export import export_bundle as do_export
 
     try:
-        path, lines = do_export(Lake(resolve_lake(lake)), run, out, interval=interval)
+        path, lines = do_export(Lake(lake_root(lake)), run, out, interval=interval)
     except ExportRefused as exc:
         if as_json:
             print(json.dumps({"ok": False, "reasons": exc.reasons}))
@@ -204,21 +207,23 @@ def validate_bundle(
 
 
 @import_app.command("frankatwin")
+@bucket_sessions
 def import_frankatwin(
     paths: list[Path] = typer.Argument(..., help="sysid_best_params.json / metrics.json files "
                                        "or directories holding them."),
     robot: Optional[str] = typer.Option(None, "--robot", help="Robot the results belong to."),
-    lake: Optional[Path] = LAKE,
+    lake: Optional[Path] = OBJECT_LAKE,
     replace: bool = typer.Option(False, "--replace", help="Rewrite an existing import."),
     as_json: bool = typer.Option(False, "--json", help="One JSON object per file."),
 ) -> None:
     """Import FrankaTwin sysid_best_params.json (→ a fit) and metrics.json (→ a validation).
     Fits are imported before validations so a validation links to its fit."""
-    from ..catalog import Lake, resolve_lake
+    from ..catalog import Lake
+    from .lake_session import lake_root
     from ..fit import import_results
 
     worst = 0
-    for item in import_results(Lake(resolve_lake(lake)), paths, robot, replace=replace):
+    for item in import_results(Lake(lake_root(lake)), paths, robot, replace=replace):
         worst = max(worst, 0 if item["ok"] else 1)
         if as_json:
             print(json.dumps(item, sort_keys=True))
