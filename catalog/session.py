@@ -26,6 +26,7 @@ or writes the bucket.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import uuid
@@ -41,6 +42,11 @@ from .object_store import Store, store_for
 MUTABLE_KINDS = ("campaigns",)
 """Kinds whose partitions are directories rewritten in place by their writer (not published
 once): pushed when their files changed."""
+
+SESSION_MARKER = "_session.json"
+"""A session's root holds this file (the bucket and version it copies): how code given a lake
+directory knows that Ray workers elsewhere cannot see it (campaign/execution.py ships their
+files back to the driver instead)."""
 
 _SKIP_IN_RUNS = "raw/"
 _PRIVATE = (".lock", "_tmp/")
@@ -88,6 +94,12 @@ class LakeSession:
         shutil.rmtree(self.root, ignore_errors=True)
 
 
+def is_session(root: str | Path) -> bool:
+    """True when the lake directory `root` is a session's local copy of a bucket lake: a
+    directory of this host only, which workers on other nodes do not see."""
+    return (Path(root) / SESSION_MARKER).is_file()
+
+
 def open_session(lake: str | Path | LakeLocation | None, as_of: int | None = None) -> LakeSession:
     """A local lake holding the bucket lake's snapshot at `as_of` (None: the latest).
     ValueError if `as_of` is not a version of the lake."""
@@ -102,6 +114,8 @@ def open_session(lake: str | Path | LakeLocation | None, as_of: int | None = Non
     os.symlink(scratch / "_staging", root / "_staging")
     session = LakeSession(root, snap.version, bucket, snap)
     try:
+        marker = {"lake": location.uri, "version": snap.version, "host": os.uname().nodename}
+        (root / SESSION_MARKER).write_text(json.dumps(marker) + "\n")
         _materialise(store, snap, scratch / "objects", root)
         _write_local_checkpoint(root, snap)
         session.mutable = {p: _manifest(root / p) for p in snap.partitions if p.split("/")[0] in MUTABLE_KINDS}
@@ -158,8 +172,6 @@ def _restore_intervals_key(commit: Commit, directory: Path) -> None:
     when the key's sizes are the ones the commit lists (what makes the intervals valid in the
     bucket, catalog/stored_intervals.py `read_committed_intervals`): the downloaded files are
     those bytes, so the stored intervals are served locally instead of recomputed."""
-    import json
-
     import pyarrow.parquet as pq
 
     from .stored_intervals import SOURCES, STORE_KEY

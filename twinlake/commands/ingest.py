@@ -24,7 +24,7 @@ import_app = typer.Typer(help="Import result files of other tools.", no_args_is_
 
 
 def ingest_command(
-    paths: list[Path] = typer.Argument(..., help="Recording files or directories to ingest."),
+    paths: list[str] = typer.Argument(..., help="Recording files or directories to ingest, or s3://bucket/prefix (an object or every object under it)."),
     lake: Optional[Path] = OBJECT_LAKE,
     robot: Optional[str] = typer.Option(None, "--robot", help="Robot id (default: robot_id of the companion metadata)."),
     run: Optional[str] = typer.Option(None, "--run", help="Run id (default: recording id, else file stem); one input only."),
@@ -67,6 +67,7 @@ def _ingest(paths: list[Path], lake: Optional[Path], robot: Optional[str], run: 
     from ..ingest.registry import ReadOptions
 
     err = Console(stderr=True)
+    paths = _local_inputs(paths)
     if run is not None and (len(paths) > 1 or any(p.is_dir() and not (p / "metadata.yaml").is_file()
                                                   for p in paths)):  # a rosbag2 directory is one input
         fail("--run names one run; give exactly one file with it")
@@ -107,6 +108,17 @@ def _ingest(paths: list[Path], lake: Optional[Path], robot: Optional[str], run: 
             worst = max(worst, outcome.exit_code)
             _report(outcome, as_json, err)
     raise typer.Exit(worst)
+
+
+def _local_inputs(paths: list[str]) -> list[Path]:
+    """The inputs as local paths: an `s3://` input mirrored on this host first
+    (ingest/remote_inputs.py); any other URI scheme refused by name (exit 2)."""
+    from ..ingest.remote_inputs import fetch_inputs, is_remote
+
+    try:
+        return [fetch_inputs(p) if is_remote(p) else Path(p) for p in paths]
+    except (ValueError, OSError) as exc:
+        fail(str(exc))
 
 
 def _bag_options(target_topic: Optional[str], kp: list[str], kd: list[str],
