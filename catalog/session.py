@@ -119,9 +119,7 @@ def open_session(lake: str | Path | LakeLocation | None, as_of: int | None = Non
         _materialise(store, snap, scratch / "objects", root)
         _write_local_checkpoint(root, snap)
         session.mutable = {p: _manifest(root / p) for p in snap.partitions if p.split("/")[0] in MUTABLE_KINDS}
-        from .file_index import rebuild_index
-
-        rebuild_index(root)
+        _write_file_index(root, snap)
     except BaseException:
         session.close()
         raise
@@ -145,11 +143,10 @@ def _materialise(store: Store, snap: Snapshot, cache: Path, root: Path) -> None:
         else:
             shutil.copyfile(cached, target)
 
+    runs = [c for c in snap.partitions.values() if c.partition.startswith("runs/")]
     with ThreadPoolExecutor(8) as pool:
         list(pool.map(one, todo))
-    for commit in snap.partitions.values():
-        if commit.partition.startswith("runs/"):
-            _restore_intervals_key(commit, root / commit.partition)
+        list(pool.map(lambda c: _restore_intervals_key(c, root / c.partition), runs))
 
 
 def _download(store: Store, cache: Path, key: str, size: int) -> Path:
@@ -188,6 +185,33 @@ def _restore_intervals_key(commit: Commit, directory: Path) -> None:
         for name in SOURCES:
             mtime_ns = key[name][1]
             os.utime(directory / name, ns=(mtime_ns, mtime_ns))
+
+
+def _write_file_index(root: Path, snap: Snapshot) -> None:
+    """The session's file index from the commits (their Parquet files' schema ids), reading
+    one footer per distinct schema instead of every run's (catalog/file_index.py)."""
+    import pyarrow.parquet as pq
+
+    from .file_index import FileIndex, PartitionEntry, schema_id, store_index
+
+    index = FileIndex()
+    for commit in snap.partitions.values():
+        if not commit.partition.startswith("runs/"):
+            continue
+        directory = root / commit.partition
+        files = {}
+        for f in commit.files:
+            if "/" in f.name or not f.name.endswith(".parquet") or f.name == INTERVALS_FILE:
+                continue
+            sid = f.schema_id
+            if sid is None or sid not in index.schemas:  # a commit without the id: its footer
+                schema = [[c.name, str(c.type)] for c in pq.read_schema(directory / f.name)]
+                sid = sid or schema_id(schema)
+                index.schemas[sid] = schema
+            files[f.name] = sid
+        st = directory.stat()
+        index.partitions[commit.partition] = PartitionEntry(st.st_ino, st.st_mtime_ns, files)
+    store_index(root, index)
 
 
 def _write_local_checkpoint(root: Path, snap: Snapshot) -> None:

@@ -9,6 +9,9 @@ import json
 import boto3
 from typer.testing import CliRunner
 
+from twinlake.catalog import connect, open_lake
+from twinlake.catalog.intervals import DEFAULT_RULES, stored_run_intervals
+from twinlake.catalog.session import open_session
 from twinlake.cli import app
 from twinlake.ingest.samples import SampleSpec, complete_status, write_sample
 
@@ -49,6 +52,14 @@ def test_ingest_from_a_bucket_prefix_is_a_local_ingest_of_the_same_files(s3_lake
     runs = _runs(s3_lake)
     assert runs == _runs(local) and len(runs) == 2  # same hashes, rows, kept raw files (names, sizes)
     assert {f["name"] for f in runs[0]["raw_files"]} >= {"r1.csv", "r1.status.json"}
+
+    session = open_session(open_lake(s3_lake).location)  # what a fit command works on
+    try:  # its runs' stored intervals are served there, not recomputed
+        stored = stored_run_intervals(connect(session.root), "fr3s", "r1", DEFAULT_RULES)
+        assert stored is not None and stored.num_rows >= 1
+        assert not (session.root / "runs/robot=fr3s/run=r1/raw").exists()  # the archive stays in the bucket
+    finally:
+        session.close()
 
     again = _twinlake("ingest", f"s3://{bucket}/fleet/raw/r1.csv", "--lake", s3_lake, "--robot", "fr3s", "--json")
     assert json.loads(again.stdout)["status"] == "already_ingested", again.output
