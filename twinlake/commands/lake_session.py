@@ -40,7 +40,12 @@ def lake_root(lake, as_of: int | None = None) -> Path:
             return session.root
     from ..catalog.session import open_session
 
-    session = open_session(location, as_of)
+    try:
+        session = open_session(location, as_of)
+    except OSError as exc:  # no credentials, no such bucket, the server unreachable
+        from ..options import fail
+
+        fail(f"{location.uri}: {exc}", 1)
     _OPEN.append(session)
     return session.root
 
