@@ -161,46 +161,55 @@ def test_a_fit_job_stopped_then_resumed_and_a_campaign_job_succeed_with_results_
 
 
 BUCKET_FIT = ["--train", "r1", "r2", "--holdout", "r3", "--params", "dynamic_ratio=0.6", "--method", "cma",
-              "--population", "8", "--generations", "3", "--seed", "5", "--max-seconds", "0.4", "--refine", "0",
+              "--population", "8", "--generations", "2", "--seed", "5", "--max-seconds", "0.4", "--refine", "0",
               "--loop-noise-draws", "0", "--id", "fb", "--json"]
 
 
-def _twinlake(args: list[str], env: dict, cwd: Path) -> subprocess.CompletedProcess:
+def _driver(args: list[str], env: dict, cwd: Path) -> subprocess.CompletedProcess:
+    """A `twinlake` driver process on the cluster."""
     out = subprocess.run([TWINLAKE, *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, (args, out.stdout[-3000:], out.stderr[-3000:])
     return out
 
 
-def test_a_bucket_lake_needs_no_common_path(two_nodes, s3_server_session, tmp_path):
+def _here(*args: str) -> str:
+    """A `twinlake` command in this process (no Ray); its stdout."""
+    from typer.testing import CliRunner
+
+    from twinlake.cli import app
+
+    out = CliRunner().invoke(app, list(args), catch_exceptions=False)
+    assert out.exit_code == 0, (args, out.output[-3000:])
+    return out.stdout
+
+
+def test_a_bucket_lake_needs_no_common_path(two_nodes, s3_lake, tmp_path):
     """Recordings in a bucket, the lake in the bucket, the nodes and the driver each in a working
     and temporary directory of their own: ingest fanned out over both nodes, a fit with an actor
     on each, a campaign whose tasks ship their episodes back; the runs, the fit and the
-    outcomes are those of a local lake of the same files."""
+    outcomes are those of a local lake of the same files (run here, without Ray)."""
     import boto3
 
     from twinlake.ingest.samples import SampleSpec, complete_status, write_sample
 
     raw, driver = tmp_path / "raw", tmp_path / "driver"
     raw.mkdir(), driver.mkdir(), (driver / "tmp").mkdir()
-    bucket = s3_server_session.new_bucket()
+    bucket = s3_lake.removeprefix("s3://").split("/")[0]
     env = {**two_nodes.env, "TMPDIR": str(driver / "tmp")}
-    aws = s3_server_session.env()
-    client = boto3.client("s3", endpoint_url=aws["AWS_ENDPOINT_URL"], region_name=aws["AWS_DEFAULT_REGION"],
-                          aws_access_key_id=aws["AWS_ACCESS_KEY_ID"], aws_secret_access_key=aws["AWS_SECRET_ACCESS_KEY"])
     for seed, run in enumerate(("r1", "r2", "r3"), start=1):
         path = write_sample(raw / f"{run}.csv", SampleSpec(rows=1500, seed=seed), status=complete_status(raw / f"{run}.csv", 1500))
         for f in (path, raw / f"{run}.status.json"):
-            client.put_object(Bucket=bucket, Key=f"raw/{f.name}", Body=f.read_bytes())
-    lake, local = f"s3://{bucket}/lake", str(tmp_path / "local")
+            boto3.client("s3").put_object(Bucket=bucket, Key=f"raw/{f.name}", Body=f.read_bytes())
+    local = str(tmp_path / "local")
     where = ["--workers", "2", "--address", two_nodes.address]
-    fanned = _twinlake(["ingest", f"s3://{bucket}/raw/", "--lake", lake, "--robot", "fr3s", "--json", *where], env, driver)
+    fanned = _driver(["ingest", f"s3://{bucket}/raw/", "--lake", s3_lake, "--robot", "fr3s", "--json", *where], env, driver)
     assert [json.loads(line)["status"] for line in fanned.stdout.splitlines()] == ["published"] * 3
-    _twinlake(["ingest", str(raw), "--lake", local, "--robot", "fr3s"], env, driver)
+    _here("ingest", str(raw), "--lake", local, "--robot", "fr3s")
     runs = ["sql", "select run, raw_sha256, frame_count, verdict from runs order by run", "--format", "json"]
-    assert _twinlake([*runs, "--lake", lake], env, driver).stdout == _twinlake([*runs, "--lake", local], env, driver).stdout
+    assert _here(*runs, "--lake", s3_lake) == _here(*runs, "--lake", local)
 
-    fit = json.loads(_twinlake(["fit", "run", *BUCKET_FIT, "--lake", lake, *where], env, driver).stdout)
-    same = json.loads(_twinlake(["fit", "run", *BUCKET_FIT, "--lake", local, "--workers", "0"], env, driver).stdout)
+    fit = json.loads(_driver(["fit", "run", *BUCKET_FIT, "--lake", s3_lake, *where], env, driver).stdout)
+    same = json.loads(_here("fit", "run", *BUCKET_FIT, "--lake", local, "--workers", "0"))
     assert fit["params"] == same["params"] and fit["best_loss"] == same["best_loss"]
     actors = _actors(two_nodes, _job_id_of(two_nodes, "--id fb"))
     assert sorted(_nodes(two_nodes)[a.node_id] for a in actors) == [False, True]
@@ -208,13 +217,12 @@ def test_a_bucket_lake_needs_no_common_path(two_nodes, s3_server_session, tmp_pa
     reference = make_reference(tmp_path / "excite", seconds=0.6)
     campaign = ["campaign", "run", "--fit", "fb", "--reference", str(reference), "--episodes", "2", "--chunk", "1",
                 "--sample", "ranges", "--ranges", "delay=0:1", "--id", "cb", "--samples", "none"]
-    _twinlake([*campaign, "--lake", lake, *where], env, driver)
-    _twinlake([*campaign, "--lake", local, "--workers", "0"], env, driver)
-    shown = [json.loads(_twinlake(["campaign", "show", "cb", "--json", "--lake", at], env, driver).stdout)
-             for at in (lake, local)]
+    _driver([*campaign, "--lake", s3_lake, *where], env, driver)
+    _here(*campaign, "--lake", local, "--workers", "0")
+    shown = [json.loads(_here("campaign", "show", "cb", "--json", "--lake", at)) for at in (s3_lake, local)]
     assert shown[0]["done"] == shown[1]["done"] == 2
     assert [g["outcomes"] for g in shown[0]["gain_sets"]] == [g["outcomes"] for g in shown[1]["gain_sets"]]
-    committed = client.list_objects_v2(Bucket=bucket, Prefix="lake/campaigns/campaign=cb/")
+    committed = boto3.client("s3").list_objects_v2(Bucket=bucket, Prefix="lake/campaigns/campaign=cb/")
     assert sum(k["Key"].endswith("/summary.json") for k in committed.get("Contents", [])) == 2
 
 

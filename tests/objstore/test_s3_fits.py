@@ -11,7 +11,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from twinlake.catalog import open_lake
+from twinlake.catalog import open_lake, publish_partition
 from twinlake.catalog.commit_log import CommitLog
 from twinlake.catalog.object_store import store_for
 from twinlake.cli import app
@@ -44,7 +44,7 @@ def _vector(lake: str, fit: str) -> list[float]:
     return [params[k] for k in sorted(params)]
 
 
-def test_fit_validate_show_export_on_a_bucket(s3_lake, tmp_path):
+def test_fit_validate_show_export_and_a_rerun_at_its_version_on_a_bucket(s3_lake, tmp_path):
     synth.publish_demo_runs(open_lake(s3_lake), 1200)
     local = synth.publish_demo_runs(tmp_path / "local", 1200)
     made = _twinlake("fit", "run", *FIT, "--id", "f1", "--lake", s3_lake, "--json")
@@ -70,30 +70,21 @@ def test_fit_validate_show_export_on_a_bucket(s3_lake, tmp_path):
     sessions = open_lake(s3_lake).root / "sessions"
     assert not any(sessions.iterdir())  # every command's local copy is gone
 
-
-def test_a_rerun_at_its_version_reads_that_version(s3_lake, tmp_path):
+    # the lake moves on: a new run, and r1 itself replaced by another recording
     bucket = open_lake(s3_lake)
-    synth.publish_demo_runs(bucket, 1200)
-    first = _twinlake("fit", "run", *FIT, "--id", "at-v3", "--lake", s3_lake)
-    assert first.exit_code == 0, first.output
-    # new runs arrive and r1 itself is replaced by another recording
     synth.publish_run(bucket, "demo", "r4", synth.record(synth.TRUTH, 1200, seed=4))
-    from twinlake.catalog import publish_partition
-
-    replaced = synth.record(synth.TRUTH, 1200, seed=9)
-    scratch = tmp_path / "scratch"
-    synth.publish_run(scratch, "demo", "r1", replaced)
-    src = scratch / "runs/robot=demo/run=r1"
+    synth.publish_run(tmp_path / "scratch", "demo", "r1", synth.record(synth.TRUTH, 1200, seed=9))
+    src = tmp_path / "scratch/runs/robot=demo/run=r1"
     publish_partition(bucket, "runs/robot=demo/run=r1",
                       lambda d: [(d / f.name).write_bytes(f.read_bytes()) for f in src.glob("*.parquet")], replace=True)
-    at = _twinlake("fit", "run", *FIT, "--id", "at-v3-again", "--as-of", "3", "--lake", s3_lake)
+    at = _twinlake("fit", "run", *FIT, "--id", "f1-again", "--as-of", "3", "--lake", s3_lake)
     assert at.exit_code == 0, at.output
     now = _twinlake("fit", "run", *FIT, "--id", "latest", "--lake", s3_lake)
     assert now.exit_code == 0, now.output
-    assert _vector(s3_lake, "at-v3-again") == _vector(s3_lake, "at-v3")  # bit for bit
-    assert _vector(s3_lake, "latest") != _vector(s3_lake, "at-v3")        # the replaced r1 was read
-    local = _twinlake("fit", "run", *FIT, "--as-of", "3", "--lake", str(tmp_path / "lake"))
-    assert local.exit_code == 2 and "needs a lake on object storage" in local.output
+    assert _vector(s3_lake, "f1-again") == _vector(s3_lake, "f1")  # version 3 re-read: bit for bit
+    assert _vector(s3_lake, "latest") != _vector(s3_lake, "f1")    # the replaced r1 is read now
+    refused = _twinlake("fit", "run", *FIT, "--as-of", "3", "--lake", str(local))
+    assert refused.exit_code == 2 and "needs a lake on object storage" in refused.output
 
 
 def test_a_campaign_on_a_bucket_resumes_from_its_commit(s3_lake, tmp_path):
