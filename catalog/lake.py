@@ -31,7 +31,7 @@ _ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}$")
 
 
 S3_COMMANDS = ("`twinlake ingest`, `sql`, `catalog runs`, `fit run|list|show|export|compare|validate|report`, "
-               "`campaign run|list|show` and `import frankatwin`")
+               "`campaign run|list|show`, `export bundle` and `import frankatwin`")
 """The commands that take an s3:// lake, as an error names them."""
 
 
