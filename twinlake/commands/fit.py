@@ -80,6 +80,8 @@ def run_cmd(
 
     check_address(address)
     try:
+        if resume and as_of is None:
+            as_of = _resumed_version(lake, resume)
         root = lake_root(lake, as_of)
     except ValueError as exc:
         fail(error_text(exc))
@@ -113,6 +115,18 @@ def run_cmd(
     except ValueError as exc:
         fail(error_text(exc))
     _print_fit(root, rec, as_json)
+
+
+def _resumed_version(lake, fit_id: str) -> int | None:
+    """On a bucket lake, the version the stopped fit `fit_id` started from (its work directory,
+    in this host's scratch, keeps it): the resumed fit reads that lake, not a newer one."""
+    from ..catalog import lake_location, open_lake
+    from ..fit.run import work_dir
+
+    if lake_location(lake).is_local:
+        return None
+    path = work_dir(open_lake(lake), fit_id) / "lake_version"
+    return int(path.read_text()) if path.is_file() else None
 
 
 def _print_fit(root, rec, as_json: bool) -> None:
