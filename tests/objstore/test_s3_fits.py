@@ -9,6 +9,8 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
+
 from typer.testing import CliRunner
 
 from twinlake.catalog import open_lake, publish_partition
@@ -83,8 +85,33 @@ def test_fit_validate_show_export_and_a_rerun_at_its_version_on_a_bucket(s3_lake
     assert now.exit_code == 0, now.output
     assert _vector(s3_lake, "f1-again") == _vector(s3_lake, "f1")  # version 3 re-read: bit for bit
     assert _vector(s3_lake, "latest") != _vector(s3_lake, "f1")    # the replaced r1 is read now
+    _resume_reads_the_version_it_started_from(s3_lake)
     refused = _twinlake("fit", "run", *FIT, "--as-of", "3", "--lake", str(local))
     assert refused.exit_code == 2 and "needs a lake on object storage" in refused.output
+
+
+class _Stop(Exception):
+    pass
+
+
+def _resume_reads_the_version_it_started_from(s3_lake: str) -> None:
+    """f1's settings, started at version 3 and stopped after its first generation (its driver
+    gone: nothing pushed), then `--resume` once r1 was replaced: the version it started from is
+    read again, and the fit is f1 bit for bit."""
+    from twinlake.catalog.session import open_session
+    from twinlake.fit.run import FitSettings, run_fit
+
+    shown = json.loads(_twinlake("fit", "show", "f1", "--lake", s3_lake, "--json").stdout)
+    at3 = open_session(open_lake(s3_lake).location, as_of=3)
+    try:
+        with pytest.raises(_Stop):
+            run_fit(at3.root, FitSettings(**shown["settings"]), fit_id="stopped", workers=0, progress=False,
+                    on_generation=lambda gen, pool: (_ for _ in ()).throw(_Stop()))
+    finally:
+        at3.close()
+    resumed = _twinlake("fit", "run", "--resume", "stopped", "--workers", "0", "--lake", s3_lake)
+    assert resumed.exit_code == 0, resumed.output
+    assert _vector(s3_lake, "stopped") == _vector(s3_lake, "f1")
 
 
 def test_a_campaign_on_a_bucket_resumes_from_its_commit(s3_lake, tmp_path):
