@@ -120,12 +120,12 @@ def run_cmd(
 def _resumed_version(lake, fit_id: str) -> int | None:
     """On a bucket lake, the version the stopped fit `fit_id` started from (its work directory,
     in this host's scratch, keeps it): the resumed fit reads that lake, not a newer one."""
-    from ..catalog import lake_location, open_lake
-    from ..fit.run import work_dir
+    from ..catalog import check_id, lake_location, open_lake
 
     if lake_location(lake).is_local:
         return None
-    path = work_dir(open_lake(lake), fit_id) / "lake_version"
+    # the fit's documented work directory, `<lake>/_staging/fitwork-<FIT>/` (fit/run.py work_dir)
+    path = open_lake(lake).staging_dir / f"fitwork-{check_id('fit', fit_id)}" / "lake_version"
     return int(path.read_text()) if path.is_file() else None
 
 
