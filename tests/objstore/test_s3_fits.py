@@ -46,7 +46,7 @@ def _vector(lake: str, fit: str) -> list[float]:
     return [params[k] for k in sorted(params)]
 
 
-def test_fit_validate_show_export_and_a_rerun_at_its_version_on_a_bucket(s3_lake, tmp_path):
+def test_fit_validate_show_export_report_and_a_rerun_at_its_version_on_a_bucket(s3_lake, tmp_path):
     synth.publish_demo_runs(open_lake(s3_lake), 1200)
     local = synth.publish_demo_runs(tmp_path / "local", 1200)
     made = _twinlake("fit", "run", *FIT, "--id", "f1", "--lake", s3_lake, "--json")
@@ -67,6 +67,8 @@ def test_fit_validate_show_export_and_a_rerun_at_its_version_on_a_bucket(s3_lake
     exported = _twinlake("fit", "export", "f1", "--out", str(out), "--force", "--lake", s3_lake)
     assert exported.exit_code == 0, exported.output
     assert "f1" in out.read_text()
+    report = _twinlake("fit", "report", "f1", "--out", str(tmp_path / "report"), "--lake", s3_lake)
+    assert report.exit_code == 0 and (tmp_path / "report" / "index.html").is_file(), report.output
     again = _twinlake("fit", "run", *FIT, "--id", "f1", "--lake", s3_lake)
     assert again.exit_code == 2 and "already" in again.output  # the bucket's fit is refused locally too
     sessions = open_lake(s3_lake).root / "sessions"
