@@ -20,8 +20,17 @@ machine: no network latency, moto's own per-request cost). In the same run:
   local log  the cost a local lake's publish now pays for its log entry: `--local-runs` tiny
              partitions published, the time inside `append_local_commit` against the whole
              publish, over the first and the last tenth
+  catalog    for each `--catalog-runs` size N, a bucket lake of N runs synthesised cheaply: one
+             small ingested run's files uploaded once, every run a partition naming them, and
+             the log as a reader meets it after N publishes (the checkpoint at N that the
+             writer of version N leaves: one PUT instead of N; entries 1..N are never read by
+             a reader); then the real read paths: the snapshot, `connect` (Arrow datasets of
+             every run's files), one run's frames, one more commit, and a fit's session
+             (`catalog/session.py`: the local copy, here with the files cached, as on a host's
+             second command) with `connect` over it, the peer: the local lake of the same N runs
 
     python bench/object_lake.py [--minutes 1] [--repeat 3] [--runs 100,1000,10000] [--local-runs 1000]
+    python bench/object_lake.py --only-catalog --catalog-runs 1000,3000,10000
 
 The 1-minute load average is printed before and after (the machine may be shared).
 """
@@ -199,6 +208,65 @@ def bench_local_log(runs: int, work: Path) -> None:
               f"{pub_ms:.2f} ms publish ({log_ms / pub_ms:.0%})")
 
 
+def bench_catalog(sizes: list[int], work: Path) -> None:
+    """The catalog's cost on a bucket lake of N runs (see the module docstring, `catalog`)."""
+    from twinlake.catalog import connect, open_lake
+    from twinlake.catalog.commit_log import Commit, CommitLog, Snapshot
+    from twinlake.catalog.object_publish import _log_files
+    from twinlake.catalog.object_store import store_for, upload_tree
+    from twinlake.catalog.session import open_session
+    from twinlake.ingest import ingest_paths
+    from twinlake.ingest.registry import ReadOptions
+    from twinlake.ingest.samples import SampleSpec, complete_status, write_sample
+
+    csv = work / "tiny.csv"
+    write_sample(csv, SampleSpec(rows=200, seed=3), status=complete_status(csv, 200))
+    local = open_lake(str(work / "tiny"))
+    list(ingest_paths(local, [csv], ReadOptions(robot=ROBOT)))
+    part_dir = local.run_dir(ROBOT, "tiny")
+    files = tuple(f for f in _log_files(part_dir) if not f.name.startswith("raw/"))
+    for size in sizes:
+        lake = open_lake(f"s3://{new_bucket()}/lake")
+        store = store_for(lake.location)
+        upload_tree(store, part_dir, "data/c-shared")
+        snap = Snapshot()
+        for i in range(1, size + 1):
+            snap.apply(Commit(i, f"runs/robot={ROBOT}/run=r{i:05d}", "data/c-shared", files))
+        log = CommitLog(store)
+        log.write_checkpoint(snap)
+        t = {}
+        t0 = time.perf_counter()
+        assert log.snapshot().version == size
+        t["snapshot"] = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        con = connect(lake)
+        t["connect"] = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        (n,) = con.execute(f"select count(*) from frames where run = 'r{size // 2:05d}'").fetchone()
+        t["frames"] = time.perf_counter() - t0
+        assert n == 200
+        t0 = time.perf_counter()
+        log.commit(f"runs/robot={ROBOT}/run=extra", "data/c-shared", files)
+        t["commit"] = time.perf_counter() - t0
+        open_session(lake.location).close()  # the first one downloads the (shared) files
+        t0 = time.perf_counter()
+        session = open_session(lake.location)
+        t["session"] = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        local_con = connect(session.root)
+        t["local connect"] = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        (m,) = local_con.execute(f"select count(*) from frames where run = 'r{size // 2:05d}'").fetchone()
+        t["local frames"] = time.perf_counter() - t0
+        session.close()
+        assert m == 200
+        print(f"catalog {size:6d} runs (load {os.getloadavg()[0]:.1f}): snapshot {t['snapshot'] * 1e3:7.1f} ms, "
+              f"connect {t['connect'] * 1e3:8.1f} ms (local lake of the same runs {t['local connect'] * 1e3:7.1f} ms: "
+              f"{t['connect'] / t['local connect']:.2f}x), one run's frames {t['frames'] * 1e3:6.1f} ms "
+              f"(local {t['local frames'] * 1e3:6.1f} ms), one more commit {t['commit'] * 1e3:6.1f} ms, "
+              f"a session's local copy (files cached) {t['session']:6.2f} s")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--minutes", type=float, default=1.0)
@@ -206,6 +274,8 @@ def main() -> None:
     parser.add_argument("--runs", default="100,1000,10000")
     parser.add_argument("--local-runs", type=int, default=1000, help="publishes of the local-log part")
     parser.add_argument("--skip-ingest", action="store_true")
+    parser.add_argument("--catalog-runs", default="1000,3000,10000", help="lake sizes of the catalog part")
+    parser.add_argument("--only-catalog", action="store_true", help="only the catalog part")
     args = parser.parse_args()
     sizes = [int(x) for x in args.runs.split(",") if x]
     print(f"load average (1 min) at start: {os.getloadavg()[0]:.1f}")
@@ -213,10 +283,12 @@ def main() -> None:
     print(f"S3 server: moto at {endpoint}")
     try:
         with tempfile.TemporaryDirectory() as tmp:
-            if not args.skip_ingest:
-                bench_ingest(args, Path(tmp))
-            bench_local_log(args.local_runs, Path(tmp))
-            bench_log(sizes, Path(tmp))
+            if not args.only_catalog:
+                if not args.skip_ingest:
+                    bench_ingest(args, Path(tmp))
+                bench_local_log(args.local_runs, Path(tmp))
+                bench_log(sizes, Path(tmp))
+            bench_catalog([int(x) for x in args.catalog_runs.split(",") if x], Path(tmp))
     finally:
         proc.terminate()
         proc.wait(10)

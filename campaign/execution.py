@@ -5,7 +5,9 @@ are ONE population through `twinlake.sim.PopulationEngine` (one `mujoco.batch` r
 whole episode per shard, the compiled control loop), scored together (campaign/outcome.py)
 and then written one directory each. Plug-in controllers run episode by episode
 (campaign/plugin.py). The worker publishes the episode directories itself (the lake must be
-on its filesystem) and returns the summaries.
+on its filesystem) and returns the summaries; for a lake the workers do not see (a bucket
+lake's session on the driver's host, catalog/session.py), `run_chunk_shipped` writes them in a
+directory of the worker's own and returns their files, which the driver publishes.
 
 Anything that escapes `run_chunk` (a disk error, a lost worker) is an infrastructure failure:
 the driver records it apart and a later invocation retries the episode (campaign/runner.py).
@@ -19,7 +21,7 @@ from __future__ import annotations
 import os
 import signal
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -50,6 +52,7 @@ class ChunkJob:
     controller: str | None = None
     nthread: int = 1
     fault: str = ""  # the driver's TWINLAKE_CAMPAIGN_FAULT (tests), carried to the worker
+    ship_files: bool = False  # the worker does not see the lake: run_chunk_shipped
 
 
 def _maybe_fault(specs: list[EpisodeSpec], text: str) -> None:
@@ -160,3 +163,19 @@ def run_chunk(job: ChunkJob) -> list[dict]:
 
 
 __all__ = ["ChunkJob", "FAULT_ENV", "SUMMARY_SCHEMA", "run_chunk"]
+
+
+def run_chunk_shipped(job: ChunkJob) -> tuple[list[dict], dict[str, dict[str, bytes]]]:
+    """`run_chunk` into a temporary lake directory of this worker; returns the summaries and
+    each published episode's files (`episode id -> file name -> bytes`) for the driver to
+    publish (`CampaignStore.adopt_episode`): the worker never needs the driver's lake."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="twinlake-episodes-") as tmp:
+        store = CampaignStore(Path(tmp), job.campaign_id)
+        store.episodes_dir.mkdir(parents=True)
+        store.tmp_dir.mkdir()
+        rows = run_chunk(replace(job, lake_root=tmp, ship_files=False))
+        files = {e: {p.name: p.read_bytes() for p in (store.episodes_dir / e).iterdir() if p.is_file()}
+                 for e in sorted(store.done())}
+    return rows, files

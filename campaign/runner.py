@@ -33,10 +33,10 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from ..catalog import Lake, sha256_file
+from ..catalog import Lake, is_session, sha256_file
 
 from .episode import EpisodeSpec, episode_config, plan_episodes
-from .execution import FAULT_ENV, ChunkJob, run_chunk
+from .execution import FAULT_ENV, ChunkJob, run_chunk, run_chunk_shipped
 from .gains import GainSet, base_gains, gains_grid
 from ..daemon.guards import DEFAULT_TRACKING_RULE
 
@@ -190,7 +190,7 @@ def _jobs(lake: Lake, prep: PreparedCampaign, todo: list[EpisodeSpec], nthread: 
         for start in range(0, len(mine), chunk):
             jobs.append(ChunkJob(str(lake.root), prep.campaign_id, prep.reference, gains, mine[start:start + chunk],
                                  common, prep.limits, prep.request.samples == "parquet", prep.request.controller,
-                                 nthread, os.environ.get(FAULT_ENV, "")))
+                                 nthread, os.environ.get(FAULT_ENV, ""), is_session(lake.root)))
     return jobs
 
 
@@ -233,22 +233,33 @@ def _execute(store: CampaignStore, jobs: list[ChunkJob], workers: int, address: 
     ensure_ray(address, None if address else max(1, workers))
     try:
         task = ray.remote(num_cpus=1, max_retries=0)(run_chunk)
+        shipped = ray.remote(num_cpus=1, max_retries=0)(run_chunk_shipped)
         queue, running = list(jobs), {}
         inflight = max(1, workers) * 2
         while queue or running:
             while queue and len(running) < inflight:
                 job = queue.pop(0)
-                running[task.remote(job)] = job
+                running[(shipped if job.ship_files else task).remote(job)] = job
             ready, _ = ray.wait(list(running), num_returns=1)
             job = running.pop(ready[0])
             try:
-                on_rows(ray.get(ready[0]))
+                on_rows(_adopted(store, job, ray.get(ready[0])))
             except Exception as exc:  # noqa: BLE001  a lost worker, a failed task: infrastructure
                 errors += _record_failure(store, job, exc, job.common)
     finally:
         if started_here:
             ray.shutdown()
     return errors
+
+
+def _adopted(store: CampaignStore, job: ChunkJob, result) -> list[dict]:
+    """A task's summaries; a shipped task's episode files are published here first."""
+    if not job.ship_files:
+        return result
+    rows, files = result
+    for episode_id, episode_files in files.items():
+        store.adopt_episode(episode_id, episode_files)
+    return rows
 
 
 def _environment(workers: int, address: str | None) -> dict:

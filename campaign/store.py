@@ -135,14 +135,26 @@ class CampaignStore:
         return {p.name for p in self.episodes_dir.iterdir() if (p / "summary.json").is_file()}
 
     def _publish(self, target: Path, name: str, files: dict[str, bytes], summary: dict) -> Path:
+        summary = {**summary, "files": {fname: sha256_bytes(data) for fname, data in sorted(files.items())}}
+        return self._publish_files(target, name, {**files, "summary.json": pretty_json(summary)})
+
+    def adopt_episode(self, episode_id: str, files: dict[str, bytes]) -> Path | None:
+        """Publish an episode directory written elsewhere (a worker that does not see this
+        lake), file for file; None when the episode is published already."""
+        if "/" in episode_id or episode_id.startswith("."):
+            raise ValueError(f"episode id {episode_id!r} is not a directory name")
+        target = self.episodes_dir / episode_id
+        if (target / "summary.json").is_file():
+            return None
+        return self._publish_files(target, episode_id, files)
+
+    def _publish_files(self, target: Path, name: str, files: dict[str, bytes]) -> Path:
         tmp = self.tmp_dir / f".tmp_{name}_{os.getpid()}"
         if tmp.exists():
             shutil.rmtree(tmp)
         tmp.mkdir(parents=True)
         for fname, data in files.items():
             _write_synced(tmp / fname, data)
-        summary = {**summary, "files": {fname: sha256_bytes(data) for fname, data in sorted(files.items())}}
-        _write_synced(tmp / "summary.json", pretty_json(summary))
         fd = os.open(tmp, os.O_RDONLY)
         try:
             os.fsync(fd)

@@ -250,6 +250,13 @@ def update_index(root: Path) -> FileIndex:
     return index
 
 
+def store_index(root: Path, index: FileIndex) -> None:
+    """Under the lock, replace the index with `index` (built by a writer that knows every
+    partition's schemas already: a bucket lake's session, from its commit log)."""
+    with _IndexLock(Path(root)):
+        _write(Path(root), index)
+
+
 def rebuild_index(root: Path) -> FileIndex:
     """Under the lock, read every partition's footers (the old index is ignored, so a deleted
     or corrupt one is restored) and replace the index atomically. Returns it."""
@@ -261,4 +268,4 @@ def rebuild_index(root: Path) -> FileIndex:
 
 
 __all__ = ["CATALOG_DIR", "FileIndex", "INDEXED_KINDS", "PartitionEntry", "current_files",
-           "index_path", "load_index", "rebuild_index", "reconcile", "update_index"]
+           "index_path", "load_index", "rebuild_index", "reconcile", "store_index", "update_index"]

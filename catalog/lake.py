@@ -30,6 +30,11 @@ derived from frames.parquet and run.parquet, not a table of the lake (not in the
 _ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}$")
 
 
+S3_COMMANDS = ("`twinlake ingest`, `sql`, `catalog runs`, `fit run|list|show|export|compare|validate|report`, "
+               "`campaign run|list|show`, `export bundle` and `import frankatwin`")
+"""The commands that take an s3:// lake, as an error names them."""
+
+
 class ObjectStorageLake(ValueError):
     """The lake is on object storage (`s3://`) and the caller needs a local directory."""
 
@@ -43,7 +48,7 @@ def local_lake_path(text: str, source: str = "--lake") -> Path:
     if not location.is_local:
         raise ObjectStorageLake(
             f"{source} {text!r}: this command needs a local lake directory; an s3:// lake works with "
-            "`twinlake ingest`, `twinlake sql` and `twinlake catalog runs` (docs/lake.md, \"Object storage\")")
+            f"{S3_COMMANDS} (docs/lake.md, \"Object storage\")")
     return location.path
 
 
@@ -72,7 +77,7 @@ def resolve_lake(path: str | Path | LakeLocation | None) -> Path:
     if not location.is_local:
         raise ObjectStorageLake(
             f"lake {location.uri}: this command needs a local lake directory; an s3:// lake works "
-            "with `twinlake ingest`, `twinlake sql` and `twinlake catalog runs` (docs/lake.md, \"Object storage\")")
+            f"with {S3_COMMANDS} (docs/lake.md, \"Object storage\")")
     return location.path
 
 

@@ -10,11 +10,13 @@ submitted)` is called as each task ends (a progress bar). An input of several ru
 two arms) is one task that returns one Outcome per run; with `ReadOptions.mapping` each file
 is one task of the reader `mapped_log`.
 
-What travels: a task gets the lake's path (or an `s3://` lake's URI), the input's path, the
-reader's name and the read options (a mapping travels as its path), and returns the Outcomes:
-the file bytes never go through Ray's object store. So every node that runs tasks must see
-the raw files and the mapping at the same paths, and a local lake too (one shared
-filesystem); a lake on object storage needs only the AWS environment on every node. Each run is published by its task
+What travels: a task gets the lake's path (or an `s3://` lake's URI), the input's path (and
+its `s3://` URI when the input came from a bucket: the task fetches it on its node,
+ingest/remote_inputs.py), the reader's name and the read options (a mapping travels as its
+path), and returns the Outcomes: the file bytes never go through Ray's object store. So every
+node that runs tasks must see local raw files and the mapping at the same paths, and a local
+lake too (one shared filesystem); a lake and inputs on object storage need only the AWS
+environment on every node. Each run is published by its task
 exactly as the serial ingest publishes it (atomic rename of a staged partition); two inputs
 of the same run racing to publish resolve to one: the first to finish publishes, the other
 is `already_ingested` (same bytes) or `refused` (catalog.publish_partition refuses the
@@ -45,6 +47,7 @@ from .outcome import Outcome, rejected
 from .pipeline import ingest_runs, unforeseen
 from .rawstore import DEFAULT_RAW_CODEC
 from .registry import ReadOptions, readers
+from .remote_inputs import source_uri
 from .execute import run_plan
 from .plan import Job, ResultImporter, plan_inputs
 
@@ -133,10 +136,15 @@ def _native_tid() -> int:
 
 
 def ingest_task(lake_root: str, path: str, reader_name: str, options: ReadOptions, replace: bool,
-                raw_codec: str, num_cpus: int) -> list[Outcome]:
+                raw_codec: str, num_cpus: int, source: str | None = None) -> list[Outcome]:
     """One input's `ingest_runs` (one Outcome per run), on `num_cpus` cores of the node (the
-    body of a Ray task)."""
+    body of a Ray task). `source`: the input's `s3://` URI when it came from a bucket, fetched
+    to this node's own input mirror first (ingest/remote_inputs.py)."""
     reader = {r.name: r for r in readers()}[reader_name]
+    if source is not None:
+        from .remote_inputs import fetch_entry
+
+        path = str(fetch_entry(source))
     with confined_to_cpus(num_cpus):  # lake_root: a directory, or an s3:// lake's URI
         return ingest_runs(open_lake(lake_root), Path(path), reader, options, replace=replace,
                            raw_codec=raw_codec)
@@ -170,7 +178,8 @@ class TaskQueue:
             handle = self._waiting.popleft()
             path, name = self._inputs[handle]
             root, options, replace, codec, cpus = self._args
-            self._running[self._remote.remote(root, str(path), name, options, replace, codec, cpus)] = handle
+            self._running[self._remote.remote(root, str(path), name, options, replace, codec, cpus,
+                                              source_uri(path))] = handle
 
     def planned(self) -> None:
         """Every job is submitted: say so (`on_done(finished, submitted)`)."""

@@ -20,10 +20,11 @@ TICKS = 1200  # 1.2 s per run at 1 kHz, as tests/fit
 
 
 @pytest.fixture(scope="module")
-def two_nodes():
-    """A head (2 CPUs, dashboard, job server) and a second node (1 CPU), ended by pid after
-    the module's tests."""
-    cluster = ray_nodes.start_two_nodes(head_cpus=2, worker_cpus=1)
+def two_nodes(s3_server_session):
+    """A head (2 CPUs, dashboard, job server) and a second node (1 CPU), each in a working and
+    temporary directory of its own, with the AWS environment of the test run's S3 server (the
+    only thing the nodes share for a bucket lake), ended by pid after the module's tests."""
+    cluster = ray_nodes.start_two_nodes(head_cpus=2, worker_cpus=1, extra_env=s3_server_session.env())
     try:
         yield cluster
     finally:

@@ -129,8 +129,14 @@ def _kill(pid: int) -> None:
 
 
 def _start(args: list[str], num_cpus: int, env: dict[str, str], ports: list[int]) -> RayNode:
-    """`ray start --block` with its own temp dir (short: it holds unix sockets) and ports."""
+    """`ray start --block` with its own temp dir (short: it holds unix sockets) and ports, run
+    in a working directory of its own with its own `TMPDIR` (`<temp dir>/cwd`, `<temp dir>/tmp`):
+    what its tasks write under the working or temporary directory is the node's alone, as on
+    separate machines."""
     temp_dir = Path(tempfile.mkdtemp(prefix="tlray-"))
+    for sub in ("cwd", "tmp"):
+        (temp_dir / sub).mkdir()
+    env = {**env, "TMPDIR": str(temp_dir / "tmp")}
     om, nm, agent_http, agent_grpc, runtime_env, metrics, lo = ports
     cmd = [RAY, "start", "--block", "--disable-usage-stats", f"--node-ip-address={NODE_IP}",
            f"--num-cpus={num_cpus}", "--num-gpus=0", f"--temp-dir={temp_dir}",
@@ -140,7 +146,7 @@ def _start(args: list[str], num_cpus: int, env: dict[str, str], ports: list[int]
            f"--min-worker-port={lo}", f"--max-worker-port={lo + 199}", *args]
     log = temp_dir / "ray-start.log"
     proc = subprocess.Popen(cmd, env=env, stdout=log.open("wb"), stderr=subprocess.STDOUT,
-                            stdin=subprocess.DEVNULL)
+                            stdin=subprocess.DEVNULL, cwd=temp_dir / "cwd")
     return RayNode(proc, temp_dir, num_cpus, log)
 
 
@@ -152,21 +158,21 @@ def _worker_port_base() -> int:
 
 
 def start_two_nodes(head_cpus: int = 2, worker_cpus: int = 1, timeout_s: float = 90.0,
-                    attempts: int = 3) -> TwoNodeCluster:
+                    attempts: int = 3, extra_env: dict[str, str] | None = None) -> TwoNodeCluster:
     """Start the head, wait for it, start the second node, wait until both are alive. A node
     that fails to start (Ray gives a raylet 30 s to register: an overloaded machine can miss
     it) is retried once from scratch, on new ports."""
     for attempt in range(1, attempts + 1):
         try:
-            return _start_two_nodes(head_cpus, worker_cpus, timeout_s)
+            return _start_two_nodes(head_cpus, worker_cpus, timeout_s, extra_env or {})
         except (RuntimeError, TimeoutError):
             if attempt == attempts:
                 raise
     raise AssertionError("unreachable")
 
 
-def _start_two_nodes(head_cpus: int, worker_cpus: int, timeout_s: float) -> TwoNodeCluster:
-    env = cluster_env()
+def _start_two_nodes(head_cpus: int, worker_cpus: int, timeout_s: float, extra_env: dict[str, str]) -> TwoNodeCluster:
+    env = {**cluster_env(), **extra_env}
     gcs, dash, client = free_ports(3)
     head = _start(["--head", f"--port={gcs}", "--include-dashboard=true", f"--dashboard-host={NODE_IP}",
                    f"--dashboard-port={dash}", f"--ray-client-server-port={client}"],

@@ -160,6 +160,72 @@ def test_a_fit_job_stopped_then_resumed_and_a_campaign_job_succeed_with_results_
     assert store.read_config()["fit"] == "stopped" and len(store.summaries()) == 2
 
 
+BUCKET_FIT = ["--train", "r1", "r2", "--holdout", "r3", "--params", "dynamic_ratio=0.6", "--method", "cma",
+              "--population", "8", "--generations", "2", "--seed", "5", "--max-seconds", "0.4", "--refine", "0",
+              "--loop-noise-draws", "0", "--id", "fb", "--json"]
+
+
+def _driver(args: list[str], env: dict, cwd: Path) -> subprocess.CompletedProcess:
+    """A `twinlake` driver process on the cluster."""
+    out = subprocess.run([TWINLAKE, *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, (args, out.stdout[-3000:], out.stderr[-3000:])
+    return out
+
+
+def _here(*args: str) -> str:
+    """A `twinlake` command in this process (no Ray); its stdout."""
+    from typer.testing import CliRunner
+
+    from twinlake.cli import app
+
+    out = CliRunner().invoke(app, list(args), catch_exceptions=False)
+    assert out.exit_code == 0, (args, out.output[-3000:])
+    return out.stdout
+
+
+def test_a_bucket_lake_needs_no_common_path(two_nodes, s3_lake, tmp_path):
+    """Recordings in a bucket, the lake in the bucket, the nodes and the driver each in a working
+    and temporary directory of their own: ingest fanned out over both nodes, a fit with an actor
+    on each, a campaign whose tasks ship their episodes back; the runs, the fit and the
+    outcomes are those of a local lake of the same files (run here, without Ray)."""
+    import boto3
+
+    from twinlake.ingest.samples import SampleSpec, complete_status, write_sample
+
+    raw, driver = tmp_path / "raw", tmp_path / "driver"
+    raw.mkdir(), driver.mkdir(), (driver / "tmp").mkdir()
+    bucket = s3_lake.removeprefix("s3://").split("/")[0]
+    env = {**two_nodes.env, "TMPDIR": str(driver / "tmp")}
+    for seed, run in enumerate(("r1", "r2", "r3"), start=1):
+        path = write_sample(raw / f"{run}.csv", SampleSpec(rows=1500, seed=seed), status=complete_status(raw / f"{run}.csv", 1500))
+        for f in (path, raw / f"{run}.status.json"):
+            boto3.client("s3").put_object(Bucket=bucket, Key=f"raw/{f.name}", Body=f.read_bytes())
+    local = str(tmp_path / "local")
+    where = ["--workers", "2", "--address", two_nodes.address]
+    fanned = _driver(["ingest", f"s3://{bucket}/raw/", "--lake", s3_lake, "--robot", "fr3s", "--json", *where], env, driver)
+    assert [json.loads(line)["status"] for line in fanned.stdout.splitlines()] == ["published"] * 3
+    _here("ingest", str(raw), "--lake", local, "--robot", "fr3s")
+    runs = ["sql", "select run, raw_sha256, frame_count, verdict from runs order by run", "--format", "json"]
+    assert _here(*runs, "--lake", s3_lake) == _here(*runs, "--lake", local)
+
+    fit = json.loads(_driver(["fit", "run", *BUCKET_FIT, "--lake", s3_lake, *where], env, driver).stdout)
+    same = json.loads(_here("fit", "run", *BUCKET_FIT, "--lake", local, "--workers", "0"))
+    assert fit["params"] == same["params"] and fit["best_loss"] == same["best_loss"]
+    actors = _actors(two_nodes, _job_id_of(two_nodes, "--id fb"))
+    assert sorted(_nodes(two_nodes)[a.node_id] for a in actors) == [False, True]
+
+    reference = make_reference(tmp_path / "excite", seconds=0.6)
+    campaign = ["campaign", "run", "--fit", "fb", "--reference", str(reference), "--episodes", "2", "--chunk", "1",
+                "--sample", "ranges", "--ranges", "delay=0:1", "--id", "cb", "--samples", "none"]
+    _driver([*campaign, "--lake", s3_lake, *where], env, driver)
+    _here(*campaign, "--lake", local, "--workers", "0")
+    shown = [json.loads(_here("campaign", "show", "cb", "--json", "--lake", at)) for at in (s3_lake, local)]
+    assert shown[0]["done"] == shown[1]["done"] == 2
+    assert [g["outcomes"] for g in shown[0]["gain_sets"]] == [g["outcomes"] for g in shown[1]["gain_sets"]]
+    committed = boto3.client("s3").list_objects_v2(Bucket=bucket, Prefix="lake/campaigns/campaign=cb/")
+    assert sum(k["Key"].endswith("/summary.json") for k in committed.get("Contents", [])) == 2
+
+
 def test_second_node_killed_mid_fit_its_actor_is_replaced_on_the_head(two_nodes, cluster_lake, local_fit):
     """Last: the second node does not come back."""
     proc = subprocess.Popen(_fit_cmd(cluster_lake, "node-lost", two_nodes.address), env=two_nodes.env,

@@ -98,7 +98,7 @@ def publish_run(lake: Path, robot: str, run: str, frame: dict[str, np.ndarray], 
     if metadata is not None:
         row["metadata_json"] = pa.array([json.dumps(metadata)], pa.string())
     runs = pa.table(row, schema=RUN_SCHEMA)
-    lk = Lake(lake)
+    lk = lake if isinstance(lake, Lake) else Lake(lake)
 
     def write(path: Path) -> None:
         pq.write_table(frames, path / "frames.parquet")

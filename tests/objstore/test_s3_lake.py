@@ -104,26 +104,3 @@ def test_bad_input_is_quarantined_in_the_bucket(s3_lake, tmp_path, monkeypatch):
     assert any(k.endswith("/reason.json") for k in keys)
     assert not any(k.startswith("lake/runs/") or k.startswith("lake/_log/") for k in keys)
     assert bad.read_text().startswith("seq,t_s")  # the input kept
-
-
-@pytest.mark.slow  # a fresh process starting its own local Ray
-def test_ingest_fanned_out_over_ray_commits_to_the_bucket(s3_lake, tmp_path):
-    """`--workers` with an s3:// lake: each Ray task builds its run in its own node's scratch
-    directory and commits to the bucket (a fresh process, so its local Ray's workers start with
-    this test's AWS environment, as each node of a cluster has its own)."""
-    import subprocess
-    import sys
-
-    inbox = tmp_path / "inbox"
-    inbox.mkdir()
-    for i in (1, 2):
-        _recording(inbox, f"run00{i}.csv", seed=i)
-    out = subprocess.run([sys.executable, "-m", "twinlake", "ingest", str(inbox), "--lake", s3_lake,
-                          "--robot", "fr3f", "--workers", "2", "--json"], cwd=tmp_path,
-                         capture_output=True, text=True, timeout=300)
-    assert out.returncode == 0, out.stderr[-2000:]
-    statuses = [json.loads(line)["status"] for line in out.stdout.splitlines()]
-    assert statuses == ["published", "published"]
-    assert CommitLog(store_for(open_lake(s3_lake).location)).versions() == [1, 2]
-    rows = connect(open_lake(s3_lake)).execute("select run, count(*) from frames group by run order by run")
-    assert rows.fetchall() == [("run001", ROWS), ("run002", ROWS)]

@@ -8,7 +8,8 @@ from typing import Optional
 
 import typer
 
-from ..options import LAKE, error_text, fail
+from .lake_session import bucket_sessions
+from ..options import OBJECT_LAKE, error_text, fail
 
 campaign_app = typer.Typer(help="Randomisation campaigns: run the twin across its own uncertainty.",
                            no_args_is_help=True)
@@ -27,6 +28,7 @@ def _floats(values: list[str], name: str) -> list[float] | None:
 
 
 @campaign_app.command("run")
+@bucket_sessions
 def run_cmd(
     fit: str = typer.Option(..., "--fit", help="Fit whose distribution the episodes draw from."),
     episodes: int = typer.Option(..., "--episodes", min=1, help="Episodes (per gain set with --gains-grid)."),
@@ -51,11 +53,11 @@ def run_cmd(
     speed_limit: Optional[float] = typer.Option(None, "--speed-limit", help="Live guard: joint speed [rad/s] (default: the plan's max_velocity, else 0.1)."),
     chunk: int = typer.Option(32, "--chunk", min=1, help="Episodes per batch / Ray task."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
-    lake: Optional[Path] = LAKE,
+    lake: Optional[Path] = OBJECT_LAKE,
 ) -> None:
     """Run (or resume) a campaign: N episodes of the reference on arms drawn from the fit."""
     from ..campaign import CampaignRequest, run_campaign
-    from ..catalog import resolve_lake
+    from .lake_session import lake_root
 
     req = CampaignRequest(fit=fit, episodes=episodes, reference_csv=str(reference) if reference else None, run=run,
                           sample=sample, ranges=ranges, kp=_floats(kp, "--kp"), kd=_floats(kd, "--kd"),
@@ -68,13 +70,13 @@ def run_cmd(
     from ..progress import Stages
 
     check_address(address)
-    verdict = _fit_verdict(resolve_lake(lake), fit)
+    verdict = _fit_verdict(lake_root(lake), fit)
     if verdict is not None and verdict["level"] != "trusted":  # said first, before any episode runs
         typer.echo(f"NOTE: fit {fit} is {verdict['level']}: {'; '.join(verdict['reasons'])}", err=as_json)
     try:
         with Stages("campaign run", enabled=not as_json) as stages:  # stderr; quiet with --json
             stages.stage(f"running {episodes} episode(s) of {fit}" + (f" on {workers} Ray workers" if workers else ""))
-            report = run_campaign(resolve_lake(lake), req, workers=workers, address=address,
+            report = run_campaign(lake_root(lake), req, workers=workers, address=address,
                                   progress=lambda done, total: stages.fraction(done / max(total, 1)))
     except ValueError as exc:
         fail(error_text(exc))
@@ -107,13 +109,14 @@ def _fit_verdict(root: Path, fit: str) -> dict | None:
 
 
 @campaign_app.command("list")
-def list_cmd(lake: Optional[Path] = LAKE,
+@bucket_sessions
+def list_cmd(lake: Optional[Path] = OBJECT_LAKE,
              as_json: bool = typer.Option(False, "--json", help="Print a JSON array.")) -> None:
     """List the campaigns in the lake with their episode counts."""
     from ..campaign import CampaignStore, list_campaigns
-    from ..catalog import resolve_lake
+    from .lake_session import lake_root
 
-    root = resolve_lake(lake)
+    root = lake_root(lake)
     rows = []
     for cid in list_campaigns(root):
         store = CampaignStore(root, cid)
@@ -131,14 +134,15 @@ def list_cmd(lake: Optional[Path] = LAKE,
 
 
 @campaign_app.command("show")
-def show_cmd(campaign_id: str = typer.Argument(..., help="Campaign id."), lake: Optional[Path] = LAKE,
+@bucket_sessions
+def show_cmd(campaign_id: str = typer.Argument(..., help="Campaign id."), lake: Optional[Path] = OBJECT_LAKE,
              as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
     """Outcome counts and tracking-error percentiles of a campaign (per gain set)."""
     from ..campaign import CampaignStore
     from ..campaign.report import campaign_summary
-    from ..catalog import resolve_lake
+    from .lake_session import lake_root
 
-    store = CampaignStore(resolve_lake(lake), campaign_id)
+    store = CampaignStore(lake_root(lake), campaign_id)
     if not store.exists():
         fail(f"campaign {campaign_id!r}: not found under {store.root.parent} (see `twinlake campaign list`)")
     info = campaign_summary(store)

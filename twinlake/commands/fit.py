@@ -14,7 +14,8 @@ from typing import Optional
 import typer
 
 from . import validation
-from ..options import LAKE, error_text, fail
+from .lake_session import bucket_sessions
+from ..options import OBJECT_LAKE, error_text, fail
 
 fit_app = typer.Typer(help="Fit dynamics parameters, inspect and export fits.", no_args_is_help=True)
 
@@ -34,6 +35,7 @@ def _weights(items: list[str]) -> dict[str, float]:
 
 
 @fit_app.command("run")
+@bucket_sessions
 def run_cmd(
     train: list[str] = typer.Option([], "--train", help="Training data [ROBOT/]RUN[:INTERVAL], one or more (--train a b, a,b or repeated)."),
     holdout: list[str] = typer.Option([], "--holdout", help="Held-out runs, never seen by the search (one or more)."),
@@ -63,11 +65,12 @@ def run_cmd(
     fit_id: Optional[str] = typer.Option(None, "--id", help="Fit id (default fit-<utc time>-<settings hash>)."),
     model: Optional[Path] = typer.Option(None, "--model", help="MJCF of the arm (default: the bundled FR3)."),
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON on stdout."),
-    lake: Optional[Path] = LAKE,
+    as_of: Optional[int] = typer.Option(None, "--as-of", min=1, help="Read the lake as it was at this version (a fit's 'lake version read'), to re-run that fit; needs an s3:// lake (a local one keeps only current files)."),
+    lake: Optional[Path] = OBJECT_LAKE,
 ) -> None:
     """Fit the 29 FrankaTwin parameters (and any group --params frees) on clean intervals with
     the local-first search (or --method cma) on Ray; store the error bars at the optimum; publish fits/fit=<id>/."""
-    from ..catalog import resolve_lake
+    from .lake_session import lake_root
     from ..fit import LossScales
     from ..fit import FitSettings, run_fit
     from ..fit import parse_space
@@ -76,7 +79,12 @@ def run_cmd(
     from .cluster import check_address
 
     check_address(address)
-    root = resolve_lake(lake)
+    try:
+        if resume and as_of is None:
+            as_of = _resumed_version(lake, resume)
+        root = lake_root(lake, as_of)
+    except ValueError as exc:
+        fail(error_text(exc))
     if method == "torque" and not resume:
         return _torque_run(root, train, holdout, params, friction_law, configured_load, torque, cutoff_hz,
                            start_from, model, fit_id, as_json)
@@ -107,6 +115,18 @@ def run_cmd(
     except ValueError as exc:
         fail(error_text(exc))
     _print_fit(root, rec, as_json)
+
+
+def _resumed_version(lake, fit_id: str) -> int | None:
+    """On a bucket lake, the version the stopped fit `fit_id` started from (its work directory,
+    in this host's scratch, keeps it): the resumed fit reads that lake, not a newer one."""
+    from ..catalog import check_id, lake_location, open_lake
+
+    if lake_location(lake).is_local:
+        return None
+    # the fit's documented work directory, `<lake>/_staging/fitwork-<FIT>/` (fit/run.py work_dir)
+    path = open_lake(lake).staging_dir / f"fitwork-{check_id('fit', fit_id)}" / "lake_version"
+    return int(path.read_text()) if path.is_file() else None
 
 
 def _print_fit(root, rec, as_json: bool) -> None:
@@ -178,18 +198,20 @@ def show_record(rec, validations=None, verdict=None) -> None:
 
 
 @fit_app.command("list")
-def list_cmd(as_json: bool = typer.Option(False, "--json", help="JSON on stdout."), lake: Optional[Path] = LAKE) -> None:
+@bucket_sessions
+def list_cmd(as_json: bool = typer.Option(False, "--json", help="JSON on stdout."), lake: Optional[Path] = OBJECT_LAKE) -> None:
     """List the fits in the lake (view `fits`) with each one's verdict and its reasons (view
     `fit_verdicts`; a fit from before verdicts existed: decided now, not stored)."""
     from rich.markup import escape
     from rich.table import Table
 
-    from ..catalog import connect, resolve_lake
+    from ..catalog import connect
+    from .lake_session import lake_root
     from ..fit import load_fit
     from ..fit import verdict_json
     from ..fit import current_verdict, stored_verdicts
 
-    root = resolve_lake(lake)
+    root = lake_root(lake)
     con = connect(root)
     cols = [r[0] for r in con.execute("DESCRIBE fits").fetchall()]
     want = [c for c in ("fit", "fit_source", "created_utc", "status", "best_loss", "generations",
@@ -213,19 +235,20 @@ def list_cmd(as_json: bool = typer.Option(False, "--json", help="JSON on stdout.
 
 
 @fit_app.command("show")
+@bucket_sessions
 def show_cmd(fit: str = typer.Argument(..., help="Fit id (see `twinlake fit list`)."),
              as_json: bool = typer.Option(False, "--json", help="JSON on stdout."),
-             lake: Optional[Path] = LAKE) -> None:
+             lake: Optional[Path] = OBJECT_LAKE) -> None:
     """Show a fit: parameters, intervals and losses, 95 % intervals and flags, condition number,
     weak directions, the spread over seeds, the held-out runs it passed and, for training runs
     made by `twinlake excite --design`, the predicted beside the realised half-widths."""
-    from ..catalog import resolve_lake
+    from .lake_session import lake_root
     from ..fit import load_fit
     from ..fit import design_lines, fit_design_checks
     from ..fit import fit_validations
     from ..fit import current_verdict
 
-    root = resolve_lake(lake)
+    root = lake_root(lake)
     try:
         rec = load_fit(root, fit)
     except ValueError as exc:
@@ -245,14 +268,15 @@ def show_cmd(fit: str = typer.Argument(..., help="Fit id (see `twinlake fit list
 
 
 @fit_app.command("export")
+@bucket_sessions
 def export_cmd(fit: str = typer.Argument(..., help="Fit id."),
                fmt: str = typer.Option("profile", "--format", help="profile | frankatwin | mjcf | model | randomization"),
                out: Optional[Path] = typer.Option(None, "--out", help="Output file (default: a name in the current directory)."),
                force: bool = typer.Option(False, "--force", help="Export a fit whose verdict is 'not trusted' anyway (the file still carries the verdict)."),
-               lake: Optional[Path] = LAKE) -> None:
+               lake: Optional[Path] = OBJECT_LAKE) -> None:
     """Export a fit as a profile JSON, FrankaTwin sysid_best_params.json, MJCF joint attributes, a whole MJCF model or a randomisation JSON.
     Every file carries the fit's verdict and each parameter's status; a 'not trusted' fit is refused (exit 2) unless --force."""
-    from ..catalog import resolve_lake
+    from .lake_session import lake_root
     from ..fit import FORMATS, default_name, export_fit, export_notes
     from ..fit import load_fit
     from ..fit import current_verdict
@@ -261,7 +285,7 @@ def export_cmd(fit: str = typer.Argument(..., help="Fit id."),
     if fmt not in FORMATS:
         fail(f"--format {fmt!r}: expected one of {', '.join(FORMATS)}")
     try:
-        root = resolve_lake(lake)
+        root = lake_root(lake)
         rec = load_fit(root, fit)
         verdict = current_verdict(root, rec)
         if verdict.verdict.level is Level.NOT_TRUSTED and not force:
@@ -279,20 +303,21 @@ def export_cmd(fit: str = typer.Argument(..., help="Fit id."),
 
 
 @fit_app.command("compare")
+@bucket_sessions
 def compare_cmd(fit_a: str = typer.Argument(..., help="First fit id (e.g. a replay fit)."),
                 fit_b: str = typer.Argument(..., help="Second fit id (e.g. a torque fit)."),
                 threshold: float = typer.Option(3.0, "--threshold", help="Agree when |difference| is at most this many combined standard errors."),
                 as_json: bool = typer.Option(False, "--json", help="JSON on stdout."),
-                lake: Optional[Path] = LAKE) -> None:
+                lake: Optional[Path] = OBJECT_LAKE) -> None:
     """Compare two fits parameter by parameter (difference in combined standard errors, verdict,
     likely convention errors); exits 1 when they disagree."""
-    from ..catalog import resolve_lake
+    from .lake_session import lake_root
     from ..fit import compare_fits, comparison_json
     from ..fit import load_fit
 
     from ..fit import record_verdict
 
-    root = resolve_lake(lake)
+    root = lake_root(lake)
     try:
         rec_a, rec_b = load_fit(root, fit_a), load_fit(root, fit_b)
         cmp = compare_fits(rec_a, rec_b, threshold)

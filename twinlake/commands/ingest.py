@@ -15,7 +15,8 @@ from typing import Optional
 
 import typer
 
-from ..options import LAKE, OBJECT_LAKE, check_lake_env, fail
+from .lake_session import bucket_sessions
+from ..options import OBJECT_LAKE, check_lake_env, fail
 
 export_app = typer.Typer(help="Export lake data to portable formats.", no_args_is_help=True)
 validate_app = typer.Typer(help="Validate portable files.", no_args_is_help=True)
@@ -23,7 +24,7 @@ import_app = typer.Typer(help="Import result files of other tools.", no_args_is_
 
 
 def ingest_command(
-    paths: list[Path] = typer.Argument(..., help="Recording files or directories to ingest."),
+    paths: list[str] = typer.Argument(..., help="Recording files or directories to ingest, or s3://bucket/prefix (an object or every object under it)."),
     lake: Optional[Path] = OBJECT_LAKE,
     robot: Optional[str] = typer.Option(None, "--robot", help="Robot id (default: robot_id of the companion metadata)."),
     run: Optional[str] = typer.Option(None, "--run", help="Run id (default: recording id, else file stem); one input only."),
@@ -66,6 +67,7 @@ def _ingest(paths: list[Path], lake: Optional[Path], robot: Optional[str], run: 
     from ..ingest.registry import ReadOptions
 
     err = Console(stderr=True)
+    paths = _local_inputs(paths)
     if run is not None and (len(paths) > 1 or any(p.is_dir() and not (p / "metadata.yaml").is_file()
                                                   for p in paths)):  # a rosbag2 directory is one input
         fail("--run names one run; give exactly one file with it")
@@ -106,6 +108,17 @@ def _ingest(paths: list[Path], lake: Optional[Path], robot: Optional[str], run: 
             worst = max(worst, outcome.exit_code)
             _report(outcome, as_json, err)
     raise typer.Exit(worst)
+
+
+def _local_inputs(paths: list[str]) -> list[Path]:
+    """The inputs as local paths: an `s3://` input mirrored on this host first
+    (ingest/remote_inputs.py); any other URI scheme refused by name (exit 2)."""
+    from ..ingest.remote_inputs import fetch_inputs, is_remote
+
+    try:
+        return [fetch_inputs(p) if is_remote(p) else Path(p) for p in paths]
+    except (ValueError, OSError) as exc:
+        fail(str(exc))
 
 
 def _bag_options(target_topic: Optional[str], kp: list[str], kd: list[str],
@@ -150,12 +163,13 @@ def _report(outcome, as_json: bool, err) -> None:
 
 
 @export_app.command("bundle")
+@bucket_sessions
 def export_bundle(
     run: str = typer.Argument(..., help="Run id, or ROBOT/RUN when the id is not unique."),
     out: Path = typer.Option(..., "--out", help="New (or empty) output directory."),
     interval: Optional[int] = typer.Option(None, "--interval", help="Export only this clean "
                                            "interval (interval_index of `twinlake intervals`)."),
-    lake: Optional[Path] = LAKE,
+    lake: Optional[Path] = OBJECT_LAKE,
     as_json: bool = typer.Option(False, "--json", help="Print a JSON result."),
 ) -> None:
     """Write RUN as a joint_sysid_recording/v1 bundle (metadata.json, samples.csv, report.md).
@@ -163,12 +177,13 @@ def export_bundle(
     Refuses, with reasons, runs that are gapped, aborted, incomplete or not joint impedance,
     unless --interval selects a clean interval. The output always passes `validate bundle`.
     """
-    from ..catalog import Lake, resolve_lake
+    from ..catalog import Lake
+    from .lake_session import lake_root
     from ..ingest.bundles.export import ExportRefused
     from ..ingest.bundles.export import export_bundle as do_export
 
     try:
-        path, lines = do_export(Lake(resolve_lake(lake)), run, out, interval=interval)
+        path, lines = do_export(Lake(lake_root(lake)), run, out, interval=interval)
     except ExportRefused as exc:
         if as_json:
             print(json.dumps({"ok": False, "reasons": exc.reasons}))
@@ -204,21 +219,23 @@ def validate_bundle(
 
 
 @import_app.command("frankatwin")
+@bucket_sessions
 def import_frankatwin(
     paths: list[Path] = typer.Argument(..., help="sysid_best_params.json / metrics.json files "
                                        "or directories holding them."),
     robot: Optional[str] = typer.Option(None, "--robot", help="Robot the results belong to."),
-    lake: Optional[Path] = LAKE,
+    lake: Optional[Path] = OBJECT_LAKE,
     replace: bool = typer.Option(False, "--replace", help="Rewrite an existing import."),
     as_json: bool = typer.Option(False, "--json", help="One JSON object per file."),
 ) -> None:
     """Import FrankaTwin sysid_best_params.json (→ a fit) and metrics.json (→ a validation).
     Fits are imported before validations so a validation links to its fit."""
-    from ..catalog import Lake, resolve_lake
+    from ..catalog import Lake
+    from .lake_session import lake_root
     from ..fit import import_results
 
     worst = 0
-    for item in import_results(Lake(resolve_lake(lake)), paths, robot, replace=replace):
+    for item in import_results(Lake(lake_root(lake)), paths, robot, replace=replace):
         worst = max(worst, 0 if item["ok"] else 1)
         if as_json:
             print(json.dumps(item, sort_keys=True))

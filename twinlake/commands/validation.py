@@ -11,7 +11,8 @@ from typing import Optional
 
 import typer
 
-from ..options import LAKE, error_text, fail
+from .lake_session import bucket_sessions
+from ..options import LAKE, OBJECT_LAKE, error_text, fail
 
 
 def _finite(value: float) -> float | None:
@@ -84,6 +85,7 @@ def _store_torque_validation(root, rec, result, max_floor_ratio: float) -> tuple
     return stored.validation_id, True
 
 
+@bucket_sessions
 def validate_cmd(
     fit: str = typer.Argument(..., help="Fit id (see `twinlake fit list`)."),
     runs: list[str] = typer.Option(..., "--runs", help="Held-out runs [ROBOT/]RUN, one or more (--runs a b, a,b or repeated)."),
@@ -96,22 +98,22 @@ def validate_cmd(
     nominal: Optional[Path] = typer.Option(None, "--nominal", help="Profile to compare against (default: nominal)."),
     allow_train: bool = typer.Option(False, "--allow-train", help="Also accept runs the fit trained on (not a validation!)."),
     as_json: bool = typer.Option(False, "--json", help="Print the validation rows as JSON."),
-    lake: Optional[Path] = LAKE,
+    lake: Optional[Path] = OBJECT_LAKE,
 ) -> None:
     """Replay held-out runs with the fitted and nominal parameters; store metrics.json and verdicts.
     Exit status 1 when the fitted parameters fail on any run (2: bad input)."""
     from rich.markup import escape
     from rich.table import Table
 
-    from ..catalog import resolve_lake
+    from .lake_session import lake_root
     from ..fit import Thresholds, validate_fit
     from ..progress import Stages
     from ..option_lists import split_values
 
     runs = split_values(runs)
-    runs, torque_failed = _torque_held_out(resolve_lake(lake), fit, runs, max_floor_ratio, as_json)
+    runs, torque_failed = _torque_held_out(lake_root(lake), fit, runs, max_floor_ratio, as_json)
     if not runs:
-        _new_verdict(resolve_lake(lake), fit, as_json)
+        _new_verdict(lake_root(lake), fit, as_json)
         raise typer.Exit(1 if torque_failed else 0)
     try:
         thresholds = Thresholds(max_q_rmse_rad, max_joint_q_rmse_rad, max_dq_rmse_rad_s, max_ee_pos_rmse_m,
@@ -119,7 +121,7 @@ def validate_cmd(
         params, _ = _load_profile(nominal)
         with Stages("fit validate", enabled=not as_json) as stages:  # stderr; quiet with --json
             stages.stage(f"replaying {len(runs)} held-out run(s), fitted and nominal in one batch")
-            outs = validate_fit(resolve_lake(lake), fit, runs, thresholds, nominal=params,
+            outs = validate_fit(lake_root(lake), fit, runs, thresholds, nominal=params,
                                 allow_train=allow_train)
     except ValueError as exc:
         fail(error_text(exc))
@@ -133,7 +135,7 @@ def validate_cmd(
              "likely_cause": None if o.adequacy.cause is None else o.adequacy.cause.name,
              "adequacy": o.adequacy.line()} for o in outs]
     failed = torque_failed or any(o.sim_label == "fitted" and o.verdict == "fail" for o in outs)
-    _new_verdict(resolve_lake(lake), fit, as_json)
+    _new_verdict(lake_root(lake), fit, as_json)
     if as_json:
         typer.echo(json.dumps(rows, indent=2))
         raise typer.Exit(1 if failed else 0)
@@ -225,15 +227,16 @@ def quick_cmd(
     typer.echo(f"gap report: {path}", err=True)
 
 
+@bucket_sessions
 def report_cmd(
     fit: str = typer.Argument(..., help="Fit id."),
     out: Path = typer.Option(..., "--out", help="Output directory (index.html and the PNGs)."),
     nominal: Optional[Path] = typer.Option(None, "--nominal", help="Profile shown as the nominal values."),
     error_bars: bool = typer.Option(False, "--error-bars", help="Compute 95 % intervals now if the fit has none stored."),
-    lake: Optional[Path] = LAKE,
+    lake: Optional[Path] = OBJECT_LAKE,
 ) -> None:
     """Write a self-contained HTML report of a fit (plots embedded; PNGs beside it)."""
-    from ..catalog import resolve_lake
+    from .lake_session import lake_root
     from ..fit import render_report
     from ..fit import report_data_from_lake
     from ..progress import Stages
@@ -242,7 +245,7 @@ def report_cmd(
         params, _ = _load_profile(nominal)
         with Stages("fit report") as stages:  # on stderr; the page's path is the only stdout
             stages.stage("gathering the fit, its validations and error bars")
-            data = report_data_from_lake(resolve_lake(lake), fit, nominal=params, error_bars=error_bars)
+            data = report_data_from_lake(lake_root(lake), fit, nominal=params, error_bars=error_bars)
             stages.stage("plotting")
             page = render_report(data, out)
     except ValueError as exc:
