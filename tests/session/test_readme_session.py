@@ -53,6 +53,10 @@ def test_intervals_cover_each_run_and_the_fits_and_report_exist(readme_session):
     for step in readme_session.steps:  # where the time goes (pytest -s shows it)
         print(f"{step.seconds:6.1f} s  exit {step.exit_code}  {step.line[:90]}")
     assert (readme_session.root / "report" / "index.html").is_file()
+    validate, export = readme_session.step("fit validate"), readme_session.step("fit export")
+    assert export.exit_code == 0, (f"the README's fit was refused for export:\n{export.stderr[-1500:]}\n"
+                                   f"fit validate (exit {validate.exit_code}):\n{validate.stdout[-4000:]}\n"
+                                   f"fit show:\n{readme_session.step('fit show').stdout[-3000:]}")
     profile = json.loads((readme_session.root / "fr3_left.json").read_text())
     assert profile
 
