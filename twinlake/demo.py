@@ -9,7 +9,7 @@
 3. ingest the CSV v2 recordings into the lake;
 4. select the clean intervals and fit FrankaTwin's 29 parameters briefly: the fit's model
    adequacy line says its residual is many times the noise floor and names the flange mass
-   (`try --params +payload`);
+   (`try freeing the payload (parameter spec +payload)`);
 5. fit again with `--params +payload` on a local Ray (CMA-ES + categorical delay, then a
    Levenberg–Marquardt polish);
 6. print each fit's verdict (fit/trust/verdict.py; stored like any fit's), truth against fit per

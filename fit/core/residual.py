@@ -13,7 +13,7 @@ MAX_SHIFT_MS = 20.0
 STILL_RAD_S = 5e-3  # |dq_sim| under this: no velocity sign
 GRAVITY_STEP_S = 0.01  # the flange-mass torque is evaluated every 10 ms and interpolated
 _HINTS = {
-    "payload": "try `--params +payload`",
+    "payload": "try freeing the payload (parameter spec `+payload`)",
     "bias": "check the joint offsets (calibration); the model has no position offset",
     "friction": "free or widen mu_static / dynamic_ratio of {joints}",
     "viscous": "free or widen mu_viscous of {joints}",

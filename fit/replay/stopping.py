@@ -85,7 +85,7 @@ def convergence_note(last: LastIteration, data, n_free: int, cap: int, stop: Ful
     return (f"not converged: the full-data LM reached its cap of {cap} iterations with its last step still gaining "
             f"{last.realised_gain / sigma2:.3g} σ² (it stops below "
             f"{stop.sigma2_units(loss, data, n_free):.3g} σ²): the point may not be the optimum the error bars "
-            "assume (raise --refine)")
+            "assume (raise the full-data LM's iteration cap)")
 
 
 __all__ = ["CHEAP_STOP_SE", "FULL_STOP_SE", "FullStop", "cheap_rel_tol", "convergence_note", "full_stop", "residual_count"]

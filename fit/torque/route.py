@@ -317,7 +317,7 @@ def _unsettled(sol) -> str:
         return creep
     return creep + (f"; the rest rule did not settle in {sol.notes.rest_rule_passes} solves (breakaway levels still "
             f"moving {100 * sol.notes.rest_rule_last_change:.0f} %: the Stribeck law may not describe this "
-            "friction; try --friction-law tanh)")
+            "friction; try the tanh friction law)")
 
 
 def _finite(x: float) -> float | None:

@@ -167,7 +167,7 @@ def _caveats(ev: Evidence) -> list[str]:
     unknown = [c for c in held if c.ok is None]
     out = []
     if not held:
-        out.append(f"not validated on held-out runs: `twinlake fit validate {ev.fit_id} --runs RUN`")
+        out.append("not validated on held-out runs: validate it on runs it did not train on")
     elif not any(c.ok is not None for c in held):
         out.append(f"not validated on held-out runs ({'; '.join(_said(c) for c in unknown)})")
     if ev.convergence:

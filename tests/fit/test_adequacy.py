@@ -99,7 +99,7 @@ def test_unmodelled_payload_fails_and_names_the_flange_mass(lake):
     out = " ".join(res.output.split())  # undo the console's line wrapping
     assert "× the noise floor" in out and "the model does not explain this run" in out
     assert re.search(r"bias on J2/J4(/J\d)* correlates with flange-mass gravity \(a 0\.9\d+ kg point mass", out), out
-    assert "try `--params +payload`" in out and f"{ROBOT}/payload" in out
+    assert "parameter spec `+payload`" in out and f"{ROBOT}/payload" in out
     adequacy = _stored(lake, "exact", "payload")["adequacy"]
     assert adequacy["verdict"] == "fail" and adequacy["ratio_all"] > 30 and adequacy["cause"] == "payload"
     payload = next(s for s in adequacy["signatures"] if s["name"] == "payload")

@@ -44,14 +44,14 @@ def test_reduced_demo_end_to_end(tmp_path, ray_cluster):
     training, held_out = summary["screen_adequacy"]
     for line in (training, held_out):
         assert "× the noise floor" in line and "the model does not explain" in line, line
-        assert "flange-mass gravity" in line and "try `--params +payload`" in line, line
+        assert "flange-mass gravity" in line and "parameter spec `+payload`" in line, line
     assert held_out in " ".join(res.output.split()) or held_out.split(":")[0] in res.output
     screen = load_fit(lake, summary["screen_fit"])
     assert screen.params.payload_mass == 0.0 and screen.extra["holdout_floor_ratio"] > 30
     # its verdict: not trusted, the first reason naming the flange mass (stored, as every fit's)
     first = current_verdict(lake, screen).verdict
     assert first.level is Level.NOT_TRUSTED and "flange-mass gravity" in first.reasons[0], first.line()
-    assert "--params +payload" in first.reasons[0] and "verdict: not trusted" in res.output
+    assert "parameter spec `+payload`" in first.reasons[0] and "verdict: not trusted" in res.output
     assert summary["verdict"]["level"] == current_verdict(lake, load_fit(lake, summary["fit"])).verdict.level.value
     rec = load_fit(lake, fit_id)
     assert [u.role for u in rec.runs] == ["train", "train", "holdout"]

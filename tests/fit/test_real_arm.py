@@ -104,7 +104,7 @@ def test_the_default_fit_is_flagged_naming_the_ratio_and_the_payload(arm_lake):
         ratio = o.adequacy.ratio_all
         assert o.verdict == "fail" and ratio > 30, (o.run, o.sim_label, ratio)
         assert any(f"q residual {ratio:.3g}× the noise floor > 3×" in r for r in o.reasons), o.reasons
-        assert "flange" in o.adequacy.cause_text() and "`--params +payload`" in o.adequacy.cause_text()
+        assert "flange" in o.adequacy.cause_text() and "parameter spec `+payload`" in o.adequacy.cause_text()
     assert "+payload" in PRESETS  # the hint names a preset that parses
     assert "payload_mass" in parse_space(["+payload"]).free_names
 

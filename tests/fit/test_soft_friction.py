@@ -96,4 +96,4 @@ def test_a_rest_rule_that_does_not_settle_is_said_in_the_error_bar_note():
     assert _unsettled(SimpleNamespace(notes=SolveNotes())) == ""  # the tanh law: no rule
     note = _unsettled(SimpleNamespace(notes=SolveNotes(rest_rule_settled=False, rest_rule_passes=4,
                                                        rest_rule_last_change=0.07)))
-    assert "did not settle in 4 solves" in note and "7 %" in note and "--friction-law tanh" in note
+    assert "did not settle in 4 solves" in note and "7 %" in note and "the tanh friction law" in note

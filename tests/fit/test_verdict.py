@@ -117,7 +117,7 @@ def test_an_unknown_flange_payload_is_not_trusted_and_refused_for_export(lake, t
     assert verdict.level is Level.NOT_TRUSTED
     first = verdict.reasons[0]
     assert "does not explain its own training data" in first and "flange-mass gravity" in first
-    assert "--params +payload" in first
+    assert "parameter spec `+payload`" in first
     out = tmp_path / "sysid_best_params.json"
     refused = _cli("fit", "export", "payload", "--format", "frankatwin", "--out", str(out), "--lake", str(lake))
     assert refused.exit_code == 2 and not out.exists()

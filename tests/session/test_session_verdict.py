@@ -52,6 +52,12 @@ def test_show_report_and_list_agree_on_the_verdict_and_the_lm_cap_caveat(readme_
     assert evidence["agreement"]["other_method"] == "torque"
     disagreeing = evidence["agreement"]["disagreeing"]
     assert (readme_session.fit_torque in " ".join(verdict.verdict.reasons)) == bool(disagreeing)
-    # the README's export line ran: the fit was not 'not trusted', and the profile carries the verdict
-    profile = json.loads((readme_session.root / "fr3_left.json").read_text())
-    assert profile["provenance"]["verdict"]["level"] in ("trusted", "usable with caveats")
+    # the README's export line ran: a fit not 'not trusted' is exported with its verdict; a fit
+    # whose held-out run is not explained (a live realisation) is refused in the verdict's words
+    export = readme_session.step("fit export")
+    if verdict.verdict.level.value == "not trusted":
+        assert export.exit_code == 2 and verdict.verdict.reasons[0] in export.stderr, export.stderr
+        assert not (readme_session.root / "fr3_left.json").exists()
+    else:
+        profile = json.loads((readme_session.root / "fr3_left.json").read_text())
+        assert profile["provenance"]["verdict"]["level"] == verdict.verdict.level.value

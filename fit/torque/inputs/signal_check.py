@@ -129,10 +129,10 @@ def check(signal: str, runs: list, rigid) -> SignalCheck:
     joints = lambda mask: ", ".join(f"J{j + 1}" for j in np.flatnonzero(mask))  # noqa: E731
     if signal == "measured" and zero.sum() * 2 >= informative.sum():
         out.findings.append(f"tau_J carries no gravity on {joints(zero)}: it looks gravity-compensated, a commanded or "
-                            "external torque (map it as tau_commanded, or fit with --torque commanded)")
+                            "external torque (map it as tau_commanded, or fit the commanded torque)")
     elif signal == "commanded" and gravity.sum() * 2 >= informative.sum():
         out.findings.append(f"tau_cmd carries the links' gravity on {joints(gravity)}: it looks like a measured "
-                            "link-side torque (map it as tau_measured, or fit with --torque measured)")
+                            "link-side torque (map it as tau_measured, or fit the measured torque)")
     for j in np.flatnonzero(flipped):
         out.findings.append(f"the sign of J{j + 1} looks inverted (its torque follows −g(q)): negate "
                             f"{'tau_J' if signal == 'measured' else 'tau_cmd'}{j + 1} in the mapping")
