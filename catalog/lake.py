@@ -30,8 +30,9 @@ derived from frames.parquet and run.parquet, not a table of the lake (not in the
 _ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}$")
 
 
-S3_COMMANDS = ("`twinlake ingest`, `sql`, `catalog runs`, `fit run|list|show|export|compare|validate|report`, "
-               "`campaign run|list|show`, `export bundle` and `import frankatwin`")
+S3_COMMANDS = ("every command with `--lake` but `catalog rebuild` and `demo` (`ingest`, `sql`, `intervals`, "
+               "`catalog runs`, `fit run|list|show|export|compare|validate|report|quick`, `campaign run|list|show`, "
+               "`sim replay`, `excite --design --for FIT`, `export bundle`, `import frankatwin`)")
 """The commands that take an s3:// lake, as an error names them."""
 
 

@@ -47,7 +47,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from .demo_report import closing_campaign, coverage_cause, truth_table
-from .options import fail
+from .options import _lake_option, fail
 
 if TYPE_CHECKING:
     from .synthetic import SyntheticRecording, SyntheticRun
@@ -264,7 +264,8 @@ def run_demo(lake: Path, out: Path, cfg: DemoConfig = DemoConfig(), *, address: 
 
 
 def demo_cmd(
-    lake: Optional[Path] = typer.Option(None, "--lake", help="Lake directory (default ./demo-lake)."),
+    lake: Optional[Path] = typer.Option(None, "--lake", parser=_lake_option, metavar="LAKE",
+                                        help="Lake directory (default ./demo-lake)."),
     out: Optional[Path] = typer.Option(None, "--out", help="Recordings directory (default ./demo-out)."),
     population: int = typer.Option(DemoConfig.population, "--population", min=2, help="CMA-ES population."),
     generations: int = typer.Option(DemoConfig.generations, "--generations", min=1, help="Generations."),
@@ -286,8 +287,22 @@ def demo_cmd(
                      refine_iterations=refine_iterations, tool_kg=tool_kg, campaign_episodes=campaign_episodes,
                      screen_generations=min(DemoConfig.screen_generations, generations))
     try:
-        summary = run_demo(lake or Path("demo-lake"), out or Path("demo-out"), cfg, address=address)
+        summary = run_demo(_local_demo_lake(lake), out or Path("demo-out"), cfg, address=address)
     except ValueError as exc:
         fail(str(exc))
     if as_json:
         typer.echo(json.dumps(summary, indent=2))
+
+
+def _local_demo_lake(lake) -> Path:
+    """The demo's lake: a local directory (default ./demo-lake). An s3:// lake is refused (the
+    demo runs on embedded defaults; a bucket lake takes the same commands one by one,
+    docs/lake.md "Object storage"); other URI schemes are refused by `--lake`'s parser."""
+    from .catalog import LakeLocation
+
+    if lake is None:
+        return Path("demo-lake")
+    if isinstance(lake, LakeLocation):
+        fail(f"--lake {lake.uri}: the demo needs a local lake directory; an s3:// lake takes the "
+             "commands the demo runs one by one (docs/lake.md, \"Object storage\")")
+    return lake

@@ -38,6 +38,11 @@ OBJECT_LAKE = typer.Option(None, "--lake", parser=_lake_option, metavar="LAKE",
 """`--lake` of the commands that also work on an object-storage lake (ingest, sql, catalog runs):
 resolve with `twinlake.catalog.open_lake`."""
 
+DESIGN_LAKE = typer.Option(None, "--lake", parser=_lake_option, metavar="LAKE",
+                           help="--design --for FIT: the lake holding the fit, a directory or s3://bucket/prefix "
+                                "(default $TWINLAKE_LAKE, else ./lake).")
+"""`excite --lake`: where `--design --for FIT` finds the fit (resolve with lake_session.lake_root)."""
+
 TRUE_PAYLOAD = typer.Option(None, "--payload", help="True payload at the flange MASS[,X,Y,Z] (kg; CoM m in the flange frame; default: the truth profile's).")
 """`--payload`: the simulated robot's true payload (parse with twinlake.sim.arm_model.load.parse_load)."""
 
@@ -105,5 +110,5 @@ def lake_usage_errors():
     return guard()
 
 
-__all__ = ["LAKE", "LAKE_HELP", "OBJECT_LAKE", "TRUE_FRICTION_LAW", "TRUE_PAYLOAD", "USAGE_ERROR", "check_lake_env", "fail",
+__all__ = ["DESIGN_LAKE", "LAKE", "LAKE_HELP", "OBJECT_LAKE", "TRUE_FRICTION_LAW", "TRUE_PAYLOAD", "USAGE_ERROR", "check_lake_env", "fail",
            "lake_usage_errors"]

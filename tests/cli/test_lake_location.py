@@ -58,8 +58,9 @@ def test_commands_refuse_an_unsupported_lake_as_one_line_and_write_nothing(tmp_p
         (["twinlake", "sql", "select 1", "--lake", "gs://twin/lake"], None, "'gs' scheme is not supported"),
         (["twinlake", "ingest", str(csv)], "file:///twin/lake", "'file' scheme is not supported"),
         (["twinlake.ingest", str(csv)], "gs://twin/lake", "'gs' scheme is not supported"),
-        (["twinlake", "catalog", "rebuild"], "s3://twin/lake", "needs a local lake directory"),
-        (["twinlake", "intervals", "--lake", "s3://twin/lake"], None, "needs a local lake directory"),
+        (["twinlake", "catalog", "rebuild"], "s3://twin/lake", "keeps no file index to rebuild"),
+        (["twinlake", "demo", "--lake", "s3://twin/lake"], None, "the demo needs a local lake directory"),
+        (["twinlake", "intervals", "--lake", "gs://twin/lake"], None, "'gs' scheme is not supported"),
     ]
     for args, env_lake, words in cases:
         out = _run(args, tmp_path, env_lake)

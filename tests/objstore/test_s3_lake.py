@@ -70,6 +70,17 @@ def test_round_trip_through_the_bucket(s3_lake, tmp_path, monkeypatch):
                                        "min(seq)": 0, "max(seq)": ROWS - 1}]
     runs = _twinlake("catalog", "runs", "--lake", s3_lake, "--json")
     assert [(r["run"], r["frame_count"]) for r in json.loads(runs.stdout)] == [("run001", ROWS)]
+    # `twinlake intervals` reads the bucket as `sql` does: the rows a local lake of the same file gives
+    local = str(tmp_path / "local-lake")
+    assert _twinlake("ingest", str(csv), "--lake", local, "--robot", "fr3a").exit_code == 0
+    for extra in ([], ["--run", "run001"]):
+        in_bucket = _twinlake("intervals", "--lake", s3_lake, "--json", *extra)
+        assert in_bucket.exit_code == 0, in_bucket.output
+        rows = json.loads(in_bucket.stdout)
+        assert rows == json.loads(_twinlake("intervals", "--lake", local, "--json", *extra).stdout)
+        assert [(r["run"], r["frame_count"]) for r in rows] == [("run001", ROWS)]
+    unknown = _twinlake("intervals", "--lake", s3_lake, "--run", "nope")
+    assert unknown.exit_code == 1 and f"lake {s3_lake}: no run with run 'nope'" in unknown.output
 
 
 def test_the_catalog_of_a_bucket_stays_locked(s3_lake, tmp_path, monkeypatch):
@@ -104,3 +115,30 @@ def test_bad_input_is_quarantined_in_the_bucket(s3_lake, tmp_path, monkeypatch):
     assert any(k.endswith("/reason.json") for k in keys)
     assert not any(k.startswith("lake/runs/") or k.startswith("lake/_log/") for k in keys)
     assert bad.read_text().startswith("seq,t_s")  # the input kept
+
+
+def test_quick_fit_replay_and_the_refusals_on_a_bucket(s3_lake, tmp_path, monkeypatch):
+    """`fit quick` and `sim replay` read a bucket lake (a session copy) as they read a local lake
+    of the same file (same refusal, same replay errors), and commit nothing; `catalog rebuild` and `demo` refuse a bucket, saying why."""
+    monkeypatch.chdir(tmp_path)
+    csv = _recording(tmp_path)
+    local = str(tmp_path / "local-lake")
+    for lake in (s3_lake, local):
+        assert _twinlake("ingest", str(csv), "--lake", lake, "--robot", "fr3a").exit_code == 0
+    # the synthetic sample is no arm's physics: the quick fit refuses it, in the same words (the
+    # same -1/I from the same rows) from the bucket as from the local lake
+    quick = [_twinlake("fit", "quick", "run001", "--joint", "2", "--json", "--lake", lake)
+             for lake in (s3_lake, local)]
+    assert [q.exit_code for q in quick] == [2, 2] and quick[0].output == quick[1].output
+    assert "quick fit of run001 J2 refused: the torque term 1/I came out" in quick[0].output
+    replayed = {}
+    for lake, out_dir in ((s3_lake, "from-bucket"), (local, "from-local")):
+        out = _twinlake("sim", "replay", "run001", "--out", str(tmp_path / out_dir), "--json", "--lake", lake)
+        assert out.exit_code == 0, out.output
+        replayed[lake] = json.loads(out.stdout)["q_rmse_vs_recording_rad"]
+    assert replayed[s3_lake] == replayed[local]
+    assert CommitLog(store_for(open_lake(s3_lake).location)).versions() == [1]  # read, nothing committed
+    rebuild = _twinlake("catalog", "rebuild", "--lake", s3_lake)
+    assert rebuild.exit_code == 2 and "keeps no file index to rebuild" in rebuild.output
+    demo = _twinlake("demo", "--lake", s3_lake)
+    assert demo.exit_code == 2 and "the demo needs a local lake directory" in demo.output

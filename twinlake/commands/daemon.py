@@ -23,7 +23,8 @@ from pathlib import Path
 
 import typer
 
-from ..options import TRUE_FRICTION_LAW, TRUE_PAYLOAD
+from ..options import DESIGN_LAKE, TRUE_FRICTION_LAW, TRUE_PAYLOAD
+from .lake_session import bucket_sessions
 
 daemon_app = typer.Typer(help="Run the sim-backed FR3 daemon (fr3_stack wire protocol).", no_args_is_help=True)
 record_app = typer.Typer(help="Start, stop or query a daemon's 1 kHz recording (port 5557).",
@@ -179,6 +180,7 @@ def _joints(values: list[str]) -> tuple[int, ...]:
     return tuple(int(j) for j in numbers)
 
 
+@bucket_sessions
 def excite(
     mode: str = typer.Option("sine", "--mode", help="hold, sine, chirp or multisine."),
     joints: list[str] = typer.Option(["1"], "--joints", help="Joints 1..7: space- or comma-separated (--joints 1 2 3)."),
@@ -220,7 +222,7 @@ def excite(
     params: list[str] = typer.Option([], "--params", help="--design: the parameters served, as `fit run --params` (default: the default fit's 28 continuous ones)."),
     criterion: str = typer.Option("worst", "--criterion", help="--design: worst (largest relative 95 % half-width) or d (D-optimal)."),
     no_confirm: bool = typer.Option(False, "--no-confirm", help="--design: skip the confirmation (one replay Jacobian of the chosen design, the fit's HAC rule; ~20 s for 40 s) and print and store the surrogate's prediction, stated as such."),
-    lake: Path | None = typer.Option(None, "--lake", help="--design --for FIT: the lake holding the fit (default $TWINLAKE_LAKE, else ./lake)."),
+    lake: Path | None = DESIGN_LAKE,
     configured_load: str | None = typer.Option(None, "--configured-load", help="The end-effector load set in Desk / setLoad, MASS[,X,Y,Z] (kg; CoM m in the flange frame): stored in metadata.json as configured_load, which the fit replays with."),
 ) -> None:
     """Joint excitation: preview files by default; --execute streams to a daemon."""
@@ -305,9 +307,9 @@ def _design(plan, q0, design, design_for, params, criterion, lake, tracking_erro
 
     anchor = PREVIEW_ANCHOR_Q if q0 is None else q0
     if design_for is not None and not Path(design_for).is_file():
-        from ..catalog import resolve_lake
+        from .lake_session import lake_root
 
-        lake = resolve_lake(lake)
+        lake = lake_root(lake)
     base = replace(plan, mode="multisine", joints=tuple(range(1, 8)))
     designed, section = run_design(base, anchor, design_for=design_for, lake=lake, params=params,
                                    criterion=criterion, tracking_error_rad=tracking_error, confirm=confirm)

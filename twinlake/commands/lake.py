@@ -14,7 +14,7 @@ import pyarrow as pa
 import typer
 
 from ..catalog.intervals import OPTIONAL_SPLITS
-from ..options import LAKE, OBJECT_LAKE, fail
+from ..options import OBJECT_LAKE, fail
 
 catalog_app = typer.Typer(help="Browse the lake's catalog.", no_args_is_help=True)
 
@@ -75,11 +75,17 @@ def runs_command(
 
 
 @catalog_app.command("rebuild")
-def rebuild_command(lake: Optional[Path] = LAKE) -> None:
+def rebuild_command(lake: Optional[Path] = OBJECT_LAKE) -> None:
     """Rebuild the lake's file index (_catalog/files.json) from the Parquet files alone."""
     from ..catalog import resolve_lake
     from ..catalog.file_index import index_path, rebuild_index
 
+    from ..catalog import lake_location
+
+    location = lake_location(lake)
+    if not location.is_local:  # nothing of the kind is stored in a bucket
+        fail(f"lake {location.uri}: a lake on object storage keeps no file index to rebuild: each reader "
+             "builds it from the commit log (docs/lake.md, \"Object storage\")")
     root = resolve_lake(lake)
     if not root.is_dir():
         fail(f"lake {root}: no such directory (give --lake DIR or set $TWINLAKE_LAKE)")
@@ -152,11 +158,11 @@ def intervals_command(
         [], "--no-split", help=f"Switch optional rules off (one or more): {', '.join(OPTIONAL_SPLITS)}."
     ),
     as_json: bool = typer.Option(False, "--json", help="Print a JSON array of interval rows."),
-    lake: Optional[Path] = LAKE,
+    lake: Optional[Path] = OBJECT_LAKE,
 ) -> None:
     """List clean gap-free intervals: consecutive ticks under one controller configuration,
     with why each starts and ends (the `intervals` view; join it to `frames` in SQL)."""
-    from ..catalog import connect, resolve_lake
+    from ..catalog import connect, lake_location, open_lake
     from ..catalog.intervals import clean_intervals
     from ..option_lists import split_values
 
@@ -164,13 +170,18 @@ def intervals_command(
     for name in no_split:
         if name not in OPTIONAL_SPLITS:
             fail(f"--no-split {name!r}: expected one of {', '.join(OPTIONAL_SPLITS)}")
-    root = resolve_lake(lake)
-    if not root.is_dir():
-        fail(f"lake {root}: no such directory (give --lake DIR or set $TWINLAKE_LAKE)")
+    try:
+        location = lake_location(lake)
+    except ValueError as exc:  # another URI scheme, named
+        fail(str(exc).splitlines()[0])
+    if location.is_local and not location.path.is_dir():
+        fail(f"lake {location.path}: no such directory (give --lake DIR or set $TWINLAKE_LAKE)")
+    root = location.path if location.is_local else location.uri
     splits = [r for r in OPTIONAL_SPLITS if r not in no_split]
     try:
         with _status("selecting clean intervals", enabled=not as_json):
-            con = connect(root)
+            # a bucket lake is read as `twinlake sql` reads it (Arrow datasets, the read lock)
+            con = connect(open_lake(location))
             _check_known(con, robot, run, root)
             table = clean_intervals(con, robot=robot, run=run, min_duration_s=min_duration_s,
                                     period_s=period_s, period_tol_s=period_tol_s, split_on=splits)

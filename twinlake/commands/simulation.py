@@ -13,18 +13,20 @@ from typing import Optional
 
 import typer
 
-from ..options import LAKE, TRUE_FRICTION_LAW, TRUE_PAYLOAD, fail
+from ..options import OBJECT_LAKE, TRUE_FRICTION_LAW, TRUE_PAYLOAD, fail
+from .lake_session import bucket_sessions
 
 sim_app = typer.Typer(help="Simulate the FR3: replay recorded runs.", no_args_is_help=True)
 
 
 @sim_app.command("replay")
+@bucket_sessions
 def replay_command(
     run: str = typer.Argument(..., help="Run id, or ROBOT/RUN when several robots have it."),
     out: Path = typer.Option(..., "--out", help="Output directory for the sim CSV and its sidecar."),
     interval: Optional[int] = typer.Option(None, "--interval", help="Clean-interval index (default: the longest)."),
     params: Optional[Path] = typer.Option(None, "--params", help="Profile JSON or FrankaTwin sysid_best_params.json (default: nominal)."),
-    lake: Optional[Path] = LAKE,
+    lake: Optional[Path] = OBJECT_LAKE,
     model: Optional[Path] = typer.Option(None, "--model", help="Own FR3 MJCF (joints matched by name *joint1..7)."),
     joint_map: Optional[str] = typer.Option(None, "--joint-map", help="With --model: '1=name1,2=name2,...,7=name7'."),
     no_ema: bool = typer.Option(False, "--no-ema", help="Drive with post-EMA targets, EMA bypassed."),
@@ -34,8 +36,8 @@ def replay_command(
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
-    from ..catalog import resolve_lake
     from ..replay import run_replay
+    from .lake_session import lake_root
 
     err = Console(stderr=True)
     try:
@@ -43,7 +45,7 @@ def replay_command(
         with Progress(TextColumn("replay"), BarColumn(), TextColumn("{task.completed}/{task.total} ticks"),
                       TimeRemainingColumn(), console=err, transient=True, disable=as_json) as bar:
             task = bar.add_task("replay", total=None)
-            summary = run_replay(resolve_lake(lake), run, out, interval=interval, params_path=params,
+            summary = run_replay(lake_root(lake), run, out, interval=interval, params_path=params,
                                  model_path=model, joint_map=parse_joint_map(joint_map), use_ema=not no_ema,
                                  progress=lambda done, total: bar.update(task, completed=done, total=total))
     except ValueError as exc:

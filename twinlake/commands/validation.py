@@ -12,7 +12,7 @@ from typing import Optional
 import typer
 
 from .lake_session import bucket_sessions
-from ..options import LAKE, OBJECT_LAKE, error_text, fail
+from ..options import OBJECT_LAKE, error_text, fail
 
 
 def _finite(value: float) -> float | None:
@@ -180,6 +180,7 @@ def _write_atomic(path: Path, text: str) -> None:
     atomic_write_text(path, text)
 
 
+@bucket_sessions
 def quick_cmd(
     run: str = typer.Argument(..., help="Run [ROBOT/]RUN."),
     joint: int = typer.Option(..., "--joint", help="Joint number 1..7."),
@@ -189,14 +190,17 @@ def quick_cmd(
     delay_ms: int = typer.Option(0, "--delay-ms", min=0, max=4, help="Torque-to-motion delay assumed [ms]."),
     allow_warnings: bool = typer.Option(False, "--allow-warnings", help="Write the report even when the fit is not trustworthy."),
     as_json: bool = typer.Option(False, "--json", help="Print the fit as JSON."),
-    lake: Optional[Path] = LAKE,
+    lake: Optional[Path] = OBJECT_LAKE,
 ) -> None:
     """A first-order per-joint fit (inertia, viscous damping, Coulomb friction) with standard errors; gap report against the profile."""
-    from ..catalog import resolve_lake
+    from ..catalog import lake_location
     from ..fit import quick_fit_run
     from ..fit import QuickFitRefused
+    from .lake_session import lake_root
 
-    root = resolve_lake(lake)
+    root = lake_root(lake)
+    # a bucket lake's session is a copy that goes when the command ends: the report's default home is here
+    reports = root if lake_location(lake).is_local else Path.cwd()
     try:
         params, label = _load_profile(profile)
         report = quick_fit_run(root, run, joint, profile=params, profile_label=label, with_friction=friction,
@@ -208,7 +212,7 @@ def quick_cmd(
     robot_run = report.run_label.split(" ")[0]
     robot, _, run_id = robot_run.partition("/")
     name = f"quick_j{joint}.fit.md"
-    path = (out / f"{robot}.{run_id}.{name}") if out else root / "reports" / f"robot={robot}" / f"run={run_id}" / name
+    path = (out / f"{robot}.{run_id}.{name}") if out else reports / "reports" / f"robot={robot}" / f"run={run_id}" / name
     _write_atomic(path, report.markdown())
     r = report.result
     if as_json:
