@@ -26,7 +26,10 @@ from .tick_grid import TimeOrder, frames_on_grid, with_stale
 from .validate import validate_frames
 
 PARQUET_COMPRESSION = "snappy"  # DuckDB's default too; ~20% faster to write than zstd
-ROW_GROUP_ROWS = 122_880  # DuckDB's own row-group size: lets one run's scan use every core
+ROW_GROUP_ROWS = 61_440
+"""Rows of a frames.parquet row group: half DuckDB's own (122 880), so the group the writer holds
+while it fills (95 columns, ~47 MB) bounds the ingest's peak less (bench/RESULTS.md, "Ingest speed
+and per-worker memory"); a run's scan still has a group per thread."""
 
 
 class FramesWriter:
@@ -89,7 +92,7 @@ class FramesWriter:
 def _write_groups(writer: pq.ParquetWriter, table: pa.Table, contiguous: bool = False) -> None:
     """Row groups of `ROW_GROUP_ROWS` rows, as a write of the whole table slices them. A
     group spanning two chunks is written as it is, not copied: a column of 8-byte values in
-    a group is 983 040 bytes, under the writer's 1 MiB data page, so it is one page whichever
+    a group is 491 520 bytes, under the writer's 1 MiB data page, so it is one page whichever
     batches the writer is handed (checked: the same bytes as one `pq.write_table`).
     `contiguous`: each group copied into one piece first, for a table with wider columns
     (strings), whose pages the writer cuts where the pieces' batches end."""
