@@ -77,16 +77,14 @@ def runs_command(
 @catalog_app.command("rebuild")
 def rebuild_command(lake: Optional[Path] = OBJECT_LAKE) -> None:
     """Rebuild the lake's file index (_catalog/files.json) from the Parquet files alone."""
-    from ..catalog import resolve_lake
-    from ..catalog.file_index import index_path, rebuild_index
-
     from ..catalog import lake_location
+    from ..catalog.file_index import index_path, rebuild_index
 
     location = lake_location(lake)
     if not location.is_local:  # nothing of the kind is stored in a bucket
         fail(f"lake {location.uri}: a lake on object storage keeps no file index to rebuild: each reader "
              "builds it from the commit log (docs/lake.md, \"Object storage\")")
-    root = resolve_lake(lake)
+    root = location.path
     if not root.is_dir():
         fail(f"lake {root}: no such directory (give --lake DIR or set $TWINLAKE_LAKE)")
     try:
