@@ -31,7 +31,7 @@ from .schema import FRAME_SCHEMA, JOINTS, RAW_FILE_TYPE, RUN_SCHEMA
 __getattr__, __dir__, _ = lazy_exports(__name__, globals(), {
     "read_only": ("ReadOnlyConnection", "ReadOnlyRefused"),
     "sql": ("SQL_FILES", "connect", "load_sql"),
-    "intervals": ("clean_intervals", "stage_run_intervals"),
+    "intervals": ("clean_intervals", "prepare_run_intervals", "stage_run_intervals"),
     "local_log": ("current_version",),
     "object_publish": ("published_file",),
     "session": ("is_session",),
@@ -52,6 +52,7 @@ __all__ = [
     "PartitionExists",
     "RAW_FILE_TYPE",
     "RUN_SCHEMA",
+    "prepare_run_intervals",
     "stage_run_intervals",
     "ReadOnlyConnection",
     "ReadOnlyRefused",

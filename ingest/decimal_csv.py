@@ -81,7 +81,8 @@ def read_decimal_chunks(data: np.ndarray, header: list[str], types: dict[str, pa
     (a whole CSV file as uint8, first line exactly `header`), in order, each parsed as
     `read_decimal_csv` parses a file; the table is None (and the iteration ends) where a span
     declines or the first line is not `header`: the caller parses from that byte on the
-    general way. `release(lo, hi)` after each span is parsed: its bytes are not read again."""
+    general way. `release(lo, hi)` after each span is parsed: its bytes are not read again.
+    The next span is parsed while the caller handles a table (one span ahead)."""
     newline = np.flatnonzero(data[: 1 << 16] == 10)
     if not newline.size or data[-1] != 10 or data[: newline[0]].tobytes() != \
             ",".join(header).encode():
@@ -91,14 +92,30 @@ def read_decimal_chunks(data: np.ndarray, header: list[str], types: dict[str, pa
     if lo == data.size:
         yield lo, None  # no rows: the caller says so, naming the line
         return
+    spans = _line_spans(data, lo, chunk_bytes)
+    with ThreadPoolExecutor(1, thread_name_prefix="twinlake-csv-ahead") as ahead:
+
+        def parse(span: tuple[int, int]):
+            return span, ahead.submit(_parse_span, data, *span, header, types, threads)
+
+        current = parse(next(spans))
+        while current is not None:
+            (lo, hi), parsing = current
+            table = parsing.result()
+            current = parse(following) if table is not None and \
+                (following := next(spans, None)) is not None else None
+            yield lo, table
+            if table is None:
+                return
+            if release is not None:
+                release(lo, hi)
+
+
+def _line_spans(data: np.ndarray, lo: int, chunk_bytes: int) -> Iterator[tuple[int, int]]:
+    """`(lo, hi)` of consecutive spans of whole lines of about `chunk_bytes` from byte `lo`."""
     while lo < data.size:
         hi = _line_end(data, min(lo + chunk_bytes, data.size))
-        table = _parse_span(data, lo, hi, header, types, threads)
-        yield lo, table
-        if table is None:
-            return
-        if release is not None:
-            release(lo, hi)
+        yield lo, hi
         lo = hi
 
 

@@ -14,12 +14,12 @@ from __future__ import annotations
 import queue
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..catalog.durable import fsync_path
 from .registry import IngestError, IngestUnit
 from .runstats import FrameStats
 from .tick_grid import TimeOrder, frames_on_grid, with_stale
@@ -32,9 +32,36 @@ while it fills (95 columns, ~47 MB) bounds the ingest's peak less (bench/RESULTS
 and per-worker memory"); a run's scan still has a group per thread."""
 
 
+@contextmanager
+def ingest_allocations() -> Iterator[None]:
+    """While the block runs: Arrow's buffers from the system allocator and numpy's large
+    arrays on base (4 KiB) pages; both as they were before it afterwards (a buffer is freed by
+    the pool that made it). An ingest touches each chunk's arrays once, so huge pages buy it
+    nothing, and both defaults ask for them: Arrow's mimalloc pool and numpy (every array of
+    4 MiB or more) madvise transparent huge pages, which a kernel with `defrag = madvise`
+    (common) serves with direct compaction and a zeroed 2 MiB page per fault. On the 600 000-row
+    bench file that was 0.3-0.7 s of system time of a ~3 s ingest and ~80 MB of peak RSS
+    (bench/RESULTS.md, "Ingest: the allocators")."""
+    try:
+        from numpy._core import multiarray
+    except ImportError:  # numpy 1.x
+        from numpy.core import multiarray
+
+    pool = pa.default_memory_pool()
+    huge = multiarray._set_madvise_hugepage(False)
+    pa.set_memory_pool(pa.system_memory_pool())
+    try:
+        yield
+    finally:
+        pa.set_memory_pool(pool)
+        multiarray._set_madvise_hugepage(huge)
+
+
 class FramesWriter:
     """`path` (frames.parquet) written by a background thread from the chunks `put` to it,
-    at most `AHEAD` waiting; `close` joins it, fsyncs and raises its error if it had one."""
+    at most `AHEAD` waiting; `close` joins it and raises its error if it had one. The file is
+    not fsynced here: the ingest starts that on a thread of its own (`RawStore.sync_in_background`)
+    so the disk flushes while the run's intervals are computed, and the publish fsyncs every file."""
 
     AHEAD = 1
 
@@ -55,7 +82,6 @@ class FramesWriter:
         self._thread.join()
         if self._error is not None:
             raise self._error
-        fsync_path(self.path)
 
     def abandon(self) -> None:
         """Stop the thread without finishing the file (the ingest failed)."""

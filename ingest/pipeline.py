@@ -22,6 +22,7 @@ from ..catalog import (
     Lake,
     PartitionExists,
     check_id,
+    prepare_run_intervals,
     publish_partition,
     published_file,
     stage_run_intervals,
@@ -30,7 +31,13 @@ from .outcome import Outcome, rejected
 from .registry import IngestError, IngestUnit, ReadOptions, SourceReader
 from .rawstore import DEFAULT_RAW_CODEC, RawStore
 from .runstats import flags_for, frame_stats, verdict_for
-from .frame_stream import PARQUET_COMPRESSION, ROW_GROUP_ROWS, stream_frames, write_chunks
+from .frame_stream import (
+    PARQUET_COMPRESSION,
+    ROW_GROUP_ROWS,
+    ingest_allocations,
+    stream_frames,
+    write_chunks,
+)
 
 
 def ingest_runs(lake: Lake, path: Path, reader: SourceReader, options: ReadOptions, *,
@@ -53,17 +60,19 @@ def ingest_runs(lake: Lake, path: Path, reader: SourceReader, options: ReadOptio
 def ingest_one(lake: Lake, path: Path, reader: SourceReader, options: ReadOptions, *,
                replace: bool = False, raw_codec: str = DEFAULT_RAW_CODEC) -> Outcome:
     """Read, validate and publish one input; never raises for bad data."""
-    raw = RawStore(lake, raw_codec)
-    try:
-        if path.is_file():
-            raw.start_primary(path)
-        return _ingest(lake, path, reader, options, replace, raw)
-    except Exception as exc:  # IngestError, or a library's error the reader did not foresee
-        err = exc if isinstance(exc, IngestError) else unforeseen(path, exc)
-        return rejected(lake, path, err, reader.name,
-                        [Path(options.mapping)] if options.mapping is not None else [])
-    finally:
-        raw.discard()
+    with ingest_allocations():
+        raw, warming = RawStore(lake, raw_codec), prepare_run_intervals()
+        try:
+            if path.is_file():
+                raw.start_primary(path)
+            return _ingest(lake, path, reader, options, replace, raw)
+        except Exception as exc:  # IngestError, or a library's error the reader did not foresee
+            err = exc if isinstance(exc, IngestError) else unforeseen(path, exc)
+            return rejected(lake, path, err, reader.name,
+                            [Path(options.mapping)] if options.mapping is not None else [])
+        finally:
+            raw.discard()
+            warming.join()
 
 
 def unforeseen(path: Path, exc: BaseException) -> IngestError:
@@ -84,8 +93,10 @@ def _ingest(lake: Lake, path: Path, reader: SourceReader, options: ReadOptions,
     # grid, stale flags, validation, statistics and frames.parquet, a chunk at a time (the
     # Parquet writer's thread and the archive's overlap the checks)
     stats = stream_frames(path, unit, raw.dir / "frames.parquet")
+    raw.sync_in_background("frames.parquet")
     for name, chunks in unit.extra_chunks.items():
         write_chunks(chunks, raw.dir / f"{name}.parquet")
+        raw.sync_in_background(f"{name}.parquet")
     for f in unit.raw_files:
         if f.path.is_file():
             raw.add(f.path, f.role)
@@ -236,4 +247,5 @@ def _write(lake: Lake, staging: Path, unit: IngestUnit, row: dict, raw: RawStore
         write_parquet(table, staging / f"{name}.parquet")
     raw.move_into(staging)
     write_parquet(run_table(row), staging / "run.parquet")
-    stage_run_intervals(lake, staging, unit.robot, unit.run)
+    stage_run_intervals(lake, staging, unit.robot, unit.run)  # while frames.parquet flushes
+    raw.wait_syncs()

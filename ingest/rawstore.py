@@ -166,6 +166,8 @@ class RawStore:
         self._primary: str | None = None
         self._writers: list[threading.Thread] = []
         self._write_errors: list[BaseException] = []
+        self._syncs: list[threading.Thread] = []
+        self._sync_errors: list[BaseException] = []
 
     def write_async(self, name: str, write: Callable[[Path], None]) -> None:
         """Run `write(self.dir / name)` on a background thread (e.g. a Parquet write)."""
@@ -180,6 +182,32 @@ class RawStore:
         thread = threading.Thread(target=work, name=f"twinlake-write-{name}", daemon=True)
         thread.start()
         self._writers.append(thread)
+
+    def sync_in_background(self, name: str) -> None:
+        """Start flushing `self.dir / name` (written, not yet fsynced) to disk on a thread:
+        the flush then overlaps the work before the publish, whose own fsync finds it done.
+        `wait_syncs` joins it and raises its error (an fsync error is reported once, to this
+        thread's descriptor, and not again to the publish's)."""
+        fd = os.open(self.dir / name, os.O_RDONLY)  # the file may be moved meanwhile: fd, not path
+
+        def work() -> None:
+            try:
+                os.fsync(fd)
+            except OSError as exc:  # reported by wait_syncs()
+                self._sync_errors.append(exc)
+            finally:
+                os.close(fd)
+
+        thread = threading.Thread(target=work, name=f"twinlake-sync-{name}", daemon=True)
+        thread.start()
+        self._syncs.append(thread)
+
+    def wait_syncs(self) -> None:
+        for thread in self._syncs:
+            thread.join()
+        self._syncs = []
+        if self._sync_errors:
+            raise self._sync_errors[0]
 
     def start_primary(self, src: Path, role: str = "recording") -> None:
         """Begin hashing + compressing `src` on a background thread (with `ARCHIVE_THREADS`
@@ -232,6 +260,6 @@ class RawStore:
     def discard(self) -> None:
         if self._thread is not None:
             self._thread.join()
-        for thread in self._writers:
+        for thread in self._writers + self._syncs:
             thread.join()
         shutil.rmtree(self.dir, ignore_errors=True)

@@ -1,3 +1,3 @@
-from .cli import main
+from .lean_start import main
 
 main()

@@ -15,15 +15,27 @@ installed) for the duration of a `with` block, and only when nothing imported th
 For a command's own process only (`twinlake ingest`): the libraries remember the absence for
 the rest of the process (pyarrow then does not recognise pandas objects, numba compiles no
 BLAS-backed function), which a library call inside a user's program must not impose.
+
+`main` (the `twinlake` command, `python -m twinlake`) also sets `PROCESS_ENVIRONMENT` before
+anything imports pyarrow, which reads it once, at import; a local Ray the command starts gives
+it to its workers.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from importlib.abc import MetaPathFinder
 
+PROCESS_ENVIRONMENT = {"ARROW_DEFAULT_MEMORY_POOL": "system"}
+"""Environment a command process sets for itself unless the user set it already. Arrow's
+default pool (mimalloc) asks for transparent huge pages, which a kernel with `defrag = madvise`
+serves with direct compaction and a zeroed 2 MiB page per fault: an ingest, which touches each
+chunk's buffers once, paid 0.3-0.6 s of system time of ~3 s and ~80 MB of peak RSS for it on the
+600 000-row bench file (bench/RESULTS.md, "Ingest: the allocators"). The system allocator has
+no such cost."""
 UNUSED = ("pandas", "hypothesis")
 BLAS_PROBE = "ensure_blas"  # numba/np/linalg.py: imports scipy.linalg.cython_blas
 
@@ -61,3 +73,12 @@ def absent() -> Iterator[None]:
         yield
     finally:
         sys.meta_path.remove(finder)
+
+
+def main() -> None:
+    """The `twinlake` command: `PROCESS_ENVIRONMENT` first, then the app (twinlake/cli.py)."""
+    for name, value in PROCESS_ENVIRONMENT.items():
+        os.environ.setdefault(name, value)
+    from .cli import main as run_app
+
+    run_app()
