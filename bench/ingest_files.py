@@ -91,6 +91,9 @@ _WORKERS = """
 import json, os, resource, sys
 from pathlib import Path
 os.environ.setdefault("RAY_AUTH_MODE", "token")
+from twinlake.lean_start import PROCESS_ENVIRONMENT
+for name, value in PROCESS_ENVIRONMENT.items():  # as the `twinlake` command sets it: its local Ray's workers inherit it
+    os.environ.setdefault(name, value)
 import ray
 from twinlake.ingest.fanout import ingest_task
 from twinlake.ingest.registry import ReadOptions, detect

@@ -297,7 +297,7 @@ def store_run_intervals(directory: str | Path, robot: str, run: str,
                         spill_dir: str | Path | None = None) -> Path | None:
     """Compute the default-rule intervals of the run whose files are in `directory` (a staged
     partition) with sql/clean_intervals_run.sql and store them there (`intervals.parquet`,
-    catalog/stored_intervals.py). The query holds at most `WRITER_MEMORY_LIMIT` in DuckDB and
+    catalog/stored_intervals.py). The query holds at most `writer_memory_limit` in DuckDB and
     spills beyond it to `spill_dir` (an empty directory the caller removes; None: DuckDB's
     default, beside the process's working directory). Returns the stored file's path; None
     (nothing stored, any older file there removed) when a file is missing or lacks a canonical
@@ -310,18 +310,26 @@ def store_run_intervals(directory: str | Path, robot: str, run: str,
     return write_stored_intervals(directory, robot, run, rules_version(), compute)
 
 
-WRITER_MEMORY_LIMIT = "300MB"
-"""DuckDB's memory limit while computing a run's stored intervals at publish. The query's
-window sorts the whole run (~200 bytes a row unbounded: ~950 MB for a one-hour 1 kHz run); with
-the limit it spills instead, so an ingest's peak does not grow with the run (bench/RESULTS.md,
-"Ingest in bounded memory"). 300 MB holds a 10-minute 1 kHz run without spilling (at 200 MB its
-spill cost ~80 ms of ~0.37 s); the peak of an ingest is its stream's, not this query's."""
+WRITER_MEMORY_MB = (300, 200)
+"""DuckDB's memory limit [MB] while computing a run's stored intervals at publish: for a run of up
+to `UNSPILLED_FRAMES` frames, and for a longer one. The query's window sorts the whole run (~400
+bytes a frame at its peak: ~1.4 GB for a one-hour 1 kHz run); with the limit it spills instead,
+so an ingest's peak does not grow with the run (bench/RESULTS.md, "Ingest in bounded memory").
+300 MB holds a 10-minute 1 kHz run without spilling (at 200 MB its spill cost ~80 ms of
+~0.37 s); a longer run spills at either, and 200 MB keeps its ingest's peak lower (bench/RESULTS.md,
+"Ingest: the allocators, overlap and start-up")."""
+UNSPILLED_FRAMES = 700_000
+
+
+def writer_memory_limit(frames: int) -> str:
+    """DuckDB's `memory_limit` for the stored intervals of a run of `frames` frames."""
+    return f"{WRITER_MEMORY_MB[0] if frames <= UNSPILLED_FRAMES else WRITER_MEMORY_MB[1]}MB"
 
 
 def _default_intervals(frames_path: str, runs_path: str, robot: str, run: str,
                        spill_dir: str | Path | None) -> pa.Table | None:
     """The one-run query's rows for these two files under the default rules, on a private
-    connection limited to `WRITER_MEMORY_LIMIT`; None for files lacking a canonical column or
+    connection limited to `writer_memory_limit`; None for files lacking a canonical column or
     on an error."""
     import duckdb
 
@@ -332,20 +340,22 @@ def _default_intervals(frames_path: str, runs_path: str, robot: str, run: str,
     params = {**run_query_params(robot, run, DEFAULT_RULES),
               "frames_files": [frames_path], "runs_files": [runs_path]}
     try:
-        con = _writer_connection(spill_dir)
+        import pyarrow.parquet as pq
+
+        con = _writer_connection(spill_dir, writer_memory_limit(pq.read_metadata(frames_path).num_rows))
         try:
             return con.sql(_one_run_query(), params=params).to_arrow_table()
         finally:
             con.close()
-    except duckdb.Error as exc:
+    except (duckdb.Error, OSError, pa.ArrowException) as exc:
         warnings.warn(f"{robot}/{run}: intervals not stored ({str(exc).splitlines()[0]}); "
                       "readers query them", stacklevel=3)
         return None
 
 
-def _writer_connection(spill_dir: str | Path | None):
+def _writer_connection(spill_dir: str | Path | None, memory_limit: str):
     """A private in-memory DuckDB connection with the `clean_intervals` macro, its memory
-    limited to `WRITER_MEMORY_LIMIT` and spilling to `spill_dir`; one per publish (~40 ms to
+    limited to `memory_limit` and spilling to `spill_dir`; one per publish (~40 ms to
     make), so each spills where its own lake's staging is. The macro binds over empty
     canonical tables `frames` / `runs`, which the one-run query's CTEs shadow."""
     import duckdb
@@ -353,7 +363,7 @@ def _writer_connection(spill_dir: str | Path | None):
     from .schema import FRAME_SCHEMA, RUN_SCHEMA
     from .sql import empty_table_sql
 
-    config = {"memory_limit": WRITER_MEMORY_LIMIT}
+    config = {"memory_limit": memory_limit}
     if spill_dir is not None:
         config["temp_directory"] = str(spill_dir)
     con = duckdb.connect(":memory:", config=config)

@@ -28,6 +28,7 @@ every line has the header's number of fields, no cell is empty and no space is a
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
@@ -81,8 +82,10 @@ def read_decimal_chunks(data: np.ndarray, header: list[str], types: dict[str, pa
     (a whole CSV file as uint8, first line exactly `header`), in order, each parsed as
     `read_decimal_csv` parses a file; the table is None (and the iteration ends) where a span
     declines or the first line is not `header`: the caller parses from that byte on the
-    general way. `release(lo, hi)` after each span is parsed: its bytes are not read again.
-    The next span is parsed while the caller handles a table (one span ahead)."""
+    general way. `release(lo, hi)` once a span is parsed, before its table is handed over: its
+    bytes are not read again.
+    The next span is parsed while the caller handles a table (one span ahead) when the process
+    may run on more than one core."""
     newline = np.flatnonzero(data[: 1 << 16] == 10)
     if not newline.size or data[-1] != 10 or data[: newline[0]].tobytes() != \
             ",".join(header).encode():
@@ -98,17 +101,28 @@ def read_decimal_chunks(data: np.ndarray, header: list[str], types: dict[str, pa
         def parse(span: tuple[int, int]):
             return span, ahead.submit(_parse_span, data, *span, header, types, threads)
 
+        early = _cores() > 1  # one core (a Ray task's): parsing ahead saves no time, holds a span
         current = parse(next(spans))
         while current is not None:
             (lo, hi), parsing = current
             table = parsing.result()
-            current = parse(following) if table is not None and \
-                (following := next(spans, None)) is not None else None
+            following = next(spans, None) if table is not None else None
+            current = parse(following) if early and following is not None else None
+            if table is not None and release is not None:
+                release(lo, hi)  # parsed: the table holds no reference to the text
             yield lo, table
             if table is None:
                 return
-            if release is not None:
-                release(lo, hi)
+            if not early and following is not None:
+                current = parse(following)
+
+
+def _cores() -> int:
+    """CPUs this process may run on now (its affinity where the system says)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
 
 
 def _line_spans(data: np.ndarray, lo: int, chunk_bytes: int) -> Iterator[tuple[int, int]]:

@@ -20,7 +20,7 @@ from ..catalog import Lake, clean_staging
 from .outcome import Outcome
 from .pipeline import ingest_runs
 from .plan import Claims, Job, Plan, Report, ResultImporter, Tail, Told, plan_inputs, tail_outcomes
-from .rawstore import DEFAULT_RAW_CODEC
+from .rawstore import DEFAULT_RAW_CODEC, discard_ahead
 from .registry import ReadOptions, readers
 
 
@@ -97,7 +97,10 @@ def ingest_paths(lake: Lake, paths: list[Path], options: ReadOptions = ReadOptio
     result files of each directory (None: they are noted as skipped, not runs)."""
     clean_staging(lake)
     executor = SerialExecutor(lake, options, replace, raw_codec)
-    yield from run_plan(plan_inputs(lake, paths, options, results), executor, eager=True)
+    try:
+        yield from run_plan(plan_inputs(lake, paths, options, results), executor, eager=True)
+    finally:
+        discard_ahead()  # an archive started ahead for an input the plan did not ingest
 
 
 __all__ = ["Executor", "SerialExecutor", "ingest_paths", "run_plan"]

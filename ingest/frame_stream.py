@@ -41,7 +41,7 @@ def ingest_allocations() -> Iterator[None]:
     4 MiB or more) madvise transparent huge pages, which a kernel with `defrag = madvise`
     (common) serves with direct compaction and a zeroed 2 MiB page per fault. On the 600 000-row
     bench file that was 0.3-0.7 s of system time of a ~3 s ingest and ~80 MB of peak RSS
-    (bench/RESULTS.md, "Ingest: the allocators")."""
+    (bench/RESULTS.md, "Ingest: the allocators, overlap and start-up")."""
     try:
         from numpy._core import multiarray
     except ImportError:  # numpy 1.x
@@ -154,7 +154,22 @@ def stream_frames(path: Path, unit: IngestUnit, out: Path) -> dict:
         writer.abandon()
         raise
     writer.close()
+    return_freed_memory()
     return stats
+
+
+def return_freed_memory() -> None:
+    """Give the C heap's free pages back to the system (glibc's `malloc_trim`; nothing where
+    there is none). The stream's chunks are freed by now, but the heap keeps their pages, and
+    the run's intervals query, next, takes its own memory (bench/RESULTS.md, "Ingest: the
+    allocators": ~120 MB back after a 3.6 M-row stream)."""
+    import ctypes
+
+    try:
+        trim = ctypes.CDLL(None).malloc_trim
+    except (AttributeError, OSError):
+        return
+    trim(0)
 
 
 def _each_chunk(path: Path, unit: IngestUnit, writer: FramesWriter) -> dict:

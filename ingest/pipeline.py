@@ -29,7 +29,7 @@ from ..catalog import (
 )
 from .outcome import Outcome, rejected
 from .registry import IngestError, IngestUnit, ReadOptions, SourceReader
-from .rawstore import DEFAULT_RAW_CODEC, RawStore
+from .rawstore import DEFAULT_RAW_CODEC, RawStore, adopt_ahead
 from .runstats import flags_for, frame_stats, verdict_for
 from .frame_stream import (
     PARQUET_COMPRESSION,
@@ -61,9 +61,10 @@ def ingest_one(lake: Lake, path: Path, reader: SourceReader, options: ReadOption
                replace: bool = False, raw_codec: str = DEFAULT_RAW_CODEC) -> Outcome:
     """Read, validate and publish one input; never raises for bad data."""
     with ingest_allocations():
-        raw, warming = RawStore(lake, raw_codec), prepare_run_intervals()
+        raw = adopt_ahead(lake, path, raw_codec) or RawStore(lake, raw_codec)
+        warming = prepare_run_intervals()
         try:
-            if path.is_file():
+            if path.is_file() and not raw.started:
                 raw.start_primary(path)
             return _ingest(lake, path, reader, options, replace, raw)
         except Exception as exc:  # IngestError, or a library's error the reader did not foresee

@@ -209,6 +209,11 @@ class RawStore:
         if self._sync_errors:
             raise self._sync_errors[0]
 
+    @property
+    def started(self) -> bool:
+        """True once `start_primary` ran."""
+        return self._primary is not None
+
     def start_primary(self, src: Path, role: str = "recording") -> None:
         """Begin hashing + compressing `src` on a background thread (with `ARCHIVE_THREADS`
         compressing workers)."""
@@ -263,3 +268,36 @@ class RawStore:
         for thread in self._writers + self._syncs:
             thread.join()
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+_AHEAD: dict[tuple[str, str], RawStore] = {}
+"""Archives started before their input's ingest (`archive_ahead`), by (resolved path, codec)."""
+
+
+def archive_ahead(lake: Lake, path: Path, codec: str = DEFAULT_RAW_CODEC) -> None:
+    """Start archiving file `path` (its hash and compressed copy, `RawStore.start_primary`) now,
+    before the ingest reaches it: a command starts its first input's archive as soon as it has
+    the lake, so the work runs on the core that the rest of its start-up leaves idle. The
+    input's ingest adopts it (`adopt_ahead`); `discard_ahead` removes what none adopted."""
+    key = (str(path.resolve()), codec)
+    if key in _AHEAD or not path.is_file():
+        return
+    store = RawStore(lake, codec)
+    store.start_primary(path)
+    _AHEAD[key] = store
+
+
+def adopt_ahead(lake: Lake, path: Path, codec: str) -> RawStore | None:
+    """The archive `archive_ahead` started for `path` in `lake`'s staging, now the caller's;
+    None when there is none."""
+    store = _AHEAD.get((str(path.resolve()), codec))
+    if store is None or store.dir.parent != lake.staging_dir:
+        return None
+    del _AHEAD[(str(path.resolve()), codec)]
+    return store
+
+
+def discard_ahead() -> None:
+    """Remove every archive started ahead that no ingest adopted (its input was not ingested)."""
+    while _AHEAD:
+        _AHEAD.popitem()[1].discard()

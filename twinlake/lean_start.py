@@ -34,7 +34,7 @@ PROCESS_ENVIRONMENT = {"ARROW_DEFAULT_MEMORY_POOL": "system"}
 default pool (mimalloc) asks for transparent huge pages, which a kernel with `defrag = madvise`
 serves with direct compaction and a zeroed 2 MiB page per fault: an ingest, which touches each
 chunk's buffers once, paid 0.3-0.6 s of system time of ~3 s and ~80 MB of peak RSS for it on the
-600 000-row bench file (bench/RESULTS.md, "Ingest: the allocators"). The system allocator has
+600 000-row bench file (bench/RESULTS.md, "Ingest: the allocators, overlap and start-up"). The system allocator has
 no such cost."""
 UNUSED = ("pandas", "hypothesis")
 BLAS_PROBE = "ensure_blas"  # numba/np/linalg.py: imports scipy.linalg.cython_blas

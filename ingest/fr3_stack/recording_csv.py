@@ -51,8 +51,10 @@ _INT_TYPES = {"seq": pa.int64(), "controller": pa.int32(), "schema_version": pa.
 _MARKERS = ("q0", "dq0", "tau_J0", "tau_cmd0")
 _JOINT_BLOCK = [f.name for f in FRAME_SCHEMA][FRAME_SCHEMA.get_field_index("q_target1"):
                                               FRAME_SCHEMA.get_field_index("joint_reset_count") + 1]
-CHUNK_BYTES = 32 << 20
-"""Bytes of the file parsed at a time by `frame_chunks` (~38 000 lines of a CSV v2)."""
+CHUNK_BYTES = 24 << 20
+"""Bytes of the file parsed at a time by `frame_chunks` (~29 000 lines of a CSV v2). With the
+next span parsed ahead two are in memory: 24 MiB kept a 3.6 M-row ingest's peak ~60 MB under
+32 MiB's at the same speed (bench/RESULTS.md, "Ingest: the allocators, overlap and start-up")."""
 DECIMAL_MIN_BYTES = 128 << 20
 """A file this large loads the compiled decimal reader (`decimal_table`) in any case."""
 _DECIMAL_MODULE = f"{__package__.rpartition('.')[0]}.decimal_csv"

@@ -64,3 +64,38 @@ def test_the_compiled_reader_of_a_fresh_process_loads_no_numba(tmp_path):
                   "print('loaded:', 'twinlake.ingest.decimal_csv' in sys.modules, 'numba' in sys.modules)",
                   cwd=csv.parent)
     assert out.splitlines()[-1] == "loaded: True False", out
+
+
+def test_the_command_process_takes_arrows_system_allocator_unless_the_user_chose_one():
+    code = ("import sys\nfrom twinlake.lean_start import main\nsys.argv = ['twinlake', 'catalog', '--help']\n"
+            "try:\n    main()\nexcept SystemExit:\n    pass\n"
+            "import pyarrow as pa\nprint(pa.default_memory_pool().backend_name, file=sys.stderr)")
+    env = {k: v for k, v in __import__("os").environ.items() if k != "ARROW_DEFAULT_MEMORY_POOL"}
+    for chosen, expected in ((None, "system"), ("jemalloc", "jemalloc")):
+        run_env = env if chosen is None else {**env, "ARROW_DEFAULT_MEMORY_POOL": chosen}
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=run_env,
+                              timeout=120)
+        assert done.returncode == 0, done.stderr
+        assert done.stderr.strip().splitlines()[-1] == expected
+
+
+def test_a_command_line_builds_the_command_it_names_alone_with_the_same_help():
+    from typer.testing import CliRunner
+
+    from twinlake.cli import build_app
+
+    code = ("import sys\nfrom twinlake.lean_start import main\nsys.argv = ['twinlake', 'ingest', '--help']\n"
+            "try:\n    main()\nexcept SystemExit:\n    pass\n"
+            "print(' '.join(sorted(m for m in sys.modules if m.startswith('twinlake.'))), file=sys.stderr)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    loaded = set(done.stderr.split())
+    assert "twinlake.commands.ingest" in loaded
+    assert not loaded & {"twinlake.demo", "twinlake.commands.fit", "twinlake.commands.lake",
+                         "twinlake.commands.daemon", "twinlake.commands.campaign"}, loaded
+    runner = CliRunner()
+    for line in (["ingest", "--help"], ["fit", "run", "--help"], ["sim", "--help"]):
+        whole = runner.invoke(build_app(), line, prog_name="twinlake")
+        alone = runner.invoke(build_app(line[0]), line, prog_name="twinlake")
+        assert whole.exit_code == alone.exit_code == 0
+        assert alone.output == whole.output

@@ -60,13 +60,8 @@ def _ingest(paths: list[Path], lake: Optional[Path], robot: Optional[str], run: 
             allow_partial: bool, as_json: bool, raw_codec: str, *, target_topic: Optional[str],
             kp: list[str], kd: list[str], robot_map: list[str], mapping: Optional[Path], workers: int,
             address: Optional[str]) -> None:
-    from rich.console import Console
-
     from ..catalog import open_lake
-    from ..ingest import ingest_paths
-    from ..ingest.registry import ReadOptions
 
-    err = Console(stderr=True)
     paths = _local_inputs(paths)
     if run is not None and (len(paths) > 1 or any(p.is_dir() and not (p / "metadata.yaml").is_file()
                                                   for p in paths)):  # a rosbag2 directory is one input
@@ -82,6 +77,16 @@ def _ingest(paths: list[Path], lake: Optional[Path], robot: Optional[str], run: 
         bag_options = _bag_options(target_topic, kp, kd, robot_map)
     except ValueError as exc:
         fail(str(exc))
+    if not workers and paths and paths[0].is_file():  # its hash and copy overlap our start-up
+        from ..ingest.rawstore import archive_ahead
+
+        archive_ahead(the_lake, paths[0], raw_codec)
+    from rich.console import Console
+
+    from ..ingest import ingest_paths
+    from ..ingest.registry import ReadOptions
+
+    err = Console(stderr=True)
     options = ReadOptions(robot=robot, run=run, allow_partial=allow_partial, mapping=mapping, **bag_options)
 
     def results(folder: Path):
