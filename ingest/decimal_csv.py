@@ -28,7 +28,6 @@ every line has the header's number of fields, no cell is empty and no space is a
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
@@ -37,6 +36,7 @@ import numpy as np
 import pyarrow as pa
 
 from . import decimal_native
+from .cores import available_cores
 
 _POW10 = np.array([10.0 ** k for k in range(23)])  # exact doubles: 10^0 .. 10^22
 _MIN_SPAN_BYTES = 1 << 22  # a thread per 4 MiB at least
@@ -101,7 +101,7 @@ def read_decimal_chunks(data: np.ndarray, header: list[str], types: dict[str, pa
         def parse(span: tuple[int, int]):
             return span, ahead.submit(_parse_span, data, *span, header, types, threads)
 
-        early = _cores() > 1  # one core (a Ray task's): parsing ahead saves no time, holds a span
+        early = available_cores() > 1  # one core (a Ray task's): parsing ahead saves no time, holds a span
         current = parse(next(spans))
         while current is not None:
             (lo, hi), parsing = current
@@ -116,13 +116,6 @@ def read_decimal_chunks(data: np.ndarray, header: list[str], types: dict[str, pa
             if not early and following is not None:
                 current = parse(following)
 
-
-def _cores() -> int:
-    """CPUs this process may run on now (its affinity where the system says)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
 
 
 def _line_spans(data: np.ndarray, lo: int, chunk_bytes: int) -> Iterator[tuple[int, int]]:

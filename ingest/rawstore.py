@@ -31,6 +31,7 @@ import pyarrow as pa
 
 from ..catalog import Lake, new_staging_dir
 from ..catalog.durable import fsync_path
+from .cores import available_cores
 
 CHUNK_BYTES = 1 << 23
 """Input bytes per compressed frame (8 MiB: smaller frames cost more CPU, larger save none)."""
@@ -45,7 +46,9 @@ level 3 3.6 s / 36%, 2 1.7 s / 33%, 1 1.2-1.3 s / 31%, -1 1.1 s / 56%, -3 0.9 s 
 -10 0.7 s / 75%: on float text 1 is both the cheapest level that entropy-codes the digits
 and the smallest output; every faster level nearly doubles the archive."""
 ARCHIVE_THREADS = 2
-"""Workers compressing the primary file's frames (on top of the hashing thread)."""
+"""Workers compressing the primary file's frames (on top of the hashing thread), where the
+process may run on more than one core; on one, the hashing thread compresses them itself (one
+block in memory instead of four: the bytes are the same)."""
 
 
 @dataclass(frozen=True)
@@ -221,8 +224,8 @@ class RawStore:
 
         def work() -> None:
             try:
-                self._stored[src.name] = store_file(src, self.dir / "raw", role, self.codec,
-                                                    threads=ARCHIVE_THREADS)
+                threads = ARCHIVE_THREADS if available_cores() > 1 else 1
+                self._stored[src.name] = store_file(src, self.dir / "raw", role, self.codec, threads=threads)
             except BaseException as exc:  # reported by wait()
                 self._error = exc
 

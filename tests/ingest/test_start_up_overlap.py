@@ -36,7 +36,7 @@ def _chunks(text: bytes, chunk_bytes: int):
 
 @pytest.mark.parametrize("cores", [1, 2])  # one core: no span parsed ahead
 def test_spans_parsed_ahead_give_the_whole_files_table_and_release_each_parsed_span_once(cores, monkeypatch):
-    monkeypatch.setattr(decimal_csv, "_cores", lambda: cores)
+    monkeypatch.setattr(decimal_csv, "available_cores", lambda: cores)
     text = _csv(20_000)
     out, released = _chunks(text, 16_384)
     assert len(out) > 10 and all(table is not None for _, table in out)
