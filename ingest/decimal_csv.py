@@ -36,7 +36,7 @@ import numpy as np
 import pyarrow as pa
 
 from . import decimal_native
-from .cores import available_cores
+from ..contracts.cores import available_cores
 
 _POW10 = np.array([10.0 ** k for k in range(23)])  # exact doubles: 10^0 .. 10^22
 _MIN_SPAN_BYTES = 1 << 22  # a thread per 4 MiB at least

@@ -31,7 +31,7 @@ import pyarrow as pa
 
 from ..catalog import Lake, new_staging_dir
 from ..catalog.durable import fsync_path
-from .cores import available_cores
+from ..contracts.cores import available_cores
 
 CHUNK_BYTES = 1 << 23
 """Input bytes per compressed frame (8 MiB: smaller frames cost more CPU, larger save none)."""
