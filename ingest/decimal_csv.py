@@ -28,6 +28,7 @@ every line has the header's number of fields, no cell is empty and no space is a
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
@@ -98,8 +99,10 @@ def read_decimal_chunks(data: np.ndarray, header: list[str], types: dict[str, pa
     spans = _line_spans(data, lo, chunk_bytes)
     with ThreadPoolExecutor(1, thread_name_prefix="twinlake-csv-ahead") as ahead:
 
+        buffers = OutputBuffers()
+
         def parse(span: tuple[int, int]):
-            return span, ahead.submit(_parse_span, data, *span, header, types, threads)
+            return span, ahead.submit(_parse_span, data, *span, header, types, threads, buffers)
 
         early = available_cores() > 1  # one core (a Ray task's): parsing ahead saves no time, holds a span
         current = parse(next(spans))
@@ -136,15 +139,55 @@ def _line_end(data: np.ndarray, at: int) -> int:
     return data.size
 
 
+class OutputBuffers:
+    """The float matrices a file's spans are parsed into, reused once no table refers to one
+    any more. A span's float columns are views of its matrix that Arrow keeps without a copy
+    (each view holds a reference to the matrix), so a matrix whose only reference is this
+    pool's is free. A fresh ~20 MB matrix per span costs its page faults and leaves the heap
+    fragmented; a few reused ones do not. The integer matrix is always copied into the table
+    (its columns are cast), so it is reused at once."""
+
+    KEEP = 6  # matrices kept at most: the spans alive at once (parse ahead, checks, writer) and some
+
+    def __init__(self) -> None:
+        self._floats: list[np.ndarray] = []
+        self._ints: np.ndarray | None = None
+        self._idle = None  # a pooled matrix's reference count when nothing else refers to it
+
+    def matrices(self, n_float: int, n_int: int, rows: int) -> tuple[np.ndarray, np.ndarray]:
+        """(floats (n_float, m), ints (n_int, m)), m ≥ rows: free ones when there are, else new."""
+        for k in range(len(self._floats)):
+            if sys.getrefcount(self._floats[k]) == self._idle and \
+                    self._floats[k].shape[0] == n_float and self._floats[k].shape[1] >= rows:
+                floats = self._floats[k]
+                break
+        else:
+            floats = np.empty((n_float, rows + rows // 4))
+            if len(self._floats) < self.KEEP:
+                self._floats.append(floats)
+                if self._idle is None:
+                    del floats
+                    self._idle = sys.getrefcount(self._floats[-1])
+                    floats = self._floats[-1]
+        if self._ints is None or self._ints.shape != (n_int, floats.shape[1]):  # the kernel's one row stride
+            self._ints = np.empty((n_int, floats.shape[1]), np.int64)
+        return floats, self._ints
+
+
 def _parse_span(data: np.ndarray, start: int, stop: int, header: list[str],
-                types: dict[str, pa.DataType], threads: int) -> pa.Table | None:
-    """The table of the whole lines `data[start:stop]`, or None where any declines."""
+                types: dict[str, pa.DataType], threads: int,
+                buffers: OutputBuffers | None = None) -> pa.Table | None:
+    """The table of the whole lines `data[start:stop]`, or None where any declines; parsed into
+    `buffers`' matrices when given (else new ones)."""
     spans = _spans(data, start, threads, stop)
     rows = sum(count for _, count, _ in spans)
     is_int = np.array([pa.types.is_integer(types[name]) for name in header])
     parse_rows = kernels()[1]
-    floats = np.empty((int((~is_int).sum()), rows))
-    ints = np.empty((int(is_int.sum()), rows), np.int64)
+    n_float, n_int = int((~is_int).sum()), int(is_int.sum())
+    if buffers is None:
+        floats, ints = np.empty((n_float, rows)), np.empty((n_int, rows), np.int64)
+    else:
+        floats, ints = buffers.matrices(n_float, n_int, rows)
 
     def parse(span: tuple[int, int, int]) -> bool:
         start, count, first_row = span
@@ -157,7 +200,7 @@ def _parse_span(data: np.ndarray, start: int, stop: int, header: list[str],
             parsed = list(pool.map(parse, spans))
     if not all(parsed):
         return None
-    return _table(header, types, is_int, floats, ints)
+    return _table(header, types, is_int, floats[:, :rows], ints[:, :rows])
 
 
 def _spans(data: np.ndarray, start: int, threads: int,

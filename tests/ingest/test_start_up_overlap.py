@@ -92,3 +92,24 @@ def test_the_allocators_are_restored_after_an_ingest():
         assert multiarray._set_madvise_hugepage(True) is True  # on again after it
     finally:
         multiarray._set_madvise_hugepage(huge)
+
+
+def test_a_spans_matrix_is_reused_only_once_no_table_refers_to_it(monkeypatch):
+    text = _csv(40_000)
+    data = np.frombuffer(text, dtype=np.uint8)
+    whole = read_decimal_csv(pa.py_buffer(text), HEADER, TYPES)
+    handed: list[int] = []
+    matrices = decimal_csv.OutputBuffers.matrices
+
+    def spy(self, *args):
+        floats, ints = matrices(self, *args)
+        handed.append(id(floats))
+        return floats, ints
+
+    monkeypatch.setattr(decimal_csv.OutputBuffers, "matrices", spy)
+    kept = [t for _, t in read_decimal_chunks(data, HEADER, TYPES, 16_384)]
+    assert len(set(handed)) == len(handed) > 20  # every span's tables alive: never a shared matrix
+    assert pa.concat_tables(kept).equals(whole)
+    handed.clear()
+    rows = sum(t.num_rows for _, t in read_decimal_chunks(data, HEADER, TYPES, 16_384))  # each dropped at once
+    assert rows == whole.num_rows and len(handed) > 20 and len(set(handed)) <= 3
