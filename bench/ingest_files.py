@@ -91,9 +91,8 @@ _WORKERS = """
 import json, os, resource, sys
 from pathlib import Path
 os.environ.setdefault("RAY_AUTH_MODE", "token")
-from twinlake.lean_start import PROCESS_ENVIRONMENT
-for name, value in PROCESS_ENVIRONMENT.items():  # as the `twinlake` command sets it: its local Ray's workers inherit it
-    os.environ.setdefault(name, value)
+from twinlake.lean_start import use_process_environment
+use_process_environment()  # as the `twinlake` command does: its local Ray's workers inherit it
 import ray
 from twinlake.ingest.fanout import ingest_task
 from twinlake.ingest.registry import ReadOptions, detect

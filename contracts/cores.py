@@ -1,6 +1,6 @@
 """How many CPUs this process may run on now: what the ingest's CSV parse (one span ahead) and
-raw archive (compressing workers) ask before they work in parallel. On one core (a Ray ingest task's, ingest/fanout.py
-`confined_to_cpus`) parallel work saves no time and holds more memory."""
+raw archive (compressing workers) ask before they work in parallel. On one core (a Ray ingest
+task's, ingest/fanout.py `confined_to_cpus`) parallel work saves no time and holds more memory."""
 
 from __future__ import annotations
 

@@ -162,7 +162,7 @@ def return_freed_memory() -> None:
     """Give the C heap's free pages back to the system (glibc's `malloc_trim`; nothing where
     there is none). The stream's chunks are freed by now, but the heap keeps their pages, and
     the run's intervals query, next, takes its own memory (bench/RESULTS.md, "Ingest: the
-    allocators": ~120 MB back after a 3.6 M-row stream)."""
+    allocators, overlap and start-up": ~120 MB back after a 3.6 M-row stream)."""
     import ctypes
 
     try:

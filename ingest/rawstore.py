@@ -152,6 +152,34 @@ def read_raw(stored: Path) -> bytes:
         return fh.read()
 
 
+class _Background:
+    """Threads of one kind and the errors they raised: `start(name, work)` runs `work()` on a
+    daemon thread; `join()` waits for every one started and raises the first error (again at a
+    later `join`), `join(report=False)` only waits."""
+
+    def __init__(self) -> None:
+        self._threads: list[threading.Thread] = []
+        self._errors: list[BaseException] = []
+
+    def start(self, name: str, work: Callable[[], None]) -> None:
+        def run() -> None:
+            try:
+                work()
+            except BaseException as exc:  # noqa: BLE001  raised by join(), in the ingest's thread
+                self._errors.append(exc)
+
+        thread = threading.Thread(target=run, name=name, daemon=True)
+        thread.start()
+        self._threads.append(thread)
+
+    def join(self, report: bool = True) -> None:
+        for thread in self._threads:
+            thread.join()
+        self._threads = []
+        if report and self._errors:
+            raise self._errors[0]
+
+
 class RawStore:
     """Raw copies (and pre-written tables) built in their own `_staging/prep-*` directory,
     moved into a partition by `move_into(partition_dir)`; `discard()` removes them if the
@@ -164,27 +192,17 @@ class RawStore:
         self.dir = new_staging_dir(lake, "prep")
         (self.dir / "raw").mkdir()
         self._stored: dict[str, StoredFile] = {}
-        self._thread: threading.Thread | None = None
-        self._error: BaseException | None = None
         self._primary: str | None = None
-        self._writers: list[threading.Thread] = []
-        self._write_errors: list[BaseException] = []
-        self._syncs: list[threading.Thread] = []
-        self._sync_errors: list[BaseException] = []
+        self._archive, self._writes, self._syncs = _Background(), _Background(), _Background()
 
     def write_async(self, name: str, write: Callable[[Path], None]) -> None:
         """Run `write(self.dir / name)` on a background thread (e.g. a Parquet write)."""
 
         def work() -> None:
-            try:
-                write(self.dir / name)
-                fsync_path(self.dir / name)
-            except BaseException as exc:  # reported by wait()
-                self._write_errors.append(exc)
+            write(self.dir / name)
+            fsync_path(self.dir / name)
 
-        thread = threading.Thread(target=work, name=f"twinlake-write-{name}", daemon=True)
-        thread.start()
-        self._writers.append(thread)
+        self._writes.start(f"twinlake-write-{name}", work)  # reported by wait_writes()
 
     def sync_in_background(self, name: str) -> None:
         """Start flushing `self.dir / name` (written, not yet fsynced) to disk on a thread:
@@ -196,21 +214,13 @@ class RawStore:
         def work() -> None:
             try:
                 os.fsync(fd)
-            except OSError as exc:  # reported by wait_syncs()
-                self._sync_errors.append(exc)
             finally:
                 os.close(fd)
 
-        thread = threading.Thread(target=work, name=f"twinlake-sync-{name}", daemon=True)
-        thread.start()
-        self._syncs.append(thread)
+        self._syncs.start(f"twinlake-sync-{name}", work)
 
     def wait_syncs(self) -> None:
-        for thread in self._syncs:
-            thread.join()
-        self._syncs = []
-        if self._sync_errors:
-            raise self._sync_errors[0]
+        self._syncs.join()
 
     @property
     def started(self) -> bool:
@@ -223,14 +233,10 @@ class RawStore:
         self._primary = src.name
 
         def work() -> None:
-            try:
-                threads = ARCHIVE_THREADS if available_cores() > 1 else 1
-                self._stored[src.name] = store_file(src, self.dir / "raw", role, self.codec, threads=threads)
-            except BaseException as exc:  # reported by wait()
-                self._error = exc
+            threads = ARCHIVE_THREADS if available_cores() > 1 else 1
+            self._stored[src.name] = store_file(src, self.dir / "raw", role, self.codec, threads=threads)
 
-        self._thread = threading.Thread(target=work, name="twinlake-rawstore", daemon=True)
-        self._thread.start()
+        self._archive.start("twinlake-rawstore", work)  # reported by wait()
 
     def add(self, src: Path, role: str) -> None:
         """Hash + compress a (small) companion file now; the primary is never added twice."""
@@ -239,11 +245,7 @@ class RawStore:
 
     def wait(self) -> list[StoredFile]:
         """Join the background work; the stored files, primary first."""
-        if self._thread is not None:
-            self._thread.join()
-            self._thread = None
-        if self._error is not None:
-            raise self._error
+        self._archive.join()
         first = [self._stored[self._primary]] if self._primary in self._stored else []
         return first + [f for n, f in self._stored.items() if n != self._primary]
 
@@ -252,11 +254,7 @@ class RawStore:
         return self._stored[name].sha256
 
     def wait_writes(self) -> None:
-        for thread in self._writers:
-            thread.join()
-        self._writers = []
-        if self._write_errors:
-            raise self._write_errors[0]
+        self._writes.join()
 
     def move_into(self, partition_dir: Path) -> None:
         """Move `raw/` and every pre-written file into `partition_dir` (same filesystem)."""
@@ -266,10 +264,8 @@ class RawStore:
             os.rename(entry, partition_dir / entry.name)
 
     def discard(self) -> None:
-        if self._thread is not None:
-            self._thread.join()
-        for thread in self._writers + self._syncs:
-            thread.join()
+        for background in (self._archive, self._writes, self._syncs):
+            background.join(report=False)
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
@@ -293,11 +289,11 @@ def archive_ahead(lake: Lake, path: Path, codec: str = DEFAULT_RAW_CODEC) -> Non
 def adopt_ahead(lake: Lake, path: Path, codec: str) -> RawStore | None:
     """The archive `archive_ahead` started for `path` in `lake`'s staging, now the caller's;
     None when there is none."""
-    store = _AHEAD.get((str(path.resolve()), codec))
+    key = (str(path.resolve()), codec)
+    store = _AHEAD.get(key)
     if store is None or store.dir.parent != lake.staging_dir:
         return None
-    del _AHEAD[(str(path.resolve()), codec)]
-    return store
+    return _AHEAD.pop(key)
 
 
 def discard_ahead() -> None:

@@ -88,7 +88,7 @@ def main() -> None:
     named = sys.argv[1] if len(sys.argv) > 1 else None
     only = named if named in {name for name, _, _ in COMMANDS} else None
     with lake_usage_errors():
-        build_app(only)() if only is not None else build_app()()
+        build_app(only)()
 
 
 if __name__ == "__main__":

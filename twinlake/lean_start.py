@@ -33,9 +33,9 @@ PROCESS_ENVIRONMENT = {"ARROW_DEFAULT_MEMORY_POOL": "system"}
 """Environment a command process sets for itself unless the user set it already. Arrow's
 default pool (mimalloc) asks for transparent huge pages, which a kernel with `defrag = madvise`
 serves with direct compaction and a zeroed 2 MiB page per fault: an ingest, which touches each
-chunk's buffers once, paid 0.3-0.6 s of system time of ~3 s and ~80 MB of peak RSS for it on the
-600 000-row bench file (bench/RESULTS.md, "Ingest: the allocators, overlap and start-up"). The system allocator has
-no such cost."""
+chunk's buffers once, paid 0.3-0.6 s of system time of ~3 s and ~80 MB of peak RSS for it on
+the 600 000-row bench file (bench/RESULTS.md, "Ingest: the allocators, overlap and start-up").
+The system allocator has no such cost."""
 UNUSED = ("pandas", "hypothesis")
 BLAS_PROBE = "ensure_blas"  # numba/np/linalg.py: imports scipy.linalg.cython_blas
 
@@ -75,10 +75,16 @@ def absent() -> Iterator[None]:
         sys.meta_path.remove(finder)
 
 
-def main() -> None:
-    """The `twinlake` command: `PROCESS_ENVIRONMENT` first, then the app (twinlake/cli.py)."""
+def use_process_environment() -> None:
+    """`PROCESS_ENVIRONMENT` into this process's environment, where the user set nothing; before
+    pyarrow is imported (children started later, a local Ray's workers, inherit it)."""
     for name, value in PROCESS_ENVIRONMENT.items():
         os.environ.setdefault(name, value)
+
+
+def main() -> None:
+    """The `twinlake` command: `use_process_environment` first, then the app (twinlake/cli.py)."""
+    use_process_environment()
     from .cli import main as run_app
 
     run_app()
