@@ -92,7 +92,7 @@ import json, os, resource, sys
 from pathlib import Path
 os.environ.setdefault("RAY_AUTH_MODE", "token")
 from twinlake.lean_start import use_process_environment
-use_process_environment()  # as the `twinlake` command does: its local Ray's workers inherit it
+use_process_environment("ingest")  # as `twinlake ingest` does: its local Ray's workers inherit it
 import ray
 from twinlake.ingest.fanout import ingest_task
 from twinlake.ingest.registry import ReadOptions, detect

@@ -21,7 +21,7 @@ from .outcome import Outcome
 from .pipeline import ingest_runs
 from .plan import Claims, Job, Plan, Report, ResultImporter, Tail, Told, plan_inputs, tail_outcomes
 from .rawstore import DEFAULT_RAW_CODEC, discard_ahead
-from .registry import ReadOptions, readers
+from .registry import ReadOptions, reader_named
 
 
 class Executor(Protocol):
@@ -74,11 +74,10 @@ class SerialExecutor:
 
     def __init__(self, lake: Lake, options: ReadOptions, replace: bool, raw_codec: str) -> None:
         self._lake, self._options, self._replace, self._codec = lake, options, replace, raw_codec
-        self._readers = {r.name: r for r in readers()}
         self._done: dict[int, list[Outcome]] = {}
 
     def submit(self, job: Job) -> None:
-        self._done[job.index] = ingest_runs(self._lake, job.path, self._readers[job.reader], self._options,
+        self._done[job.index] = ingest_runs(self._lake, job.path, reader_named(job.reader), self._options,
                                             replace=self._replace, raw_codec=self._codec)
 
     def outcomes(self, index: int) -> list[Outcome]:

@@ -46,7 +46,7 @@ from ..catalog import Lake, clean_staging, open_lake
 from .outcome import Outcome, rejected
 from .pipeline import ingest_runs, unforeseen
 from .rawstore import DEFAULT_RAW_CODEC
-from .registry import ReadOptions, readers
+from .registry import ReadOptions, reader_named
 from .remote_inputs import source_uri
 from .execute import run_plan
 from .plan import Job, ResultImporter, plan_inputs
@@ -140,7 +140,7 @@ def ingest_task(lake_root: str, path: str, reader_name: str, options: ReadOption
     """One input's `ingest_runs` (one Outcome per run), on `num_cpus` cores of the node (the
     body of a Ray task). `source`: the input's `s3://` URI when it came from a bucket, fetched
     to this node's own input mirror first (ingest/remote_inputs.py)."""
-    reader = {r.name: r for r in readers()}[reader_name]
+    reader = reader_named(reader_name)
     if source is not None:
         from .remote_inputs import fetch_entry
 

@@ -16,9 +16,9 @@ For a command's own process only (`twinlake ingest`): the libraries remember the
 the rest of the process (pyarrow then does not recognise pandas objects, numba compiles no
 BLAS-backed function), which a library call inside a user's program must not impose.
 
-`main` (the `twinlake` command, `python -m twinlake`) also sets `PROCESS_ENVIRONMENT` before
-anything imports pyarrow, which reads it once, at import; a local Ray the command starts gives
-it to its workers.
+`main` (the `twinlake` command, `python -m twinlake`) also sets `PROCESS_ENVIRONMENT` (and its
+command's `COMMAND_ENVIRONMENT`) before anything imports pyarrow or numpy, which read it once, at
+import; a local Ray the command starts gives it to its workers.
 """
 
 from __future__ import annotations
@@ -36,6 +36,11 @@ serves with direct compaction and a zeroed 2 MiB page per fault: an ingest, whic
 chunk's buffers once, paid 0.3-0.6 s of system time of ~3 s and ~80 MB of peak RSS for it on
 the 600 000-row bench file (bench/RESULTS.md, "Ingest: the allocators, overlap and start-up").
 The system allocator has no such cost."""
+COMMAND_ENVIRONMENT = {"ingest": {"OPENBLAS_NUM_THREADS": "1"}}
+"""Environment of one command's process, beside `PROCESS_ENVIRONMENT` (the user's setting wins).
+numpy's OpenBLAS starts one thread per core at import; an ingest makes no BLAS call, yet those
+threads spun for ~0.1 CPU s of a 600 000-row ingest's ~4.2 (perf: `blas_thread_server`), on a
+two-core machine time taken from the parse. A fit keeps OpenBLAS's default."""
 UNUSED = ("pandas", "hypothesis")
 BLAS_PROBE = "ensure_blas"  # numba/np/linalg.py: imports scipy.linalg.cython_blas
 
@@ -75,16 +80,17 @@ def absent() -> Iterator[None]:
         sys.meta_path.remove(finder)
 
 
-def use_process_environment() -> None:
-    """`PROCESS_ENVIRONMENT` into this process's environment, where the user set nothing; before
-    pyarrow is imported (children started later, a local Ray's workers, inherit it)."""
-    for name, value in PROCESS_ENVIRONMENT.items():
+def use_process_environment(command: str | None = None) -> None:
+    """`PROCESS_ENVIRONMENT` and `command`'s `COMMAND_ENVIRONMENT` into this process's
+    environment, where the user set nothing; before pyarrow and numpy are imported (children
+    started later, a local Ray's workers, inherit it)."""
+    for name, value in {**PROCESS_ENVIRONMENT, **COMMAND_ENVIRONMENT.get(command or "", {})}.items():
         os.environ.setdefault(name, value)
 
 
 def main() -> None:
     """The `twinlake` command: `use_process_environment` first, then the app (twinlake/cli.py)."""
-    use_process_environment()
+    use_process_environment(sys.argv[1] if len(sys.argv) > 1 else None)
     from .cli import main as run_app
 
     run_app()

@@ -79,6 +79,27 @@ def test_the_command_process_takes_arrows_system_allocator_unless_the_user_chose
         assert done.stderr.strip().splitlines()[-1] == expected
 
 
+def test_an_ingest_process_runs_numpys_blas_on_one_thread_unless_the_user_chose():
+    """`twinlake ingest` (no BLAS call) does not start OpenBLAS's thread per core; other commands
+    and a user's own setting are left alone."""
+    code = ("import os, sys\nfrom twinlake.lean_start import main\nsys.argv = ['twinlake', sys.argv[1], '--help']\n"
+            "try:\n    main()\nexcept SystemExit:\n    pass\n"
+            "import numpy\nprint(os.environ.get('OPENBLAS_NUM_THREADS'), len(os.listdir('/proc/self/task')), file=sys.stderr)")
+    env = {k: v for k, v in __import__("os").environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    seen = {}
+    for command, chosen in (("ingest", None), ("catalog", None), ("ingest", "2")):
+        run_env = env if chosen is None else {**env, "OPENBLAS_NUM_THREADS": chosen}
+        done = subprocess.run([sys.executable, "-c", code, command], capture_output=True, text=True, env=run_env,
+                              timeout=120)
+        assert done.returncode == 0, done.stderr
+        value, threads = done.stderr.strip().splitlines()[-1].split()
+        seen[(command, chosen)] = (value, int(threads))
+    assert seen[("ingest", None)][0] == "1" and seen[("catalog", None)][0] == "None"
+    assert seen[("ingest", "2")][0] == "2"
+    if (__import__("os").cpu_count() or 1) > 1:  # OpenBLAS starts no extra thread for one core
+        assert seen[("ingest", None)][1] < seen[("catalog", None)][1]
+
+
 def test_a_command_line_builds_the_command_it_names_alone_with_the_same_help():
     from typer.testing import CliRunner
 

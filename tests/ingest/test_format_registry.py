@@ -45,3 +45,26 @@ def test_the_order_does_not_depend_on_what_was_imported_first():
             "from twinlake.ingest import readers; print(','.join(r.name for r in readers()))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip().split(",") == [r.name for r in readers()]
+
+
+def test_detection_imports_the_format_modules_only_as_far_as_it_needs(tmp_path):
+    """A CSV v2 is found by the first listed module: detecting it (and looking its reader up by
+    name, as an ingest does) imports none of the later ones, such as the bag reader's rosbags;
+    a file no reader matches is tried against every one, in the listed order."""
+    import subprocess
+    import sys
+
+    from twinlake.ingest.samples import SampleSpec, write_sample
+
+    csv = write_sample(tmp_path / "run.csv", SampleSpec(rows=50))
+    junk = tmp_path / "notes.xyz"
+    junk.write_text("nothing a reader knows\n")
+    code = ("import sys; from pathlib import Path; from twinlake.ingest.registry import detect, reader_named; "
+            "found, tried = detect(Path(sys.argv[1])); reader_named(found.name); "
+            "print(found.name, 'twinlake.ingest.bags.reader' in sys.modules, 'rosbags' in sys.modules, "
+            "'twinlake.ingest.frankatwin.readers' in sys.modules); "
+            "none, tried = detect(Path(sys.argv[2])); print(none, ','.join(n for n, _ in tried))")
+    out = subprocess.run([sys.executable, "-c", code, str(csv), str(junk)], capture_output=True, text=True, check=True)
+    first, second = out.stdout.strip().splitlines()
+    assert first == "fr3_stack_csv False False False"
+    assert second == "None " + ",".join(r.name for r in readers())
