@@ -34,10 +34,12 @@ worst time to a result, how often the fallback ran, accuracy per truth, and the 
 
     python bench/fit_speed.py --truths 6 [--seconds 12] [--log out.jsonl] [--no-plant]
 
-`--loop-noise PAIRS`: the default `local` fit with its closed-loop noise bootstrap (the default
-`loop_noise_draws`, fit/core/loop_noise.py) against the same code with it off
-(`loop_noise_draws=0`), on the same lake, alternated PAIRS times (off, on, off, on, …) so a
-changing load hits both; prints each wall time and the ratio of the medians (target ≤ 1.5):
+`--loop-noise PAIRS`: the default `local` fit with its error bars' two extra steps, the
+closed-loop noise bootstrap (the default `loop_noise_draws`, fit/core/loop_noise.py) and the
+intervals' check against the loss (`profile_check`, fit/core/profile_check.py), against the
+same code with both off (`loop_noise_draws=0, profile_check=False`), on the same lake,
+alternated PAIRS times (off, on, off, on, …) so a changing load hits both; prints each wall
+time and the ratio of the medians (target ≤ 1.5):
 
     python bench/fit_speed.py --loop-noise 2 [--seconds 12] [--workers 2]
 """
@@ -88,7 +90,7 @@ def main() -> None:
                     help="--truths: the plant's Coulomb level grows by K per N·m transmitted, every joint")
     ap.add_argument("--log", type=Path, default=None, help="--truths: append one JSON line per result here")
     ap.add_argument("--loop-noise", type=int, default=0, metavar="PAIRS",
-                    help="time the default fit with and without its loop-noise bootstrap, PAIRS alternations")
+                    help="time the default fit with and without its loop-noise bootstrap and profile check, PAIRS alternations")
     args = ap.parse_args()
     methods = [m for m in args.methods.split(",") if m]
 
@@ -146,8 +148,8 @@ def main() -> None:
 
 
 def loop_noise_ratio(args) -> None:
-    """The default local fit with (`FitSettings.loop_noise_draws`' default) and without (0) the
-    closed-loop noise bootstrap on one lake, alternated `args.loop_noise` times."""
+    """The default local fit (`FitSettings`' defaults: the closed-loop noise bootstrap and the
+    profile check on) and the same with both off, on one lake, alternated `args.loop_noise` times."""
     import os
 
     import numpy as np
@@ -165,16 +167,18 @@ def loop_noise_ratio(args) -> None:
         for k in range(args.loop_noise):
             for draws in (0, on):
                 settings = FitSettings(train=train, holdout=holdout, seed=args.seed, refine_iterations=10,
-                                       loop_noise_draws=draws)  # `fit run`'s defaults but the draws
+                                       loop_noise_draws=draws, profile_check=bool(draws))  # else `fit run`'s defaults
                 load0, t0 = os.getloadavg()[0], time.perf_counter()
                 rec = run_fit(root / "lake", settings, fit_id=f"loop-{draws}-{k}", workers=args.workers, progress=False)
                 walls[draws].append(time.perf_counter() - t0)
-                print(f"  loop_noise_draws {draws:2d}: wall {walls[draws][-1]:.1f} s (error bars, with the bootstrap "
-                      f"if on: {rec.extra['error_bars_s']:.1f} s), load {load0:.1f} -> {os.getloadavg()[0]:.1f}", flush=True)
+                widened = json.loads(rec.extra["identifiability_json"]).get("profile_check", {}).get("widened", {})
+                print(f"  {'default' if draws else 'both off'}: wall {walls[draws][-1]:.1f} s (error bars, with the "
+                      f"bootstrap and check if on: {rec.extra['error_bars_s']:.1f} s; widened {sorted(widened) or 'none'}), "
+                      f"load {load0:.1f} -> {os.getloadavg()[0]:.1f}", flush=True)
         ray.shutdown()
     ratio = float(np.median(walls[on]) / np.median(walls[0]))
-    print(f"3 × {args.seconds:g} s runs, {args.workers} workers: median wall {np.median(walls[on]):.1f} s with "
-          f"{on} draws, {np.median(walls[0]):.1f} s without: ratio {ratio:.2f} (target ≤ 1.5)")
+    print(f"3 × {args.seconds:g} s runs, {args.workers} workers: median wall {np.median(walls[on]):.1f} s by default "
+          f"({on} draws, profile check), {np.median(walls[0]):.1f} s with both off: ratio {ratio:.2f} (target ≤ 1.5)")
     print(json.dumps({"with_s": walls[on], "without_s": walls[0], "draws": on, "ratio": ratio}))
 
 

@@ -198,7 +198,8 @@ def run_replicate(family: str, rep: int, seconds: float, workers: int, raw: Path
             "methods": methods, "default": cov["method"], "wall_s": wall, "error_bars_s": rec.extra.get("error_bars_s"),
             "gates": rec.extra.get("local_gates"), "load": os.getloadavg()[0],
             "flags": {n: index[n]["flags"] for n in names if index[n]["flags"]},
-            "estimated": estimated_names(rec), "loop_noise": ident.get("loop_noise")}
+            "estimated": estimated_names(rec), "loop_noise": ident.get("loop_noise"),
+            "profile_check": ident.get("profile_check")}
 
 
 def estimated_names(rec) -> list[str]:

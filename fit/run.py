@@ -78,6 +78,9 @@ class FitSettings:
     # local: noisy replays at the optimum measuring the closed loop's noise bias and spread
     # (fit/core/loop_noise.py); 0: none (the error bars from the measurement noise alone)
     loop_noise_draws: int = 16
+    # local: each interval checked against the loss at two and four times its half-width, widened to the
+    # profile where the loss rises less than the linear model says (fit/core/profile_check.py)
+    profile_check: bool = True
 
     @property
     def configured_end_load(self):
@@ -307,22 +310,18 @@ def reused_error_bars(settings: FitSettings, best: np.ndarray, loss: float, jac:
     (fit/replay/local_search.py `error_bar_jacobian`: forward differences, step 1e-3 of each range, at
     the point that iteration's step started from), σ² from the fit's loss (Σ r² = loss); the
     HAC covariance from that iteration's per-tick scores (a checkpoint without them: Gauss–Newton)."""
-    from .core.covariance import with_alternatives
+    from .core.loop_noise import WITHOUT
+    from .core.profile_check import WITHOUT_CHECK
     from .trust.identifiability import analyse_scaled
 
     space = settings.parameter_space
     where = "at the point its step started from" if jac.moved else "at the optimum"
-    main = alternatives = None
-    if jac.scores is not None:
-        k = jac.r_factor.shape[1]
-        main, alternatives = with_alternatives(jac.r_factor.T @ jac.r_factor, jac.scores,
-                                               loss / max(jac.rows - k, 1), jac.rows)
+    main, alternatives = jac.covariances(loss)
     loop = jac.loop_noise if main is not None else None
-    if loop is not None:
-        from .core.loop_noise import WITHOUT, with_loop_noise
-
-        alternatives = {**alternatives, WITHOUT: main}
-        main = with_loop_noise(main, loop)
+    check = jac.profile_check if main is not None else None
+    if check is not None:
+        alternatives = {**alternatives, WITHOUT_CHECK: main}
+        main = check.widen(main)
     res = analyse_scaled(LAYOUT.names, best, jac.r_factor, loss, jac.rows, space.free_indices,
                          space.bounds[:, 0], space.bounds[:, 1], seed_optima,
                          jacobian=f"forward differences of the last full-data LM iteration, {where}",
@@ -333,6 +332,9 @@ def reused_error_bars(settings: FitSettings, best: np.ndarray, loss: float, jac:
                                  space.bounds[:, 1], covariance=alternatives[WITHOUT])
         res.loop_noise = {**loop.to_json(space.bounds[free, 1] - space.bounds[free, 0]),
                           "unidentifiable_without": without.flagged("unidentifiable")}
+    if check is not None:
+        free = space.free_indices
+        res.profile_check = check.to_json([LAYOUT.names[i] for i in free], space.bounds[free, 1] - space.bounds[free, 0])
     return res
 
 

@@ -104,8 +104,9 @@ def coverage_cause(cover: dict[str, dict], gates: str, console: Console) -> None
         return
     console.print("likely cause: the demo's recorder, like a real robot's controller, acts on its noisy "
                   "measurements, which dithers the friction; the error bars carry the spread this causes as far "
-                  "as it is linear at the optimum (fit run --loop-noise-draws), which stick-slip friction on small "
-                  "motions breaks (docs/fitting.md, \"Coverage on the demo\")")
+                  "as it is linear at the optimum (fit run --loop-noise-draws) and are widened where the loss is "
+                  "flatter than they assume (fit run --profile-check), which stick-slip friction on small motions "
+                  "can still defeat (docs/fitting.md, \"Coverage on the demo\")")
 
 
 def closing_campaign(lake: Path, fit_id: str, holdout: str, cfg, *, address: str | None, console: Console,

@@ -285,6 +285,12 @@ def method_line(stored: dict | None) -> str:
         if np.any(np.isfinite(ratio)):
             line += (f"; plus the spread the controller's noisy measurements cause (noisy replays at the optimum): "
                      f"{np.nanmedian(ratio):.2g}× the sandwich alone (median)")
+    before = (stored.get("alternatives") or {}).get("hac_before_profile_check")  # fit/core/profile_check.WITHOUT_CHECK
+    if before:
+        ratio = diag / np.array([np.nan if v is None else v for v in before["stderr"]], dtype=np.float64)
+        wide = [f"{n} ×{r:.3g}" for n, r in zip(stored.get("names", []), ratio) if np.isfinite(r) and r > 1.0 + 1e-9]
+        line += ("; every interval checked against replays of the loss" + (
+            f", widened where it is flatter than they assume: {', '.join(wide)}" if wide else ": none widened"))
     return line
 
 __all__ = ["BLOCK_BOOTSTRAP", "CovarianceEstimate", "HAC", "IID", "METHODS", "Segment", "andrews_bandwidth",

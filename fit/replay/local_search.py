@@ -355,7 +355,10 @@ def _full_lm(pool, combine, settings, data, z: np.ndarray, delay: int, offsets, 
         note(f"closed-loop noise: {draws} noisy replays at the optimum")
         jac.loop_noise = loop = bootstrap(pool, data, params, last.jac, int(settings.seed), draws)
         jac.seconds += 0.0 if loop is None else loop.seconds  # counted in the fit's error_bars_s
+    if getattr(settings, "profile_check", False):
+        jac.profile_check = jac.checked_intervals(pool, space, params, loss, note)
     return params, loss, jac, unconverged
+
 
 
 def _explore_starts(state: dict, pool, combine, settings, data, cheap_pool_factory, note) -> dict:

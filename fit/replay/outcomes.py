@@ -44,7 +44,8 @@ class JacobianSnapshot:
     the R of its QR (JᵀJ = RᵀR), `rows` the residuals' count, `moved` whether the iteration's
     step left that point, `per_interval` the training intervals' losses at the optimum (or
     None), `scores` the per-tick scores of the HAC covariance per replay segment (or None),
-    `seconds` [s] spent on them, `loop_noise` the closed loop's bootstrap (or None)."""
+    `seconds` [s] spent on them, `loop_noise` the closed loop's bootstrap (or None),
+    `profile_check` the intervals' check against the loss (fit/core/profile_check.py, or None)."""
 
     z: np.ndarray
     r_factor: np.ndarray
@@ -54,6 +55,45 @@ class JacobianSnapshot:
     scores: list[np.ndarray] | None = None
     seconds: float = 0.0
     loop_noise: LoopNoise | None = None
+    profile_check: Any = None
+
+    def covariances(self, loss: float):
+        """(default, alternatives) covariance estimates (fit/core/covariance.py, range-scaled)
+        of a fit whose loss Σ r² is `loss`: HAC from the per-tick scores plus the closed loop's
+        spread when it was measured (the measurement noise's alone kept as `hac_without_loop_noise`);
+        (None, None) without scores. The profile check's widening is not in them."""
+        from ..core.covariance import with_alternatives
+
+        if self.scores is None:
+            return None, None
+        k = self.r_factor.shape[1]
+        main, alternatives = with_alternatives(self.r_factor.T @ self.r_factor, self.scores,
+                                               loss / max(self.rows - k, 1), self.rows)
+        if self.loop_noise is not None:
+            from ..core.loop_noise import WITHOUT, with_loop_noise
+
+            alternatives = {**alternatives, WITHOUT: main}
+            main = with_loop_noise(main, self.loop_noise)
+        return main, alternatives
+
+    def checked_intervals(self, pool, space, params: np.ndarray, loss: float, note):
+        """The default intervals (`covariances(loss)`) checked against the loss by replays of
+        `params` (n,) on `pool` (fit/core/profile_check.py): a ProfileCheck, or None without
+        per-tick scores (no HAC intervals to check). Its wall time is added to `seconds`."""
+        from ...sim import LAYOUT
+        from ..core.profile_check import CHECK_EDGES, check_intervals
+
+        main, _ = self.covariances(loss)
+        if main is None:
+            return None
+        free = space.free_indices
+        note(f"checking the intervals against the loss: {2 * len(CHECK_EDGES) * len(free) + 1} replays")
+        check = check_intervals(pool, params, free, space.bounds[free, 0], space.bounds[free, 1],
+                                [LAYOUT.names[i] for i in free], self.r_factor, main.cov, main.t95)
+        self.seconds += check.seconds
+        if check.failures:
+            note(f"intervals widened to the loss's profile: {len(check.failures)} side(s), {check.replays} replays")
+        return check
 
 
 @dataclass

@@ -95,6 +95,7 @@ class IdentifiabilityResult:
     alternatives: dict[str, dict] = field(default_factory=dict)  # method -> {stderr (k,) own units, method, dof, ...}
     weakest: list[WeakDirection] = field(default_factory=list)  # the 3 widest covariance directions
     loop_noise: dict | None = None  # the closed loop's noise bootstrap (fit/core/loop_noise.py LoopNoise.to_json)
+    profile_check: dict | None = None  # the intervals' check against the loss (fit/core/profile_check.py ProfileCheck.to_json)
 
     def flagged(self, flag: str) -> list[str]:
         """Names carrying ``flag``."""
@@ -137,6 +138,7 @@ class IdentifiabilityResult:
             "covariance": cov,
             "seeds": 0 if self.seed_values is None else int(len(self.seed_values)),
             **({} if self.loop_noise is None else {"loop_noise": self.loop_noise}),
+            **({} if self.profile_check is None else {"profile_check": self.profile_check}),
         }
 
     def to_json(self) -> str:

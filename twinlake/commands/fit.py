@@ -59,6 +59,7 @@ def run_cmd(
     refine_iterations: int = typer.Option(10, "--refine", min=0, help="Cap on Levenberg–Marquardt iterations (each stops earlier once converged): the local search's full-data stage (0: 4) and after CMA-ES (--method cma, or a local fit's fallback; 0: none)."),
     seeds: int = typer.Option(1, "--seeds", min=1, help="Seeded searches (seeds S, S+1, ...); the best is the fit, the spread is flagged."),
     loop_noise_draws: int = typer.Option(16, "--loop-noise-draws", min=0, help="--method local: replays of the optimum with seeded measurement noise in the controller's loop, as a real arm's acts on its noisy encoders; the spread they cause is added to the error bars (docs/fitting.md, \"Error bars when the controller acts on noisy measurements\"). Cost: N + 1 replays of the training data, about half an LM iteration at 16. 0: off."),
+    profile_check: bool = typer.Option(True, "--profile-check/--no-profile-check", help="--method local: check each 95 % interval against the loss at two and four times its half-width and, where the loss rises by less than a third of what the interval assumes (stick-slip friction on small motions), widen it to where the loss, with the parameter's joint re-fitted, reaches the interval's level (docs/fitting.md, \"Intervals checked against the loss\"). Cost: 4k + 1 replays (k free parameters: 113 for the default 28), and a few hundred on a joint whose intervals are widened."),
     workers: int = typer.Option(2, "--workers", min=0, help="Ray actors (0: evaluate in-process, no Ray)."),
     address: Optional[str] = typer.Option(None, "--address", help="Join this Ray cluster (default: start a local one)."),
     resume: Optional[str] = typer.Option(None, "--resume", help="Continue the unfinished fit FIT from its last checkpoint (its settings are reused; --train etc. are ignored)."),
@@ -107,6 +108,7 @@ def run_cmd(
                 max_duration_s=max_seconds, min_duration_s=min_seconds,
                 model_path=str(model.absolute()) if model else None, refine_iterations=refine_iterations,
                 seeds=seeds, method=method, explore_s=explore_seconds, loop_noise_draws=loop_noise_draws,
+                profile_check=profile_check,
             )
             if start_from:
                 _start_from(root, settings, start_from)
