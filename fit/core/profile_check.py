@@ -54,10 +54,11 @@ BATCH_ROWS = 8  # replays per pool call (a row's residuals are M floats: keep th
 
 
 @dataclass(frozen=True)
-class SideFailure:
-    """One side of one parameter's interval that failed the check: `index` in the free
-    parameters, `side` −1 (low) or +1 (high), `rise_ratio` the check probe's loss rise over
-    the linear model's, `extent` the profile's extent [range-scaled], `edge` δ_i [range-scaled],
+class ProfiledSide:
+    """One side of one parameter's interval that was profiled (it failed the check, or another
+    parameter of its joint did): `index` in the free parameters, `side` −1 (low) or +1 (high),
+    `rise_ratio` the lower of its probes' loss rise over the linear model's (below
+    1 / RISE_FACTOR: it failed), `extent` the profile's extent [range-scaled], `edge` δ_i [range-scaled],
     `min_rise` the lowest profile rise met (negative: the profile found a lower loss than the
     fit's optimum)."""
 
@@ -72,11 +73,11 @@ class SideFailure:
 @dataclass(frozen=True)
 class ProfileCheck:
     """The check's result: `scale` (k,) each interval's widening factor (1: passed),
-    `failures` the failing sides, `checked` (k,) bool which parameters were checked,
+    `profiled` the sides profiled, `checked` (k,) bool which parameters were checked,
     `replays` how many replays it took, `seconds` its wall time."""
 
     scale: np.ndarray
-    failures: tuple[SideFailure, ...]
+    profiled: tuple[ProfiledSide, ...]
     checked: np.ndarray
     replays: int
     seconds: float
@@ -94,9 +95,9 @@ class ProfileCheck:
         r = np.asarray(ranges, dtype=np.float64)
         return {"checked": int(np.sum(self.checked)), "replays": int(self.replays), "rise_factor": RISE_FACTOR,
                 "widened": {names[i]: float(self.scale[i]) for i in np.flatnonzero(self.scale > 1.0)},
-                "failures": [{"name": names[f.index], "side": "high" if f.side > 0 else "low",
+                "profiled": [{"name": names[f.index], "side": "high" if f.side > 0 else "low",
                               "rise_ratio": f.rise_ratio, "edge": f.edge * r[f.index],
-                              "extent": f.extent * r[f.index], "min_rise": f.min_rise} for f in self.failures]}
+                              "extent": f.extent * r[f.index], "min_rise": f.min_rise} for f in self.profiled]}
 
 
 def joint_groups(names: list[str]) -> list[list[int]]:
@@ -154,14 +155,14 @@ def check_intervals(pool, params: np.ndarray, free: np.ndarray, lower: np.ndarra
     base, rises = found[0], (found[1:] - found[0]).reshape(len(sides), len(CHECK_EDGES))
     linear = np.array(CHECK_EDGES) ** 2  # the linear model's rise at each probe, in levels
     ratio = {side: float(np.min(r / (linear * level[side[0]]))) for side, r in zip(sides, rises)}
-    scale, failures = np.ones(k), []
+    scale, profiled = np.ones(k), []
     groups = joint_groups(names)
     for i, s in _sides_to_profile(ratio, groups):
         extent, low_rise = _profile_extent(losses, rows_of, z0, base, i, s, edge[i], direction[:, i],
                                            groups[i], level[i])
-        failures.append(SideFailure(i, s, ratio[(i, s)], float(extent), float(edge[i]), float(low_rise)))
+        profiled.append(ProfiledSide(i, s, ratio[(i, s)], float(extent), float(edge[i]), float(low_rise)))
         scale[i] = max(scale[i], extent / edge[i])
-    return ProfileCheck(scale, tuple(failures), checked, losses.replays, time.perf_counter() - t0)
+    return ProfileCheck(scale, tuple(profiled), checked, losses.replays, time.perf_counter() - t0)
 
 
 def _sides_to_profile(ratio: dict[tuple[int, int], float], groups: list[list[int]]) -> list[tuple[int, int]]:
@@ -233,5 +234,5 @@ def _refit(losses: _Losses, rows_of, starts: np.ndarray, group: list[int]) -> tu
     return best, best_z
 
 
-__all__ = ["CHECK_EDGES", "GRID", "RISE_FACTOR", "WITHOUT_CHECK", "ProfileCheck", "SideFailure", "check_intervals",
+__all__ = ["CHECK_EDGES", "GRID", "RISE_FACTOR", "WITHOUT_CHECK", "ProfileCheck", "ProfiledSide", "check_intervals",
            "joint_groups"]

@@ -91,8 +91,9 @@ class JacobianSnapshot:
         check = check_intervals(pool, params, free, space.bounds[free, 0], space.bounds[free, 1],
                                 [LAYOUT.names[i] for i in free], self.r_factor, main.cov, main.t95)
         self.seconds += check.seconds
-        if check.failures:
-            note(f"intervals widened to the loss's profile: {len(check.failures)} side(s), {check.replays} replays")
+        if check.profiled:
+            note(f"intervals profiled where the loss is flatter than they assume: {len(check.profiled)} side(s), "
+                 f"{check.replays} replays")
         return check
 
 

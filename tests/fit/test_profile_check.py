@@ -47,7 +47,7 @@ def test_a_loss_that_is_the_quadratic_its_jacobian_says_is_left_alone():
     matrix = np.array([[30.0, 1.0, 0.0], [0.0, 20.0, 5.0], [2.0, 0.0, 25.0], [1.0, 1.0, 1.0]])
     pool = ResidualPool(_linear(matrix))
     estimate, check = _check(pool, matrix)
-    assert check.failures == () and np.all(check.scale == 1.0) and check.checked.all()
+    assert check.profiled == () and np.all(check.scale == 1.0) and check.checked.all()
     assert check.replays == pool.calls == 2 * len(CHECK_EDGES) * 3 + 1
     np.testing.assert_array_equal(check.widen(estimate).cov, estimate.cov)
 
@@ -58,11 +58,11 @@ def test_a_flatter_loss_than_claimed_is_widened_to_where_it_reaches_the_level():
     claimed = np.diag([30.0, 20.0, 25.0])
     true = np.diag([0.5, 20.0, 25.0])
     estimate, check = _check(ResidualPool(_linear(true)), claimed)
-    assert {(NAMES[f.index], f.side) for f in check.failures} == {("armature_j1", -1), ("armature_j1", 1)}
+    assert {(NAMES[f.index], f.side) for f in check.profiled} == {("armature_j1", -1), ("armature_j1", 1)}
     assert 54 <= check.scale[0] <= 61 and check.scale[1] == check.scale[2] == 1.0
     widened = check.widen(estimate)
     assert np.sqrt(widened.cov[0, 0]) == pytest.approx(check.scale[0] * np.sqrt(estimate.cov[0, 0]))
-    for f in check.failures:  # each side's probe rose by 1/3600 of what the claimed interval assumes
+    for f in check.profiled:  # each side's probe rose by 1/3600 of what the claimed interval assumes
         assert f.rise_ratio == pytest.approx((0.5 / 30.0) ** 2, rel=1e-6)
         assert f.rise_ratio < 1 / RISE_FACTOR
 
@@ -73,7 +73,7 @@ def test_a_loss_flat_to_the_bound_widens_to_the_bound():
     claimed = np.diag([30.0, 20.0, 25.0])
     true = np.diag([30.0, 0.0, 25.0])
     _, check = _check(ResidualPool(_linear(true)), claimed)
-    sides = {f.side: f for f in check.failures if NAMES[f.index] == "mu_static_j7"}
+    sides = {f.side: f for f in check.profiled if NAMES[f.index] == "mu_static_j7"}
     assert set(sides) == {-1, 1}
     assert sides[1].extent == pytest.approx(1.0 - OPTIMUM[1] / 5.0)  # to the upper bound, range-scaled
     assert sides[-1].extent == pytest.approx(OPTIMUM[1] / 5.0)
@@ -93,9 +93,9 @@ def test_a_valley_through_a_joint_is_followed_by_re_fitting_the_joint():
 
     claimed = np.diag([30.0, 200.0, 20.0])
     _, check = _check(ResidualPool(valley), claimed)
-    failed = {NAMES[f.index]: f for f in check.failures if f.rise_ratio < 1 / RISE_FACTOR}
+    failed = {NAMES[f.index]: f for f in check.profiled if f.rise_ratio < 1 / RISE_FACTOR}
     assert set(failed) == {"mu_static_j7"}
-    assert {NAMES[f.index] for f in check.failures} == {"mu_static_j7", "mu_viscous_j7"}
+    assert {NAMES[f.index] for f in check.profiled} == {"mu_static_j7", "mu_viscous_j7"}
     assert check.scale[1] > 20 and check.scale[2] > 20 and check.scale[0] == 1.0
 
 
