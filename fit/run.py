@@ -326,15 +326,14 @@ def reused_error_bars(settings: FitSettings, best: np.ndarray, loss: float, jac:
                          space.bounds[:, 0], space.bounds[:, 1], seed_optima,
                          jacobian=f"forward differences of the last full-data LM iteration, {where}",
                          covariance=main, alternatives=alternatives)
+    free = space.free_indices
+    ranges = space.bounds[free, 1] - space.bounds[free, 0]
     if loop is not None:
-        free = space.free_indices
         without = analyse_scaled(LAYOUT.names, best, jac.r_factor, loss, jac.rows, free, space.bounds[:, 0],
                                  space.bounds[:, 1], covariance=alternatives[WITHOUT])
-        res.loop_noise = {**loop.to_json(space.bounds[free, 1] - space.bounds[free, 0]),
-                          "unidentifiable_without": without.flagged("unidentifiable")}
+        res.loop_noise = {**loop.to_json(ranges), "unidentifiable_without": without.flagged("unidentifiable")}
     if check is not None:
-        free = space.free_indices
-        res.profile_check = check.to_json([LAYOUT.names[i] for i in free], space.bounds[free, 1] - space.bounds[free, 0])
+        res.profile_check = check.to_json([LAYOUT.names[i] for i in free], ranges)
     return res
 
 

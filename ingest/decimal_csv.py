@@ -120,7 +120,6 @@ def read_decimal_chunks(data: np.ndarray, header: list[str], types: dict[str, pa
                 current = parse(following)
 
 
-
 def _line_spans(data: np.ndarray, lo: int, chunk_bytes: int) -> Iterator[tuple[int, int]]:
     """`(lo, hi)` of consecutive spans of whole lines of about `chunk_bytes` from byte `lo`."""
     while lo < data.size:

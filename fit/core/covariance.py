@@ -255,7 +255,7 @@ def strong_pairs(stored: dict | None, threshold: float = STRONG_RHO) -> list[tup
     if not stored or not stored.get("names"):
         return []
     names = stored["names"]
-    m = np.array([[np.nan if v is None else v for v in row] for row in stored["matrix"]], dtype=np.float64)
+    m = np.array(stored["matrix"], dtype=np.float64)  # a stored null (None) reads as NaN
     rho = correlation(m)
     i, j = np.triu_indices(len(names), 1)
     keep = np.isfinite(rho[i, j]) & (np.abs(rho[i, j]) >= threshold)
@@ -273,25 +273,25 @@ def method_line(stored: dict | None) -> str:
             f"bandwidth {stored.get('bandwidth_ticks')} ticks from their autocorrelation (Andrews' AR(1) rule), "
             f"t quantile on {stored.get('dof')} effective degrees of freedom")
     iid = (stored.get("alternatives") or {}).get(IID)
-    diag = np.sqrt(np.clip(np.diag(np.array([[np.nan if v is None else v for v in r] for r in stored["matrix"]],
-                                             dtype=np.float64)), 0, None))
+    diag = np.sqrt(np.clip(np.diag(np.array(stored["matrix"], dtype=np.float64)), 0, None))  # null → NaN
     if iid:
-        ratio = diag / np.array([np.nan if v is None else v for v in iid["stderr"]], dtype=np.float64)
+        ratio = diag / np.array(iid["stderr"], dtype=np.float64)
         if np.any(np.isfinite(ratio)):
             line += f"; {np.nanmedian(ratio):.2g}× the iid Gauss–Newton errors (median)"
     alone = (stored.get("alternatives") or {}).get("hac_without_loop_noise")  # fit/core/loop_noise.WITHOUT
     if alone:
-        ratio = diag / np.array([np.nan if v is None else v for v in alone["stderr"]], dtype=np.float64)
+        ratio = diag / np.array(alone["stderr"], dtype=np.float64)
         if np.any(np.isfinite(ratio)):
             line += (f"; plus the spread the controller's noisy measurements cause (noisy replays at the optimum): "
                      f"{np.nanmedian(ratio):.2g}× the sandwich alone (median)")
     before = (stored.get("alternatives") or {}).get("hac_before_profile_check")  # fit/core/profile_check.WITHOUT_CHECK
     if before:
-        ratio = diag / np.array([np.nan if v is None else v for v in before["stderr"]], dtype=np.float64)
+        ratio = diag / np.array(before["stderr"], dtype=np.float64)
         wide = [f"{n} ×{r:.3g}" for n, r in zip(stored.get("names", []), ratio) if np.isfinite(r) and r > 1.0 + 1e-9]
         line += ("; every interval checked against replays of the loss" + (
             f", widened where it is flatter than they assume: {', '.join(wide)}" if wide else ": none widened"))
     return line
+
 
 __all__ = ["BLOCK_BOOTSTRAP", "CovarianceEstimate", "HAC", "IID", "METHODS", "Segment", "andrews_bandwidth",
            "bartlett_long_run", "block_bootstrap_long_run", "correlation", "estimate", "from_scores",

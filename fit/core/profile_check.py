@@ -139,6 +139,7 @@ def check_intervals(pool, params: np.ndarray, free: np.ndarray, lower: np.ndarra
     binv = np.linalg.pinv(r_factor.T @ r_factor)
     sd = np.sqrt(np.clip(np.diag(cov), 0.0, None))
     checked = np.isfinite(sd) & (sd > 0) & (np.diag(binv) > 0)
+    binv_ii = np.where(checked, np.diag(binv), 1.0)  # (B⁻¹)ᵢᵢ where it divides
     losses = _Losses(pool)
 
     def rows_of(zs: np.ndarray) -> np.ndarray:
@@ -147,8 +148,8 @@ def check_intervals(pool, params: np.ndarray, free: np.ndarray, lower: np.ndarra
         return out
 
     edge = t95 * sd
-    direction = binv / np.where(np.diag(binv) > 0, np.diag(binv), 1.0)[None, :]  # column i: d_i
-    level = np.where(checked, edge ** 2 / np.where(np.diag(binv) > 0, np.diag(binv), 1.0), np.inf)
+    direction = binv / binv_ii[None, :]  # column i: d_i
+    level = np.where(checked, edge ** 2 / binv_ii, np.inf)
     sides = [(int(i), s) for i in np.flatnonzero(checked) for s in (-1, 1)]
     probes = [z0] + [z0 + s * m * edge[i] * direction[:, i] for i, s in sides for m in CHECK_EDGES]
     found = losses(rows_of(np.array(probes)))

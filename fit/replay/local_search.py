@@ -360,7 +360,6 @@ def _full_lm(pool, combine, settings, data, z: np.ndarray, delay: int, offsets, 
     return params, loss, jac, unconverged
 
 
-
 def _explore_starts(state: dict, pool, combine, settings, data, cheap_pool_factory, note) -> dict:
     """Exploration step 1, when the starts disagree: the disagreeing starts continue
     CHEAP_ITERATIONS more cheap LM iterations (one batch). One that ends more than AGREE_REL

@@ -57,24 +57,29 @@ class JacobianSnapshot:
     loop_noise: LoopNoise | None = None
     profile_check: Any = None
 
-    def covariances(self, loss: float):
+    def covariances(self, loss: float, alternatives: bool = True):
         """(default, alternatives) covariance estimates (fit/core/covariance.py, range-scaled)
         of a fit whose loss Σ r² is `loss`: HAC from the per-tick scores plus the closed loop's
         spread when it was measured (the measurement noise's alone kept as `hac_without_loop_noise`);
-        (None, None) without scores. The profile check's widening is not in them."""
-        from ..core.covariance import with_alternatives
+        (None, None) without scores. The profile check's widening is not in them.
+        `alternatives=False`: the default alone ({} beside it), without the comparisons' cost
+        (the moving-block bootstrap's draws: ~0.1 s on the demo's run)."""
+        from ..core.covariance import HAC, from_scores, with_alternatives
 
         if self.scores is None:
             return None, None
-        k = self.r_factor.shape[1]
-        main, alternatives = with_alternatives(self.r_factor.T @ self.r_factor, self.scores,
-                                               loss / max(self.rows - k, 1), self.rows)
+        bread, k = self.r_factor.T @ self.r_factor, self.r_factor.shape[1]
+        sigma2 = loss / max(self.rows - k, 1)
+        if alternatives:
+            main, others = with_alternatives(bread, self.scores, sigma2, self.rows)
+        else:
+            main, others = from_scores(bread, self.scores, sigma2, self.rows, HAC), {}
         if self.loop_noise is not None:
             from ..core.loop_noise import WITHOUT, with_loop_noise
 
-            alternatives = {**alternatives, WITHOUT: main}
+            others = {**others, WITHOUT: main} if alternatives else others
             main = with_loop_noise(main, self.loop_noise)
-        return main, alternatives
+        return main, others
 
     def checked_intervals(self, pool, space, params: np.ndarray, loss: float, note):
         """The default intervals (`covariances(loss)`) checked against the loss by replays of
@@ -83,7 +88,7 @@ class JacobianSnapshot:
         from ...sim import LAYOUT
         from ..core.profile_check import CHECK_EDGES, check_intervals
 
-        main, _ = self.covariances(loss)
+        main, _ = self.covariances(loss, alternatives=False)
         if main is None:
             return None
         free = space.free_indices
