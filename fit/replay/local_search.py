@@ -25,8 +25,10 @@ MuJoCo's `mujoco.sysid` evaluates its Jacobian columns as one batch). The stages
    improving joints at once when that is better still, else the single best change), LM
    continues at the new offsets, and the scan repeats (at most `OFFSET_ROUNDS` times).
 2. **full**: LM on all the training data from the best cheap point at its delay
-   (fit/replay/refine.py, at most `refine_iterations` or `FULL_ITERATIONS`; the delay stays the one the
-   cheap stage profiled). The start's loss comes from the first Jacobian's centre row. LM stops
+   (fit/replay/refine.py, at most `refine_iterations` or `FULL_ITERATIONS`), then the delay is
+   profiled again on the full data (each neighbouring delay `PROFILE_ITERATIONS` LM iterations;
+   a lower one becomes the delay and LM runs again there, `_full_delay_profile`). The start's
+   loss comes from the first Jacobian's centre row. LM stops
    once the linearised model puts the optimum within `FULL_STOP_SE` (0.5) standard errors
    (fit/replay/stopping.py: its Gauss–Newton step predicted to gain less than 0.25 σ², checked
    before the steps are evaluated), or once an evaluated step gains less than that (above the
@@ -70,9 +72,9 @@ from ..errors import SettingError
 from . import payoff
 from .outcomes import CheapStage, JacobianSnapshot
 from .gates import AGREE_REL, FLOOR_GATE, floor_loss, gate_verdict, gates
-from .refine import REL_TOL, LastIteration, lm_batch, refine
+from .refine import REL_TOL, LastIteration, lm_batch, neighbour_delays, refine
 from ..core.space import ParameterSpace
-from .stopping import cheap_rel_tol, convergence_note, full_stop
+from .stopping import FullStop, cheap_rel_tol, convergence_note, full_stop
 
 CHEAP_WINDOW_S = 1.0  # length of one cheap-fidelity window [s]
 CHEAP_ITERATIONS = 6
@@ -202,19 +204,13 @@ def cheap_stage(pool, combine, space: ParameterSpace, starts: int, seed: int, it
         z, delays, loss = np.vstack([z, zr]), np.concatenate([delays, dr]), np.concatenate([loss, lr])
     best = int(np.argmin(loss))  # ties: the lower start
     zb, db, lb = z[best], int(delays[best]), float(loss[best])
-    choices = set(space.delay_choices.tolist())
-    neighbours = np.array([d for d in (db - 1, db + 1) if d in choices], dtype=np.int64)
-    if neighbours.size:
-        zn = np.repeat(zb[None], len(neighbours), axis=0)
-        ln = np.asarray(combine(pool.evaluate(space.decode(zn, neighbours))))
-        zn, ln = lm(pool, combine, space, zn, neighbours, np.where(np.isfinite(ln), ln, np.inf),
-                    PROFILE_ITERATIONS, rows, "local-cheap", note)
-        k = int(np.argmin(ln))
-        if ln[k] < lb:
-            zb, db, lb = zn[k], int(neighbours[k]), float(ln[k])
-            zb_l = lm(pool, combine, space, zb[None], np.array([db]), np.array([lb]), iterations, rows,
-                      "local-cheap", note)
-            zb, lb = zb_l[0][0], float(zb_l[1][0])
+    moved = neighbour_delays(pool, combine, space, zb, db, lb, PROFILE_ITERATIONS, rows, "local-cheap", note,
+                             rel_tol=rel_tol)
+    if moved is not None:
+        zb, db, lb = moved
+        zb_l = lm(pool, combine, space, zb[None], np.array([db]), np.array([lb]), iterations, rows,
+                  "local-cheap", note)
+        zb, lb = zb_l[0][0], float(zb_l[1][0])
     offsets = space.base_offsets
     for _ in range(OFFSET_ROUNDS if space.free_offset_joints else 0):  # per-joint delays, coordinate-wise
         moved, lo = _scan_offsets(pool, combine, space, zb, db, offsets, lb)
@@ -325,6 +321,38 @@ def local_seed(wd: Path, settings, seed: int, data, pool, cheap_pool_factory: Ca
                                                loss), jacobian
 
 
+def _full_delay_profile(pool, combine, space: ParameterSpace, params: np.ndarray, loss: float, last: LastIteration,
+                        rows: list, cap: int, stop: FullStop | float, note) -> tuple[np.ndarray, float, LastIteration]:
+    """The delay profiled again on the full data at the full LM's optimum: the cheap windows
+    (a part of each interval) can prefer a neighbouring delay that the whole recording does not,
+    and on short gentle runs they do (bench/RESULTS.md, "The delay on the full data"). Each
+    neighbour gets PROFILE_ITERATIONS LM iterations (fit/replay/refine.py `neighbour_delays`); one
+    lower by more than the LM's own stop (`stop`, a FullStop or a relative tolerance: a smaller
+    gain is the noise's) becomes the delay and the full LM runs again there, up to its cap (at
+    most DELAY_ROUNDS moves), its last iteration the error bars'. Not above the floor gate: the
+    gates then fail and the exploration (CMA-ES's categorical delay) searches the delay. Returns
+    (params, loss, last); `rows` gains the iterations."""
+    if getattr(stop, "gate_loss", None) is not None and loss > stop.gate_loss:
+        return params, loss, last
+    sp = space.with_offsets(space.offsets_of(params))
+    tried = {sp.delay_of(params)}
+    for _ in range(DELAY_ROUNDS):
+        delay = sp.delay_of(params)
+        moved = neighbour_delays(pool, combine, sp, sp.encode(params[None])[0], delay, loss, PROFILE_ITERATIONS,
+                                 rows, "local-delay", None, tried, min_gain=stop(loss) if callable(stop) else stop)
+        if moved is None:
+            break
+        z, d, lower = moved
+        tried.add(d)
+        note(f"full data: delay {delay} -> {d} ms lowers the loss {loss:.4g} -> {lower:.4g}; LM continues there")
+        last = LastIteration()
+        params, loss, more = refine(pool, combine, space, sp.decode(z[None], np.array([d]))[0], lower, cap,
+                                    on_iteration=lambda i, l, dl: note(f"full LM {i} (delay {dl} ms): loss {l:.4g}"),
+                                    profile_delay=False, rel_tol=stop, last=last, predict_stop=True)
+        rows.extend(more)
+    return params, loss, last
+
+
 def _full_lm(pool, combine, settings, data, z: np.ndarray, delay: int, offsets, history: list[dict], note,
              floor: float | None) -> tuple[np.ndarray, float, JacobianSnapshot | None, str | None]:
     """Stage 2 from the cheap point z (n,) at its delay and offsets, stopping by
@@ -339,8 +367,9 @@ def _full_lm(pool, combine, settings, data, z: np.ndarray, delay: int, offsets, 
     params, loss, rows = refine(pool, combine, space, x0, None, cap,
                                 on_iteration=lambda i, l, d: note(f"full LM {i} (delay {d} ms): loss {l:.4g}"),
                                 profile_delay=False, rel_tol=stop, last=last, predict_stop=True)
+    params, loss, last = _full_delay_profile(pool, combine, space, params, loss, last, rows, cap, stop, note)
     for r in rows:
-        r["stage"] = "local-full"
+        r.setdefault("stage", "local-full")  # the delay profile's rows are 'local-delay'
     _append(history, rows, data.ticks_per_rollout)
     unconverged = convergence_note(last, data, n_free, cap, stop)
     if unconverged:

@@ -164,6 +164,25 @@ def refine(pool, combine, space: ParameterSpace, best: np.ndarray, best_loss: fl
     return space.decode(z[None], np.array([delay]))[0], loss, rows
 
 
+def neighbour_delays(pool, combine, space: ParameterSpace, z: np.ndarray, delay: int, loss: float, iterations: int,
+                     rows: list, stage: str, note=None, tried=(), rel_tol: float = REL_TOL, min_gain: float = 0.0
+                     ) -> tuple[np.ndarray, int, float] | None:
+    """The delay's discrete profile at the converged point z (n,): each neighbouring delay (±1 ms,
+    within the choices, not in `tried`) gets `iterations` LM iterations from z, together (one
+    `lm_batch`, stopping below `rel_tol`), since the other parameters partly absorb a wrong delay; returns (z, delay, loss)
+    of the best neighbour when it ends below `loss` by more than `min_gain` of it, else None."""
+    choices = set(space.delay_choices.tolist())
+    neighbours = np.array([d for d in (delay - 1, delay + 1) if d in choices and d not in tried], dtype=np.int64)
+    if not neighbours.size:
+        return None
+    zn = np.repeat(z[None], len(neighbours), axis=0)
+    ln = np.asarray(combine(pool.evaluate(space.decode(zn, neighbours))))
+    zn, ln = lm_batch(pool, combine, space, zn, neighbours, np.where(np.isfinite(ln), ln, np.inf), iterations,
+                      rows, stage, note, rel_tol)
+    k = int(np.argmin(ln))
+    return (zn[k], int(neighbours[k]), float(ln[k])) if ln[k] < loss * (1.0 - min_gain) else None
+
+
 def lm_batch(pool, combine, space: ParameterSpace, z: np.ndarray, delays: np.ndarray, loss: np.ndarray,
              iterations: int, rows: list, stage: str, note=None, rel_tol: float = REL_TOL
              ) -> tuple[np.ndarray, np.ndarray]:
