@@ -26,8 +26,8 @@ MuJoCo's `mujoco.sysid` evaluates its Jacobian columns as one batch). The stages
    continues at the new offsets, and the scan repeats (at most `OFFSET_ROUNDS` times).
 2. **full**: LM on all the training data from the best cheap point at its delay
    (fit/replay/refine.py, at most `refine_iterations` or `FULL_ITERATIONS`), then the delay is
-   profiled again on the full data (each neighbouring delay `PROFILE_ITERATIONS` LM iterations;
-   a lower one becomes the delay and LM runs again there, `_full_delay_profile`). The start's
+   profiled again on the full data (each neighbouring delay replayed with one LM step on the last
+   Jacobian; a lower one becomes the delay and LM runs again there, `_full_delay_profile`). The start's
    loss comes from the first Jacobian's centre row. LM stops
    once the linearised model puts the optimum within `FULL_STOP_SE` (0.5) standard errors
    (fit/replay/stopping.py: its Gauss–Newton step predicted to gain less than 0.25 σ², checked
@@ -72,7 +72,7 @@ from ..errors import SettingError
 from . import payoff
 from .outcomes import CheapStage, JacobianSnapshot
 from .gates import AGREE_REL, FLOOR_GATE, floor_loss, gate_verdict, gates
-from .refine import REL_TOL, LastIteration, lm_batch, neighbour_delays, refine
+from .refine import REL_TOL, LastIteration, lm_batch, neighbour_delays, neighbour_delays_linear, refine
 from ..core.space import ParameterSpace
 from .stopping import FullStop, cheap_rel_tol, convergence_note, full_stop
 
@@ -326,20 +326,22 @@ def _full_delay_profile(pool, combine, space: ParameterSpace, params: np.ndarray
     """The delay profiled again on the full data at the full LM's optimum: the cheap windows
     (a part of each interval) can prefer a neighbouring delay that the whole recording does not,
     and on short gentle runs they do (bench/RESULTS.md, "The delay on the full data"). Each
-    neighbour gets PROFILE_ITERATIONS LM iterations (fit/replay/refine.py `neighbour_delays`); one
-    lower by more than the LM's own stop (`stop`, a FullStop or a relative tolerance: a smaller
-    gain is the noise's) becomes the delay and the full LM runs again there, up to its cap (at
-    most DELAY_ROUNDS moves), its last iteration the error bars'. Not above the floor gate: the
-    gates then fail and the exploration (CMA-ES's categorical delay) searches the delay. Returns
-    (params, loss, last); `rows` gains the iterations."""
-    if getattr(stop, "gate_loss", None) is not None and loss > stop.gate_loss:
+    neighbour is replayed at the optimum and takes one LM step with the last iteration's Jacobian
+    (fit/replay/refine.py `neighbour_delays_linear`: 2 + 12 replays, where LM iterations with
+    fresh Jacobians at both would cost ~4 (n + 7)); a point lower by more than the LM's own stop
+    (`stop`, a FullStop or a relative tolerance: a smaller gain is the noise's) makes its delay
+    the delay and the full LM runs again there, up to its cap (at most DELAY_ROUNDS moves), its
+    last iteration the error bars'. Not above the floor gate: the gates then fail and the
+    exploration (CMA-ES's categorical delay) searches the delay. Returns (params, loss, last);
+    `rows` gains the probes' rows."""
+    if last.jac is None or (getattr(stop, "gate_loss", None) is not None and loss > stop.gate_loss):
         return params, loss, last
     sp = space.with_offsets(space.offsets_of(params))
     tried = {sp.delay_of(params)}
     for _ in range(DELAY_ROUNDS):
         delay = sp.delay_of(params)
-        moved = neighbour_delays(pool, combine, sp, sp.encode(params[None])[0], delay, loss, PROFILE_ITERATIONS,
-                                 rows, "local-delay", None, tried, min_gain=stop(loss) if callable(stop) else stop)
+        moved = neighbour_delays_linear(pool, combine, sp, sp.encode(params[None])[0], delay, loss, last.jac, rows,
+                                        "local-delay", tried, min_gain=stop(loss) if callable(stop) else stop)
         if moved is None:
             break
         z, d, lower = moved

@@ -183,6 +183,49 @@ def neighbour_delays(pool, combine, space: ParameterSpace, z: np.ndarray, delay:
     return (zn[k], int(neighbours[k]), float(ln[k])) if ln[k] < loss * (1.0 - min_gain) else None
 
 
+def neighbour_delays_linear(pool, combine, space: ParameterSpace, z: np.ndarray, delay: int, loss: float,
+                            jac: np.ndarray, rows: list, stage: str, tried=(), min_gain: float = 0.0
+                            ) -> tuple[np.ndarray, int, float] | None:
+    """The delay's discrete profile at a converged point z (n,) for the price of one LM step per
+    neighbour: each neighbouring delay (±1 ms, within the choices, not in `tried`) is replayed at
+    z, and its Levenberg–Marquardt steps (every λ of LAMBDAS) are taken with `jac` (M, n), the
+    Jacobian at the current delay (∂r/∂z barely changes over 1 ms; a fresh one would cost n + 1
+    replays per neighbour). Returns (z, delay, loss) of the lowest point seen at a neighbouring
+    delay when it is below `loss` by more than `min_gain` of it, else None; `rows` gains one
+    row (`stage`)."""
+    choices = set(space.delay_choices.tolist())
+    neighbours = [d for d in (delay - 1, delay + 1) if d in choices and d not in tried]
+    if not neighbours:
+        return None
+    t0 = time.perf_counter()
+    res = pool.residuals(space.decode(np.repeat(z[None], len(neighbours), axis=0), np.array(neighbours)))
+    jtj = jac.T @ jac
+    scale = np.diag(np.maximum(np.diag(jtj), 1e-12))
+    points, delays = [], []
+    for d, r in zip(neighbours, res):
+        points.append(z)
+        for lam in LAMBDAS:
+            try:  # a non-finite replay at the neighbour: no step
+                points.append(z + np.linalg.solve(jtj + lam * scale, -(jac.T @ r)) if np.all(np.isfinite(r)) else z)
+            except np.linalg.LinAlgError:
+                points.append(z)
+        delays += [d] * (len(LAMBDAS) + 1)
+    points, delays = np.clip(np.array(points), 0.0, 1.0), np.array(delays, dtype=np.int64)
+    steps = np.ones(len(points), dtype=bool)
+    steps[::len(LAMBDAS) + 1] = False  # the unmoved points' losses are their residuals' sums
+    per_interval = pool.evaluate(space.decode(points[steps], delays[steps]))
+    losses = np.empty(len(points))
+    losses[~steps] = np.sum(res ** 2, axis=1)
+    losses[steps] = np.asarray(combine(per_interval))
+    losses = np.where(np.isfinite(losses), losses, np.inf)
+    k = int(np.argmin(losses))
+    rows.append({"stage": stage, "min": float(losses[k]), "mean": float(np.mean(losses[np.isfinite(losses)]))
+                 if np.isfinite(losses).any() else float("inf"), "best": float(min(loss, losses[k])),
+                 "iter_s": time.perf_counter() - t0, "per_traj_min": np.min(per_interval, axis=0).tolist(),
+                 "evaluations": len(neighbours) + int(steps.sum())})
+    return (points[k], int(delays[k]), float(losses[k])) if losses[k] < loss * (1.0 - min_gain) else None
+
+
 def lm_batch(pool, combine, space: ParameterSpace, z: np.ndarray, delays: np.ndarray, loss: np.ndarray,
              iterations: int, rows: list, stage: str, note=None, rel_tol: float = REL_TOL
              ) -> tuple[np.ndarray, np.ndarray]:

@@ -11,7 +11,7 @@ import pytest
 
 from twinlake.fit.core.space import parse_space
 from twinlake.fit.replay.local_search import _full_delay_profile
-from twinlake.fit.replay.refine import REL_TOL, LastIteration, neighbour_delays, refine
+from twinlake.fit.replay.refine import LAMBDAS, REL_TOL, LastIteration, neighbour_delays, refine
 
 SPACE = parse_space([])
 N = len(SPACE.free_indices)
@@ -66,8 +66,8 @@ def test_a_lower_neighbouring_delay_becomes_the_delay_and_lm_runs_again_there():
     assert last2 is not last and last2.r[-1] == pytest.approx(np.sqrt(FLOORS[2]))  # replayed at delay 2
     np.testing.assert_allclose(last2.jac[:-1], MATRIX, atol=1e-6)
     assert any("delay 1 -> 2 ms" in n for n in notes)
-    stages = {r.get("stage") for r in rows}
-    assert "local-delay" in stages  # the probe's rows, apart from the LM's
+    stages = [r.get("stage") for r in rows]
+    assert stages.count("local-delay") == 2  # one probe row per move tried (1 -> 2, then from 2), apart from the LM's
     # from delay 2 its neighbours (1 tried, 3 higher) are probed and it stays
     assert not any("delay 2 -> 3" in n for n in notes)
 
@@ -80,8 +80,9 @@ def test_at_the_lowest_delay_nothing_moves():
     kept, kept_loss, kept_last = _full_delay_profile(pool, _combine, SPACE, params, loss, last, rows, 4, REL_TOL,
                                                      lambda _: None)
     assert kept is params and kept_loss == loss and kept_last is last
-    assert pool.calls > before  # both neighbours were tried (2 evaluations and their LM iterations)
-    assert all(r["stage"] == "local-delay" for r in rows)
+    # both neighbours replayed at the optimum and one LM step each on the last Jacobian (6 λ)
+    assert pool.calls - before == 2 + 2 * len(LAMBDAS)
+    assert [r["stage"] for r in rows] == ["local-delay"] and rows[0]["evaluations"] == 2 + 2 * len(LAMBDAS)
 
 
 def test_neighbour_delays_skips_the_tried_and_the_choices_edge():
