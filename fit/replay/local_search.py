@@ -322,26 +322,26 @@ def local_seed(wd: Path, settings, seed: int, data, pool, cheap_pool_factory: Ca
 
 
 def _full_delay_profile(pool, combine, space: ParameterSpace, params: np.ndarray, loss: float, last: LastIteration,
-                        rows: list, cap: int, stop: FullStop | float, note) -> tuple[np.ndarray, float, LastIteration]:
+                        rows: list, cap: int, stop: FullStop, note) -> tuple[np.ndarray, float, LastIteration]:
     """The delay profiled again on the full data at the full LM's optimum: the cheap windows
     (a part of each interval) can prefer a neighbouring delay that the whole recording does not,
     and on short gentle runs they do (bench/RESULTS.md, "The delay on the full data"). Each
     neighbour is replayed at the optimum and takes one LM step with the last iteration's Jacobian
     (fit/replay/refine.py `neighbour_delays_linear`: 2 + 12 replays, where LM iterations with
     fresh Jacobians at both would cost ~4 (n + 7)); a point lower by more than the LM's own stop
-    (`stop`, a FullStop or a relative tolerance: a smaller gain is the noise's) makes its delay
+    (`stop`, the full-data LM's FullStop: a smaller gain is the noise's) makes its delay
     the delay and the full LM runs again there, up to its cap (at most DELAY_ROUNDS moves), its
     last iteration the error bars'. Not above the floor gate: the gates then fail and the
     exploration (CMA-ES's categorical delay) searches the delay. Returns (params, loss, last);
     `rows` gains the probes' rows."""
-    if last.jac is None or (getattr(stop, "gate_loss", None) is not None and loss > stop.gate_loss):
+    if last.jac is None or (stop.gate_loss is not None and loss > stop.gate_loss):
         return params, loss, last
     sp = space.with_offsets(space.offsets_of(params))
     tried = {sp.delay_of(params)}
     for _ in range(DELAY_ROUNDS):
         delay = sp.delay_of(params)
         moved = neighbour_delays_linear(pool, combine, sp, sp.encode(params[None])[0], delay, loss, last.jac, rows,
-                                        "local-delay", tried, min_gain=stop(loss) if callable(stop) else stop)
+                                        "local-delay", tried, min_gain=stop(loss))
         if moved is None:
             break
         z, d, lower = moved

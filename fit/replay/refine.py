@@ -63,6 +63,25 @@ def _jacobian(pool, space: ParameterSpace, z: np.ndarray, delay: int) -> tuple[n
     return res[0], (res[1:] - res[0]).T / h
 
 
+def _damped_steps(jtj: np.ndarray, jtr: np.ndarray) -> np.ndarray:
+    """(len(LAMBDAS), n) Levenberg–Marquardt steps −(JᵀJ + λ·diag(JᵀJ))⁻¹Jᵀr, one per λ of
+    LAMBDAS (the diagonal floored at 1e-12); a singular system's step is zero."""
+    scale = np.diag(np.maximum(np.diag(jtj), 1e-12))
+    steps = np.zeros((len(LAMBDAS), len(jtr)))
+    for step, lam in zip(steps, LAMBDAS):
+        try:
+            step[:] = np.linalg.solve(jtj + lam * scale, -jtr)
+        except np.linalg.LinAlgError:
+            pass
+    return steps
+
+
+def _neighbours(space: ParameterSpace, delay: int, tried=()) -> list[int]:
+    """The neighbouring delays (delay − 1, delay + 1 ms) among the space's choices, not in `tried`."""
+    choices = set(space.delay_choices.tolist())
+    return [d for d in (delay - 1, delay + 1) if d in choices and d not in tried]
+
+
 def _lm(pool, combine, space, z, delay, loss, iterations, rows, on_iteration, rel_tol=REL_TOL, last=None,
         predict_stop=False):
     n = z.size
@@ -74,13 +93,7 @@ def _lm(pool, combine, space, z, delay, loss, iterations, rows, on_iteration, re
         if last is not None:
             last.z, last.jac, last.r, last.moved = z, jac, r, False
         jtj, jtr = jac.T @ jac, jac.T @ r
-        scale = np.maximum(np.diag(jtj), 1e-12)
-        steps = []
-        for lam in LAMBDAS:
-            try:
-                steps.append(np.linalg.solve(jtj + lam * np.diag(scale), -jtr))
-            except np.linalg.LinAlgError:
-                steps.append(np.zeros(n))
+        steps = _damped_steps(jtj, jtr)
         tol = rel_tol(loss) if callable(rel_tol) else rel_tol
         if last is not None:
             last.stop = "cap"
@@ -92,7 +105,7 @@ def _lm(pool, combine, space, z, delay, loss, iterations, rows, on_iteration, re
             if on_iteration is not None:
                 on_iteration(len(rows), loss, delay)
             break
-        trial = np.clip(z[None] + np.array(steps), 0.0, 1.0)
+        trial = np.clip(z[None] + steps, 0.0, 1.0)
         per_interval = pool.evaluate(space.decode(trial, np.full(len(trial), delay)))
         losses = np.asarray(combine(per_interval))
         k = int(np.argmin(np.where(np.isfinite(losses), losses, np.inf)))
@@ -146,13 +159,10 @@ def refine(pool, combine, space: ParameterSpace, best: np.ndarray, best_loss: fl
     delay, loss = space.delay_of(best), best_loss
     rows: list[dict] = []
     z, loss = _lm(pool, combine, space, z, delay, loss, iterations, rows, on_iteration, rel_tol, last, predict_stop)
-    choices = set(space.delay_choices.tolist())
     tried = {delay}
     for _ in range(MAX_DELAY_ROUNDS if profile_delay else 0):
         found = None
-        for d in (delay - 1, delay + 1):
-            if d not in choices or d in tried:
-                continue
+        for d in _neighbours(space, delay, tried):
             tried.add(d)
             zd, ld = _lm(pool, combine, space, z, d, np.inf, PROBE_ITERATIONS, rows, on_iteration)
             if ld < loss and (found is None or ld < found[2]):
@@ -171,8 +181,7 @@ def neighbour_delays(pool, combine, space: ParameterSpace, z: np.ndarray, delay:
     within the choices, not in `tried`) gets `iterations` LM iterations from z, together (one
     `lm_batch`, stopping below `rel_tol`), since the other parameters partly absorb a wrong delay; returns (z, delay, loss)
     of the best neighbour when it ends below `loss` by more than `min_gain` of it, else None."""
-    choices = set(space.delay_choices.tolist())
-    neighbours = np.array([d for d in (delay - 1, delay + 1) if d in choices and d not in tried], dtype=np.int64)
+    neighbours = np.array(_neighbours(space, delay, tried), dtype=np.int64)
     if not neighbours.size:
         return None
     zn = np.repeat(z[None], len(neighbours), axis=0)
@@ -193,24 +202,18 @@ def neighbour_delays_linear(pool, combine, space: ParameterSpace, z: np.ndarray,
     replays per neighbour). Returns (z, delay, loss) of the lowest point seen at a neighbouring
     delay when it is below `loss` by more than `min_gain` of it, else None; `rows` gains one
     row (`stage`)."""
-    choices = set(space.delay_choices.tolist())
-    neighbours = [d for d in (delay - 1, delay + 1) if d in choices and d not in tried]
+    neighbours = _neighbours(space, delay, tried)
     if not neighbours:
         return None
     t0 = time.perf_counter()
     res = pool.residuals(space.decode(np.repeat(z[None], len(neighbours), axis=0), np.array(neighbours)))
     jtj = jac.T @ jac
-    scale = np.diag(np.maximum(np.diag(jtj), 1e-12))
-    points, delays = [], []
-    for d, r in zip(neighbours, res):
-        points.append(z)
-        for lam in LAMBDAS:
-            try:  # a non-finite replay at the neighbour: no step
-                points.append(z + np.linalg.solve(jtj + lam * scale, -(jac.T @ r)) if np.all(np.isfinite(r)) else z)
-            except np.linalg.LinAlgError:
-                points.append(z)
-        delays += [d] * (len(LAMBDAS) + 1)
-    points, delays = np.clip(np.array(points), 0.0, 1.0), np.array(delays, dtype=np.int64)
+    points = []
+    for r in res:  # the unmoved point, then its steps (none from a non-finite replay)
+        steps = _damped_steps(jtj, jac.T @ r) if np.all(np.isfinite(r)) else np.zeros((len(LAMBDAS), z.size))
+        points += [z[None], z[None] + steps]
+    points = np.clip(np.concatenate(points), 0.0, 1.0)
+    delays = np.repeat(np.array(neighbours, dtype=np.int64), len(LAMBDAS) + 1)
     steps = np.ones(len(points), dtype=bool)
     steps[::len(LAMBDAS) + 1] = False  # the unmoved points' losses are their residuals' sums
     per_interval = pool.evaluate(space.decode(points[steps], delays[steps]))
@@ -248,15 +251,10 @@ def lm_batch(pool, combine, space: ParameterSpace, z: np.ndarray, delays: np.nda
             r, jac = res[k, 0], (res[k, 1:] - res[k, 0]).T / h[k]
             jtj, jtr = jac.T @ jac, jac.T @ r
             if not (np.all(np.isfinite(jtj)) and np.all(np.isfinite(jtr))):
-                trials += [zk[k].copy()] * len(LAMBDAS)  # a non-finite replay nearby: no step
+                trials.append(np.repeat(zk[k][None], len(LAMBDAS), axis=0))  # a non-finite replay nearby: no step
                 continue
-            scale = np.diag(np.maximum(np.diag(jtj), 1e-12))
-            for lam in LAMBDAS:
-                try:
-                    trials.append(zk[k] + np.linalg.solve(jtj + lam * scale, -jtr))
-                except np.linalg.LinAlgError:
-                    trials.append(zk[k].copy())
-        trial = np.clip(np.array(trials), 0.0, 1.0)
+            trials.append(zk[k][None] + _damped_steps(jtj, jtr))
+        trial = np.clip(np.concatenate(trials), 0.0, 1.0)
         per_interval = pool.evaluate(space.decode(trial, np.repeat(delays[idx], len(LAMBDAS))))
         tl = np.asarray(combine(per_interval)).reshape(len(idx), len(LAMBDAS))
         tl = np.where(np.isfinite(tl), tl, np.inf)

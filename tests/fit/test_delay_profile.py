@@ -12,6 +12,7 @@ import pytest
 from twinlake.fit.core.space import parse_space
 from twinlake.fit.replay.local_search import _full_delay_profile
 from twinlake.fit.replay.refine import LAMBDAS, REL_TOL, LastIteration, neighbour_delays, refine
+from twinlake.fit.replay.stopping import FullStop
 
 SPACE = parse_space([])
 N = len(SPACE.free_indices)
@@ -41,6 +42,11 @@ class DelayPool:
         return np.sum(self.residuals(rows) ** 2, axis=1)[:, None]
 
 
+def _stop(tolerance: float = REL_TOL) -> FullStop:
+    """The full-data LM's stop with one relative tolerance and no floor gate."""
+    return FullStop(tight=tolerance, loose=tolerance, gate_loss=None)
+
+
 def _combine(per_interval: np.ndarray) -> np.ndarray:
     return np.asarray(per_interval)[:, 0]
 
@@ -58,7 +64,7 @@ def test_a_lower_neighbouring_delay_becomes_the_delay_and_lm_runs_again_there():
     params, loss, last = _optimum_at(pool, 1)
     assert SPACE.delay_of(params) == 1 and loss == pytest.approx(FLOORS[1], rel=1e-3)
     notes, rows = [], []
-    moved, lower, last2 = _full_delay_profile(pool, _combine, SPACE, params, loss, last, rows, 4, REL_TOL,
+    moved, lower, last2 = _full_delay_profile(pool, _combine, SPACE, params, loss, last, rows, 4, _stop(),
                                               notes.append)
     assert SPACE.delay_of(moved) == 2 and lower == pytest.approx(FLOORS[2], rel=1e-3)
     np.testing.assert_allclose(SPACE.encode(moved[None])[0], OPTIMA[2], atol=1e-3)
@@ -77,7 +83,7 @@ def test_at_the_lowest_delay_nothing_moves():
     params, loss, last = _optimum_at(pool, 2)
     rows: list = []
     before = pool.calls
-    kept, kept_loss, kept_last = _full_delay_profile(pool, _combine, SPACE, params, loss, last, rows, 4, REL_TOL,
+    kept, kept_loss, kept_last = _full_delay_profile(pool, _combine, SPACE, params, loss, last, rows, 4, _stop(),
                                                      lambda _: None)
     assert kept is params and kept_loss == loss and kept_last is last
     # both neighbours replayed at the optimum and one LM step each on the last Jacobian (6 λ)
@@ -95,12 +101,10 @@ def test_neighbour_delays_skips_the_tried_and_the_choices_edge():
 
 
 def test_a_gain_within_the_lm_stop_is_noise_and_above_the_floor_gate_the_exploration_decides():
-    from twinlake.fit.replay.stopping import FullStop
-
     pool = DelayPool()
     params, loss, last = _optimum_at(pool, 1)
     gain = 1.0 - FLOORS[2] / FLOORS[1]  # what moving to delay 2 gains, relative
-    kept = _full_delay_profile(pool, _combine, SPACE, params, loss, last, [], 4, gain * 1.01, lambda _: None)
+    kept = _full_delay_profile(pool, _combine, SPACE, params, loss, last, [], 4, _stop(gain * 1.01), lambda _: None)
     assert kept[0] is params  # lower, but by less than the stop tolerance: not a move
     before = pool.calls
     above = FullStop(tight=REL_TOL, loose=REL_TOL, gate_loss=loss / 2)  # the loss is over the floor gate
