@@ -1,5 +1,5 @@
 """A fresh `twinlake ingest` process imports none of what its path never uses (pandas,
-hypothesis, scipy.linalg; pandera, which only names a violation; with the decimal reader's C
+hypothesis, scipy.linalg; pandera, which only names a violation; rich, when stderr is no terminal; with the decimal reader's C
 kernels, neither polars nor numba; DuckDB it uses since publishing a run stores the run's
 intervals, computed by the rules' SQL: catalog/stored_intervals.py), and what
 `twinlake.lean_start.absent` hides stays importable afterwards."""
@@ -14,7 +14,8 @@ import pytest
 
 from twinlake.ingest.samples import SampleSpec, write_sample
 
-UNUSED = ("pandas", "hypothesis", "scipy.linalg", "pandera")
+UNUSED = ("pandas", "hypothesis", "scipy.linalg", "pandera",
+          "rich")  # rich draws the spinner on a terminal only (stderr is a pipe here)
 WITH_C_KERNELS = ("polars", "numba")  # the decimal reader's C kernels parse instead
 
 
@@ -120,3 +121,32 @@ def test_a_command_line_builds_the_command_it_names_alone_with_the_same_help():
         alone = runner.invoke(build_app(line[0]), line, prog_name="twinlake")
         assert whole.exit_code == alone.exit_code == 0
         assert alone.output == whole.output
+
+
+def test_the_ingest_spinner_draws_on_a_terminal_and_nowhere_else():
+    """`progress.terminal_status`: rich's spinner when stderr is a terminal (a pty here), and
+    neither a drawing nor rich's import in a pipe; lines printed meanwhile are kept in both."""
+    import os
+
+    code = ("import sys, time\nfrom twinlake.progress import terminal_status\n"
+            "with terminal_status('ingesting...') as status:\n"
+            "    status('ingested a.csv'); print('error: kept', file=sys.stderr, flush=True); time.sleep(0.3)\n"
+            "print('rich' in sys.modules, flush=True)")
+    piped = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert piped.returncode == 0 and piped.stdout.strip() == "False" and piped.stderr == "error: kept\n"
+    main, child = os.openpty()
+    done = subprocess.run([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=child, text=True,
+                          timeout=120, env={**os.environ, "TERM": "xterm", "COLUMNS": "80"})
+    os.close(child)
+    drawn = b""
+    while True:
+        try:
+            piece = os.read(main, 65536)
+        except OSError:  # the pty is closed once its writer has gone
+            break
+        if not piece:
+            break
+        drawn += piece
+    os.close(main)
+    assert done.returncode == 0 and done.stdout.strip() == "True"
+    assert b"error: kept" in drawn and b"ingest" in drawn, drawn

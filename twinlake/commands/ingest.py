@@ -81,12 +81,9 @@ def _ingest(paths: list[Path], lake: Optional[Path], robot: Optional[str], run: 
         from ..ingest.rawstore import archive_ahead
 
         archive_ahead(the_lake, paths[0], raw_codec)
-    from rich.console import Console
-
     from ..ingest import ingest_paths
     from ..ingest.registry import ReadOptions
 
-    err = Console(stderr=True)
     options = ReadOptions(robot=robot, run=run, allow_partial=allow_partial, mapping=mapping, **bag_options)
 
     def results(folder: Path):
@@ -98,20 +95,26 @@ def _ingest(paths: list[Path], lake: Optional[Path], robot: Optional[str], run: 
 
     worst = 0
     if workers:
+        from rich.console import Console
+
         from .cluster import fan_out_with_progress
 
+        err = Console(stderr=True)
         outcomes = fan_out_with_progress(the_lake, list(paths), options, err, workers=workers, address=address,
                                          replace=replace, raw_codec=raw_codec, results=results)
-        for outcome in outcomes:
+        for outcome in outcomes:  # lines on the bar's console, so they go above the bar
             worst = max(worst, outcome.exit_code)
-            _report(outcome, as_json, err)
+            _report(outcome, as_json, lambda line: err.print(line, markup=False, highlight=False,
+                                                             soft_wrap=True))
         raise typer.Exit(worst)
-    with err.status("ingesting...", spinner="dots") as status:
+    from ..progress import terminal_status
+
+    with terminal_status("ingesting...") as status:
         for outcome in ingest_paths(the_lake, list(paths), options, replace=replace,
                                     raw_codec=raw_codec, results=results):
-            status.update(f"ingested {Path(outcome.path).name}")
+            status(f"ingested {Path(outcome.path).name}")
             worst = max(worst, outcome.exit_code)
-            _report(outcome, as_json, err)
+            _report(outcome, as_json, _stderr_line)
     raise typer.Exit(worst)
 
 
@@ -156,15 +159,23 @@ def _seven(values: list[str], name: str) -> tuple[float, ...] | None:
     return tuple(numbers * 7 if len(numbers) == 1 else numbers)
 
 
-def _report(outcome, as_json: bool, err) -> None:
+def _stderr_line(line: str) -> None:
+    import sys
+
+    print(line, file=sys.stderr, flush=True)
+
+
+def _report(outcome, as_json: bool, stderr_line) -> None:
+    """One outcome: its message on stdout (or one JSON object), a note or an error through
+    `stderr_line(text)`."""
     if outcome.status == "skipped":  # a note, not an ingest result: stderr in both modes
-        err.print(f"note: {outcome.message}", markup=False, highlight=False, soft_wrap=True)
+        stderr_line(f"note: {outcome.message}")
     elif as_json:
         print(json.dumps(outcome.as_dict(), sort_keys=True), flush=True)
     elif outcome.exit_code == 0:
         print(outcome.message, flush=True)
     else:
-        err.print(f"error: {outcome.message}", markup=False, highlight=False, soft_wrap=True)
+        stderr_line(f"error: {outcome.message}")
 
 
 @export_app.command("bundle")
