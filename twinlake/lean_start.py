@@ -18,7 +18,9 @@ BLAS-backed function), which a library call inside a user's program must not imp
 
 `main` (the `twinlake` command, `python -m twinlake`) also sets `PROCESS_ENVIRONMENT` (and its
 command's `COMMAND_ENVIRONMENT`) before anything imports pyarrow or numpy, which read it once, at
-import; a local Ray the command starts gives it to its workers.
+import; a local Ray the command starts gives it to its workers. A command of
+`EXIT_WITHOUT_TEARDOWN` ends its process without the interpreter's teardown once it has
+returned (`exit_now`).
 """
 
 from __future__ import annotations
@@ -42,6 +44,13 @@ numpy's OpenBLAS starts one thread per core at import; an ingest makes no BLAS c
 threads spun for ~0.1 CPU s of a 600 000-row ingest's ~4.2 (perf: `blas_thread_server`), on a
 two-core machine time taken from the parse. A fit keeps OpenBLAS's default."""
 UNUSED = ("pandas", "hypothesis")
+EXIT_WITHOUT_TEARDOWN = ("ingest",)
+"""Commands whose process ends by `os._exit` once the command has returned (`exit_now`): by then
+an ingest has fsynced and published every run, joined its threads and printed its outcomes, and
+the interpreter's teardown (freeing pyarrow's, numpy's and DuckDB's modules, a last garbage
+collection) only costs time: ~0.1 s of a fresh 600 000-row ingest's ~2.4 s (bench/RESULTS.md,
+"Ingest: the allocators, overlap and start-up"). Not after a command that started Ray: Ray's
+exit handler stops the local cluster it started."""
 BLAS_PROBE = "ensure_blas"  # numba/np/linalg.py: imports scipy.linalg.cython_blas
 
 
@@ -89,8 +98,37 @@ def use_process_environment(command: str | None = None) -> None:
 
 
 def main() -> None:
-    """The `twinlake` command: `use_process_environment` first, then the app (twinlake/cli.py)."""
-    use_process_environment(sys.argv[1] if len(sys.argv) > 1 else None)
+    """The `twinlake` command: `use_process_environment` first, then the app (twinlake/cli.py);
+    a command of `EXIT_WITHOUT_TEARDOWN` then ends by `exit_now`."""
+    command = sys.argv[1] if len(sys.argv) > 1 else None
+    use_process_environment(command)
     from .cli import main as run_app
 
-    run_app()
+    if command not in EXIT_WITHOUT_TEARDOWN:
+        run_app()
+        return
+    try:
+        run_app()
+    except SystemExit as done:
+        exit_now(done.code)
+    exit_now(0)
+
+
+def exit_now(code: int | str | None) -> None:
+    """End the process with `code` as `SystemExit(code)` would (None: 0; a text: printed to
+    stderr, 1), after flushing stdout and stderr and logging's handlers, but without the
+    interpreter's teardown (`EXIT_WITHOUT_TEARDOWN`). If Ray was imported, the ordinary exit
+    instead (Ray's exit handler stops the local cluster the command started)."""
+    if "ray" in sys.modules:
+        raise SystemExit(code)
+    if isinstance(code, str):
+        print(code, file=sys.stderr)
+    status = 0 if code is None else code if isinstance(code, int) else 1
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a reader that went away: the exit code still says it all
+            pass
+    if "logging" in sys.modules:
+        sys.modules["logging"].shutdown()
+    os._exit(status)

@@ -16,6 +16,9 @@ from twinlake.ingest.samples import SampleSpec, write_sample
 
 UNUSED = ("pandas", "hypothesis", "scipy.linalg", "pandera",
           "rich")  # rich draws the spinner on a terminal only (stderr is a pipe here)
+KEEP_RUNNING = ("import twinlake.lean_start as lean_start\n"  # main's exit_now raises instead, so the
+                "def _raise(code):\n    raise SystemExit(code)\n"   # test goes on after main()
+                "lean_start.exit_now = _raise\n")
 WITH_C_KERNELS = ("polars", "numba")  # the decimal reader's C kernels parse instead
 
 
@@ -83,7 +86,7 @@ def test_the_command_process_takes_arrows_system_allocator_unless_the_user_chose
 def test_an_ingest_process_runs_numpys_blas_on_one_thread_unless_the_user_chose():
     """`twinlake ingest` (no BLAS call) does not start OpenBLAS's thread per core; other commands
     and a user's own setting are left alone."""
-    code = ("import os, sys\nfrom twinlake.lean_start import main\nsys.argv = ['twinlake', sys.argv[1], '--help']\n"
+    code = ("import os, sys\nfrom twinlake.lean_start import main\n" + KEEP_RUNNING + "sys.argv = ['twinlake', sys.argv[1], '--help']\n"
             "try:\n    main()\nexcept SystemExit:\n    pass\n"
             "import numpy\nprint(os.environ.get('OPENBLAS_NUM_THREADS'), len(os.listdir('/proc/self/task')), file=sys.stderr)")
     env = {k: v for k, v in __import__("os").environ.items() if k != "OPENBLAS_NUM_THREADS"}
@@ -106,7 +109,7 @@ def test_a_command_line_builds_the_command_it_names_alone_with_the_same_help():
 
     from twinlake.cli import build_app
 
-    code = ("import sys\nfrom twinlake.lean_start import main\nsys.argv = ['twinlake', 'ingest', '--help']\n"
+    code = ("import sys\nfrom twinlake.lean_start import main\n" + KEEP_RUNNING + "sys.argv = ['twinlake', 'ingest', '--help']\n"
             "try:\n    main()\nexcept SystemExit:\n    pass\n"
             "print(' '.join(sorted(m for m in sys.modules if m.startswith('twinlake.'))), file=sys.stderr)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
@@ -150,3 +153,32 @@ def test_the_ingest_spinner_draws_on_a_terminal_and_nowhere_else():
     os.close(main)
     assert done.returncode == 0 and done.stdout.strip() == "True"
     assert b"error: kept" in drawn and b"ingest" in drawn, drawn
+
+
+def test_an_ingest_process_ends_without_teardown_and_keeps_every_line_and_exit_code(tmp_path):
+    """`lean_start.exit_now` after `twinlake ingest`: every outcome line reaches a block-buffered
+    stdout (a file) and stderr, the exit code is the command's (1: one input rejected; 2: usage),
+    and the runs are published."""
+    import os
+
+    inputs = tmp_path / "in"
+    inputs.mkdir()
+    for k in range(3):
+        write_sample(inputs / f"run{k}.csv", SampleSpec(rows=500, seed=10 + k))
+    lines = (inputs / "run0.csv").read_text().splitlines(keepends=True)
+    row = lines[5].split(",")
+    lines[5] = ",".join(row[:3] + ["not-a-number"] + row[4:])
+    (inputs / "broken.csv").write_text("".join(lines[:20]))
+    out, err = tmp_path / "out.txt", tmp_path / "err.txt"
+    with out.open("w") as stdout, err.open("w") as stderr:
+        code = subprocess.run([sys.executable, "-m", "twinlake", "ingest", str(inputs), "--robot", "r",
+                               "--lake", str(tmp_path / "lake")], stdout=stdout, stderr=stderr,
+                              timeout=300).returncode
+    assert code == 1, err.read_text()
+    published = out.read_text().splitlines()
+    assert [line.split(":")[0] for line in published] == ["run0.csv", "run1.csv", "run2.csv"], published
+    assert "error: broken.csv" in err.read_text()
+    assert sorted(os.listdir(tmp_path / "lake" / "runs" / "robot=r")) == ["run=run0", "run=run1", "run=run2"]
+    usage = subprocess.run([sys.executable, "-m", "twinlake", "ingest", str(tmp_path / "absent.csv"),
+                            "--lake", str(tmp_path / "lake")], capture_output=True, text=True, timeout=120)
+    assert usage.returncode == 2 and "absent.csv" in usage.stderr
