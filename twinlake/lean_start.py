@@ -49,7 +49,7 @@ EXIT_WITHOUT_TEARDOWN = ("ingest",)
 an ingest has fsynced and published every run, joined its threads and printed its outcomes, and
 the interpreter's teardown (freeing pyarrow's, numpy's and DuckDB's modules, a last garbage
 collection) only costs time: ~0.1 s of a fresh 600 000-row ingest's ~2.4 s (bench/RESULTS.md,
-"Ingest: the allocators, overlap and start-up"). Not after a command that started Ray: Ray's
+"Ingest: the command's start-up and exit"). Not after a command that started Ray: Ray's
 exit handler stops the local cluster it started."""
 BLAS_PROBE = "ensure_blas"  # numba/np/linalg.py: imports scipy.linalg.cython_blas
 
