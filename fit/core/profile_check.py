@@ -38,11 +38,12 @@ comes back down beyond the first grid point that reaches the level.
 
 from __future__ import annotations
 
-import re
 import time
 from dataclasses import dataclass
 
 import numpy as np
+
+from ...sim.arm_model.params import LAYOUT
 
 RISE_FACTOR = 3.0  # a side fails when its loss rises by less than the linear rise / RISE_FACTOR
 CHECK_EDGES = (2.0, 4.0)  # the check's probes, in interval half-widths from the optimum
@@ -101,9 +102,9 @@ class ProfileCheck:
 
 
 def joint_groups(names: list[str]) -> list[list[int]]:
-    """Per free parameter, the indices of the other free parameters of its joint (names ending
-    `_jN`); none for a parameter of no joint."""
-    joint = [m.group(1) if (m := re.search(r"_j(\d+)$", n)) else None for n in names]
+    """Per free parameter, the indices of the other free parameters of its joint
+    (`LAYOUT.joint_of`); none for a parameter of no joint."""
+    joint = [LAYOUT.joint_of(n) for n in names]
     return [[j for j, other in enumerate(joint) if other is not None and other == mine and j != i]
             for i, mine in enumerate(joint)]
 

@@ -32,6 +32,8 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
+from ...sim.arm_model.params import LAYOUT
+
 THRESHOLD = 3.0
 GRAVITY_MASS_KG = 1.0
 FRICTION_GROUPS = ("mu_static", "mu_viscous", "armature")
@@ -115,7 +117,9 @@ def _parameter(name: str, a: float, b: float, ea: dict, eb: dict, threshold: flo
 
 
 def _group(name: str) -> str:
-    return name.rsplit("_j", 1)[0] if "_j" in name else name
+    """The parameter group of a name (`mu_static_j3`: `mu_static`); a name outside the layout
+    (a record of another tool's) is its own group."""
+    return LAYOUT.group_of(name).name if name in LAYOUT.names else name
 
 
 def causes(cmp: Comparison, rec_a, rec_b) -> list[str]:

@@ -173,6 +173,12 @@ class ParameterLayout:
         i = self.index(name)
         return next(g for g in self.groups if self._slices[g.name].start <= i < self._slices[g.name].stop)
 
+    def joint_of(self, name: str) -> int | None:
+        """The joint (1..7) a per-joint parameter name is of (`mu_static_j3`: 3); None for a
+        one-value group's (`motor_delay_ms`); ValueError for an unknown name."""
+        i, g = self.index(name), self.group_of(name)
+        return i - self._slices[g.name].start + 1 if g.per_joint else None
+
     def index(self, name: str) -> int:
         """Position of a parameter name (or the alias of a one-value group) in the vector;
         ValueError otherwise."""

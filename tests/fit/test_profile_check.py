@@ -104,7 +104,7 @@ def test_the_grid_reaches_far_enough_for_the_bounds_it_is_used_with():
 
 
 def test_joint_groups_are_the_other_free_parameters_of_the_same_joint():
-    names = ["armature_j1", "mu_static_j1", "armature_j7", "payload_mass", "mu_viscous_j7", "mu_static_j17"]
+    names = ["armature_j1", "mu_static_j1", "armature_j7", "payload_mass", "mu_viscous_j7", "motor_delay_ms"]
     assert joint_groups(names) == [[1], [0], [4], [], [2], []]
 
 

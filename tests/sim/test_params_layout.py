@@ -50,6 +50,12 @@ def test_groups_tile_the_vector_and_dynamics_params_has_one_field_per_group():
     for name in LAYOUT.names:
         assert name in LAYOUT.group_of(name).names
         assert LAYOUT.units[LAYOUT.index(name)] == LAYOUT.group_of(name).unit
+        group, joint = LAYOUT.group_of(name), LAYOUT.joint_of(name)
+        assert (joint is None) == (not group.per_joint)
+        assert joint is None or group.names[joint - 1] == name
+    assert LAYOUT.joint_of("mu_static_j3") == 3 and LAYOUT.joint_of("motor_delay_ms") is None
+    with pytest.raises(ValueError, match="unknown parameter"):
+        LAYOUT.joint_of("mu_static_j8")
 
 
 def test_vector_matrix_and_named_round_trips():

@@ -89,8 +89,7 @@ def dynamics_params(sol: Solution, rigid: RigidBodyModel, start: DynamicsParams)
     for name, value in derived(sol, rigid, sol.beta).items():
         group = LAYOUT.group_of(name)
         if group.per_joint:
-            j = int(name.rsplit("_j", 1)[1]) - 1
-            values[group.name][j] = value
+            values[group.name][LAYOUT.joint_of(name) - 1] = value
         else:
             values[group.name] = value
     values["dynamic_ratio"] = np.clip(values["dynamic_ratio"], 0.0, 1.0).tolist()
