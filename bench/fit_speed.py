@@ -59,6 +59,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fit_methods import _delay_ms, errors, make_lake, run_methods  # noqa: E402
 from recovery import holdout_rmse  # noqa: E402
 
+from twinlake.commands.fit import REFINE_ITERATIONS  # noqa: E402  `fit run --refine`'s default
+
 FRANKATWIN_S = 40 * 378.0  # published: 40 iterations × ≈378 s (128 envs, 3 runs, one GPU)
 
 
@@ -166,7 +168,7 @@ def loop_noise_ratio(args) -> None:
         walls: dict[int, list[float]] = {0: [], on: []}
         for k in range(args.loop_noise):
             for draws in (0, on):
-                settings = FitSettings(train=train, holdout=holdout, seed=args.seed, refine_iterations=10,
+                settings = FitSettings(train=train, holdout=holdout, seed=args.seed, refine_iterations=REFINE_ITERATIONS,
                                        loop_noise_draws=draws, profile_check=bool(draws))  # else `fit run`'s defaults
                 load0, t0 = os.getloadavg()[0], time.perf_counter()
                 rec = run_fit(root / "lake", settings, fit_id=f"loop-{draws}-{k}", workers=args.workers, progress=False)

@@ -13,7 +13,7 @@ fitted by the project's default fit (`fit run`'s defaults: the local search, Fra
 - ``demo``: the own-family truth on `twinlake demo`'s runs: two 4 s multisines (tones
   0.2/0.45/0.8 Hz, 1.5 s ramps) at the largest amplitude inside fr3_stack's default guards
   (`gentle_multisine_run`, about 1°), phases and noise seeded per replicate;
-  both gentle families are fitted as `fit run` does by default (its `--refine 10` cap; the
+  both gentle families are fitted as `fit run` does by default (its `--refine` cap; the
   held-out run of the issue's check is not recorded: the intervals come from the training runs);
 - ``plant``: the independent test plant (tests/plant: its own MuJoCo loop, tanh-smoothed
   asymmetric Coulomb, a 0.8 kg payload its firmware does not know), the extended fit
@@ -51,6 +51,8 @@ from pathlib import Path
 
 import numpy as np
 
+from twinlake.commands.fit import REFINE_ITERATIONS
+
 HERE = Path(__file__).resolve().parent
 # this file is named like the `coverage` package numba imports: bench/ must not be on the path
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]
@@ -71,7 +73,7 @@ record, sample_truth = _recovery().record, _recovery().sample_truth
 TONES = (0.3, 0.7, 1.3)
 GENTLE_TONES, GENTLE_DEG = (0.13, 0.47, 1.1), 3.0
 DEMO_TONES = (0.2, 0.45, 0.8)
-CLI_REFINE = 10  # `fit run --refine`'s default (FitSettings' 0 means 4)
+CLI_REFINE = REFINE_ITERATIONS  # `fit run --refine`'s default (FitSettings' 0 means 4)
 PLANT_SPECS = ["+payload", "+smooth-friction", "+asymmetry"]
 PLANT_PAYLOAD_KG = 0.8
 

@@ -17,6 +17,13 @@ from . import validation
 from .lake_session import bucket_sessions
 from ..options import OBJECT_LAKE, error_text, fail
 
+REFINE_ITERATIONS = 30
+"""`fit run --refine`'s default, the full-data LM's iteration cap (it stops earlier once
+converged; fit/replay/stopping.py). On the demo's gentle runs (0.9-1.2°, 4 s) 16 of 20 fits
+still gained at a cap of 10, and the cap of 30 cost no measurable time there: the LM crawls along
+the directions the data barely determine (bench/RESULTS.md, "The full-data LM's cap on gentle
+runs")."""
+
 fit_app = typer.Typer(help="Fit dynamics parameters, inspect and export fits.", no_args_is_help=True)
 
 
@@ -56,7 +63,7 @@ def run_cmd(
     torque: Optional[str] = typer.Option(None, "--torque", help="--method torque: the torque signal, commanded (tau_cmd) or measured (tau_J); default: commanded when the run has it."),
     cutoff_hz: Optional[float] = typer.Option(None, "--cutoff-hz", help="--method torque: the zero-phase low-pass cutoff [Hz] (default: from the data's spectrum)."),
     start_from: Optional[str] = typer.Option(None, "--start-from", help="Start the local search at fit FIT's parameters (one start instead of --method local's three); with --method torque, FIT's values are the nominal the prior holds."),
-    refine_iterations: int = typer.Option(10, "--refine", min=0, help="Cap on Levenberg–Marquardt iterations (each stops earlier once converged): the local search's full-data stage (0: 4) and after CMA-ES (--method cma, or a local fit's fallback; 0: none)."),
+    refine_iterations: int = typer.Option(REFINE_ITERATIONS, "--refine", min=0, help="Cap on Levenberg–Marquardt iterations (each stops earlier once converged): the local search's full-data stage (0: 4) and after CMA-ES (--method cma, or a local fit's fallback; 0: none)."),
     seeds: int = typer.Option(1, "--seeds", min=1, help="Seeded searches (seeds S, S+1, ...); the best is the fit, the spread is flagged."),
     loop_noise_draws: int = typer.Option(16, "--loop-noise-draws", min=0, help="--method local: replays of the optimum with seeded measurement noise in the controller's loop, as a real arm's acts on its noisy encoders; the spread they cause is added to the error bars (docs/fitting.md, \"Error bars when the controller acts on noisy measurements\"). Cost: N + 1 replays of the training data, about half an LM iteration at 16. 0: off."),
     profile_check: bool = typer.Option(True, "--profile-check/--no-profile-check", help="--method local: check each 95 % interval against the loss at two and four times its half-width and, where the loss rises by less than a third of what the interval assumes (stick-slip friction on small motions), widen it to where the loss, with the parameter's joint re-fitted, reaches the interval's level (docs/fitting.md, \"Intervals checked against the loss\"). Cost: 4k + 1 replays (k free parameters: 113 for the default 28), and a few hundred on a joint whose intervals are widened."),
