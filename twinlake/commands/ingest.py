@@ -10,6 +10,7 @@ typer at the top, so that start-up stays fast.
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Optional
 
@@ -160,8 +161,6 @@ def _seven(values: list[str], name: str) -> tuple[float, ...] | None:
 
 
 def _stderr_line(line: str) -> None:
-    import sys
-
     print(line, file=sys.stderr, flush=True)
 
 
