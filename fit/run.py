@@ -307,7 +307,7 @@ def error_bars(pool, settings: FitSettings, best: np.ndarray, seed_optima: np.nd
 def reused_error_bars(settings: FitSettings, best: np.ndarray, loss: float, jac: JacobianSnapshot,
                       seed_optima: np.ndarray | None):
     """The error bars of a local-search fit from its last full-data LM iteration's Jacobian
-    (fit/replay/local_search.py `error_bar_jacobian`: forward differences, step 1e-3 of each range, at
+    (fit/replay/full_stage.py `error_bar_jacobian`: forward differences, step 1e-3 of each range, at
     the point that iteration's step started from), σ² from the fit's loss (Σ r² = loss); the
     HAC covariance from that iteration's per-tick scores (a checkpoint without them: Gauss–Newton)."""
     from .core.loop_noise import WITHOUT

@@ -17,7 +17,7 @@ MuJoCo's `mujoco.sysid` evaluates its Jacobian columns as one batch). The stages
    stops once an iteration gains less than moving all parameters by `CHEAP_STOP_SE` (2) standard
    errors would, fit/replay/stopping.py, so a start far above the floor that barely moves stops early);
    every start's delay is scanned again at its converged point and a start whose best delay
-   moved continues LM there (at most `DELAY_ROUNDS` times); the delay of the best start is then profiled: each neighbouring delay (±1 ms) gets
+   moved continues LM there (at most `MAX_DELAY_ROUNDS` times); the delay of the best start is then profiled: each neighbouring delay (±1 ms) gets
    `PROFILE_ITERATIONS` LM iterations from the converged point, and the best becomes the delay.
    With per-joint delay offsets free (`+joint-delay`), the offsets are then scanned coordinate
    by coordinate at that point: every free joint's other offsets (one candidate per distinct
@@ -25,9 +25,9 @@ MuJoCo's `mujoco.sysid` evaluates its Jacobian columns as one batch). The stages
    improving joints at once when that is better still, else the single best change), LM
    continues at the new offsets, and the scan repeats (at most `OFFSET_ROUNDS` times).
 2. **full**: LM on all the training data from the best cheap point at its delay
-   (fit/replay/refine.py, at most `refine_iterations` or `FULL_ITERATIONS`), then the delay is
+   (fit/replay/full_stage.py, at most `refine_iterations` or `FULL_ITERATIONS`), then the delay is
    profiled again on the full data (each neighbouring delay replayed with one LM step on the last
-   Jacobian; a lower one becomes the delay and LM runs again there, `_full_delay_profile`). The start's
+   Jacobian; a lower one becomes the delay and LM runs again there, fit/replay/full_stage.py). The start's
    loss comes from the first Jacobian's centre row. LM stops
    once the linearised model puts the optimum within `FULL_STOP_SE` (0.5) standard errors
    (fit/replay/stopping.py: its Gauss–Newton step predicted to gain less than 0.25 σ², checked
@@ -36,7 +36,7 @@ MuJoCo's `mujoco.sysid` evaluates its Jacobian columns as one batch). The stages
    reaches the cap still paying says so in its gates ("not converged") with how far the
    optimum may be, since the error bars assume the point is at it. The last
    iteration's Jacobian is kept (as its R factor, and its per-tick scores J·r for the HAC
-   covariance, fit/core/covariance.py) for the error bars (`error_bar_jacobian`), and while it
+   covariance, fit/core/covariance.py) for the error bars (full_stage.py `error_bar_jacobian`), and while it
    is in memory the closed loop's noise is measured at the optimum (`settings.loop_noise_draws`
    noisy replays, fit/core/loop_noise.py, kept as the JacobianSnapshot's `loop_noise`)
    and the returned point's per-interval losses for the record, so neither is recomputed.
@@ -60,7 +60,6 @@ depend on its slicing or number of workers.
 from __future__ import annotations
 
 import pickle
-import time
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
@@ -72,16 +71,15 @@ from ..errors import SettingError
 from . import payoff
 from .outcomes import CheapStage, JacobianSnapshot
 from .gates import AGREE_REL, FLOOR_GATE, floor_loss, gate_verdict, gates
-from .refine import REL_TOL, LastIteration, lm_batch, neighbour_delays, neighbour_delays_linear, refine
+from .full_stage import full_lm
+from .refine import MAX_DELAY_ROUNDS, REL_TOL, append_history, lm_batch, neighbour_delays
 from ..core.space import ParameterSpace
-from .stopping import FullStop, cheap_rel_tol, convergence_note, full_stop
+from .stopping import cheap_rel_tol
 
 CHEAP_WINDOW_S = 1.0  # length of one cheap-fidelity window [s]
 CHEAP_ITERATIONS = 6
 PROFILE_ITERATIONS = 2
-DELAY_ROUNDS = 2
 OFFSET_ROUNDS = 3
-FULL_ITERATIONS = 4
 FALLBACK_SIGMA = 0.1
 
 
@@ -168,10 +166,10 @@ def _scan_offsets(pool, combine, space: ParameterSpace, z: np.ndarray, delay: in
 def _run_starts(pool, combine, space: ParameterSpace, z: np.ndarray, iterations: int, rows: list, lm, note
                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """K starts z (K, n) together: each takes its best delay, runs LM, and continues at a delay its
-    converged point prefers (at most DELAY_ROUNDS times); (z, delays, losses), each start's own."""
+    converged point prefers (at most MAX_DELAY_ROUNDS times); (z, delays, losses), each start's own."""
     delays, loss = _scan_delays(pool, combine, space, z)
     z, loss = lm(pool, combine, space, z, delays, loss, iterations, rows, "local-cheap", note)
-    for _ in range(DELAY_ROUNDS):  # the delay's discrete neighbourhood of every start
+    for _ in range(MAX_DELAY_ROUNDS):  # the delay's discrete neighbourhood of every start
         scanned, scanned_loss = _scan_delays(pool, combine, space, z)
         moved = (scanned != delays) & (scanned_loss < loss)
         if not moved.any():
@@ -226,24 +224,6 @@ def cheap_stage(pool, combine, space: ParameterSpace, starts: int, seed: int, it
                       rows=rows, notes=notes)
 
 
-def error_bar_jacobian(last: LastIteration, data=None) -> JacobianSnapshot:
-    """The error bars' part of the full stage's last LM iteration (`refine(..., last=)`), a
-    JacobianSnapshot: {z (n,) where J was taken, r_factor (n, n) R of J = ∂r/∂z (the range-scaled Jacobian, since
-    z is range-normalised), rows M, moved (the returned point is z plus the last step), per_interval
-    (B,) of the returned point or None, scores: per interval the (S_b, n) per-tick scores J·r of
-    the HAC covariance (fit/core/covariance.py; None without `data` or residuals), seconds: the
-    wall time of this (R factor and scores; counted in the fit's `error_bars_s`)}."""
-    from ..core.covariance import replay_segments, tick_scores
-
-    scores, t0 = None, time.perf_counter()
-    if data is not None and last.r is not None:
-        segments = replay_segments([len(inp.q_ref) for inp in data.inputs])
-        scores = tick_scores(last.jac, last.r, segments)
-    return JacobianSnapshot(z=np.asarray(last.z), r_factor=np.linalg.qr(last.jac, mode="r"),
-                            rows=int(last.jac.shape[0]), moved=bool(last.moved),
-                            per_interval=last.per_interval, scores=scores, seconds=time.perf_counter() - t0)
-
-
 def _save(path: Path, state: dict, write_atomic) -> None:
     write_atomic(path, pickle.dumps(state, protocol=5))
 
@@ -277,7 +257,7 @@ def local_seed(wd: Path, settings, seed: int, data, pool, cheap_pool_factory: Ca
         rows, cheap = cheap.rows, replace(cheap, rows=[])
         for r in rows:
             r["per_traj_min"] = None  # per cheap window, not per training interval
-        _append(history, rows, cheap_data.ticks_per_rollout)
+        append_history(history, rows, cheap_data.ticks_per_rollout)
         state = {"stage": "cheap", "cheap": cheap, "history": history}
         _save(path, state, write_atomic)
         bar.update(1, cheap.loss, cheap.loss, 0.0, 0.0, 0.0)
@@ -287,7 +267,7 @@ def local_seed(wd: Path, settings, seed: int, data, pool, cheap_pool_factory: Ca
     if state["stage"] == "cheap":
         bar.note("full data: LM")
         floor, reason = floor_loss(data)
-        params, loss, jac, unconverged = _full_lm(pool, combine, settings, data, cheap.z, cheap.delay,
+        params, loss, jac, unconverged = full_lm(pool, combine, settings, data, cheap.z, cheap.delay,
                                                   cheap.offsets, history, note, floor)
         failed, notes = gates(cheap.start_losses, loss, floor, reason)
         notes = list(cheap.notes) + notes + ([unconverged] if unconverged else [])
@@ -321,76 +301,6 @@ def local_seed(wd: Path, settings, seed: int, data, pool, cheap_pool_factory: Ca
                                                loss), jacobian
 
 
-def _full_delay_profile(pool, combine, space: ParameterSpace, params: np.ndarray, loss: float, last: LastIteration,
-                        rows: list, cap: int, stop: FullStop, note) -> tuple[np.ndarray, float, LastIteration]:
-    """The delay profiled again on the full data at the full LM's optimum: the cheap windows
-    (a part of each interval) can prefer a neighbouring delay that the whole recording does not,
-    and on short gentle runs they do (bench/RESULTS.md, "The delay on the full data"). Each
-    neighbour is replayed at the optimum and takes one LM step with the last iteration's Jacobian
-    (fit/replay/refine.py `neighbour_delays_linear`: 2 + 12 replays, where LM iterations with
-    fresh Jacobians at both would cost ~4 (n + 7)); a point lower by more than the LM's own stop
-    (`stop`, the full-data LM's FullStop: a smaller gain is the noise's) makes its delay
-    the delay and the full LM runs again there, up to its cap (at most DELAY_ROUNDS moves), its
-    last iteration the error bars'. Not above the floor gate: the gates then fail and the
-    exploration (CMA-ES's categorical delay) searches the delay. Returns (params, loss, last);
-    `rows` gains the probes' rows."""
-    if last.jac is None or (stop.gate_loss is not None and loss > stop.gate_loss):
-        return params, loss, last
-    sp = space.with_offsets(space.offsets_of(params))
-    tried = {sp.delay_of(params)}
-    for _ in range(DELAY_ROUNDS):
-        delay = sp.delay_of(params)
-        moved = neighbour_delays_linear(pool, combine, sp, sp.encode(params[None])[0], delay, loss, last.jac, rows,
-                                        "local-delay", tried, min_gain=stop(loss))
-        if moved is None:
-            break
-        z, d, lower = moved
-        tried.add(d)
-        note(f"full data: delay {delay} -> {d} ms lowers the loss {loss:.4g} -> {lower:.4g}; LM continues there")
-        last = LastIteration()
-        params, loss, more = refine(pool, combine, space, sp.decode(z[None], np.array([d]))[0], lower, cap,
-                                    on_iteration=lambda i, l, dl: note(f"full LM {i} (delay {dl} ms): loss {l:.4g}"),
-                                    profile_delay=False, rel_tol=stop, last=last, predict_stop=True)
-        rows.extend(more)
-    return params, loss, last
-
-
-def _full_lm(pool, combine, settings, data, z: np.ndarray, delay: int, offsets, history: list[dict], note,
-             floor: float | None) -> tuple[np.ndarray, float, JacobianSnapshot | None, str | None]:
-    """Stage 2 from the cheap point z (n,) at its delay and offsets, stopping by
-    fit/replay/stopping.py's `full_stop` at the noise floor's loss `floor`: (params, loss, the
-    error bars' Jacobian or None, `convergence_note` or None); its rows (stage 'local-full') are
-    appended to `history`."""
-    space = settings.parameter_space
-    x0 = space.decode(z[None], np.array([delay]), offsets)[0]
-    last = LastIteration()
-    cap, n_free = settings.refine_iterations or FULL_ITERATIONS, len(space.free_indices)
-    stop = full_stop(data, n_free, floor)
-    params, loss, rows = refine(pool, combine, space, x0, None, cap,
-                                on_iteration=lambda i, l, d: note(f"full LM {i} (delay {d} ms): loss {l:.4g}"),
-                                profile_delay=False, rel_tol=stop, last=last, predict_stop=True)
-    params, loss, last = _full_delay_profile(pool, combine, space, params, loss, last, rows, cap, stop, note)
-    for r in rows:
-        r.setdefault("stage", "local-full")  # the delay profile's rows are 'local-delay'
-    _append(history, rows, data.ticks_per_rollout)
-    unconverged = convergence_note(last, data, n_free, cap, stop)
-    if unconverged:
-        note(unconverged)
-    if last.jac is None:
-        return params, loss, None, unconverged
-    jac = error_bar_jacobian(last, data)
-    draws = int(getattr(settings, "loop_noise_draws", 0))
-    if draws > 0:  # the closed loop's noise: bias and spread (fit/core/loop_noise.py), J still in memory
-        from ..core.loop_noise import bootstrap
-
-        note(f"closed-loop noise: {draws} noisy replays at the optimum")
-        jac.loop_noise = loop = bootstrap(pool, data, params, last.jac, int(settings.seed), draws)
-        jac.seconds += 0.0 if loop is None else loop.seconds  # counted in the fit's error_bars_s
-    if getattr(settings, "profile_check", False):
-        jac.profile_check = jac.checked_intervals(pool, space, params, loss, note)
-    return params, loss, jac, unconverged
-
-
 def _explore_starts(state: dict, pool, combine, settings, data, cheap_pool_factory, note) -> dict:
     """Exploration step 1, when the starts disagree: the disagreeing starts continue
     CHEAP_ITERATIONS more cheap LM iterations (one batch). One that ends more than AGREE_REL
@@ -417,13 +327,13 @@ def _explore_starts(state: dict, pool, combine, settings, data, cheap_pool_facto
         cheap_pool.close()
     for r in rows:
         r["per_traj_min"] = None
-    _append(history, rows, cheap_data.ticks_per_rollout)
+    append_history(history, rows, cheap_data.ticks_per_rollout)
     losses[worse] = ls
     out = {**state, "stage": "starts", "history": history}
     k = int(np.argmin(ls))
     if ls[k] < cheap.loss * (1.0 - AGREE_REL):
         idx = np.flatnonzero(worse)[k]
-        params, loss, jac, unconverged = _full_lm(pool, combine, settings, data, zs[k],
+        params, loss, jac, unconverged = full_lm(pool, combine, settings, data, zs[k],
                                                   int(cheap.start_delays[idx]), None, history, note,
                                                   state["floor_loss"])
         notes.append(f"start {idx + 1} continued to a lower cheap basin ({ls[k]:.4g} < {cheap.loss:.4g}); "
@@ -436,15 +346,3 @@ def _explore_starts(state: dict, pool, combine, settings, data, cheap_pool_facto
                      f"{ls.min() / cheap.loss - 1:+.1%} from the best: no lower basin among them")
     failed, judged = gates(losses, out["loss"], state["floor_loss"], state["floor_reason"])
     return {**out, "failed": failed, "notes": notes + judged, "explore_s": clock.spent_s}
-
-
-def _append(history: list[dict], rows: list[dict], ticks: int) -> None:
-    running = min([h["best"] for h in history if h.get("stage") == rows[0]["stage"]] or [np.inf]) if rows else 0
-    for row in rows:
-        running = min(running, row["min"])
-        history.append({"iter": len(history) + 1, "stage": row["stage"], "min": row["min"], "mean": row["mean"],
-                        "best": running, "iter_s": row["iter_s"],
-                        "ms_per_tick": row["iter_s"] / max(ticks, 1) * 1e3, "eta_s": 0.0,
-                        "per_traj_min": row["per_traj_min"], "best_candidate_weighted": None, "sigma": None,
-                        "evals_per_s": row["evaluations"] / row["iter_s"] if row["iter_s"] > 0 else None,
-                        "delay_probs": None})

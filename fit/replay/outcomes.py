@@ -40,7 +40,7 @@ class CheapStage:
 @dataclass
 class JacobianSnapshot:
     """The last full-data LM iteration's Jacobian, kept for the error bars
-    (local_search.error_bar_jacobian): `z` (n,) the point it was taken at, `r_factor` (n, n)
+    (full_stage.error_bar_jacobian): `z` (n,) the point it was taken at, `r_factor` (n, n)
     the R of its QR (JᵀJ = RᵀR), `rows` the residuals' count, `moved` whether the iteration's
     step left that point, `per_interval` the training intervals' losses at the optimum (or
     None), `scores` the per-tick scores of the HAC covariance per replay segment (or None),

@@ -271,3 +271,23 @@ def lm_batch(pool, combine, space: ParameterSpace, z: np.ndarray, delays: np.nda
         if note is not None:
             note(f"{stage} {len(rows)}: best loss {loss.min():.4g} ({len(idx)} start(s) moving)")
     return z, loss
+
+
+def append_history(history: list[dict], rows: list[dict], ticks: int, stage: str | None = None,
+                   best: float | None = None) -> None:
+    """The LM rows of `refine` / `lm_batch` / the delay probes (`rows`) appended to a fit's
+    `history` as its records store them (fit/records/record.py), continuing the iteration count;
+    `stage` names them (None: each row's own), and the running best starts from `best` (None: the
+    best so far of the first row's stage in `history`). `ticks`: the ticks of one replay."""
+    if best is None:
+        first = stage or (rows[0]["stage"] if rows else None)
+        best = min([h["best"] for h in history if h.get("stage") == first] or [np.inf]) if rows else 0
+    running = best
+    for row in rows:
+        running = min(running, row["min"])
+        history.append({"iter": len(history) + 1, "stage": stage or row["stage"], "min": row["min"],
+                        "mean": row["mean"], "best": running, "iter_s": row["iter_s"],
+                        "ms_per_tick": row["iter_s"] / max(ticks, 1) * 1e3, "eta_s": 0.0,
+                        "per_traj_min": row["per_traj_min"], "best_candidate_weighted": None, "sigma": None,
+                        "evals_per_s": row["evaluations"] / row["iter_s"] if row["iter_s"] > 0 else None,
+                        "delay_probs": None})

@@ -14,10 +14,11 @@ import numpy as np
 
 from ...catalog import atomic_write_bytes
 from . import local_search
+from .full_stage import FULL_ITERATIONS
 from ..core.objective import FitProblem, ProblemData
 from .outcomes import SeedOutcome
 from .progress import FitProgress, stage_note
-from .refine import refine
+from .refine import append_history, refine
 from .search import MixedSearch, centred_probs
 
 EMA_KEEP = 0.8  # FrankaTwin's ETA smoothing: ema = 0.8·old + 0.2·new
@@ -85,7 +86,7 @@ def _local_result(wd: Path, settings, seed: int, data: ProblemData, pool, progre
         probs = centred_probs(space.delay_choices, delay)
         init = (space.encode(x0[None])[0], probs if len(probs) > 1 else None, space.offsets_of(x0))
         best, loss, rows, _ = _cma_stage(wd, settings, seed, data, pool, progress, f"{label} cma", on_generation,
-                                         init, settings.refine_iterations or local_search.FULL_ITERATIONS,
+                                         init, settings.refine_iterations or FULL_ITERATIONS,
                                          stop=stop, polish_below=x0_loss)
         return best, loss, rows
 
@@ -164,14 +165,6 @@ def _refine(settings, data: ProblemData, search: MixedSearch, history: list[dict
     params, loss, rows = refine(pool, combine, settings.parameter_space, search.best_params,
                                 search.best_loss, iterations,
                                 on_iteration=lambda i, l, d: bar.note(f"refine {i} (delay {d} ms): loss {l:.4g}"))
-    running = search.best_loss
-    for row in rows:
-        running = min(running, row["min"])  # best so far (delay probes may start worse)
-        history.append({"iter": len(history) + 1, "stage": "refine", "min": row["min"], "mean": row["mean"],
-                        "best": running, "iter_s": row["iter_s"],
-                        "ms_per_tick": row["iter_s"] / max(data.ticks_per_rollout, 1) * 1e3,
-                        "eta_s": 0.0, "per_traj_min": row["per_traj_min"],
-                        "best_candidate_weighted": None, "sigma": None,
-                        "evals_per_s": row["evaluations"] / row["iter_s"] if row["iter_s"] > 0 else None,
-                        "delay_probs": None})
+    # the running best from CMA-ES's (delay probes may start worse)
+    append_history(history, rows, data.ticks_per_rollout, stage="refine", best=search.best_loss)
     return params, loss

@@ -1,4 +1,4 @@
-"""The delay profiled again on the full data (fit/replay/local_search.py `_full_delay_profile`,
+"""The delay profiled again on the full data (fit/replay/full_stage.py `full_delay_profile`,
 fit/replay/refine.py `neighbour_delays`), on a loss known in closed form: at each delay a
 quadratic in the free coordinates with its own optimum and its own floor. A full-data optimum
 at a delay whose neighbour is lower moves there, LM runs again and its last iteration (the
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from twinlake.fit.core.space import parse_space
-from twinlake.fit.replay.local_search import _full_delay_profile
+from twinlake.fit.replay.full_stage import full_delay_profile
 from twinlake.fit.replay.refine import LAMBDAS, REL_TOL, LastIteration, neighbour_delays, refine
 from twinlake.fit.replay.stopping import FullStop
 
@@ -64,7 +64,7 @@ def test_a_lower_neighbouring_delay_becomes_the_delay_and_lm_runs_again_there():
     params, loss, last = _optimum_at(pool, 1)
     assert SPACE.delay_of(params) == 1 and loss == pytest.approx(FLOORS[1], rel=1e-3)
     notes, rows = [], []
-    moved, lower, last2 = _full_delay_profile(pool, _combine, SPACE, params, loss, last, rows, 4, _stop(),
+    moved, lower, last2 = full_delay_profile(pool, _combine, SPACE, params, loss, last, rows, 4, _stop(),
                                               notes.append)
     assert SPACE.delay_of(moved) == 2 and lower == pytest.approx(FLOORS[2], rel=1e-3)
     np.testing.assert_allclose(SPACE.encode(moved[None])[0], OPTIMA[2], atol=1e-3)
@@ -83,7 +83,7 @@ def test_at_the_lowest_delay_nothing_moves():
     params, loss, last = _optimum_at(pool, 2)
     rows: list = []
     before = pool.calls
-    kept, kept_loss, kept_last = _full_delay_profile(pool, _combine, SPACE, params, loss, last, rows, 4, _stop(),
+    kept, kept_loss, kept_last = full_delay_profile(pool, _combine, SPACE, params, loss, last, rows, 4, _stop(),
                                                      lambda _: None)
     assert kept is params and kept_loss == loss and kept_last is last
     # both neighbours replayed at the optimum and one LM step each on the last Jacobian (6 λ)
@@ -104,12 +104,12 @@ def test_a_gain_within_the_lm_stop_is_noise_and_above_the_floor_gate_the_explora
     pool = DelayPool()
     params, loss, last = _optimum_at(pool, 1)
     gain = 1.0 - FLOORS[2] / FLOORS[1]  # what moving to delay 2 gains, relative
-    kept = _full_delay_profile(pool, _combine, SPACE, params, loss, last, [], 4, _stop(gain * 1.01), lambda _: None)
+    kept = full_delay_profile(pool, _combine, SPACE, params, loss, last, [], 4, _stop(gain * 1.01), lambda _: None)
     assert kept[0] is params  # lower, but by less than the stop tolerance: not a move
     before = pool.calls
     above = FullStop(tight=REL_TOL, loose=REL_TOL, gate_loss=loss / 2)  # the loss is over the floor gate
-    kept = _full_delay_profile(pool, _combine, SPACE, params, loss, last, [], 4, above, lambda _: None)
+    kept = full_delay_profile(pool, _combine, SPACE, params, loss, last, [], 4, above, lambda _: None)
     assert kept[0] is params and pool.calls == before  # nothing replayed
     below = FullStop(tight=REL_TOL, loose=REL_TOL, gate_loss=loss * 2)
-    moved = _full_delay_profile(pool, _combine, SPACE, params, loss, last, [], 4, below, lambda _: None)
+    moved = full_delay_profile(pool, _combine, SPACE, params, loss, last, [], 4, below, lambda _: None)
     assert SPACE.delay_of(moved[0]) == 2
